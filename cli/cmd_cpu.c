@@ -1,0 +1,64 @@
+/*
+ * cmd_cpu.c — `jepa cpu`: the CPU features found, the cap applied (JEPA_CPU or --cpu),
+ * and which implementation fills every kernel slot, so a fallback is never silent.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "kernels/kernels.h"
+#include "runtime/cpu.h"
+
+int cmd_cpu(int argc, char **argv) {
+    const char *cap = getenv("JEPA_CPU");
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--cpu") && i + 1 < argc) cap = argv[++i];
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: jepa cpu [--cpu scalar|avx2|avx512|neon]\n");
+            return 0;
+        } else return cli_usage_error("cpu", "unknown option '%s'", argv[i]);
+    }
+    unsigned found = jepa_cpu_detect();
+    long capped = jepa_cpu_cap(found, cap);
+    if (capped < 0) return cli_usage_error("cpu", "unknown cpu level '%s'", cap);
+    char buf[256];
+    printf("cpu features: %s\n", jepa_cpu_describe(found, buf, sizeof buf));
+    printf("cap:          %s -> %s\n", cap ? cap : "auto", jepa_cpu_describe((unsigned)capped, buf, sizeof buf));
+
+    /* Tables at every level up to the cap: a slot's ISA is the first level that set it. */
+    static const char *const levels[] = {"scalar", "avx2", "avx512", "neon"};
+    struct jk_kernels tab[4], use;
+    int nl = 0;
+    for (int i = 0; i < 4; i++) {
+        long f = jepa_cpu_cap((unsigned)capped, levels[i]);
+        if (i > 0 && f == 0) continue;
+        jk_init(&tab[nl], (unsigned)f);
+        tab[nl].isa = levels[i];
+        nl++;
+    }
+    jk_init(&use, (unsigned)capped);
+#define SLOT(field, label)                                                            \
+    do {                                                                              \
+        const char *isa = "?";                                                        \
+        for (int i = 0; i < nl; i++)                                                  \
+            if ((const void *)tab[i].field == (const void *)use.field) { isa = tab[i].isa; break; } \
+        printf("  %-10s %s\n", label, isa);                                           \
+    } while (0)
+    printf("kernels:\n");
+    SLOT(gemm[JK_F32], "gemm_f32");
+    SLOT(gemm[JK_F16], "gemm_f16");
+    SLOT(gemm[JK_BF16], "gemm_bf16");
+    SLOT(gemm[JK_Q8_0], "gemm_q8_0");
+    SLOT(attn, "attn");
+    SLOT(rope, "rope");
+    SLOT(layernorm, "layernorm");
+    SLOT(gelu, "gelu");
+    SLOT(gelu_tanh, "gelu_tanh");
+    SLOT(silu, "silu");
+    SLOT(softmax, "softmax");
+    SLOT(add, "add");
+    SLOT(patchify, "patchify");
+#undef SLOT
+    return 0;
+}

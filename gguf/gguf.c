@@ -1,0 +1,2 @@
+/* gguf.c — (to be written) */
+#include "gguf/gguf.h"

@@ -1,0 +1,2 @@
+/* gguf_write.c — (to be written) */
+#include "gguf/gguf.h"

@@ -1,0 +1,2 @@
+/* types.c — (to be written) */
+#include "gguf/gguf.h"

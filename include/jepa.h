@@ -1,0 +1,168 @@
+/*
+ * jepa.h — the public C API of jepa.c, an inference runtime for JEPA vision models
+ * (V-JEPA 2, V-JEPA 2.1, I-JEPA, LeVJEPA, LeJEPA/hfvit, LeWM) stored as GGUF files
+ * in the jepa.cpp schema v1.
+ *
+ * Shape of the API
+ *   jepa_model   a loaded GGUF: weights memory-mapped read-only, hyper-parameters
+ *                validated. Immutable after load, so one model may be shared by
+ *                several threads, each with its own context.
+ *   jepa_ctx     everything one forward needs that is not a weight: the activation
+ *                arena (sized for the largest input seen so far, reused), the kernel
+ *                table (chosen once for the CPU), the thread count, the last error.
+ *
+ * Errors: every fallible call returns a jepa_status. A call that fails leaves a
+ * one-line message that says what was wrong (file, key or tensor, expected vs found):
+ * jepa_ctx_error() for context calls, the `err` buffer for jepa_model_load*(). The
+ * library never prints, never exits and never aborts on bad input.
+ *
+ * Layouts: every array is float32, row-major, C-contiguous.
+ *   clip   [C, T, H, W]  (C = 3, already preprocessed: resized, cropped, normalised)
+ *   tokens [N, D]        token i = t*gh*gw + h*gw + w (t counts tubelets), plus a CLS
+ *                        row first for the families that have one.
+ * There is no global mutable state.
+ */
+#ifndef JEPA_H
+#define JEPA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define JEPA_API __declspec(dllexport)
+#else
+#define JEPA_API __attribute__((visibility("default")))
+#endif
+
+typedef enum jepa_status {
+    JEPA_OK = 0,
+    JEPA_ERR_IO = 1,          /* cannot open / read / map / write a file */
+    JEPA_ERR_FORMAT = 2,      /* malformed or hostile GGUF / npy */
+    JEPA_ERR_SCHEMA = 3,      /* well-formed GGUF that breaks schema v1 */
+    JEPA_ERR_UNSUPPORTED = 4, /* valid but not (yet) supported: tensor type, family, op */
+    JEPA_ERR_ARG = 5,         /* bad argument: wrong shape, id out of range, NULL */
+    JEPA_ERR_NOMEM = 6,       /* allocation failed */
+} jepa_status;
+
+/* A short English name of a status code ("format error", ...). */
+JEPA_API const char *jepa_status_str(jepa_status s);
+
+typedef struct jepa_model jepa_model;
+typedef struct jepa_ctx jepa_ctx;
+
+/* ---- model ------------------------------------------------------------------- */
+
+#define JEPA_ERR_LEN 512
+
+/* Load a schema-v1 GGUF. On failure *out is NULL and err (if not NULL, JEPA_ERR_LEN
+ * bytes) holds the reason. */
+JEPA_API jepa_status jepa_model_load(jepa_model **out, const char *path, char *err);
+/* The same from memory: data must stay valid and unchanged until jepa_model_free. */
+JEPA_API jepa_status jepa_model_load_memory(jepa_model **out, const void *data, size_t size,
+                                            char *err);
+JEPA_API void jepa_model_free(jepa_model *m);
+
+typedef struct jepa_model_info {
+    const char *family;     /* "vjepa2", "vjepa2_1", "ijepa", "levjepa", "hfvit", "lewm", "vjepa" */
+    const char *modality;   /* "video", "image", "image+video" */
+    const char *name;       /* general.name */
+    int embed_dim, n_layer, n_head, head_dim, ffn_dim;
+    int patch_size, tubelet_size, img_size, n_frames, in_chans;
+    int has_cls;            /* a CLS row leads the token map */
+    int has_predictor;      /* jepa_ctx_predict works */
+    int pred_out_dim;
+    int has_head;           /* jepa_ctx_classify works */
+    int n_classes;
+    int n_hier;             /* hierarchical levels (V-JEPA 2.1), else 0 */
+} jepa_model_info;
+
+JEPA_API void jepa_model_get_info(const jepa_model *m, jepa_model_info *info);
+/* Label of class i, or NULL when the file carries no labels or i is out of range. */
+JEPA_API const char *jepa_model_label(const jepa_model *m, int i);
+
+/* Token grid for an input of T frames of H x W pixels: *n_tokens includes the CLS
+ * row where the family has one. JEPA_ERR_ARG when the size does not fit the model. */
+JEPA_API jepa_status jepa_model_grid(const jepa_model *m, int T, int H, int W,
+                                     int *gt, int *gh, int *gw, int *n_tokens);
+
+/* ---- context ----------------------------------------------------------------- */
+
+typedef struct jepa_ctx_params {
+    int n_threads;     /* 0 = all cores */
+    const char *cpu;   /* cap the kernel ISA: NULL/"auto", "scalar", "avx2", "avx512", "neon";
+                          the environment variable JEPA_CPU does the same */
+} jepa_ctx_params;
+
+JEPA_API jepa_ctx_params jepa_ctx_default_params(void);
+JEPA_API jepa_status jepa_ctx_new(jepa_ctx **out, const jepa_model *m, const jepa_ctx_params *p);
+JEPA_API void jepa_ctx_free(jepa_ctx *c);
+JEPA_API const char *jepa_ctx_error(const jepa_ctx *c);
+JEPA_API void jepa_ctx_set_threads(jepa_ctx *c, int n_threads);
+/* Which implementation fills the kernel slots ("avx512", "avx2", "neon", "scalar"). */
+JEPA_API const char *jepa_ctx_isa(const jepa_ctx *c);
+/* Bytes of activation arena the context holds now. */
+JEPA_API size_t jepa_ctx_arena_bytes(const jepa_ctx *c);
+
+/* ---- embed ------------------------------------------------------------------- */
+
+typedef enum jepa_input_kind {
+    JEPA_INPUT_AUTO = 0,   /* video for T > 1; for T == 1: V-JEPA 2.1's native image path,
+                              repetition to fill the tubelet elsewhere */
+    JEPA_INPUT_VIDEO = 1,
+    JEPA_INPUT_IMAGE = 2,
+} jepa_input_kind;
+
+typedef struct jepa_embed_params {
+    jepa_input_kind kind;
+    const int32_t *ctx_ids;  /* optional masked encoder: keep only these token ids (with their
+                                true positions) before the first block */
+    int n_ctx;
+} jepa_embed_params;
+
+typedef struct jepa_embed_out {
+    float *tokens;   /* [n_tokens, D] after the final norm (or NULL) */
+    float *pooled;   /* [D] mean of the patch tokens, or NULL */
+    float *cls;      /* [D] CLS row (families with CLS), or NULL */
+    float *hier;     /* [n_hier, n_tokens, D] (V-JEPA 2.1), or NULL */
+} jepa_embed_out;
+
+/* Encode one clip x[C, T, H, W]. Buffers in out are caller-owned, sized from
+ * jepa_model_grid() (with ctx_ids: n_ctx tokens). */
+JEPA_API jepa_status jepa_ctx_embed(jepa_ctx *c, const float *x, int T, int H, int W,
+                                    const jepa_embed_params *p, jepa_embed_out *out);
+
+/* ---- predict (masked predictors) -------------------------------------------- */
+
+typedef enum jepa_modality {
+    JEPA_MODALITY_AUTO = 0,  /* image when every id lies in one temporal slice of an image-capable
+                                model, else video */
+    JEPA_MODALITY_VIDEO = 1,
+    JEPA_MODALITY_IMAGE = 2,
+} jepa_modality;
+
+typedef struct jepa_predict_params {
+    const int32_t *ctx_ids; int n_ctx;   /* ids of the context tokens (order kept) */
+    const int32_t *tgt_ids; int n_tgt;   /* ids to predict (order kept) */
+    int mask_index;                      /* which mask token (mod n_mask_tokens); default 1 */
+    jepa_modality modality;              /* V-JEPA 2.1 */
+} jepa_predict_params;
+
+/* tokens: [n_ctx, D] encoder tokens at ctx_ids. pred: [n_tgt, out_dim].
+ * ctx_out: [n_ctx, out_dim] (V-JEPA 2.1 context projection) or NULL. */
+JEPA_API jepa_status jepa_ctx_predict(jepa_ctx *c, const float *tokens,
+                                      const jepa_predict_params *p, float *pred, float *ctx_out);
+
+/* ---- classify ---------------------------------------------------------------- */
+
+/* tokens: [n_tokens, D] encoder output. logits: [n_classes]. */
+JEPA_API jepa_status jepa_ctx_classify(jepa_ctx *c, const float *tokens, int n_tokens,
+                                       float *logits);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* JEPA_H */

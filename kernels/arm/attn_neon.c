@@ -1,0 +1,2 @@
+/* attn_neon.c — (to be written) */
+#include "kernels/arm/arm.h"

@@ -1,0 +1,152 @@
+/*
+ * kernels.h — the contract between the forward functions and the compute kernels.
+ *
+ * One table of function pointers (struct jk_kernels), filled once per context:
+ * first with the plain C reference of every slot (kernels/ref/, the definition of
+ * "correct"), then upgraded up the ISA ladder the CPU allows (kernels/x86/,
+ * kernels/arm/). The forward code calls k->gemm[dtype](...) with no per-call
+ * branching. tests/checkasm runs every slot of every ISA level against the
+ * reference; bench/ times them.
+ *
+ * Conventions for every slot
+ *  - Activations are f32 everywhere. Weights may be f32, f16, bf16 or q8_0 and are
+ *    converted to f32 inside the kernel: activations are never rounded to a 16-bit
+ *    type (that is how ggml collapses tokens on f16 files).
+ *  - Matrices are row-major with an explicit row stride (in elements for f32 data,
+ *    in bytes for weights), so a kernel can read q/k/v straight out of a fused
+ *    [N, 3D] qkv buffer and write into a column slice of a wider output.
+ *  - Threads: a slot runs its own OpenMP team of `nthreads` (<= 0 means 1). Every
+ *    output element is computed by one thread with a fixed reduction order, so the
+ *    result has the same bits for any thread count.
+ *  - Workspace: slots that need scratch take `ws`, at least the bytes the matching
+ *    *_ws() function of the same table returns. The caller plans it in its arena;
+ *    kernels never allocate.
+ */
+#ifndef JEPA_KERNELS_H
+#define JEPA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Weight data types the matmul slots take. */
+enum jk_dtype {
+    JK_F32 = 0,
+    JK_F16 = 1,
+    JK_BF16 = 2,
+    JK_Q8_0 = 3,    /* blocks of 32: f16 scale + 32 x int8; K % 32 == 0 */
+    JK_NDTYPES
+};
+
+const char *jk_dtype_name(enum jk_dtype t);
+/* Bytes of a weight row of K elements (0 if K does not fit the block size). */
+size_t jk_row_bytes(enum jk_dtype t, int K);
+
+/* Epilogue of a matmul, applied to acc = sum_k X[m,k] W[n,k] + bias[n]. */
+enum jk_epilogue {
+    JK_EPI_STORE = 0,      /* Y = acc             */
+    JK_EPI_GELU = 1,       /* Y = gelu_erf(acc)   */
+    JK_EPI_ADD = 2,        /* Y += acc (residual) */
+};
+
+/* Y[m, n] = epi(sum_k X[m, k] * W[n, k] + bias[n]), 0 <= m < M, 0 <= n < N.
+ *   x: f32 [M, K], row stride ldx floats     w: N rows of K weights, row stride ldw bytes
+ *   y: f32 [M, N], row stride ldy floats     bias: [N] f32 or NULL
+ * M, N, K >= 1. For JK_Q8_0, K % 32 == 0. x and y must not overlap. */
+struct jk_gemm_args {
+    float *y; size_t ldy;
+    const float *x; size_t ldx;
+    const void *w; size_t ldw;
+    const float *bias;
+    int M, N, K;
+    enum jk_epilogue epi;
+    int nthreads;
+    void *ws;
+};
+typedef void (*jk_gemm_fn)(const struct jk_gemm_args *a);
+
+/* Fused attention, never materialising the [nq, nkv] score matrix:
+ *   for each head h, query i: o_i = sum_j softmax_j(scale * q_i . k_j) v_j
+ * over the keys j visible to i. q, k, v, o: row r of head h at base + r*ld + h*head_dim.
+ * Mask rule: if q_pos and k_pos are both non-NULL, key j is visible to query i iff
+ * q_pos[i] >= k_pos[j] (block-causal by frame: pos = frame id, CLS query INT32_MAX and
+ * CLS key INT32_MAX; causal: pos = index). Otherwise every key is visible. A query
+ * with no visible key gets a zero output row. Softmax statistics and the P.V
+ * accumulation are f32 (online softmax). */
+struct jk_attn_args {
+    float *o; size_t ldo;
+    const float *q; size_t ldq;
+    const float *k; size_t ldk;
+    const float *v; size_t ldv;
+    int nq, nkv, n_head, head_dim;
+    float scale;
+    const int32_t *q_pos, *k_pos;
+    int nthreads;
+    void *ws;
+};
+typedef void (*jk_attn_fn)(const struct jk_attn_args *a);
+
+/* 3-D RoPE from per-token tables, in place on n tokens x n_head heads:
+ *   x[i, h, :] = x * cos[i, :] + rot90(x) * sin[i, :]
+ *   rot90(x)[2p] = -x[2p+1], rot90(x)[2p+1] = x[2p]
+ * x row i head h at x + i*ldx + h*head_dim; cos/sin [n, head_dim] contiguous (identity
+ * rows cos 1 / sin 0 for tokens without position, e.g. CLS; pass-through dims 1 / 0).
+ * The table encodes the layout (tiled or interleaved) and the positions; see
+ * models/rope.h for how it is built. */
+typedef void (*jk_rope_fn)(float *x, size_t ldx, int n, int n_head, int head_dim,
+                           const float *cos, const float *sin, int nthreads);
+
+/* LayerNorm over rows of d: y = (x - mean) / sqrt(var + eps) * w + b, with mean and a
+ * centred variance (two passes) accumulated in f32. w, b may be NULL (no affine).
+ * y may equal x (same stride). */
+typedef void (*jk_layernorm_fn)(float *y, size_t ldy, const float *x, size_t ldx,
+                                const float *w, const float *b, int n, int d, float eps,
+                                int nthreads);
+
+/* Elementwise, in place on n contiguous floats. gelu = exact erf GELU
+ * (0.5 x (1 + erf(x / sqrt 2)), to ~1e-7 relative), gelu_tanh, silu = x sigmoid(x). */
+typedef void (*jk_unary_fn)(float *x, size_t n, int nthreads);
+
+/* Row-wise softmax over rows of d (in place), f32. */
+typedef void (*jk_softmax_fn)(float *x, int n, int d, int nthreads);
+
+/* y[i, j] += s[j] * x[i, j] (s NULL: y += x), rows of d, strides in floats.
+ * Residual add and layer-scale. */
+typedef void (*jk_add_fn)(float *y, size_t ldy, const float *x, size_t ldx, const float *s,
+                          int n, int d, int nthreads);
+
+/* Patchify (im2col of the Conv3d patch embedding, stride = kernel):
+ *   in:  [C, T, H, W] f32 (T % tubelet == 0, H % p == 0, W % p == 0)
+ *   out: [gt*gh*gw, C*tubelet*p*p], row i = t*gh*gw + h*gw + w, features in C-T-H-W order
+ * so that out . Wpe^T is the Conv3d. */
+typedef void (*jk_patchify_fn)(float *out, const float *in, int C, int T, int H, int W,
+                               int tubelet, int p, int nthreads);
+
+struct jk_kernels {
+    const char *isa;                 /* "scalar", "avx2", "avx512", "neon" */
+    jk_gemm_fn gemm[JK_NDTYPES];
+    jk_attn_fn attn;
+    jk_rope_fn rope;
+    jk_layernorm_fn layernorm;
+    jk_unary_fn gelu, gelu_tanh, silu;
+    jk_softmax_fn softmax;
+    jk_add_fn add;
+    jk_patchify_fn patchify;
+    /* Workspace bytes for nthreads threads: gemm for any of the gemm slots with rows
+     * of up to K weights; attention for the given head_dim and key count. */
+    size_t (*gemm_ws)(int nthreads, int K);
+    size_t (*attn_ws)(int nthreads, int head_dim, int nkv);
+};
+
+/* Fill k for the CPU flags (runtime/cpu.h), capped by nothing: the caller applies
+ * jepa_cpu_cap() first. Always succeeds: the reference covers every slot. */
+void jk_init(struct jk_kernels *k, unsigned cpu_flags);
+
+/* The reference table alone (the truth for tests). */
+void jk_init_ref(struct jk_kernels *k);
+
+/* Kernels of one ISA family, each upgrading the slots its level allows (they return
+ * at once when the flags do not include their ISA). Called in order by jk_init. */
+void jk_init_x86(struct jk_kernels *k, unsigned cpu_flags);
+void jk_init_arm(struct jk_kernels *k, unsigned cpu_flags);
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * gemm_ref.c — reference matmul Y = epi(X . W^T + b) for every weight dtype.
+ *
+ * The definition of "correct" for the SIMD variants (tests/checkasm/test_gemm.c):
+ * each weight row is converted to f32 exactly (runtime/dtype.h), each dot product
+ * is accumulated in double in k order, then rounded once. Parallel over rows of Y,
+ * so the bits do not depend on the thread count.
+ */
+#include <math.h>
+#include <string.h>
+#ifdef JEPA_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+#include "kernels/kernels.h"
+#include "kernels/ref/ref.h"
+#include "runtime/dtype.h"
+
+/* Convert weight row n (K elements) of dtype t to f32. */
+void ref_weight_row(float *dst, const void *w, size_t ldw, enum jk_dtype t, int n, int K) {
+    const uint8_t *row = (const uint8_t *)w + (size_t)n * ldw;
+    switch (t) {
+    case JK_F32:
+        memcpy(dst, row, (size_t)K * sizeof(float));
+        break;
+    case JK_F16:
+        for (int k = 0; k < K; k++) {
+            uint16_t h;
+            memcpy(&h, row + 2 * (size_t)k, 2);
+            dst[k] = f16_to_f32(h);
+        }
+        break;
+    case JK_BF16:
+        for (int k = 0; k < K; k++) {
+            uint16_t h;
+            memcpy(&h, row + 2 * (size_t)k, 2);
+            dst[k] = bf16_to_f32(h);
+        }
+        break;
+    case JK_Q8_0:
+        for (int b = 0; b < K / QK8_0; b++) {
+            struct block_q8_0 blk;
+            memcpy(&blk, row + (size_t)b * sizeof blk, sizeof blk);
+            float d = f16_to_f32(blk.d);
+            for (int j = 0; j < QK8_0; j++) dst[b * QK8_0 + j] = d * (float)blk.qs[j];
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+double ref_gelu_erf(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440)); }
+
+static void gemm_ref(const struct jk_gemm_args *a, enum jk_dtype t) {
+    const int M = a->M, N = a->N, K = a->K;
+    float *wrow = (float *)a->ws;   /* [nthreads][K] */
+    int nt = a->nthreads > 0 ? a->nthreads : 1;
+    (void)nt;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int n = 0; n < N; n++) {
+        int tid = 0;
+#ifdef JEPA_HAVE_OPENMP
+        tid = omp_get_thread_num();
+#endif
+        float *wf = wrow + (size_t)tid * (size_t)K;
+        ref_weight_row(wf, a->w, a->ldw, t, n, K);
+        for (int m = 0; m < M; m++) {
+            const float *x = a->x + (size_t)m * a->ldx;
+            double acc = 0.0;
+            for (int k = 0; k < K; k++) acc += (double)x[k] * (double)wf[k];
+            if (a->bias) acc += a->bias[n];
+            float *y = a->y + (size_t)m * a->ldy + n;
+            switch (a->epi) {
+            case JK_EPI_STORE: *y = (float)acc; break;
+            case JK_EPI_GELU: *y = (float)ref_gelu_erf(acc); break;
+            case JK_EPI_ADD: *y = (float)((double)*y + acc); break;
+            }
+        }
+    }
+}
+
+void gemm_f32_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_F32); }
+void gemm_f16_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_F16); }
+void gemm_bf16_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_BF16); }
+void gemm_q8_0_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q8_0); }
+
+/* The reference converts one weight row per thread: K floats each. */
+size_t gemm_ws_ref(int nthreads, int K) {
+    return (size_t)(nthreads > 0 ? nthreads : 1) * (size_t)K * sizeof(float);
+}

@@ -1,0 +1,2 @@
+/* gemm_avx2.c — (to be written) */
+#include "kernels/x86/x86.h"

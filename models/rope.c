@@ -1,0 +1,2 @@
+/* rope.c — (to be written) see rope.h */
+#include "models/rope.h"

@@ -1,0 +1,94 @@
+/* cpu.c — run-time CPU feature detection; see cpu.h. */
+#include "runtime/cpu.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <cpuid.h>
+
+static unsigned long long xgetbv0(void) {
+    unsigned eax, edx;
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return ((unsigned long long)edx << 32) | eax;
+}
+
+static unsigned detect(void) {
+    unsigned a, b, c, d, flags = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    int osxsave = (c >> 27) & 1, fma = (c >> 12) & 1, f16c = (c >> 29) & 1, avx = (c >> 28) & 1;
+    if (!osxsave || !avx) return 0;
+    unsigned long long xcr0 = xgetbv0();
+    int ymm_ok = (xcr0 & 0x6) == 0x6;
+    int zmm_ok = (xcr0 & 0xe6) == 0xe6;
+    if (__get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    int avx2 = (b >> 5) & 1;
+    int f = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
+    int vnni = (c >> 11) & 1;
+    if (ymm_ok && avx2 && fma && f16c) flags |= JEPA_CPU_AVX2;
+    if ((flags & JEPA_CPU_AVX2) && zmm_ok && f && dq && bw && vl) {
+        flags |= JEPA_CPU_AVX512;
+        if (vnni) flags |= JEPA_CPU_AVX512_VNNI;
+        __cpuid_count(7, 1, a, b, c, d);
+        if ((a >> 5) & 1) flags |= JEPA_CPU_AVX512_BF16;
+    }
+    return flags;
+}
+#elif defined(__aarch64__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+#ifndef HWCAP_FPHP
+#define HWCAP_FPHP (1 << 9)
+#endif
+#ifndef HWCAP_ASIMDHP
+#define HWCAP_ASIMDHP (1 << 10)
+#endif
+static unsigned detect(void) {
+    unsigned long hw = getauxval(AT_HWCAP);
+    unsigned flags = JEPA_CPU_NEON;
+    if (hw & HWCAP_ASIMDDP) flags |= JEPA_CPU_DOTPROD;
+    if ((hw & HWCAP_FPHP) && (hw & HWCAP_ASIMDHP)) flags |= JEPA_CPU_FP16;
+    return flags;
+}
+#else
+static unsigned detect(void) { return 0; }
+#endif
+
+unsigned jepa_cpu_detect(void) {
+    /* Idempotent and race-free in effect: every thread computes the same value. */
+    static volatile int done;
+    static volatile unsigned cached;
+    if (!done) {
+        cached = detect();
+        done = 1;
+    }
+    return cached;
+}
+
+long jepa_cpu_cap(unsigned flags, const char *name) {
+    if (!name || !*name || !strcmp(name, "auto")) return flags;
+    if (!strcmp(name, "scalar") || !strcmp(name, "c")) return 0;
+    if (!strcmp(name, "avx2")) return flags & JEPA_CPU_AVX2;
+    if (!strcmp(name, "avx512")) return flags & (JEPA_CPU_AVX2 | JEPA_CPU_AVX512 |
+                                                 JEPA_CPU_AVX512_VNNI | JEPA_CPU_AVX512_BF16);
+    if (!strcmp(name, "neon")) return flags & (JEPA_CPU_NEON | JEPA_CPU_DOTPROD | JEPA_CPU_FP16);
+    return -1;
+}
+
+const char *jepa_cpu_describe(unsigned flags, char *buf, int size) {
+    static const struct { unsigned f; const char *n; } names[] = {
+        {JEPA_CPU_AVX2, "avx2"}, {JEPA_CPU_AVX512, "avx512"},
+        {JEPA_CPU_AVX512_VNNI, "avx512_vnni"}, {JEPA_CPU_AVX512_BF16, "avx512_bf16"},
+        {JEPA_CPU_NEON, "neon"}, {JEPA_CPU_DOTPROD, "dotprod"}, {JEPA_CPU_FP16, "fp16"},
+    };
+    int n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (flags & names[i].f && n < size)
+            n += snprintf(buf + n, (size_t)(size - n), "%s%s", n ? " " : "", names[i].n);
+    if (!n) snprintf(buf, (size_t)size, "none");
+    return buf;
+}

@@ -1,0 +1,31 @@
+/*
+ * cpu.h — what the processor can run, detected once at run time.
+ *
+ * x86-64: cpuid + xgetbv (a feature counts only when the OS saves its registers).
+ * aarch64: getauxval(AT_HWCAP). JEPA_CPU caps the level (scalar|avx2|avx512|neon),
+ * for tests and benchmarks; the API's jepa_ctx_params.cpu does the same.
+ */
+#ifndef JEPA_RUNTIME_CPU_H
+#define JEPA_RUNTIME_CPU_H
+
+enum jepa_cpu_flag {
+    JEPA_CPU_AVX2 = 1u << 0,        /* AVX2 + FMA + F16C, YMM state enabled */
+    JEPA_CPU_AVX512 = 1u << 1,      /* AVX-512 F/BW/VL/DQ, ZMM state enabled */
+    JEPA_CPU_AVX512_VNNI = 1u << 2,
+    JEPA_CPU_AVX512_BF16 = 1u << 3,
+    JEPA_CPU_NEON = 1u << 8,        /* Advanced SIMD (always on aarch64) */
+    JEPA_CPU_DOTPROD = 1u << 9,
+    JEPA_CPU_FP16 = 1u << 10,       /* FEAT_FP16 arithmetic */
+};
+
+/* Flags of this machine (cached after the first call). */
+unsigned jepa_cpu_detect(void);
+
+/* Apply a cap by name ("auto"/NULL = none, "scalar", "avx2", "avx512", "neon").
+ * Returns the capped flags, or -1 for an unknown name. */
+long jepa_cpu_cap(unsigned flags, const char *name);
+
+/* Human-readable list of flags ("avx2 avx512 avx512_vnni ..."). */
+const char *jepa_cpu_describe(unsigned flags, char *buf, int size);
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * error.h — status plus reason, the one error convention of jepa.c.
+ *
+ * A fallible internal function takes a `struct jerr *` and returns a jepa_status; on
+ * failure it calls jerr_set(), which keeps the first message (the innermost, most
+ * specific reason) and returns the status, so `return jerr_set(e, JEPA_ERR_FORMAT,
+ * "...")` is the usual way out. `e` may be NULL (the message is then dropped).
+ */
+#ifndef JEPA_RUNTIME_ERROR_H
+#define JEPA_RUNTIME_ERROR_H
+
+#include "jepa.h"
+
+struct jerr {
+    jepa_status status;
+    char msg[JEPA_ERR_LEN];
+};
+
+#if defined(__GNUC__)
+#define JEPA_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define JEPA_PRINTF(a, b)
+#endif
+
+/* Record a failure (only if none is recorded yet) and return s. */
+jepa_status jerr_set(struct jerr *e, jepa_status s, const char *fmt, ...) JEPA_PRINTF(3, 4);
+/* Forget a recorded failure. */
+void jerr_clear(struct jerr *e);
+
+#endif
