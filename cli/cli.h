@@ -20,6 +20,12 @@ int cli_fail(const char *what, const char *fmt, ...) JEPA_PRINTF(2, 3);
 int cli_usage_error(const char *cmd, const char *fmt, ...) JEPA_PRINTF(2, 3);
 
 int cmd_info(int argc, char **argv);
+int cmd_embed(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+int cmd_classify(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 int cmd_cpu(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

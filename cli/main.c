@@ -13,8 +13,14 @@ static const struct {
     cli_cmd_fn fn;
     const char *help;
 } commands[] = {
+    {"embed", cmd_embed, "encode a clip or image into tokens / pooled features"},
+    {"predict", cmd_predict, "predict target tokens from context tokens (masked predictor)"},
+    {"classify", cmd_classify, "classify a clip with the model's head (top-k labels)"},
     {"info", cmd_info, "describe a model file (--kv, --tensors)"},
+    {"quantize", cmd_quantize, "convert a model's matmul weights to f16, bf16 or q8_0"},
+    {"synth", cmd_synth, "write a random-weight model of a real architecture (for runs and benchmarks)"},
     {"cpu", cmd_cpu, "show the CPU features and the kernel chosen for each slot"},
+    {"bench", cmd_bench, "time the kernels against the FMA peak and OpenBLAS (bench kernels)"},
 };
 
 int cli_fail(const char *what, const char *fmt, ...) {

@@ -172,4 +172,31 @@ jepa_status gguf_writer_write(const struct gguf_writer *w, const char *path, str
 jepa_status gguf_writer_write_mem(const struct gguf_writer *w, void **data, size_t *size,
                                   struct jerr *err);
 
+
+/* ---- additions (reader limits and helpers) ----------------------------------- */
+
+/* Longest key or tensor name the reader accepts (bytes, without the NUL). */
+#define GGUF_MAX_NAME 65535
+/* Longest tensor name the writer accepts: ggml's GGML_MAX_NAME is 64 bytes with the
+ * NUL, and ggml's reader refuses a file with a longer one. */
+#define GGUF_GGML_MAX_NAME 63
+
+/* Bytes of one scalar of value type vt (1, 2, 4 or 8), 0 for string, array or unknown. */
+size_t gguf_vtype_size(uint32_t vt);
+
+/*
+ * What the reader refuses, and with which status:
+ *   JEPA_ERR_IO           gguf_open: cannot open, stat or map the file; not a regular file
+ *   JEPA_ERR_UNSUPPORTED  version 1 or a byte-swapped (big-endian) header; a tensor type
+ *                         ggml knows but schema v1 does not allow (q8_1, q2_K, iq*, ...)
+ *   JEPA_ERR_FORMAT       everything else: truncation, bad magic or version, absurd counts,
+ *                         unknown value or tensor type ids, nested arrays, bool not 0/1,
+ *                         bad names or duplicates, bad dims, misplaced tensor data
+ *   JEPA_ERR_NOMEM        an allocation failed (its size is bounded by the file size)
+ * Versions 2 and 3 are read (same layout). Data pointers are aligned to the file's
+ * alignment relative to the start of the buffer; gguf_open's mapping is page-aligned.
+ * Value strings are NUL-terminated copies; a value with an embedded NUL reads as its
+ * prefix (keys and tensor names with one are refused).
+ */
+
 #endif

@@ -78,6 +78,7 @@ typedef struct jepa_model_info {
     int has_head;           /* jepa_ctx_classify works */
     int n_classes;
     int n_hier;             /* hierarchical levels (V-JEPA 2.1), else 0 */
+    int emb_dim;            /* width of the LeWM projector output (jepa_embed_out.emb), else 0 */
 } jepa_model_info;
 
 JEPA_API void jepa_model_get_info(const jepa_model *m, jepa_model_info *info);
@@ -102,6 +103,7 @@ JEPA_API jepa_status jepa_ctx_new(jepa_ctx **out, const jepa_model *m, const jep
 JEPA_API void jepa_ctx_free(jepa_ctx *c);
 JEPA_API const char *jepa_ctx_error(const jepa_ctx *c);
 JEPA_API void jepa_ctx_set_threads(jepa_ctx *c, int n_threads);
+JEPA_API int jepa_ctx_threads(const jepa_ctx *c);
 /* Which implementation fills the kernel slots ("avx512", "avx2", "neon", "scalar"). */
 JEPA_API const char *jepa_ctx_isa(const jepa_ctx *c);
 /* Bytes of activation arena the context holds now. */
@@ -125,9 +127,10 @@ typedef struct jepa_embed_params {
 
 typedef struct jepa_embed_out {
     float *tokens;   /* [n_tokens, D] after the final norm (or NULL) */
-    float *pooled;   /* [D] mean of the patch tokens, or NULL */
+    float *pooled;   /* [D] mean of the patch tokens (CLS excluded), or NULL */
     float *cls;      /* [D] CLS row (families with CLS), or NULL */
     float *hier;     /* [n_hier, n_tokens, D] (V-JEPA 2.1), or NULL */
+    float *emb;      /* [emb_dim] LeWM projector of the CLS, or NULL */
 } jepa_embed_out;
 
 /* Encode one clip x[C, T, H, W]. Buffers in out are caller-owned, sized from
@@ -161,6 +164,45 @@ JEPA_API jepa_status jepa_ctx_predict(jepa_ctx *c, const float *tokens,
 /* tokens: [n_tokens, D] encoder output. logits: [n_classes]. */
 JEPA_API jepa_status jepa_ctx_classify(jepa_ctx *c, const float *tokens, int n_tokens,
                                        float *logits);
+
+/* ---- preprocessing (input/preprocess.c) --------------------------------------
+ * Decoded 8-bit RGB pixels -> the clip layout jepa_ctx_embed() takes, following the
+ * model's jepa.pre.* keys: resize (shortest edge or squash), centre crop, normalise.
+ * The default reproduces the Hugging Face processors bit for bit: torchvision's uint8
+ * resize with antialias=True, top = (H - crop) / 2, (px - 255 mean) / (255 std) in f32. */
+
+typedef enum jepa_resize_filter {
+    JEPA_RESIZE_MODEL = 0,     /* jepa.pre.resample, antialiased (torchvision, HF processors) */
+    JEPA_RESIZE_BILINEAR_AA,   /* torchvision bilinear, antialias=True */
+    JEPA_RESIZE_BICUBIC_AA,    /* torchvision bicubic (Keys a = -0.5), antialias=True */
+    JEPA_RESIZE_BILINEAR,      /* torchvision bilinear, antialias=False */
+    JEPA_RESIZE_CV2_LINEAR,    /* cv2.resize INTER_LINEAR: Meta's V-JEPA 2.1 eval, no antialias */
+} jepa_resize_filter;
+
+typedef enum jepa_norm_form {
+    JEPA_NORM_FUSED = 0,       /* (px - 255 mean) / (255 std): HF torchvision backend */
+    JEPA_NORM_SEQUENTIAL = 1,  /* (px / 255 - mean) / std: Meta's ClipToTensor + Normalize */
+} jepa_norm_form;
+
+typedef struct jepa_preprocess_params {
+    jepa_resize_filter filter;
+    int resize_short;          /* 0: jepa.pre.resize_short (the square side in squash mode) */
+    int crop;                  /* 0: jepa.pre.crop */
+    jepa_norm_form norm;
+} jepa_preprocess_params;
+
+JEPA_API jepa_preprocess_params jepa_preprocess_default_params(void);
+
+/* Size of one preprocessed frame (crop x crop). p may be NULL (defaults). */
+JEPA_API jepa_status jepa_preprocess_size(const jepa_model *m, const jepa_preprocess_params *p,
+                                          int *out_h, int *out_w);
+
+/* Preprocess one frame rgb[h][w][3] (uint8 RGB, rows packed) into frame t of the clip
+ * out[3][T][out_h][out_w]. p may be NULL; err (JEPA_ERR_LEN bytes, or NULL) gets the
+ * reason of a failure. Frames of one clip may have different source sizes. */
+JEPA_API jepa_status jepa_preprocess_rgb(const jepa_model *m, const uint8_t *rgb, int h, int w,
+                                         const jepa_preprocess_params *p, float *out, int T,
+                                         int t, char *err);
 
 #ifdef __cplusplus
 }

@@ -166,9 +166,13 @@ struct jepa_model {
     /* bookkeeping for `jepa info` */
     size_t weight_bytes;
     int64_t n_tensors_by_type[GGUF_TYPE_COUNT];
+    /* tensors in the file that schema v1 does not name for this family (accepted) */
+    int64_t n_unknown_tensors;
+    const char *unknown_tensor;        /* the first of them, or NULL */
 };
 
-/* Build and validate the description of an open GGUF. On success the model owns g. */
+/* Build and validate the description of an open GGUF. On success the model owns g
+ * (jm_free closes it); on failure g stays the caller's. */
 jepa_status jm_load(struct jepa_model **out, struct gguf_file *g, struct jerr *err);
 void jm_free(struct jepa_model *m);
 

@@ -1,2 +1,126 @@
-/* gemm_avx2.c — (to be written) */
-#include "kernels/x86/x86.h"
+/*
+ * gemm_avx2.c — the matmul slots Y = epi(X . W^T + b) for AVX2 + FMA + F16C, every weight
+ * dtype (f32, f16, bf16, q8_0) through one f32 microkernel.
+ *
+ *   large M: BLIS-style blocking (kernels/x86/gemm_tmpl.h). W is converted to f32 while
+ *            it is packed (F16C vcvtph2ps, bf16 << 16, q8_0 d * int8: all exact, the
+ *            same values as the reference), X is packed, and a 6 x 16 register tile
+ *            (12 ymm accumulators, 2 loads + 6 broadcasts per 12 FMAs) does the work;
+ *            the epilogue (bias, erf-GELU, residual add) is fused into its store.
+ *   small M (M <= GT_SMALL_M, e.g. the attentive-pool query): no packing; rows of W are
+ *            streamed once, converted in registers, and dotted with up to 3 rows of X
+ *            at a time (GEMV-like, 8-wide partial sums reduced at the end).
+ * Activations stay f32 throughout. Parallel over output tiles only, so the bits do not
+ * depend on the thread count; no allocation (ws, sized by gemm_ws_avx2).
+ *
+ * Tested against kernels/ref/gemm_ref.c by tests/checkasm/test_gemm.c (meson test
+ * --suite checkasm); timed by `jepa bench kernels` (bench/bench_kernels.c), numbers in
+ * docs/performance-kernels.md.
+ */
+#include "kernels/x86/gemm_x86.h"
+#include "kernels/x86/simd_x86.h"
+
+/* Tuning (AMD EPYC Zen 1, 32 KiB L1d, 512 KiB L2 per core, 8 MiB L3; 2 threads; measured
+ * with `jepa bench kernels`, see docs/performance-kernels.md):
+ *  - 6 x 16 tile: 12 accumulators + 2 B vectors + 1 broadcast of 16 ymm registers.
+ *  - KC 256: a 16-column B micro-panel is 16 KiB and stays in L1 while the MC/6 A
+ *    micro-panels (6 KiB each) stream from L2.
+ *  - MC 144: the 144 x 256 A block (144 KiB) sits in L2 next to the B micro-panels.
+ *  - NC 1536: the 256 x 1536 B panel (1.5 MiB per thread) lives in L3.
+ *  - SMALL_M 4: below this the weight-streaming path beats packing W. */
+#define GT_MR 6
+#define GT_NR 16
+#ifndef GT_KC
+#define GT_KC 256
+#endif
+#ifndef GT_MC
+#define GT_MC 144
+#endif
+#ifndef GT_NC
+#define GT_NC 1536
+#endif
+#define GT_SMALL_M 4
+
+#include "kernels/x86/gemm_tmpl.h"
+#include "kernels/x86/gemm_avx2_inl.h"
+
+/* acc -> Y for 8 columns (nr of them valid) with the epilogue of `mode`; bv: bias. */
+static ALWAYS_INLINE void store8(float *y, __m256 acc, __m256 bv, int nr, int mode) {
+    const enum jk_epilogue epi = GT_EPI(mode);
+    const int last = mode & GT_LAST, load = !(mode & GT_FIRST) || epi == JK_EPI_ADD;
+    if (nr >= 8) {
+        if (last) acc = _mm256_add_ps(acc, bv);
+        if (load) acc = _mm256_add_ps(_mm256_loadu_ps(y), acc);
+        if (last && epi == JK_EPI_GELU) acc = gelu8(acc);
+        _mm256_storeu_ps(y, acc);
+    } else if (nr > 0) {
+        const __m256i m = lane_mask(nr);
+        if (last) acc = _mm256_add_ps(acc, bv);
+        if (load) acc = _mm256_add_ps(_mm256_maskload_ps(y, m), acc);
+        if (last && epi == JK_EPI_GELU) acc = gelu8(acc);
+        _mm256_maskstore_ps(y, m, acc);
+    }
+}
+
+/* ---- the microkernel: 6 x 16 ------------------------------------------------------- */
+
+static void gt_ukernel(int kc, const float *restrict a, const float *restrict b, float *y,
+                       size_t ldy, int mr, int nr, const float *bias, int mode) {
+    __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+    __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+    __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+    __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+    __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+    __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+#ifndef NO_PF
+    /* The Y tile is read (or write-allocated) only after the loop: fetch it now, so the
+     * misses overlap the FMAs instead of stalling the store. */
+    for (int i = 0; i < mr; i++) {
+        _mm_prefetch((const char *)(y + (size_t)i * ldy), _MM_HINT_T0);
+        _mm_prefetch((const char *)(y + (size_t)i * ldy + GT_NR - 1), _MM_HINT_T0);
+    }
+#endif
+#ifdef UNROLL
+#pragma GCC unroll 4
+#endif
+    for (int k = 0; k < kc - (kc > 700); k++) {
+#ifdef APF
+        _mm_prefetch((const char *)(a + APF), _MM_HINT_T0);
+#endif
+        const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+        __m256 ai;
+        ai = _mm256_broadcast_ss(a + 0);
+        c00 = _mm256_fmadd_ps(ai, b0, c00);
+        c01 = _mm256_fmadd_ps(ai, b1, c01);
+        ai = _mm256_broadcast_ss(a + 1);
+        c10 = _mm256_fmadd_ps(ai, b0, c10);
+        c11 = _mm256_fmadd_ps(ai, b1, c11);
+        ai = _mm256_broadcast_ss(a + 2);
+        c20 = _mm256_fmadd_ps(ai, b0, c20);
+        c21 = _mm256_fmadd_ps(ai, b1, c21);
+        ai = _mm256_broadcast_ss(a + 3);
+        c30 = _mm256_fmadd_ps(ai, b0, c30);
+        c31 = _mm256_fmadd_ps(ai, b1, c31);
+        ai = _mm256_broadcast_ss(a + 4);
+        c40 = _mm256_fmadd_ps(ai, b0, c40);
+        c41 = _mm256_fmadd_ps(ai, b1, c41);
+        ai = _mm256_broadcast_ss(a + 5);
+        c50 = _mm256_fmadd_ps(ai, b0, c50);
+        c51 = _mm256_fmadd_ps(ai, b1, c51);
+        a += GT_MR;
+        b += GT_NR;
+    }
+    __m256 bv0 = _mm256_setzero_ps(), bv1 = _mm256_setzero_ps();
+    if ((mode & GT_LAST) && bias) {
+        bv0 = nr >= 8 ? _mm256_loadu_ps(bias) : _mm256_maskload_ps(bias, lane_mask(nr));
+        bv1 = nr >= 16 ? _mm256_loadu_ps(bias + 8) : _mm256_maskload_ps(bias + 8, lane_mask(nr - 8));
+    }
+    const __m256 acc[GT_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+                                  {c30, c31}, {c40, c41}, {c50, c51}};
+    for (int i = 0; i < mr; i++, y += ldy) {
+        store8(y, acc[i][0], bv0, nr, mode);
+        store8(y + 8, acc[i][1], bv1, nr - 8, mode);
+    }
+}
+
+GEMM_X86_SLOTS(avx2)

@@ -1,1 +1,312 @@
-int main(void) { return 77; }
+/*
+ * test_gemm.c — checkasm for the matmul slots gemm[JK_F32 .. JK_Q8_0] (and gemm_ws): every
+ * weight dtype at every ISA level this machine runs (avx2, avx512, neon; with
+ * -DCHECKASM_AVX512_EMU the AVX-512 level through SIMDe, see tests/checkasm/meson.build)
+ * against the reference slot of jk_init_ref() (kernels/ref/gemm_ref.c: exact weight
+ * conversion, double accumulation, one rounding).
+ *
+ * What runs, per level and dtype:
+ *  - ragged shapes: M in {1..5, 7, 17, 65, 577} x N in {1, 2, 3, 17, 65, 577} x
+ *    K in {1, 7, 33, 100, 768} (q8_0: {32, 64, 160, 768}), none a multiple of any tile,
+ *    each with a random epilogue (store / GELU / residual add), bias or NULL, and row
+ *    strides larger than the rows (ldx > K, ldy > N, ldw > row bytes) or tight;
+ *  - the ViT shapes (N, K) in {(2304,768), (3072,768), (768,3072), (3072,1024),
+ *    (1024,4096)} at M = 37, every epilogue in turn;
+ *  - the GELU epilogue alone (K = 1 with W = 1, an exact pre-activation), x over
+ *    [-16, 16], against the double erf at 8e-7 relative (the formula's measured error
+ *    is 4.4e-7, kernels/x86/gemm_tmpl.h);
+ *  - every output is written exactly once: Y starts as NaN (ADD: random values), the
+ *    padding between N and ldy and 16 floats either side of Y are NaN and must stay
+ *    NaN; the padding of X and of the W rows holds NaN too, so reading past K shows;
+ *  - the same call with 2 and 3 threads must give the same bits as with 1 (ws sized by
+ *    the table's gemm_ws for 3 threads, deliberately misaligned).
+ *
+ * Tolerance, from the arithmetic: both sides use the same f32 weights (conversion is
+ * exact), the products are exact inside the FMA, so the kernel's result is some
+ * summation order of the K + 2 terms x_k w_k, bias, y_old, each addition rounded once:
+ *     |y - y_ref| <= gamma_(K+2) S + u |y_ref|,  S = sum_k |x_k w_k| + |b| + |y_old|,
+ * with u = 2^-24 and gamma_n = n u / (1 - n u) (Higham, Accuracy and Stability, 3.1),
+ * the last term being the reference's own rounding to f32. We check
+ *     |y - y_ref| <= (K + 4) u S + u |y_ref|                     (c = 1)
+ * and for GELU outputs, with t the pre-activation and |gelu'| <= 1.13,
+ *     |y - y_ref| <= 1.13 (K + 4) u S + 8e-7 |y_ref| + 1e-37.
+ * A lost or doubled term costs about S / K, above the bound for every K < 4096 here.
+ *
+ * Benchmarked by `jepa bench kernels` (bench/bench_kernels.c), not here.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/ref/ref.h"
+#include "runtime/dtype.h"
+#include "tests/checkasm/checkasm.h"
+
+#define U (1.0 / 16777216.0) /* 2^-24 */
+
+static const char *epi_name(enum jk_epilogue e) {
+    return e == JK_EPI_STORE ? "store" : e == JK_EPI_GELU ? "gelu" : "add";
+}
+
+/* N rows of K weights of type t, row stride ldw bytes; padding bytes are 0xff (a NaN in
+ * every format: f32 0xffffffff, f16/bf16 0xffff, a q8_0 scale 0xffff). */
+static uint8_t *make_weights(enum jk_dtype t, int N, int K, size_t ldw, float scale) {
+    uint8_t *w = (uint8_t *)malloc((size_t)N * ldw);
+    if (!w) { fprintf(stderr, "out of memory\n"); exit(1); }
+    memset(w, 0xff, (size_t)N * ldw);
+    for (int n = 0; n < N; n++) {
+        uint8_t *row = w + (size_t)n * ldw;
+        if (t == JK_Q8_0) {
+            for (int b = 0; b < K / QK8_0; b++) {
+                float v[QK8_0], amax = 0.0f;
+                for (int j = 0; j < QK8_0; j++) {
+                    v[j] = scale * ca_normal();
+                    if (fabsf(v[j]) > amax) amax = fabsf(v[j]);
+                }
+                struct block_q8_0 blk;
+                blk.d = f32_to_f16(amax / 127.0f);
+                float d = f16_to_f32(blk.d);
+                for (int j = 0; j < QK8_0; j++) {
+                    float q = d > 0 ? nearbyintf(v[j] / d) : 0.0f;
+                    blk.qs[j] = (int8_t)(q > 127 ? 127 : q < -127 ? -127 : q);
+                }
+                memcpy(row + (size_t)b * sizeof blk, &blk, sizeof blk);
+            }
+            continue;
+        }
+        for (int k = 0; k < K; k++) {
+            float v = scale * ca_normal();
+            if (t == JK_F32) memcpy(row + 4 * (size_t)k, &v, 4);
+            else {
+                uint16_t h = t == JK_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+                memcpy(row + 2 * (size_t)k, &h, 2);
+            }
+        }
+    }
+    return w;
+}
+
+/* One shape, one epilogue, at one level: kernel vs reference, then 2 and 3 threads vs 1. */
+struct gcase {
+    enum jk_dtype t;
+    int M, N, K;
+    enum jk_epilogue epi;
+    int bias, pad;
+};
+
+static int run_case(const struct jk_kernels *kt, const char *level, const struct jk_kernels *ref,
+                    const struct gcase *c) {
+    const int M = c->M, N = c->N, K = c->K;
+    const size_t ldx = (size_t)K + (c->pad ? (size_t)ca_int(1, 9) : 0);
+    const size_t ldy = (size_t)N + (c->pad ? (size_t)ca_int(1, 9) : 0);
+    const size_t rb = jk_row_bytes(c->t, K);
+    /* f32 rows stay 4-byte aligned, f16/bf16 2-byte; q8_0 rows may start anywhere */
+    const size_t unit = c->t == JK_F32 ? 4 : c->t == JK_Q8_0 ? 1 : 2;
+    const size_t ldw = rb + (c->pad ? unit * (size_t)ca_int(1, 9) : 0);
+    int bad = 0;
+
+    float *x = (float *)malloc((size_t)M * ldx * sizeof(float));
+    float *bias = (float *)malloc((size_t)N * sizeof(float));
+    float *y0 = ca_alloc_guarded((size_t)M * ldy), *y1 = ca_alloc_guarded((size_t)M * ldy);
+    float *y2 = ca_alloc_guarded((size_t)M * ldy), *yr = ca_alloc_guarded((size_t)M * ldy);
+    float *yold = (float *)malloc((size_t)M * ldy * sizeof(float));
+    float *wf = (float *)malloc((size_t)N * (size_t)K * sizeof(float)); /* W as f32 [N, K] */
+    if (!x || !bias || !yold || !wf) { fprintf(stderr, "out of memory\n"); exit(1); }
+    for (size_t i = 0; i < (size_t)M * ldx; i++) x[i] = (i % ldx) < (size_t)K ? ca_normal() : NAN;
+    ca_fill(bias, (size_t)N, 1.0f);
+    for (size_t i = 0; i < (size_t)M * ldy; i++)
+        yold[i] = (c->epi == JK_EPI_ADD && (i % ldy) < (size_t)N) ? 3.0f * ca_normal() : NAN;
+    uint8_t *w = make_weights(c->t, N, K, ldw, 1.0f / sqrtf((float)K));
+    for (int n = 0; n < N; n++) ref_weight_row(wf + (size_t)n * K, w, ldw, c->t, n, K);
+
+    /* ws for up to 3 threads, misaligned by 4 bytes on purpose */
+    size_t wsz = kt->gemm_ws(3, K), wsr = ref->gemm_ws(1, K);
+    unsigned char *wsbuf = (unsigned char *)malloc(wsz + 4), *wsref = (unsigned char *)malloc(wsr);
+    if (!wsbuf || !wsref) { fprintf(stderr, "out of memory\n"); exit(1); }
+
+    struct jk_gemm_args a = {
+        .ldy = ldy, .x = x, .ldx = ldx, .w = w, .ldw = ldw, .bias = c->bias ? bias : NULL,
+        .M = M, .N = N, .K = K, .epi = c->epi, .nthreads = 1, .ws = wsref,
+    };
+    memcpy(yr, yold, (size_t)M * ldy * sizeof(float));
+    a.y = yr;
+    ref->gemm[c->t](&a);
+
+    float *outs[3] = {y0, y1, y2};
+    for (int th = 0; th < 3; th++) {
+        memcpy(outs[th], yold, (size_t)M * ldy * sizeof(float));
+        a.y = outs[th];
+        a.nthreads = th + 1;
+        a.ws = wsbuf + 4;
+        kt->gemm[c->t](&a);
+    }
+
+    /* accuracy of the 1-thread result, element by element */
+    double worst = -1.0;
+    int wm = 0, wn = 0, nbad = 0;
+    for (int m = 0; m < M; m++) {
+        const float *xm = x + (size_t)m * ldx;
+        for (int n = 0; n < N; n++) {
+            const float *wn_ = wf + (size_t)n * K;
+            double s = 0.0;
+            for (int k = 0; k < K; k++) s += fabs((double)xm[k] * (double)wn_[k]);
+            if (c->bias) s += fabs((double)bias[n]);
+            const size_t i = (size_t)m * ldy + (size_t)n;
+            if (c->epi == JK_EPI_ADD) s += fabs((double)yold[i]);
+            const double r = yr[i], g = y0[i];
+            double tol = (K + 4) * U * s + U * fabs(r);
+            if (c->epi == JK_EPI_GELU) tol = 1.13 * (K + 4) * U * s + 8e-7 * fabs(r) + 1e-37;
+            const double d = fabs(g - r);
+            const double q = d / tol;
+            if (!(d <= tol)) nbad++;
+            if (!(q <= worst)) { worst = q; wm = m; wn = n; }
+        }
+    }
+    if (nbad) {
+        ca_failures++;
+        bad = 1;
+        const size_t i = (size_t)wm * ldy + (size_t)wn;
+        printf("FAIL %s %s M=%d N=%d K=%d %s%s%s: %d outside tolerance; worst [%d,%d] got %.9g "
+               "ref %.9g (err/tol %.3g)\n",
+               level, jk_dtype_name(c->t), M, N, K, epi_name(c->epi), c->bias ? " bias" : "",
+               c->pad ? " strided" : "", nbad, wm, wn, (double)y0[i], (double)yr[i], worst);
+    }
+    /* nothing written outside the M x N window */
+    int outside = 0;
+    for (int th = 0; th < 3; th++) {
+        if (!ca_guard_ok(outs[th], (size_t)M * ldy)) outside++;
+        for (int m = 0; m < M; m++)
+            for (size_t n = (size_t)N; n < ldy; n++)
+                if (!isnan(outs[th][(size_t)m * ldy + n])) outside++;
+    }
+    CA_CHECK(!outside, "%s %s M=%d N=%d K=%d %s: wrote outside Y[M, N]", level,
+             jk_dtype_name(c->t), M, N, K, epi_name(c->epi));
+    /* same bits for 1, 2 and 3 threads */
+    const int same = !memcmp(y0, y1, (size_t)M * ldy * sizeof(float)) &&
+                     !memcmp(y0, y2, (size_t)M * ldy * sizeof(float));
+    CA_CHECK(same, "%s %s M=%d N=%d K=%d %s: results differ between 1, 2 and 3 threads", level,
+             jk_dtype_name(c->t), M, N, K, epi_name(c->epi));
+    bad |= outside || !same;
+
+    free(x), free(bias), free(yold), free(wf), free(w), free(wsbuf), free(wsref);
+    ca_free_guarded(y0), ca_free_guarded(y1), ca_free_guarded(y2), ca_free_guarded(yr);
+    return bad;
+}
+
+/* GELU epilogue accuracy: Y = gelu(X . 1) with K = 1 (K = 32 with one nonzero weight
+ * for q8_0), so the pre-activation is exact and only the activation is measured. */
+static void check_gelu(const struct jk_kernels *kt, const char *level, const struct jk_kernels *ref,
+                       enum jk_dtype t, int M) {
+    const int N = 3, K = t == JK_Q8_0 ? QK8_0 : 1;
+    const size_t ldw = jk_row_bytes(t, K);
+    uint8_t *w = (uint8_t *)calloc((size_t)N, ldw);
+    float *x = (float *)calloc((size_t)M * K, sizeof(float));
+    float *y = ca_alloc_guarded((size_t)M * N), *yr = ca_alloc_guarded((size_t)M * N);
+    size_t wsz = kt->gemm_ws(1, K) > ref->gemm_ws(1, K) ? kt->gemm_ws(1, K) : ref->gemm_ws(1, K);
+    void *ws = malloc(wsz);
+    if (!w || !x || !ws) { fprintf(stderr, "out of memory\n"); exit(1); }
+    for (int n = 0; n < N; n++) {
+        uint8_t *row = w + (size_t)n * ldw;
+        if (t == JK_F32) { float one = 1.0f; memcpy(row, &one, 4); }
+        else if (t == JK_F16) { uint16_t h = f32_to_f16(1.0f); memcpy(row, &h, 2); }
+        else if (t == JK_BF16) { uint16_t h = f32_to_bf16(1.0f); memcpy(row, &h, 2); }
+        else { struct block_q8_0 b = {f32_to_f16(1.0f), {1}}; memcpy(row, &b, sizeof b); }
+    }
+    for (int m = 0; m < M; m++) x[(size_t)m * K] = -16.0f + 32.0f * (float)m / (float)(M - 1);
+    x[0] = -15.0f * ca_normal();                     /* and a random one */
+    struct jk_gemm_args a = {.y = yr, .ldy = N, .x = x, .ldx = (size_t)K, .w = w, .ldw = ldw,
+                             .M = M, .N = N, .K = K, .epi = JK_EPI_GELU, .nthreads = 1, .ws = ws};
+    ref->gemm[t](&a);
+    a.y = y;
+    kt->gemm[t](&a);
+    /* The reference evaluates 0.5 x (1 + erf(x / sqrt 2)) in double, which cancels for
+     * x < -5.9 (1 + erf rounds to 0 or to a few ulps of 1): its absolute error there is
+     * up to 2^-53 |x| / 2. So: against the reference with that term added, and against
+     * the erfc form (no cancellation) at 8e-7 relative everywhere. */
+    char what[128];
+    int bad = 0;
+    double worst = 0.0;
+    int wi = 0;
+    for (int i = 0; i < M * N; i++) {
+        const double xv = x[(size_t)(i / N) * K];
+        const double truth = xv < 0 ? 0.5 * xv * erfc(-xv * 0.70710678118654752440)
+                                    : 0.5 * xv * (1.0 + erf(xv * 0.70710678118654752440));
+        const double e_ref = fabs((double)y[i] - (double)yr[i]);
+        const double e_true = fabs((double)y[i] - truth);
+        if (!(e_ref <= 8e-7 * fabs((double)yr[i]) + 0x1p-54 * fabs(xv) + 1e-37)) bad++;
+        const double q = e_true / (8e-7 * fabs(truth) + 1e-37);
+        if (!(q <= 1.0)) bad++;
+        if (!(q <= worst)) { worst = q; wi = i; }
+    }
+    snprintf(what, sizeof what, "%s %s gelu epilogue (M=%d, exact pre-activation)", level,
+             jk_dtype_name(t), M);
+    CA_CHECK(!bad, "%s: %d outside tolerance; worst x=%.9g got %.9g ref %.9g", what, bad,
+             (double)x[(size_t)(wi / N) * K], (double)y[wi], (double)yr[wi]);
+    CA_CHECK(ca_guard_ok(y, (size_t)M * N), "%s: wrote outside Y", what);
+    free(w), free(x), free(ws);
+    ca_free_guarded(y), ca_free_guarded(yr);
+}
+
+int main(void) {
+    ca_seed("checkasm_gemm");
+    struct ca_level lv[4];
+    int nl;
+#ifdef CHECKASM_AVX512_EMU
+    /* The AVX-512 kernels compiled against SIMDe: test that level whatever the CPU has. */
+    lv[0] = (struct ca_level){"avx512(simde)", JEPA_CPU_AVX2 | JEPA_CPU_AVX512};
+    nl = 1;
+    printf("  level %s forced (AVX-512 code paths emulated with SIMDe)\n", lv[0].name);
+#else
+    nl = ca_levels(lv);
+#endif
+    struct jk_kernels ref;
+    jk_init_ref(&ref);
+
+    static const int Ms[] = {1, 2, 3, 4, 5, 7, 17, 65, 577};
+    static const int Ns[] = {1, 2, 3, 17, 65, 577};
+    static const int Ks[] = {1, 7, 33, 100, 768};
+    static const int Kq[] = {32, 64, 160, 768};
+    static const int vit[][2] = {{2304, 768}, {3072, 768}, {768, 3072}, {3072, 1024}, {1024, 4096}};
+    int tested = 0;
+
+    for (int l = 0; l < nl; l++) {
+        struct jk_kernels kt;
+        jk_init(&kt, lv[l].flags);
+        for (int t = 0; t < JK_NDTYPES; t++) {
+            if (kt.gemm[t] == ref.gemm[t]) {
+                printf("  %s %s: the reference fills this slot, nothing to test\n", lv[l].name,
+                       jk_dtype_name((enum jk_dtype)t));
+                continue;
+            }
+            tested++;
+            int cases = 0, fails = 0;
+            const int *ks = t == JK_Q8_0 ? Kq : Ks;
+            const int nk = t == JK_Q8_0 ? 4 : 5;
+            for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
+                for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+                    for (int ki = 0; ki < nk; ki++) {
+                        struct gcase c = {(enum jk_dtype)t, Ms[mi], Ns[ni], ks[ki],
+                                          (enum jk_epilogue)ca_int(0, 2), ca_int(0, 1), ca_int(0, 1)};
+                        fails += run_case(&kt, lv[l].name, &ref, &c);
+                        cases++;
+                    }
+            for (int v = 0; v < 5; v++) {
+                struct gcase c = {(enum jk_dtype)t, 37, vit[v][0], vit[v][1],
+                                  (enum jk_epilogue)(v % 3), v & 1, 1};
+                fails += run_case(&kt, lv[l].name, &ref, &c);
+                cases++;
+            }
+            check_gelu(&kt, lv[l].name, &ref, (enum jk_dtype)t, 577);
+            check_gelu(&kt, lv[l].name, &ref, (enum jk_dtype)t, 3);
+            printf("  %s %s: %d shapes, %d failed; gelu epilogue checked\n", lv[l].name,
+                   jk_dtype_name((enum jk_dtype)t), cases, fails);
+        }
+    }
+    if (!tested) {
+        printf("checkasm_gemm: no matmul slot above the reference on this machine (skipped)\n");
+        return 77;
+    }
+    return ca_finish("checkasm_gemm");
+}

@@ -1,1 +1,943 @@
-int main(void) { return 77; }
+/*
+ * test_ops.c — checkasm for every non-matmul slot of struct jk_kernels (attn + attn_ws,
+ * rope, layernorm, gelu, gelu_tanh, silu, softmax, add, patchify) at every ISA level
+ * this machine runs (avx2, avx512, neon; with -DCHECKASM_AVX512_EMU the AVX-512 level
+ * through SIMDe, see tests/checkasm/meson.build), against the reference slots of
+ * jk_init_ref() (kernels/ref/), plus the references and the RoPE tables against
+ * independent formulas:
+ *
+ *  - attn_ref against a naive softmax(Q K^T scale) V in double that materialises the
+ *    scores (small shapes, every mask kind);
+ *  - attn at each level: ragged shapes (nq, nkv in 1, 2, 3, 17, 45, 100, 577, 3137;
+ *    nq = 1 over thousands of keys; nq != nkv; 1 to 16 heads; head_dim 32, 64, 80, 96,
+ *    34, 7, 512), q/k/v read out of fused [N, 3D] buffers with padded row strides or
+ *    from separate buffers, masks (block-causal frame ids with a CLS row and column at
+ *    INT32_MAX, causal = index, random with a fully masked query row), logits up to
+ *    +-80 after scaling; the padding between rows and 16 floats either side of o are
+ *    NaN and must stay NaN; 1 and 2 threads must give the same bits (ws from the
+ *    table's attn_ws, deliberately misaligned);
+ *  - rope on the q and the k part of a fused qkv buffer (v untouched), odd head dims,
+ *    identity rows; layernorm affine / scale-only / none, in place, strided, constant
+ *    rows (must give b exactly), large means; gelu / gelu_tanh / silu on ragged lengths
+ *    with zeros, subnormals, huge values, and the GELU against erfc in double over a
+ *    sweep of every binade of [-16, 16] (worst relative error printed; bound 6.1e-8);
+ *    softmax rows with +-80 ranges; add with and without layer-scale; patchify (bits);
+ *  - rope_tables against the §4 formulas of shared/reference/vjepa2-tensor-maps-and-rope.md
+ *    written out independently here (both layouts, fractional positions, pass-through
+ *    dims, identity rows) and rope_positions against hand-computed ids (interpolation
+ *    15/(g-1), g = 1), natively only (the emulated build does not link models/).
+ *
+ * Tolerances are derived beside each check (u = 2^-24). `checkasm_ops --bench` times the
+ * attention (GFLOP/s, flops = 4 nq nkv head_dim heads) and the row ops at every level.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef JEPA_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+#include "kernels/kernels.h"
+#include "kernels/ref/ref.h"
+#include "tests/checkasm/checkasm.h"
+#ifndef CHECKASM_AVX512_EMU
+#include "models/rope.h"
+#endif
+
+#define U (1.0 / 16777216.0) /* 2^-24 */
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) { fprintf(stderr, "out of memory\n"); exit(1); }
+    return p;
+}
+static float *falloc(size_t n) { return (float *)xmalloc(n * sizeof(float)); }
+/* max of two doubles (not fmax: gcc 12 for aarch64 crashes vectorising fmax reductions) */
+static double dmax(double a, double b) { return b > a ? b : a; }
+
+/* Every element of p[0 .. rows*ld) outside columns [0, cols) of each row is NaN, and the
+ * guard bands around it too. */
+static int gaps_ok(const float *p, int rows, size_t ld, size_t cols) {
+    if (!ca_guard_ok(p, (size_t)rows * ld)) return 0;
+    for (int r = 0; r < rows; r++)
+        for (size_t c = cols; c < ld; c++)
+            if (!isnan(p[(size_t)r * ld + c])) return 0;
+    return 1;
+}
+
+/* |got - ref| <= tol elementwise (NaN never passes); prints the worst under `what`. */
+static int check_tol(const char *what, const float *got, const float *ref, const double *tol, size_t n) {
+    size_t bad = 0, worst = 0;
+    double wr = -1.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - (double)ref[i]);
+        double r = d / (tol[i] > 0 ? tol[i] : 1e-300);
+        if (!(d <= tol[i])) bad++;
+        if (!(r <= wr)) wr = r, worst = i;
+    }
+    if (bad) {
+        ca_failures++;
+        printf("FAIL %s: %zu of %zu outside tolerance; worst [%zu] got %.9g ref %.9g tol %.3g\n",
+               what, bad, n, worst, (double)got[worst], (double)ref[worst], tol[worst]);
+    }
+    return (int)bad;
+}
+
+/* ======================================================================================
+ * attention
+ * ====================================================================================== */
+
+enum { MASK_NONE, MASK_FRAMES, MASK_CAUSAL, MASK_RANDOM };
+static const char *mask_name[] = {"full", "block-causal+cls", "causal", "random+empty-row"};
+
+struct attn_case {
+    int nq, nkv, n_head, hd;
+    int mask;
+    int fused;        /* q, k, v from one [N, 3D] buffer (needs nq == nkv) */
+    float logit;      /* target max |scale q.k|: ~3 (typical) or 80 (adversarial) */
+    int fr;           /* MASK_FRAMES: tokens per frame (0: 16, or 3 for short sequences) */
+};
+
+struct attn_data {
+    struct attn_case c;
+    float *qkv, *q, *k, *v;     /* buffers and the three views */
+    size_t ldq, ldk, ldv, ldo;
+    int32_t *qpos, *kpos;
+    float scale;
+};
+
+/* Frame ids of a block-causal sequence: token 0 is CLS (INT32_MAX: its row sees every
+ * key, its column is hidden from every patch query), then frames of `fr` tokens. */
+static void frame_pos(int32_t *pos, int n, int fr) {
+    for (int i = 0; i < n; i++) pos[i] = i == 0 ? INT32_MAX : (i - 1) / fr;
+}
+
+static void attn_make(struct attn_data *t, const struct attn_case *c) {
+    memset(t, 0, sizeof *t);
+    t->c = *c;
+    const int D = c->n_head * c->hd;
+    if (c->fused) {
+        /* one [N, 3D] buffer with 5 floats of padding per row: ldq = ldk = ldv = 3D + 5 */
+        size_t ld = 3 * (size_t)D + 5;
+        t->qkv = falloc((size_t)c->nkv * ld);
+        ca_fill(t->qkv, (size_t)c->nkv * ld, 1.0f);
+        t->q = t->qkv, t->k = t->qkv + D, t->v = t->qkv + 2 * D;
+        t->ldq = t->ldk = t->ldv = ld;
+    } else {
+        /* q alone (ld D + 3), k and v interleaved in one [nkv, 2D + 1] buffer */
+        t->ldq = (size_t)D + 3;
+        t->ldk = t->ldv = 2 * (size_t)D + 1;
+        t->q = falloc((size_t)c->nq * t->ldq);
+        t->qkv = falloc((size_t)c->nkv * t->ldk);
+        ca_fill(t->q, (size_t)c->nq * t->ldq, 1.0f);
+        ca_fill(t->qkv, (size_t)c->nkv * t->ldk, 1.0f);
+        t->k = t->qkv, t->v = t->qkv + D;
+    }
+    t->ldo = (size_t)D + 7;
+    /* q.k of unit normals over hd dims has std sqrt(hd): scale so that the largest
+     * logits reach about c->logit */
+    t->scale = c->logit / (3.5f * sqrtf((float)c->hd));
+    if (c->mask != MASK_NONE) {
+        t->qpos = (int32_t *)xmalloc((size_t)c->nq * sizeof(int32_t));
+        t->kpos = (int32_t *)xmalloc((size_t)c->nkv * sizeof(int32_t));
+        if (c->mask == MASK_FRAMES) {
+            int fr = c->fr ? c->fr : c->nkv > 40 ? 16 : 3;
+            frame_pos(t->kpos, c->nkv, fr);
+            /* the queries are the same tokens when nq == nkv, else a sample of them */
+            for (int i = 0; i < c->nq; i++) t->qpos[i] = c->nq == c->nkv ? t->kpos[i] : t->kpos[ca_int(0, c->nkv - 1)];
+        } else if (c->mask == MASK_CAUSAL) {
+            for (int j = 0; j < c->nkv; j++) t->kpos[j] = j;
+            for (int i = 0; i < c->nq; i++) t->qpos[i] = c->nq == c->nkv ? i : ca_int(0, c->nkv - 1);
+        } else {
+            for (int j = 0; j < c->nkv; j++) t->kpos[j] = ca_int(0, 9);
+            for (int i = 0; i < c->nq; i++) t->qpos[i] = ca_int(0, 9);
+            t->qpos[c->nq / 2] = -1;     /* sees no key: must come out as zeros */
+        }
+    }
+}
+
+static void attn_free(struct attn_data *t) {
+    free(t->qkv);
+    if (!t->c.fused) free(t->q);
+    free(t->qpos), free(t->kpos);
+}
+
+static struct jk_attn_args attn_args(const struct attn_data *t, float *o, int nthreads, void *ws) {
+    struct jk_attn_args a = {o, t->ldo, t->q, t->ldq, t->k, t->ldk, t->v, t->ldv,
+                             t->c.nq, t->c.nkv, t->c.n_head, t->c.hd, t->scale,
+                             t->qpos, t->kpos, nthreads, ws};
+    return a;
+}
+
+static int visible(const struct attn_data *t, int i, int j) {
+    return !t->qpos || t->qpos[i] >= t->kpos[j];
+}
+
+/* The naive definition in double: the score row is materialised, softmax, then P V. */
+static void attn_naive(const struct attn_data *t, double *o /* [nq][D] */) {
+    const int hd = t->c.hd, D = t->c.n_head * hd;
+    double *s = (double *)xmalloc((size_t)t->c.nkv * sizeof(double));
+    for (int h = 0; h < t->c.n_head; h++)
+        for (int i = 0; i < t->c.nq; i++) {
+            double mx = -INFINITY, l = 0.0;
+            for (int j = 0; j < t->c.nkv; j++) {
+                double d = 0.0;
+                for (int e = 0; e < hd; e++)
+                    d += (double)t->q[(size_t)i * t->ldq + h * hd + e] * t->k[(size_t)j * t->ldk + h * hd + e];
+                s[j] = visible(t, i, j) ? (double)t->scale * d : -INFINITY;
+                mx = s[j] > mx ? s[j] : mx;
+            }
+            for (int j = 0; j < t->c.nkv; j++) {
+                s[j] = mx == -INFINITY ? 0.0 : exp(s[j] - mx);
+                l += s[j];
+            }
+            for (int e = 0; e < hd; e++) {
+                double acc = 0.0;
+                for (int j = 0; j < t->c.nkv; j++) acc += s[j] * t->v[(size_t)j * t->ldv + h * hd + e];
+                o[(size_t)i * D + h * hd + e] = l > 0.0 ? acc / l : 0.0;
+            }
+        }
+    free(s);
+}
+
+/* The reference slot against the naive formula: both are double inside and round once,
+ * so they agree to about one float rounding of the largest |v|. */
+static void check_attn_ref(const struct attn_case *c) {
+    struct attn_data t;
+    attn_make(&t, c);
+    const int D = c->n_head * c->hd;
+    double *on = (double *)xmalloc((size_t)c->nq * D * sizeof(double));
+    float *o = ca_alloc_guarded((size_t)c->nq * t.ldo);
+    struct jk_attn_args a = attn_args(&t, o, 1, NULL);
+    attn_ref(&a);
+    attn_naive(&t, on);
+    double vmax = 0.0;
+    for (int j = 0; j < c->nkv; j++)
+        for (int e = 0; e < D; e++) vmax = dmax(vmax, fabs(t.v[(size_t)j * t.ldv + e]));
+    int bad = 0;
+    for (int i = 0; i < c->nq; i++)
+        for (int e = 0; e < D; e++) {
+            double d = fabs(o[(size_t)i * t.ldo + e] - on[(size_t)i * D + e]);
+            if (!(d <= 4 * U * vmax)) bad++;
+        }
+    CA_CHECK(!bad, "attn_ref vs naive double (nq %d nkv %d heads %d hd %d %s): %d outside 4u max|v|",
+             c->nq, c->nkv, c->n_head, c->hd, mask_name[c->mask], bad);
+    CA_CHECK(gaps_ok(o, c->nq, t.ldo, (size_t)D), "attn_ref wrote outside o");
+    free(on);
+    ca_free_guarded(o);
+    attn_free(&t);
+}
+
+/* One case at one level: the level's slot (1 and 2 threads) against the reference.
+ *
+ * Tolerance, per output element o_i[e]. The kernel computes f32 scores
+ * s^_j = s_j + delta_j, |delta_j| <= (hd + 3) u E_ij with E_ij = scale sum_d |q_id k_jd|
+ * (a length-hd dot product, plus the rounding of q * scale * log2 e), exponentials with
+ * relative error <= (|s_j - m| + 4) u (the rounded argument, the polynomial), and a
+ * P.V sum of the nkv visible keys plus one alpha rescale per key tile, each adding a
+ * relative error u of the magnitude sum_j w_j |v_je| <= V_e (max |v| over the keys).
+ * A relative error eps_j on the weights w_j moves o by at most 2 max_j eps_j V_e, so
+ *   |o - o_ref| <= V_e (2 (hd + 3) u max_j E_ij + 2 (R_i + 4) u + (2 nkv + 8) u) + 1e-30
+ * with R_i the spread of visible logits of row i (it is the |s_j - m| term). A hidden key
+ * that leaks in, a lost rescale or a wrong row costs O(V_e) and shows. */
+static int check_attn_case(const struct jk_kernels *kt, const char *level, const struct attn_case *c) {
+    struct attn_data t;
+    attn_make(&t, c);
+    const int D = c->n_head * c->hd, hd = c->hd;
+    const size_t no = (size_t)c->nq * t.ldo;
+    float *o1 = ca_alloc_guarded(no), *o2 = ca_alloc_guarded(no), *or = ca_alloc_guarded(no);
+    size_t wsb = kt->attn_ws(2, hd, c->nkv);
+    char *wsbuf = (char *)xmalloc(wsb + 4);
+    void *ws = wsbuf + 4;                           /* misaligned on purpose */
+
+    struct jk_attn_args a = attn_args(&t, or, 1, NULL);
+    attn_ref(&a);
+    a = attn_args(&t, o1, 1, ws);
+    kt->attn(&a);
+    a = attn_args(&t, o2, 2, ws);
+    kt->attn(&a);
+
+    float *got = falloc((size_t)c->nq * D), *ref = falloc((size_t)c->nq * D);
+    double *tol = (double *)xmalloc((size_t)c->nq * D * sizeof(double));
+    for (int h = 0; h < c->n_head; h++)
+        for (int i = 0; i < c->nq; i++) {
+            double emax = 0.0, smin = INFINITY, smax = -INFINITY;
+            int nvis = 0;
+            for (int j = 0; j < c->nkv; j++) {
+                if (!visible(&t, i, j)) continue;
+                double e = 0.0, s = 0.0;
+                for (int d = 0; d < hd; d++) {
+                    double p = (double)t.q[(size_t)i * t.ldq + h * hd + d] * t.k[(size_t)j * t.ldk + h * hd + d];
+                    e += fabs(p), s += p;
+                }
+                emax = dmax(emax, t.scale * e);
+                smin = -dmax(-smin, -t.scale * s), smax = dmax(smax, t.scale * s);
+                nvis++;
+            }
+            for (int e = 0; e < hd; e++) {
+                double vmax = 0.0;
+                for (int j = 0; j < c->nkv; j++)
+                    if (visible(&t, i, j)) vmax = dmax(vmax, fabs(t.v[(size_t)j * t.ldv + h * hd + e]));
+                size_t x = (size_t)i * D + h * hd + e;
+                got[x] = o1[(size_t)i * t.ldo + h * hd + e];
+                ref[x] = or[(size_t)i * t.ldo + h * hd + e];
+                tol[x] = nvis ? vmax * (2.0 * (hd + 3) * U * emax + 2.0 * (smax - smin + 4) * U +
+                                        (2.0 * c->nkv + 8) * U) + 1e-30
+                              : 0.0;   /* no visible key: exactly 0 */
+            }
+        }
+    char what[200];
+    snprintf(what, sizeof what, "%s attn nq %d nkv %d heads %d hd %d %s%s logit %g", level, c->nq,
+             c->nkv, c->n_head, hd, mask_name[c->mask], c->fused ? " fused-qkv" : "", (double)c->logit);
+    int bad = check_tol(what, got, ref, tol, (size_t)c->nq * D);
+    CA_CHECK(gaps_ok(o1, c->nq, t.ldo, (size_t)D) && gaps_ok(o2, c->nq, t.ldo, (size_t)D),
+             "%s: wrote outside o (padding or guard bands)", what);
+    CA_CHECK(!memcmp(o1 - CA_GUARD, o2 - CA_GUARD, (no + 2 * CA_GUARD) * sizeof(float)),
+             "%s: 1 and 2 threads differ", what);
+    free(got), free(ref), free(tol), free(wsbuf);
+    ca_free_guarded(o1), ca_free_guarded(o2), ca_free_guarded(or);
+    attn_free(&t);
+    return bad;
+}
+
+static void check_attn(const struct jk_kernels *kt, const char *level) {
+    static const struct attn_case cases[] = {
+        /* nq nkv heads hd  mask          fused logit */
+        {1, 1, 1, 64, MASK_NONE, 1, 3, 0},
+        {2, 2, 2, 32, MASK_NONE, 1, 3, 0},
+        {3, 3, 16, 64, MASK_CAUSAL, 1, 3, 0},          /* LeWM predictor: 3 frames, causal */
+        {17, 17, 3, 64, MASK_NONE, 1, 3, 0},
+        {17, 17, 3, 64, MASK_FRAMES, 1, 3, 0},
+        {17, 17, 2, 32, MASK_RANDOM, 1, 80, 0},
+        {577, 577, 2, 64, MASK_NONE, 1, 3, 0},
+        {577, 577, 1, 64, MASK_FRAMES, 1, 80, 0},
+        /* frame edges falling on tile edges, in the middle of tiles, every token */
+        {577, 577, 2, 64, MASK_FRAMES, 1, 3, 16},
+        {300, 300, 1, 64, MASK_FRAMES, 1, 3, 47},
+        {257, 257, 1, 32, MASK_FRAMES, 1, 3, 64},
+        {200, 200, 1, 64, MASK_FRAMES, 1, 3, 1},
+        {577, 577, 1, 32, MASK_CAUSAL, 1, 3, 0},
+        {100, 100, 2, 64, MASK_NONE, 1, 80, 0},        /* logits +-80 after scaling */
+        {1, 3137, 4, 64, MASK_NONE, 0, 3, 0},          /* attentive pooler: 1 query, many keys */
+        {1, 3137, 2, 64, MASK_FRAMES, 0, 80, 0},
+        {1, 577, 2, 32, MASK_NONE, 0, 80, 0},
+        {4, 1000, 2, 96, MASK_RANDOM, 0, 3, 0},
+        {2, 45, 3, 48, MASK_CAUSAL, 0, 3, 0},
+        {45, 2, 3, 64, MASK_NONE, 0, 3, 0},            /* more queries than keys */
+        {33, 100, 2, 80, MASK_FRAMES, 0, 3, 0},
+        {20, 45, 2, 34, MASK_RANDOM, 0, 3, 0},         /* head_dim not a multiple of any vector */
+        {49, 130, 2, 7, MASK_NONE, 0, 3, 0},           /* odd head_dim */
+        {5, 70, 1, 512, MASK_CAUSAL, 0, 3, 0},         /* the largest head_dim */
+        {130, 257, 1, 128, MASK_RANDOM, 0, 80, 0},
+    };
+    int fails = 0, n = (int)(sizeof cases / sizeof *cases);
+    for (int i = 0; i < n; i++) fails += check_attn_case(kt, level, &cases[i]) != 0;
+    printf("  %s attn: %d cases, %d failed\n", level, n, fails);
+}
+
+/* ======================================================================================
+ * RoPE (the slot): x = x cos + rot90(x) sin on the q and k parts of a fused qkv buffer
+ * ====================================================================================== */
+
+/* The kernel rounds x*cos, then the FMA: |y - y_ref| <= 2u (|x c| + |x' s|) <= 3u (...)
+ * with x' the pair partner; the reference rounds once. */
+static void check_rope(const struct jk_kernels *kt, const char *level) {
+    static const int ns[] = {1, 2, 17, 577};
+    static const int hds[][2] = {{64, 16}, {32, 12}, {80, 3}, {6, 2}, {7, 3}, {66, 1}};
+    int fails = 0, cases = 0;
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+        for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++) {
+            const int n = ns[ni], hd = hds[hi][0], nh = hds[hi][1], D = hd * nh;
+            const size_t ld = 3 * (size_t)D + 3;
+            float *x0 = falloc((size_t)n * ld), *cs = falloc((size_t)n * hd), *sn = falloc((size_t)n * hd);
+            ca_fill(x0, (size_t)n * ld, 1.0f);
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < hd; j++) {
+                    double ang = 6.283185307179586 * ca_uniform();
+                    int ident = i % 5 == 0;   /* identity rows (CLS) */
+                    cs[(size_t)i * hd + j] = ident ? 1.0f : (float)cos(ang);
+                    sn[(size_t)i * hd + j] = ident ? 0.0f : (float)sin(ang);
+                }
+            float *xr = ca_alloc_guarded((size_t)n * ld), *x1 = ca_alloc_guarded((size_t)n * ld),
+                  *x2 = ca_alloc_guarded((size_t)n * ld);
+            memcpy(xr, x0, (size_t)n * ld * sizeof(float));
+            memcpy(x1, x0, (size_t)n * ld * sizeof(float));
+            memcpy(x2, x0, (size_t)n * ld * sizeof(float));
+            for (int part = 0; part < 2; part++) {   /* q then k */
+                rope_ref(xr + part * D, ld, n, nh, hd, cs, sn, 1);
+                kt->rope(x1 + part * D, ld, n, nh, hd, cs, sn, 1);
+                kt->rope(x2 + part * D, ld, n, nh, hd, cs, sn, 2);
+            }
+            double *tol = (double *)xmalloc((size_t)n * ld * sizeof(double));
+            for (int i = 0; i < n; i++)
+                for (size_t e = 0; e < ld; e++) {
+                    size_t x = (size_t)i * ld + e;
+                    tol[x] = 0.0;                      /* v and the padding: untouched */
+                    if (e < 2 * (size_t)D) {
+                        int j = (int)(e % hd), pj = j ^ 1;
+                        double xp = pj < hd ? fabs(x0[x - j + pj]) : 0.0;
+                        tol[x] = 3 * U * (fabs(x0[x] * cs[(size_t)i * hd + j]) + xp * fabs(sn[(size_t)i * hd + j]));
+                    }
+                }
+            char what[160];
+            snprintf(what, sizeof what, "%s rope n %d heads %d hd %d", level, n, nh, hd);
+            fails += check_tol(what, x1, xr, tol, (size_t)n * ld) != 0;
+            CA_CHECK(!memcmp(x1, x2, (size_t)n * ld * sizeof(float)), "%s: 1 and 2 threads differ", what);
+            CA_CHECK(ca_guard_ok(x1, (size_t)n * ld), "%s: wrote outside x", what);
+            cases++;
+            free(tol), free(x0), free(cs), free(sn);
+            ca_free_guarded(xr), ca_free_guarded(x1), ca_free_guarded(x2);
+        }
+    printf("  %s rope: %d cases, %d failed\n", level, cases, fails);
+}
+
+/* ======================================================================================
+ * LayerNorm
+ * ====================================================================================== */
+
+/* Tolerance: the mean is known to about u (|mean| + sigma) after the corrected two-pass
+ * sum, x - mean, the product by rstd (itself good to ~2u) and the affine add each round
+ * once: |y - y_ref| <= 8u (|y_ref| + |w_j| rstd (|x_j - mean| + |mean| + sigma)).
+ * Constant rows must give exactly the reference (b, or 0). */
+static void check_layernorm(const struct jk_kernels *kt, const char *level) {
+    static const int ds[] = {1, 2, 7, 17, 64, 577, 1024};
+    int fails = 0, cases = 0;
+    for (size_t di = 0; di < sizeof ds / sizeof *ds; di++)
+        for (int kind = 0; kind < 4; kind++)         /* normal, large mean, constant, in place */
+            for (int aff = 0; aff < 3; aff++) {      /* w and b, w only, none */
+                const int d = ds[di], n = kind == 2 ? 6 : 17;
+                const size_t ldx = (size_t)d + 3, ldy = kind == 3 ? ldx : (size_t)d + 5;
+                const float eps = kind == 1 ? 1e-5f : 1e-6f;
+                float *x = ca_alloc_guarded((size_t)n * ldx), *w = falloc((size_t)d), *b = falloc((size_t)d);
+                ca_fill(w, (size_t)d, 1.0f), ca_fill(b, (size_t)d, 1.0f);
+                static const float consts[] = {0.0f, 1.0f, 0.1f, -3.3f, 1000.1f, 1e-20f};
+                for (int i = 0; i < n; i++)
+                    for (size_t j = 0; j < ldx; j++) {
+                        float v = j < (size_t)d ? ca_normal() : NAN;
+                        if (kind == 1 && j < (size_t)d) v = 1000.0f + v;
+                        if (kind == 2 && j < (size_t)d) v = consts[i];
+                        x[(size_t)i * ldx + j] = v;
+                    }
+                const float *wa = aff < 2 ? w : NULL, *ba = aff == 0 ? b : NULL;
+                float *yr = ca_alloc_guarded((size_t)n * ldy), *y1, *y2;
+                layernorm_ref(yr, ldy, x, ldx, wa, ba, n, d, eps, 1);
+                if (kind == 3) {   /* in place: y = x */
+                    y1 = ca_alloc_guarded((size_t)n * ldx), y2 = ca_alloc_guarded((size_t)n * ldx);
+                    memcpy(y1, x, (size_t)n * ldx * sizeof(float));
+                    memcpy(y2, x, (size_t)n * ldx * sizeof(float));
+                    kt->layernorm(y1, ldx, y1, ldx, wa, ba, n, d, eps, 1);
+                    kt->layernorm(y2, ldx, y2, ldx, wa, ba, n, d, eps, 2);
+                } else {
+                    y1 = ca_alloc_guarded((size_t)n * ldy), y2 = ca_alloc_guarded((size_t)n * ldy);
+                    kt->layernorm(y1, ldy, x, ldx, wa, ba, n, d, eps, 1);
+                    kt->layernorm(y2, ldy, x, ldx, wa, ba, n, d, eps, 2);
+                }
+                double *tol = (double *)xmalloc((size_t)n * d * sizeof(double));
+                float *g = falloc((size_t)n * d), *r = falloc((size_t)n * d);
+                for (int i = 0; i < n; i++) {
+                    const float *xi = x + (size_t)i * ldx;
+                    double mean = 0.0, var = 0.0;
+                    for (int j = 0; j < d; j++) mean += xi[j];
+                    mean /= d;
+                    for (int j = 0; j < d; j++) var += (xi[j] - mean) * (xi[j] - mean);
+                    var /= d;
+                    double rstd = 1.0 / sqrt(var + eps);
+                    for (int j = 0; j < d; j++) {
+                        size_t k = (size_t)i * d + j;
+                        g[k] = y1[(size_t)i * ldy + j], r[k] = yr[(size_t)i * ldy + j];
+                        double wj = wa ? fabs(wa[j]) : 1.0;
+                        tol[k] = kind == 2 ? 0.0
+                                           : 8 * U * (fabs(r[k]) + wj * rstd * (fabs(xi[j] - mean) + fabs(mean) + sqrt(var)));
+                    }
+                }
+                char what[160];
+                snprintf(what, sizeof what, "%s layernorm d %d %s %s", level, d,
+                         (const char *[]){"normal", "mean 1000", "constant rows", "in place"}[kind],
+                         (const char *[]){"w+b", "w", "no affine"}[aff]);
+                fails += check_tol(what, g, r, tol, (size_t)n * d) != 0;
+                CA_CHECK(!memcmp(y1, y2, (size_t)n * (kind == 3 ? ldx : ldy) * sizeof(float)),
+                         "%s: 1 and 2 threads differ", what);
+                CA_CHECK(gaps_ok(y1, n, kind == 3 ? ldx : ldy, (size_t)d), "%s: wrote outside y", what);
+                cases++;
+                free(tol), free(g), free(r), free(w), free(b);
+                ca_free_guarded(x), ca_free_guarded(yr), ca_free_guarded(y1), ca_free_guarded(y2);
+            }
+    printf("  %s layernorm: %d cases, %d failed\n", level, cases, fails);
+}
+
+/* ======================================================================================
+ * element-wise activations
+ * ====================================================================================== */
+
+/* Inputs: normals of several scales, then the adversarial ones. */
+static void unary_inputs(float *x, size_t n) {
+    static const float special[] = {0.0f, -0.0f, 1e-40f, -1e-40f, 1.4e-45f, -1.4e-45f, 1e-20f, -1e-20f,
+                                    FLT_MIN, -FLT_MIN, 5.0f, -5.0f, 9.0f, -9.0f, 13.5f, -13.5f,
+                                    14.9f, -14.9f, 15.1f, -15.1f, 20.0f, -20.0f, 50.0f, -50.0f,
+                                    88.0f, -88.0f, 100.0f, -100.0f, 1e4f, -1e4f, 1e30f, -1e30f};
+    const size_t ns = sizeof special / sizeof *special;
+    for (size_t i = 0; i < n; i++) {
+        if (i % 3 == 2 && i / 3 < ns) x[i] = special[i / 3];
+        else x[i] = ca_normal() * (float)(i % 4 == 0 ? 8.0 : i % 4 == 1 ? 0.5 : 3.0);
+    }
+}
+
+/* Both sides evaluate in double and round once, so they agree to one float ulp
+ * (2u |ref|) -- except where the reference itself cancels: gelu's 1 + erf(x/sqrt2) and
+ * gelu_tanh's 1 + tanh(u) lose ~|x| 2^-53 absolute for x < 0 (the kernels do not).
+ * Subnormal results may differ by one subnormal step, 2^-149. */
+static void check_unary(const struct jk_kernels *kt, const struct jk_kernels *rt, const char *level) {
+    static const size_t ns[] = {1, 7, 8, 9, 15, 16, 17, 100, 20001};
+    const struct { const char *name; jk_unary_fn fn, rf; double cancel; } ops[] = {
+        {"gelu", kt->gelu, rt->gelu, 4.0}, {"gelu_tanh", kt->gelu_tanh, rt->gelu_tanh, 4.0},
+        {"silu", kt->silu, rt->silu, 0.0}};
+    for (int o = 0; o < 3; o++) {
+        int fails = 0, cases = 0;
+        if (ops[o].fn == ops[o].rf) continue;
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+            const size_t n = ns[ni];
+            float *x0 = falloc(n), *xr = falloc(n), *x1 = ca_alloc_guarded(n), *x2 = ca_alloc_guarded(n);
+            unary_inputs(x0, n);
+            memcpy(xr, x0, n * sizeof(float)), memcpy(x1, x0, n * sizeof(float)), memcpy(x2, x0, n * sizeof(float));
+            ops[o].rf(xr, n, 1);
+            ops[o].fn(x1, n, 1);
+            ops[o].fn(x2, n, 2);
+            double *tol = (double *)xmalloc(n * sizeof(double));
+            for (size_t i = 0; i < n; i++)
+                tol[i] = 2 * U * fabs(xr[i]) + ops[o].cancel * 0x1p-53 * fabs(x0[i]) + 0x1p-149;
+            char what[120];
+            snprintf(what, sizeof what, "%s %s n %zu", level, ops[o].name, n);
+            fails += check_tol(what, x1, xr, tol, n) != 0;
+            CA_CHECK(!memcmp(x1, x2, n * sizeof(float)), "%s: 1 and 2 threads differ", what);
+            CA_CHECK(ca_guard_ok(x1, n), "%s: wrote outside x", what);
+            cases++;
+            free(tol), free(x0), free(xr);
+            ca_free_guarded(x1), ca_free_guarded(x2);
+        }
+        printf("  %s %s: %d cases, %d failed\n", level, ops[o].name, cases, fails);
+    }
+}
+
+/* GELU against the exact formula 0.5 x erfc(-x / sqrt 2) in double (no cancellation for
+ * any sign) over every binade of [-16, 16]: every 127th float bit pattern from the
+ * smallest subnormal up to 16, both signs (~9 million values). The kernel evaluates in
+ * double with a relative error ~4e-10 and rounds once, so for a normal result
+ * |y - gelu(x)| / |gelu(x)| <= 2^-24 + 4e-10 < 6.1e-8; a subnormal result is within one
+ * subnormal step (2^-149). */
+static void check_gelu_accuracy(const struct jk_kernels *kt, const char *level) {
+    const uint32_t top = 0x41800000u;    /* 16.0f */
+    const uint32_t step = 127;
+    const size_t n = 2 * (size_t)(top / step + 1);
+    float *x = falloc(n);
+    size_t k = 0;
+    for (uint32_t b = 0; b <= top && k + 1 < n; b += step) {
+        float f;
+        memcpy(&f, &b, 4);
+        x[k++] = f, x[k++] = -f;
+    }
+    float *y = falloc(k);
+    memcpy(y, x, k * sizeof(float));
+    kt->gelu(y, k, 2);
+    double worst = 0.0, wx = 0.0;
+    size_t bad = 0;
+    for (size_t i = 0; i < k; i++) {
+        double xd = x[i], e = 0.5 * xd * erfc(-xd * 0.70710678118654752440);
+        double d = fabs((double)y[i] - e);
+        if (fabs(e) >= FLT_MIN) {
+            double r = d / fabs(e);
+            if (r > worst) worst = r, wx = xd;
+            if (!(r <= 6.1e-8)) bad++;
+        } else if (!(d <= 0x1p-149)) {
+            bad++;
+        }
+    }
+    printf("  %s gelu: worst relative error %.3g (at x = %.9g) over %zu floats in [-16, 16]\n",
+           level, worst, wx, k);
+    CA_CHECK(!bad, "%s gelu vs 0.5 x erfc(-x/sqrt2): %zu values beyond 6.1e-8 relative (or 2^-149)",
+             level, bad);
+    free(x), free(y);
+}
+
+/* ======================================================================================
+ * softmax
+ * ====================================================================================== */
+
+/* e^(x - m) with the argument rounded (|x - m| u), the polynomial (~2u), the sum of d
+ * positive terms (d u relative) and the division (u):
+ *   |y - y_ref| <= u |y_ref| (|x_j - m| + d + 8) + 2^-140  (subnormal results). */
+static void check_softmax(const struct jk_kernels *kt, const char *level) {
+    static const int ds[] = {1, 2, 7, 8, 9, 17, 64, 577, 1000};
+    int fails = 0, cases = 0;
+    for (size_t di = 0; di < sizeof ds / sizeof *ds; di++)
+        for (int kind = 0; kind < 3; kind++) {     /* normal, +-80, one dominant */
+            const int d = ds[di], n = 5;
+            float *x0 = falloc((size_t)n * d), *xr = falloc((size_t)n * d);
+            float *x1 = ca_alloc_guarded((size_t)n * d), *x2 = ca_alloc_guarded((size_t)n * d);
+            for (int i = 0; i < n * d; i++) {
+                x0[i] = kind == 1 ? (float)(160.0 * ca_uniform() - 80.0) : 2.0f * ca_normal();
+                if (kind == 2 && i % d == 0) x0[i] = 60.0f;
+            }
+            memcpy(xr, x0, (size_t)n * d * sizeof(float));
+            memcpy(x1, x0, (size_t)n * d * sizeof(float));
+            memcpy(x2, x0, (size_t)n * d * sizeof(float));
+            softmax_ref(xr, n, d, 1);
+            kt->softmax(x1, n, d, 1);
+            kt->softmax(x2, n, d, 2);
+            double *tol = (double *)xmalloc((size_t)n * d * sizeof(double));
+            for (int i = 0; i < n; i++) {
+                float m = -INFINITY;
+                for (int j = 0; j < d; j++) m = (float)dmax(m, x0[(size_t)i * d + j]);
+                for (int j = 0; j < d; j++) {
+                    size_t k = (size_t)i * d + j;
+                    tol[k] = U * fabs(xr[k]) * (fabs((double)x0[k] - m) + d + 8) + 0x1p-140;
+                }
+            }
+            char what[120];
+            snprintf(what, sizeof what, "%s softmax d %d %s", level, d,
+                     (const char *[]){"normal", "+-80", "one dominant"}[kind]);
+            fails += check_tol(what, x1, xr, tol, (size_t)n * d) != 0;
+            CA_CHECK(!memcmp(x1, x2, (size_t)n * d * sizeof(float)), "%s: 1 and 2 threads differ", what);
+            CA_CHECK(ca_guard_ok(x1, (size_t)n * d), "%s: wrote outside x", what);
+            cases++;
+            free(tol), free(x0), free(xr);
+            ca_free_guarded(x1), ca_free_guarded(x2);
+        }
+    printf("  %s softmax: %d cases, %d failed\n", level, cases, fails);
+}
+
+/* ======================================================================================
+ * add (residual, layer-scale)
+ * ====================================================================================== */
+
+/* y + s x with the product and the sum rounded (the reference may fuse them when the
+ * compiler contracts): within 2u (|y| + |s x|). */
+static void check_add(const struct jk_kernels *kt, const char *level) {
+    static const int ds[] = {1, 7, 8, 9, 64, 577};
+    int fails = 0, cases = 0;
+    for (size_t di = 0; di < sizeof ds / sizeof *ds; di++)
+        for (int scaled = 0; scaled < 2; scaled++) {
+            const int d = ds[di], n = 17;
+            const size_t ldy = (size_t)d + 3, ldx = 3 * (size_t)d + 1;
+            float *x = falloc((size_t)n * ldx), *s = falloc((size_t)d), *y0 = falloc((size_t)n * ldy);
+            ca_fill(x, (size_t)n * ldx, 1.0f), ca_fill(s, (size_t)d, 0.1f);
+            for (int i = 0; i < n; i++)
+                for (size_t j = 0; j < ldy; j++) y0[(size_t)i * ldy + j] = j < (size_t)d ? ca_normal() : NAN;
+            float *yr = ca_alloc_guarded((size_t)n * ldy), *y1 = ca_alloc_guarded((size_t)n * ldy),
+                  *y2 = ca_alloc_guarded((size_t)n * ldy);
+            memcpy(yr, y0, (size_t)n * ldy * sizeof(float));
+            memcpy(y1, y0, (size_t)n * ldy * sizeof(float));
+            memcpy(y2, y0, (size_t)n * ldy * sizeof(float));
+            const float *sa = scaled ? s : NULL;
+            add_ref(yr, ldy, x, ldx, sa, n, d, 1);
+            kt->add(y1, ldy, x, ldx, sa, n, d, 1);
+            kt->add(y2, ldy, x, ldx, sa, n, d, 2);
+            double *tol = (double *)xmalloc((size_t)n * ldy * sizeof(double));
+            for (int i = 0; i < n; i++)
+                for (size_t j = 0; j < ldy; j++) {
+                    size_t k = (size_t)i * ldy + j;
+                    tol[k] = j < (size_t)d ? 2 * U * (fabs(y0[k]) + fabs((sa ? s[j] : 1.0f) * x[(size_t)i * ldx + j])) : 0.0;
+                }
+            /* the padding is NaN on both sides: compare only the rows' elements */
+            float *g = falloc((size_t)n * d), *r = falloc((size_t)n * d);
+            double *t = (double *)xmalloc((size_t)n * d * sizeof(double));
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < d; j++)
+                    g[(size_t)i * d + j] = y1[(size_t)i * ldy + j], r[(size_t)i * d + j] = yr[(size_t)i * ldy + j],
+                    t[(size_t)i * d + j] = tol[(size_t)i * ldy + j];
+            char what[120];
+            snprintf(what, sizeof what, "%s add d %d %s", level, d, scaled ? "layer-scale" : "residual");
+            fails += check_tol(what, g, r, t, (size_t)n * d) != 0;
+            CA_CHECK(!memcmp(y1, y2, (size_t)n * ldy * sizeof(float)), "%s: 1 and 2 threads differ", what);
+            CA_CHECK(gaps_ok(y1, n, ldy, (size_t)d), "%s: wrote outside y", what);
+            cases++;
+            free(x), free(s), free(y0), free(tol), free(g), free(r), free(t);
+            ca_free_guarded(yr), ca_free_guarded(y1), ca_free_guarded(y2);
+        }
+    printf("  %s add: %d cases, %d failed\n", level, cases, fails);
+}
+
+/* ======================================================================================
+ * patchify: a permutation, so the bits must match
+ * ====================================================================================== */
+
+static void check_patchify(const struct jk_kernels *kt, const char *level) {
+    static const int shapes[][6] = {   /* C, T, tubelet, p, gh, gw */
+        {3, 2, 2, 16, 2, 3}, {3, 1, 1, 16, 3, 2}, {3, 4, 2, 14, 2, 2}, {1, 3, 1, 3, 5, 4},
+        {3, 2, 1, 2, 7, 1}, {2, 2, 2, 9, 1, 1}, {3, 16, 2, 16, 4, 4}};
+    int fails = 0, cases = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const int C = shapes[si][0], T = shapes[si][1], tub = shapes[si][2], p = shapes[si][3];
+        const int H = p * shapes[si][4], W = p * shapes[si][5];
+        const size_t nin = (size_t)C * T * H * W;
+        const size_t nout = (size_t)(T / tub) * (H / p) * (W / p) * C * tub * p * p;
+        float *in = falloc(nin);
+        ca_fill(in, nin, 1.0f);
+        float *orf = ca_alloc_guarded(nout), *o1 = ca_alloc_guarded(nout), *o2 = ca_alloc_guarded(nout);
+        patchify_ref(orf, in, C, T, H, W, tub, p, 1);
+        kt->patchify(o1, in, C, T, H, W, tub, p, 1);
+        kt->patchify(o2, in, C, T, H, W, tub, p, 2);
+        int ok = !memcmp(o1, orf, nout * sizeof(float)) && !memcmp(o2, orf, nout * sizeof(float));
+        CA_CHECK(ok, "%s patchify C %d T %d tubelet %d p %d H %d W %d: differs from the reference",
+                 level, C, T, tub, p, H, W);
+        CA_CHECK(ca_guard_ok(o1, nout) && ca_guard_ok(o2, nout), "%s patchify: wrote outside out", level);
+        fails += !ok;
+        cases++;
+        free(in);
+        ca_free_guarded(orf), ca_free_guarded(o1), ca_free_guarded(o2);
+    }
+    printf("  %s patchify: %d cases, %d failed\n", level, cases, fails);
+}
+
+/* ======================================================================================
+ * RoPE tables and positions (models/rope.c) against the §4 formulas
+ * ====================================================================================== */
+#ifndef CHECKASM_AVX512_EMU
+
+/* §4 written out again: d = 2 ((head_dim / 3) / 2) dims per axis; axis a covers dims
+ * [a d, (a+1) d); omega_k = theta^(-k / (d/2)) = exp(-(k / (d/2)) ln theta);
+ * tiled: COS[j] = cos(pos omega_(j mod d/2)); interleaved: COS[2k] = COS[2k+1] =
+ * cos(pos omega_k); dims [3d, head_dim) and identity rows: cos 1, sin 0.
+ * Both sides compute the angle in double and round once; they may land on the two sides
+ * of a float rounding boundary, hence one float ulp at |value| <= 1: 2^-24 absolute. */
+static void check_rope_tables(void) {
+    static const int hds[] = {64, 32, 7, 5, 66};
+    static const float thetas[] = {10000.0f, 100.0f};
+    int bad = 0, cases = 0, exact_bad = 0;
+    for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
+        for (int layout = 0; layout < 2; layout++)
+            for (int th = 0; th < 2; th++) {
+                const int hd = hds[hi], n = 40, d = 2 * ((hd / 3) / 2);
+                struct rope_pos pos[40];
+                for (int i = 0; i < n; i++) {
+                    pos[i].t = (float)(i % 4);
+                    pos[i].h = (float)(i % 7) * 15.0f / 23.0f;     /* fractional (2.1 interpolation) */
+                    pos[i].w = (float)(i * 3 % 29);
+                    pos[i].identity = i % 9 == 0;
+                }
+                float *c = falloc((size_t)n * hd), *s = falloc((size_t)n * hd);
+                rope_tables(c, s, pos, n, hd, thetas[th], layout ? JM_ROPE_INTERLEAVED : JM_ROPE_TILED);
+                for (int i = 0; i < n; i++)
+                    for (int j = 0; j < hd; j++) {
+                        double ec = 1.0, es = 0.0;
+                        if (!pos[i].identity && j < 3 * d) {
+                            const int ax = j / d, jj = j % d;
+                            const double p = ax == 0 ? pos[i].t : ax == 1 ? pos[i].h : pos[i].w;
+                            const int k = layout ? jj / 2 : jj % (d / 2);
+                            const double omega = exp(-((double)k / (d / 2)) * log((double)thetas[th]));
+                            ec = cos(p * omega), es = sin(p * omega);
+                        }
+                        const double gc = c[(size_t)i * hd + j], gs = s[(size_t)i * hd + j];
+                        if (!(fabs(gc - ec) <= U * 1.0001) || !(fabs(gs - es) <= U * 1.0001)) bad++;
+                        if ((pos[i].identity || j >= 3 * d) && (gc != 1.0 || gs != 0.0)) exact_bad++;
+                    }
+                cases++;
+                free(c), free(s);
+            }
+    CA_CHECK(!bad, "rope_tables vs the §4 formulas: %d entries beyond one float ulp", bad);
+    CA_CHECK(!exact_bad, "rope_tables: %d identity / pass-through entries are not exactly 1 / 0", exact_bad);
+
+    /* the two layouts on one hand-checked row: head_dim 64 (d = 20, 10 frequencies),
+     * position (t, h, w) = (1, 0, 0): tiled dims 0..9 and 10..19 both run omega_0..9,
+     * interleaved dims 2k, 2k+1 share omega_k; the h and w segments are identity. */
+    {
+        struct rope_pos p1 = {1.0f, 0.0f, 0.0f, false};
+        float ct[64], st[64], ci[64], si[64];
+        rope_tables(ct, st, &p1, 1, 64, 10000.0f, JM_ROPE_TILED);
+        rope_tables(ci, si, &p1, 1, 64, 10000.0f, JM_ROPE_INTERLEAVED);
+        int ok = 1;
+        for (int k = 0; k < 10; k++) {
+            const float e = (float)cos(pow(10000.0, -k / 10.0));
+            ok &= ct[k] == e && ct[k + 10] == e && ci[2 * k] == e && ci[2 * k + 1] == e;
+        }
+        for (int j = 20; j < 64; j++) ok &= ct[j] == 1.0f && st[j] == 0.0f && ci[j] == 1.0f && si[j] == 0.0f;
+        CA_CHECK(ok, "rope_tables: the hand-checked head_dim 64 row (t = 1) is wrong");
+        cases++;
+    }
+    printf("  rope_tables: %d cases checked against the §4 formulas\n", cases);
+}
+
+static void check_rope_positions(void) {
+    struct rope_pos p[8];
+    int ok = 1;
+    /* ids NULL on a 2 x 2 x 3 grid: id = t*6 + h*3 + w */
+    rope_positions(p, NULL, 8, 2, 3, false, 0);
+    static const float e1[8][3] = {{0, 0, 0}, {0, 0, 1}, {0, 0, 2}, {0, 1, 0}, {0, 1, 1}, {0, 1, 2}, {1, 0, 0}, {1, 0, 1}};
+    for (int i = 0; i < 8; i++)
+        ok &= p[i].t == e1[i][0] && p[i].h == e1[i][1] && p[i].w == e1[i][2] && !p[i].identity;
+    CA_CHECK(ok, "rope_positions: ids NULL on a 2x3 grid");
+    /* explicit ids on a 24 x 24 grid, interpolated to the 16 grid: h' = h 15/23 */
+    const int32_t ids[4] = {0, 24 * 24 + 23 * 24 + 7, 5 * 576 + 12 * 24 + 23, 24};
+    rope_positions(p, ids, 4, 24, 24, true, 16);
+    ok = p[0].t == 0 && p[0].h == 0 && p[0].w == 0;
+    ok &= p[1].t == 1 && p[1].h == 15.0f && p[1].w == 105.0f / 23.0f;
+    ok &= p[2].t == 5 && p[2].h == 180.0f / 23.0f && p[2].w == 15.0f;
+    ok &= p[3].t == 0 && p[3].h == 15.0f / 23.0f && p[3].w == 0;
+    CA_CHECK(ok, "rope_positions: 24x24 grid interpolated to 16 (15/23)");
+    /* the same ids without interpolation: raw integers */
+    rope_positions(p, ids, 4, 24, 24, false, 16);
+    ok = p[1].t == 1 && p[1].h == 23 && p[1].w == 7 && p[2].t == 5 && p[2].h == 12 && p[2].w == 23;
+    CA_CHECK(ok, "rope_positions: 24x24 grid, no interpolation");
+    /* a grid side of 1 keeps position 0 (no division by zero); the other side: w 15/3 = 5w */
+    rope_positions(p, NULL, 8, 1, 4, true, 16);
+    ok = 1;
+    for (int i = 0; i < 8; i++) ok &= p[i].t == (float)(i / 4) && p[i].h == 0.0f && p[i].w == 5.0f * (i % 4);
+    CA_CHECK(ok, "rope_positions: gh = 1 with interpolation");
+    /* non-square 16 x 20: h 15/15 = h, w 15/19 */
+    const int32_t ids2[2] = {15 * 20 + 19, 320 + 3 * 20 + 4};
+    rope_positions(p, ids2, 2, 16, 20, true, 16);
+    ok = p[0].t == 0 && p[0].h == 15.0f && p[0].w == 15.0f && p[1].t == 1 && p[1].h == 3.0f &&
+         p[1].w == 60.0f / 19.0f;
+    CA_CHECK(ok, "rope_positions: non-square 16x20 grid interpolated");
+    printf("  rope_positions: hand-computed ids checked\n");
+}
+#endif
+
+/* ======================================================================================
+ * benchmarks (--bench): same calls, timed
+ * ====================================================================================== */
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* Best of `reps` timings of one attention call, in GFLOP/s (4 nq nkv hd heads flops,
+ * whatever the mask hides). */
+static double bench_attn(jk_attn_fn fn, size_t wsb, const struct attn_case *c, int nthreads, int reps) {
+    struct attn_data t;
+    attn_make(&t, c);
+    float *o = falloc((size_t)c->nq * t.ldo);
+    void *ws = xmalloc(wsb);
+    struct jk_attn_args a = attn_args(&t, o, nthreads, ws);
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        fn(&a);
+        best = fmin(best, now() - t0);
+    }
+    free(o), free(ws);
+    attn_free(&t);
+    return 4.0 * c->nq * c->nkv * c->hd * c->n_head / best * 1e-9;
+}
+
+static void bench(const struct ca_level *lv, int nl) {
+    struct jk_kernels ref;
+    jk_init_ref(&ref);
+    const struct attn_case big = {2048, 2048, 16, 64, MASK_NONE, 1, 3, 0};
+    const struct attn_case big32 = {2048, 2048, 12, 32, MASK_NONE, 1, 3, 0};
+    const struct attn_case lev = {3137, 3137, 4, 64, MASK_FRAMES, 1, 3, 0};
+    const struct attn_case pool = {1, 3137, 16, 64, MASK_NONE, 0, 3, 0};
+    const struct attn_case small = {512, 512, 2, 64, MASK_NONE, 1, 3, 0};
+    int nthr = 1;
+#ifdef JEPA_HAVE_OPENMP
+    nthr = omp_get_max_threads();
+#endif
+    double rs = bench_attn(ref.attn, 0, &small, 1, 1);
+    printf("bench attn ref: N 512 hd 64, 1 thread: %.2f GFLOP/s\n", rs);
+    for (int l = 0; l < nl; l++) {
+        struct jk_kernels k;
+        jk_init(&k, lv[l].flags);
+        const char *n = lv[l].name;
+        double s1 = bench_attn(k.attn, k.attn_ws(1, 64, 512), &small, 1, 5);
+        double b1 = bench_attn(k.attn, k.attn_ws(1, 64, 2048), &big, 1, 3);
+        double bt = bench_attn(k.attn, k.attn_ws(nthr, 64, 2048), &big, nthr, 3);
+        double c1 = bench_attn(k.attn, k.attn_ws(1, 32, 2048), &big32, 1, 3);
+        double l1 = bench_attn(k.attn, k.attn_ws(1, 64, 3137), &lev, 1, 3);
+        double p1 = bench_attn(k.attn, k.attn_ws(1, 64, 3137), &pool, 1, 20);
+        printf("bench attn %s: N 512 hd 64 1 thr %.2f GFLOP/s (%.1fx ref)\n", n, s1, s1 / rs);
+        printf("bench attn %s: N 2048 16 heads hd 64: 1 thr %.2f GFLOP/s, %d thr %.2f GFLOP/s\n", n, b1, nthr, bt);
+        printf("bench attn %s: N 2048 12 heads hd 32: 1 thr %.2f GFLOP/s\n", n, c1);
+        printf("bench attn %s: N 3137 block-causal (53%% visible) 4 heads hd 64: 1 thr %.2f GFLOP/s "
+               "(dense-equivalent)\n", n, l1);
+        printf("bench attn %s: nq 1 x 3137 keys 16 heads hd 64: 1 thr %.2f GFLOP/s\n", n, p1);
+    }
+    /* row ops: ns per element, best of 5, 1 thread */
+    const size_t ne = 2048 * 1024;
+    float *x = falloc(ne), *y = falloc(ne), *w = falloc(1024), *b = falloc(1024);
+    ca_fill(x, ne, 2.0f), ca_fill(w, 1024, 1.0f), ca_fill(b, 1024, 1.0f);
+    for (int l = -1; l < nl; l++) {
+        struct jk_kernels k;
+        if (l < 0) jk_init_ref(&k);
+        else jk_init(&k, lv[l].flags);
+        const char *n = l < 0 ? "ref" : lv[l].name;
+        double tg = 1e30, tl = 1e30, ts = 1e30;
+        for (int r = 0; r < 5; r++) {
+            memcpy(y, x, ne * sizeof(float));
+            double t0 = now();
+            k.gelu(y, ne, 1);
+            tg = fmin(tg, now() - t0);
+            t0 = now();
+            k.layernorm(y, 1024, x, 1024, w, b, 2048, 1024, 1e-6f, 1);
+            tl = fmin(tl, now() - t0);
+            t0 = now();
+            k.softmax(y, 2048, 1024, 1);
+            ts = fmin(ts, now() - t0);
+        }
+        printf("bench %s: gelu %.2f ns/elt, layernorm %.2f ns/elt, softmax %.2f ns/elt (2048 x 1024, 1 thr)\n",
+               n, tg / ne * 1e9, tl / ne * 1e9, ts / ne * 1e9);
+    }
+    free(x), free(y), free(w), free(b);
+}
+
+int main(int argc, char **argv) {
+    ca_seed("checkasm_ops");
+    struct ca_level lv[4];
+    int nl;
+#ifdef CHECKASM_AVX512_EMU
+    /* The AVX-512 kernels compiled against SIMDe: test that level whatever the CPU has. */
+    lv[0] = (struct ca_level){"avx512(simde)", JEPA_CPU_AVX2 | JEPA_CPU_AVX512};
+    nl = 1;
+    printf("  level %s forced (AVX-512 code paths emulated with SIMDe)\n", lv[0].name);
+#else
+    nl = ca_levels(lv);
+#endif
+    if (argc > 1 && !strcmp(argv[1], "--bench")) {
+        bench(lv, nl);
+        return 0;
+    }
+    struct jk_kernels ref;
+    jk_init_ref(&ref);
+
+    /* the reference attention against the naive formula */
+    static const struct attn_case refcases[] = {
+        {1, 1, 1, 8, MASK_NONE, 1, 3, 0}, {17, 17, 3, 16, MASK_NONE, 1, 3, 0}, {17, 17, 2, 16, MASK_FRAMES, 1, 80, 0},
+        {20, 20, 2, 8, MASK_CAUSAL, 1, 3, 0}, {13, 31, 2, 6, MASK_RANDOM, 0, 80, 0}, {1, 200, 2, 32, MASK_NONE, 0, 3, 0}};
+    for (size_t i = 0; i < sizeof refcases / sizeof *refcases; i++) check_attn_ref(&refcases[i]);
+    printf("  attn_ref: %zu cases against the naive double formula\n", sizeof refcases / sizeof *refcases);
+#ifndef CHECKASM_AVX512_EMU
+    check_rope_tables();
+    check_rope_positions();
+#endif
+
+    int tested = 0;
+    for (int l = 0; l < nl; l++) {
+        struct jk_kernels kt;
+        jk_init(&kt, lv[l].flags);
+        const char *n = lv[l].name;
+        /* a slot still holding the reference at this level would be compared with itself */
+        const struct { const char *name; int same; } slots[] = {
+            {"attn", kt.attn == ref.attn}, {"attn_ws", kt.attn_ws == ref.attn_ws},
+            {"rope", kt.rope == ref.rope}, {"layernorm", kt.layernorm == ref.layernorm},
+            {"gelu", kt.gelu == ref.gelu}, {"gelu_tanh", kt.gelu_tanh == ref.gelu_tanh},
+            {"silu", kt.silu == ref.silu}, {"softmax", kt.softmax == ref.softmax},
+            {"add", kt.add == ref.add}, {"patchify", kt.patchify == ref.patchify}};
+        int nref = 0;
+        for (size_t s = 0; s < sizeof slots / sizeof *slots; s++)
+            if (slots[s].same) printf("  %s %s: the reference fills this slot, nothing to test\n", n, slots[s].name), nref++;
+        if (nref == (int)(sizeof slots / sizeof *slots)) continue;
+        tested++;
+        if (kt.attn != ref.attn) check_attn(&kt, n);
+        if (kt.rope != ref.rope) check_rope(&kt, n);
+        if (kt.layernorm != ref.layernorm) check_layernorm(&kt, n);
+        check_unary(&kt, &ref, n);
+        if (kt.gelu != ref.gelu) check_gelu_accuracy(&kt, n);
+        if (kt.softmax != ref.softmax) check_softmax(&kt, n);
+        if (kt.add != ref.add) check_add(&kt, n);
+        if (kt.patchify != ref.patchify) check_patchify(&kt, n);
+    }
+    if (!tested) printf("checkasm_ops: no slot above the reference at any level here; references checked\n");
+    return ca_finish("checkasm_ops");
+}

@@ -1,0 +1,27 @@
+/*
+ * bench.h — the benchmarks behind `jepa bench ...` (cli/cmd_bench.c). Each one prints a
+ * human table, or with json one JSON object per line, and returns a CLI exit code.
+ */
+#ifndef JEPA_BENCH_H
+#define JEPA_BENCH_H
+
+struct bench_opts {
+    int json;          /* one JSON object per line instead of the table */
+    int threads;       /* >= 1 */
+    int quick, full;   /* fewer shapes and reps / the large-M shapes too */
+    const char *op;    /* "all", "matmul", "attn" */
+    unsigned cpu;      /* kernel ISA flags (runtime/cpu.h), already capped */
+};
+
+/* `jepa bench kernels`: matmul (every dtype, ViT shapes, OpenBLAS sgemm baseline when
+ * built with it) and attention, each against the FMA peak measured in the same run. */
+int bench_kernels(const struct bench_opts *o);
+
+/* Peak f32 FMA throughput in GFLOP/s of `threads` threads running a register-only FMA
+ * loop of the widest vector unit in `cpu` (bench/peak.c). */
+double bench_fma_peak(unsigned cpu, int threads, const char **isa);
+
+/* Monotonic seconds. */
+double bench_now(void);
+
+#endif

@@ -1,0 +1,318 @@
+/*
+ * bench_kernels.c — `jepa bench kernels`: times the slots of the kernel table on the shapes
+ * the models run, next to the machine's measured FMA peak and (when jepa.c is built with
+ * OpenBLAS) cblas_sgemm on the same shapes and thread count, all in one run.
+ *
+ *   matmul  Y = X . W^T, M in {1, 576, 2048} (+ 4608, 18432 with --full; --quick: 1, 576)
+ *           x (N, K) in the ViT linear layers (ViT-S/B/L qkv, proj, fc1, fc2, predictor)
+ *           x weight dtype f32, f16, bf16, q8_0; flops = 2 M N K.
+ *           Baseline: OpenBLAS sgemm(RowMajor, NoTrans, Trans) on f32 copies of the same
+ *           weights (there is no f16 / q8_0 sgemm: every dtype row shows that f32 number).
+ *   attn    whatever fills the table's attn slot: N tokens in {577, 2048, 4608} (--quick:
+ *           577) attending to themselves, 12 heads of head_dim 64 and of 32, no mask;
+ *           flops = 4 N^2 head_dim heads. JSON rows: "M" = query tokens, "N" = key tokens,
+ *           "K" = head_dim.
+ * Time: the median of several calls after a warm-up call (reps fitted to ~0.4 s per row,
+ * at least 3; a single call when one call already takes longer than the budget).
+ * GFLOP/s and "% of peak" use the peak of bench/peak.c measured at the start of the run
+ * with the same thread count. Libraries are switched with a pause in between, so the
+ * spinning worker threads of one (OpenMP, OpenBLAS) do not steal the cores of the other.
+ *
+ * Results and method: docs/performance-kernels.md. The kernels themselves are tested by
+ * tests/checkasm (this file checks nothing but that each call ran).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/bench.h"
+#include "kernels/kernels.h"
+#include "runtime/cpu.h"
+#include "runtime/dtype.h"
+
+#ifdef JEPA_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+#define BUDGET_S 0.4
+#define QUICK_BUDGET_S 0.15
+
+static const struct { int N, K; const char *what; } mm_shapes[] = {
+    {2304, 768, "ViT-B qkv"},  {768, 768, "ViT-B proj"},   {3072, 768, "ViT-B fc1"},
+    {768, 3072, "ViT-B fc2"},  {3072, 1024, "ViT-L qkv"},  {1024, 1024, "ViT-L proj"},
+    {4096, 1024, "ViT-L fc1"}, {1024, 4096, "ViT-L fc2"},  {1536, 384, "pred/ViT-S fc1"},
+};
+
+/* ---- timing ---- */
+
+typedef void (*bench_fn)(void *ctx);
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void pause_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Median seconds of fn(ctx) over reps fitted to the budget (warm-up call first). */
+static double time_median(bench_fn fn, void *ctx, double budget) {
+    double t0 = bench_now();
+    fn(ctx);
+    double first = bench_now() - t0;
+    if (first >= budget) return first;
+    int reps = (int)(budget / (first > 1e-7 ? first : 1e-7));
+    reps = reps < 3 ? 3 : reps > 31 ? 31 : reps;
+    double t[31];
+    for (int r = 0; r < reps; r++) {
+        t0 = bench_now();
+        fn(ctx);
+        t[r] = bench_now() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+    return t[reps / 2];
+}
+
+/* ---- output ---- */
+
+static void row(const struct bench_opts *o, const char *op, const char *dtype, int M, int N, int K,
+                double sec, double flops, double peak, const char *baseline, double base_gflops,
+                const char *note) {
+    const double gf = flops / sec * 1e-9;
+    if (o->json) {
+        printf("{\"op\":\"%s\",\"dtype\":\"%s\",\"M\":%d,\"N\":%d,\"K\":%d,\"threads\":%d,"
+               "\"gflops\":%.3f,\"peak_gflops\":%.3f,",
+               op, dtype, M, N, K, o->threads, gf, peak);
+        if (baseline) printf("\"baseline\":\"%s\",\"baseline_gflops\":%.3f}\n", baseline, base_gflops);
+        else printf("\"baseline\":null,\"baseline_gflops\":null}\n");
+    } else {
+        printf("%-6s %-5s %6d %6d %5d %10.3f %9.1f %6.1f%%", op, dtype, M, N, K, sec * 1e3, gf,
+               100.0 * gf / peak);
+        if (baseline) printf(" %9.1f %6.2fx", base_gflops, gf / base_gflops);
+        else printf(" %9s %7s", "-", "-");
+        printf("  %s\n", note ? note : "");
+    }
+    fflush(stdout);
+}
+
+/* ---- matmul ---- */
+
+struct mm_ctx {
+    const struct jk_kernels *k;
+    enum jk_dtype t;
+    struct jk_gemm_args a;
+};
+static void run_mm(void *p) {
+    struct mm_ctx *c = (struct mm_ctx *)p;
+    c->k->gemm[c->t](&c->a);
+}
+
+#ifdef JEPA_HAVE_OPENBLAS
+struct blas_ctx {
+    int M, N, K;
+    const float *x, *w;
+    float *y;
+};
+static void run_blas(void *p) {
+    struct blas_ctx *c = (struct blas_ctx *)p;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c->M, c->N, c->K, 1.0f, c->x, c->K,
+                c->w, c->K, 0.0f, c->y, c->N);
+}
+#endif
+
+static float rnd_normal(uint64_t *s) {
+    /* splitmix64 -> two uniforms -> Box-Muller; reproducible inputs for every run */
+    double u[2];
+    for (int i = 0; i < 2; i++) {
+        uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        u[i] = ((double)(z >> 11) + 0.5) * 0x1.0p-53;
+    }
+    return (float)(sqrt(-2.0 * log(u[0])) * cos(6.283185307179586 * u[1]));
+}
+
+/* W [N, K] f32 -> packed rows of dtype t (rows of jk_row_bytes). */
+static void *convert_weights(const float *w, int N, int K, enum jk_dtype t) {
+    const size_t rb = jk_row_bytes(t, K);
+    uint8_t *out = (uint8_t *)malloc((size_t)N * rb);
+    if (!out) return NULL;
+    for (int n = 0; n < N; n++) {
+        const float *src = w + (size_t)n * K;
+        uint8_t *dst = out + (size_t)n * rb;
+        if (t == JK_F32) {
+            memcpy(dst, src, rb);
+        } else if (t == JK_F16 || t == JK_BF16) {
+            for (int k = 0; k < K; k++) {
+                uint16_t h = t == JK_F16 ? f32_to_f16(src[k]) : f32_to_bf16(src[k]);
+                memcpy(dst + 2 * (size_t)k, &h, 2);
+            }
+        } else {
+            for (int b = 0; b < K / QK8_0; b++) {
+                float amax = 0.0f;
+                for (int j = 0; j < QK8_0; j++) amax = fmaxf(amax, fabsf(src[b * QK8_0 + j]));
+                struct block_q8_0 blk;
+                blk.d = f32_to_f16(amax / 127.0f);
+                const float d = f16_to_f32(blk.d);
+                for (int j = 0; j < QK8_0; j++)
+                    blk.qs[j] = (int8_t)(d > 0 ? lrintf(src[b * QK8_0 + j] / d) : 0);
+                memcpy(dst + (size_t)b * sizeof blk, &blk, sizeof blk);
+            }
+        }
+    }
+    return out;
+}
+
+static int bench_matmul(const struct bench_opts *o, const struct jk_kernels *k, double peak,
+                        const char *gemm_isa) {
+    static const int Ms_quick[] = {1, 576}, Ms[] = {1, 576, 2048}, Ms_full[] = {1, 576, 2048, 4608, 18432};
+    const int *ms = o->quick ? Ms_quick : o->full ? Ms_full : Ms;
+    const int nm = o->quick ? 2 : o->full ? 5 : 3;
+    const double budget = o->quick ? QUICK_BUDGET_S : BUDGET_S;
+    uint64_t seed = 42;
+    for (int mi = 0; mi < nm; mi++) {
+        const int M = ms[mi];
+        for (size_t si = 0; si < sizeof mm_shapes / sizeof mm_shapes[0]; si++) {
+            const int N = mm_shapes[si].N, K = mm_shapes[si].K;
+            float *x = (float *)malloc((size_t)M * K * sizeof(float));
+            float *y = (float *)malloc((size_t)M * N * sizeof(float));
+            float *w = (float *)malloc((size_t)N * K * sizeof(float));
+            void *ws = malloc(k->gemm_ws(o->threads, K));
+            if (!x || !y || !w || !ws) {
+                fprintf(stderr, "jepa bench: out of memory (M=%d N=%d K=%d)\n", M, N, K);
+                free(x), free(y), free(w), free(ws);
+                return 1;
+            }
+            for (size_t i = 0; i < (size_t)M * K; i++) x[i] = rnd_normal(&seed);
+            for (size_t i = 0; i < (size_t)N * K; i++) w[i] = rnd_normal(&seed) / sqrtf((float)K);
+            memset(y, 0, (size_t)M * N * sizeof(float));
+            const double flops = 2.0 * M * N * K;
+
+            const char *baseline = NULL;
+            double base_gf = 0.0;
+#ifdef JEPA_HAVE_OPENBLAS
+            struct blas_ctx bc = {M, N, K, x, w, y};
+            base_gf = flops / time_median(run_blas, &bc, budget) * 1e-9;
+            baseline = "openblas";
+            pause_ms(150);
+#endif
+            for (int t = 0; t < JK_NDTYPES; t++) {
+                void *wt = convert_weights(w, N, K, (enum jk_dtype)t);
+                if (!wt) {
+                    fprintf(stderr, "jepa bench: out of memory\n");
+                    free(x), free(y), free(w), free(ws);
+                    return 1;
+                }
+                struct mm_ctx c = {k, (enum jk_dtype)t, {
+                    .y = y, .ldy = (size_t)N, .x = x, .ldx = (size_t)K, .w = wt,
+                    .ldw = jk_row_bytes((enum jk_dtype)t, K), .bias = NULL, .M = M, .N = N,
+                    .K = K, .epi = JK_EPI_STORE, .nthreads = o->threads, .ws = ws}};
+                const double sec = time_median(run_mm, &c, budget);
+                char note[64];
+                snprintf(note, sizeof note, "%s %s", gemm_isa, t == 0 ? mm_shapes[si].what : "");
+                row(o, "matmul", jk_dtype_name((enum jk_dtype)t), M, N, K, sec, flops, peak,
+                    baseline, base_gf, note);
+                free(wt);
+            }
+            pause_ms(150);
+            free(x), free(y), free(w), free(ws);
+        }
+    }
+    return 0;
+}
+
+/* ---- attention ---- */
+
+struct attn_ctx {
+    const struct jk_kernels *k;
+    struct jk_attn_args a;
+};
+static void run_attn(void *p) {
+    struct attn_ctx *c = (struct attn_ctx *)p;
+    c->k->attn(&c->a);
+}
+
+static int bench_attn(const struct bench_opts *o, const struct jk_kernels *k, double peak,
+                      const char *attn_isa) {
+    static const int Ns[] = {577, 2048, 4608}, hds[] = {64, 32};
+    const int nn = o->quick ? 1 : 3, heads = 12;
+    const double budget = o->quick ? QUICK_BUDGET_S : BUDGET_S;
+    uint64_t seed = 7;
+    for (int hi = 0; hi < 2; hi++) {
+        for (int ni = 0; ni < nn; ni++) {
+            const int N = Ns[ni], hd = hds[hi], D = heads * hd;
+            const size_t n = (size_t)N * D;
+            float *q = (float *)malloc(n * sizeof(float)), *kk = (float *)malloc(n * sizeof(float));
+            float *v = (float *)malloc(n * sizeof(float)), *out = (float *)malloc(n * sizeof(float));
+            void *ws = malloc(k->attn_ws(o->threads, hd, N) + 1);
+            if (!q || !kk || !v || !out || !ws) {
+                fprintf(stderr, "jepa bench: out of memory (attention N=%d)\n", N);
+                free(q), free(kk), free(v), free(out), free(ws);
+                return 1;
+            }
+            for (size_t i = 0; i < n; i++) q[i] = rnd_normal(&seed), kk[i] = rnd_normal(&seed), v[i] = rnd_normal(&seed);
+            struct attn_ctx c = {k, {.o = out, .ldo = (size_t)D, .q = q, .ldq = (size_t)D, .k = kk,
+                                     .ldk = (size_t)D, .v = v, .ldv = (size_t)D, .nq = N, .nkv = N,
+                                     .n_head = heads, .head_dim = hd,
+                                     .scale = 1.0f / sqrtf((float)hd), .q_pos = NULL,
+                                     .k_pos = NULL, .nthreads = o->threads, .ws = ws}};
+            const double sec = time_median(run_attn, &c, budget);
+            const double flops = 4.0 * (double)N * N * hd * heads;
+            char note[64];
+            snprintf(note, sizeof note, "%s, %d heads", attn_isa, heads);
+            row(o, "attn", "f32", N, N, hd, sec, flops, peak, NULL, 0.0, note);
+            free(q), free(kk), free(v), free(out), free(ws);
+        }
+    }
+    return 0;
+}
+
+/* ---- driver ---- */
+
+static const char *level_name(unsigned cpu) {
+    if (cpu & JEPA_CPU_AVX512) return "avx512";
+    if (cpu & JEPA_CPU_AVX2) return "avx2";
+    if (cpu & JEPA_CPU_NEON) return "neon";
+    return "scalar";
+}
+
+int bench_kernels(const struct bench_opts *o) {
+    struct jk_kernels k, ref;
+    jk_init(&k, o->cpu);
+    jk_init_ref(&ref);
+    const char *lvl = level_name(o->cpu);
+    const char *gemm_isa = k.gemm[JK_F32] == ref.gemm[JK_F32] ? "reference" : lvl;
+    const char *attn_isa = k.attn == ref.attn ? "reference" : lvl;
+    const char *peak_isa;
+    const double peak = bench_fma_peak(o->cpu, o->threads, &peak_isa);
+
+    /* context lines: stdout for the table, stderr with --json (stdout is JSON only) */
+    FILE *info = o->json ? stderr : stdout;
+    char buf[256];
+    fprintf(info, "jepa bench kernels: cpu flags [%s], %d thread%s\n",
+            jepa_cpu_describe(o->cpu, buf, sizeof buf), o->threads, o->threads == 1 ? "" : "s");
+    fprintf(info, "kernels: gemm %s, attn %s\n", gemm_isa, attn_isa);
+    fprintf(info, "FMA peak (%s register loop, %d threads): %.1f GFLOP/s\n", peak_isa,
+            o->threads, peak);
+#ifdef JEPA_HAVE_OPENBLAS
+    openblas_set_num_threads(o->threads);
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    fprintf(info, "baseline: OpenBLAS sgemm, core %s (OPENBLAS_CORETYPE=%s), %d threads\n",
+            openblas_get_corename(), ct ? ct : "unset", o->threads);
+#else
+    fprintf(info, "baseline: none (built without OpenBLAS)\n");
+#endif
+    if (!o->json)
+        printf("\n%-6s %-5s %6s %6s %5s %10s %9s %7s %9s %7s  %s\n", "op", "dtype", "M", "N", "K",
+               "ms", "GFLOP/s", "peak", "baseline", "ratio", "kernel");
+    fflush(info);
+    int rc = 0;
+    if (!strcmp(o->op, "all") || !strcmp(o->op, "matmul")) rc |= bench_matmul(o, &k, peak, gemm_isa);
+    if (!rc && (!strcmp(o->op, "all") || !strcmp(o->op, "attn"))) rc |= bench_attn(o, &k, peak, attn_isa);
+    return rc;
+}

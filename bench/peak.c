@@ -1,0 +1,114 @@
+/*
+ * peak.c — the machine's f32 FMA peak, measured: every thread runs a loop of independent
+ * FMAs on registers only (no loads, no stores), long enough to reach its steady clock,
+ * and the best of a few runs counts. bench_kernels.c reports each kernel as a fraction of
+ * this number, taken in the same run at the same thread count, so "% of peak" means the
+ * same thing on every machine (turbo, SMT and a shared host included).
+ *
+ * 12 independent accumulators per loop: more than latency x issue width on every target
+ * here (Zen 1: 5 cycles x 1 ymm FMA per cycle; Skylake-X: 4 x 2 zmm; Neoverse: 4 x 4),
+ * so the loop is throughput-bound. The ISA loops use target attributes, so this file
+ * needs no -m flags; they run only when cpu says the ISA is there.
+ */
+#include <time.h>
+#ifdef JEPA_HAVE_OPENMP
+#include <omp.h>
+#endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
+#include "bench/bench.h"
+#include "runtime/cpu.h"
+
+double bench_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+#define ITERS 2000000L
+#define NACC 12
+
+/* 12 named accumulators (an array indexed in a loop may be left in memory at -O2). */
+#define FMA12(T, fma, m, c, init, add, out)                                              \
+    T a0 = init(0.f), a1 = init(1.f), a2 = init(2.f), a3 = init(3.f), a4 = init(4.f);   \
+    T a5 = init(5.f), a6 = init(6.f), a7 = init(7.f), a8 = init(8.f), a9 = init(9.f);   \
+    T a10 = init(10.f), a11 = init(11.f);                                               \
+    for (long it = 0; it < iters; it++) {                                               \
+        a0 = fma(a0, m, c), a1 = fma(a1, m, c), a2 = fma(a2, m, c), a3 = fma(a3, m, c); \
+        a4 = fma(a4, m, c), a5 = fma(a5, m, c), a6 = fma(a6, m, c), a7 = fma(a7, m, c); \
+        a8 = fma(a8, m, c), a9 = fma(a9, m, c), a10 = fma(a10, m, c);                   \
+        a11 = fma(a11, m, c);                                                           \
+    }                                                                                   \
+    out = add(add(add(add(a0, a1), add(a2, a3)), add(add(a4, a5), add(a6, a7))),        \
+              add(add(a8, a9), add(a10, a11)))
+
+/* Each loop returns a value that depends on every accumulator, so nothing is dead. */
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) static float fma_loop_avx2(long iters) {
+    const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+    __m256 s;
+    FMA12(__m256, _mm256_fmadd_ps, m, c, _mm256_set1_ps, _mm256_add_ps, s);
+    return _mm256_cvtss_f32(s);
+}
+__attribute__((target("avx512f"))) static float fma_loop_avx512(long iters) {
+    const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+    __m512 s;
+    FMA12(__m512, _mm512_fmadd_ps, m, c, _mm512_set1_ps, _mm512_add_ps, s);
+    return _mm512_reduce_add_ps(s);
+}
+#elif defined(__aarch64__)
+#define NEON_FMA(a, m, c) vfmaq_f32(c, a, m)
+static float fma_loop_neon(long iters) {
+    const float32x4_t m = vdupq_n_f32(0.999999f), c = vdupq_n_f32(1e-7f);
+    float32x4_t s;
+    FMA12(float32x4_t, NEON_FMA, m, c, vdupq_n_f32, vaddq_f32, s);
+    return vaddvq_f32(s);
+}
+#endif
+
+#define SCALAR_FMA(a, m, c) ((a) * (m) + (c))
+#define SCALAR_INIT(x) (x)
+#define SCALAR_ADD(x, y) ((x) + (y))
+static float fma_loop_scalar(long iters) {
+    float s;
+    FMA12(float, SCALAR_FMA, 0.999999f, 1e-7f, SCALAR_INIT, SCALAR_ADD, s);
+    return s;
+}
+
+double bench_fma_peak(unsigned cpu, int threads, const char **isa) {
+    int lanes = 1;
+    float (*loop)(long) = fma_loop_scalar;
+    *isa = "scalar";
+#if defined(__x86_64__)
+    if (cpu & JEPA_CPU_AVX512) loop = fma_loop_avx512, lanes = 16, *isa = "avx512";
+    else if (cpu & JEPA_CPU_AVX2) loop = fma_loop_avx2, lanes = 8, *isa = "avx2";
+#elif defined(__aarch64__)
+    if (cpu & JEPA_CPU_NEON) loop = fma_loop_neon, lanes = 4, *isa = "neon";
+#endif
+    long iters = ITERS / (lanes >= 8 ? 1 : 4);
+    double best = 0.0;
+    volatile float sink = 0.0f;
+    (void)threads;
+    for (int rep = 0; rep < 5; rep++) {
+        int nth = 0;
+        double t0 = bench_now();
+#pragma omp parallel num_threads(threads)
+        {
+            float r = loop(iters);
+#pragma omp critical
+            {
+                sink += r;
+                nth++;
+            }
+        }
+        double dt = bench_now() - t0;
+        double flops = 2.0 * NACC * lanes * (double)iters * nth;
+        if (flops / dt > best) best = flops / dt;
+    }
+    (void)sink;
+    return best * 1e-9;
+}

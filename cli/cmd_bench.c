@@ -1,0 +1,65 @@
+/*
+ * cmd_bench.c — `jepa bench kernels [--json] [-t N] [--quick] [--full] [--op OP] [--cpu L]`:
+ * argument parsing only; the benchmark is bench/bench_kernels.c (see there for what is
+ * timed and how, and docs/performance-kernels.md for results).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "cli/cli.h"
+#include "runtime/cpu.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: jepa bench kernels [--json] [-t N] [--quick | --full] [--op all|matmul|attn]\n"
+            "                          [--cpu scalar|avx2|avx512|neon]\n"
+            "\n"
+            "Time the kernel table on the ViT matmul shapes (every weight dtype) and on\n"
+            "attention, against the FMA peak measured in the same run and, when built with\n"
+            "OpenBLAS, cblas_sgemm on the same shapes and threads.\n"
+            "\n"
+            "  --json      one JSON object per line on stdout (context lines go to stderr)\n"
+            "  -t N        threads (default 1)\n"
+            "  --quick     fewer shapes (M = 1, 576; 577 tokens) and shorter timing\n"
+            "  --full      also M = 4608 and 18432\n"
+            "  --op OP     only matmul or only attn (default all)\n"
+            "  --cpu L     cap the kernel ISA (as JEPA_CPU does)\n"
+            "  -h, --help  this help\n");
+}
+
+int cmd_bench(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_EXIT_USAGE : 0;
+    }
+    if (strcmp(argv[1], "kernels")) return cli_usage_error("bench", "unknown benchmark '%s'", argv[1]);
+    struct bench_opts o = {.json = 0, .threads = 1, .quick = 0, .full = 0, .op = "all"};
+    const char *cap = getenv("JEPA_CPU");
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--json")) o.json = 1;
+        else if (!strcmp(a, "--quick")) o.quick = 1;
+        else if (!strcmp(a, "--full")) o.full = 1;
+        else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && i + 1 < argc) {
+            char *end;
+            long t = strtol(argv[++i], &end, 10);
+            if (*end || t < 1 || t > 1024) return cli_usage_error("bench", "bad thread count '%s'", argv[i]);
+            o.threads = (int)t;
+        } else if (!strcmp(a, "--op") && i + 1 < argc) {
+            o.op = argv[++i];
+            if (strcmp(o.op, "all") && strcmp(o.op, "matmul") && strcmp(o.op, "attn"))
+                return cli_usage_error("bench", "unknown op '%s'", o.op);
+        } else if (!strcmp(a, "--cpu") && i + 1 < argc) cap = argv[++i];
+        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else return cli_usage_error("bench", "unknown option '%s'", a);
+    }
+    if (o.quick && o.full) return cli_usage_error("bench", "--quick and --full exclude each other");
+    long cpu = jepa_cpu_cap(jepa_cpu_detect(), cap);
+    if (cpu < 0) return cli_usage_error("bench", "unknown cpu level '%s'", cap);
+    o.cpu = (unsigned)cpu;
+    return bench_kernels(&o) ? CLI_EXIT_FAIL : 0;
+}

@@ -1,0 +1,62 @@
+/*
+ * cmd_quantize.c — `jepa quantize IN.gguf OUT.gguf --type f16|bf16|q8_0|f32`: rewrite a
+ * model with its matmul weights in another type (models/quantize.h says which tensors),
+ * then load the result once to prove it is a valid schema-v1 file.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "gguf/gguf.h"
+#include "jepa.h"
+#include "models/quantize.h"
+
+int cmd_quantize(int argc, char **argv) {
+    const char *in = NULL, *out = NULL, *type = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: jepa quantize IN.gguf OUT.gguf --type f16|bf16|q8_0|f32\n"
+                   "Converts the 2-D matmul weights (the schema's quantizable set); norms, biases,\n"
+                   "tokens and tables stay F32. q8_0 falls back to f16 for rows not a multiple of 32.\n");
+            return 0;
+        }
+        if (!strcmp(argv[i], "--type")) {
+            if (++i >= argc) return cli_usage_error("quantize", "--type needs a value");
+            type = argv[i];
+        } else if (argv[i][0] == '-') {
+            return cli_usage_error("quantize", "unknown option '%s'", argv[i]);
+        } else if (!in) in = argv[i];
+        else if (!out) out = argv[i];
+        else return cli_usage_error("quantize", "unexpected argument '%s'", argv[i]);
+    }
+    if (!in || !out || !type) return cli_usage_error("quantize", "needs IN.gguf OUT.gguf --type TYPE");
+    uint32_t target;
+    if (!strcmp(type, "f32")) target = GGUF_TYPE_F32;
+    else if (!strcmp(type, "f16")) target = GGUF_TYPE_F16;
+    else if (!strcmp(type, "bf16")) target = GGUF_TYPE_BF16;
+    else if (!strcmp(type, "q8_0")) target = GGUF_TYPE_Q8_0;
+    else return cli_usage_error("quantize", "--type takes f32, f16, bf16 or q8_0, not '%s'", type);
+    if (!strcmp(in, out)) return cli_usage_error("quantize", "the output must not overwrite the input");
+
+    struct jerr e = {0};
+    struct gguf_file *g = NULL;
+    struct gguf_writer *w = NULL;
+    int rc = CLI_EXIT_FAIL;
+    char err[JEPA_ERR_LEN];
+    jepa_model *check = NULL;
+    if (gguf_open(&g, in, &e)) { cli_fail(in, "%s", e.msg); goto done; }
+    if (jepa_model_load(&check, in, err)) { cli_fail(in, "%s", err); goto done; }
+    jepa_model_free(check);
+    check = NULL;
+    if (!(w = gguf_writer_new())) { cli_fail(NULL, "out of memory"); goto done; }
+    if (jm_quantize(g, w, target, false, &e)) { cli_fail(in, "%s", e.msg); goto done; }
+    if (gguf_writer_write(w, out, &e)) { cli_fail(out, "%s", e.msg); goto done; }
+    if (jepa_model_load(&check, out, err)) { cli_fail(out, "written file does not load: %s", err); goto done; }
+    jepa_model_free(check);
+    printf("wrote %s (matmul weights %s)\n", out, type);
+    rc = 0;
+done:
+    gguf_writer_free(w);
+    gguf_close(g);
+    return rc;
+}

@@ -1,0 +1,353 @@
+/*
+ * cmd_run.c — `jepa embed`, `jepa predict` and `jepa classify`: load a model, read the
+ * input, run the forward through the public API (include/jepa.h), write .npy outputs.
+ *
+ *   jepa embed    -m MODEL INPUT [--pool mean|cls|none] [--hier] [-o OUT.npy]
+ *   jepa predict  -m MODEL --input-tensor X.npy --ctx C.npy --tgt T.npy [--mask-index K]
+ *                 [--modality auto|video|image] -o PRED.npy [--ctx-out CTX.npy]
+ *   jepa classify -m MODEL INPUT [-k 5] [--logits-out L.npy]
+ *   INPUT: --input-tensor X.npy (float32 [C,T,H,W] or [C,H,W], already preprocessed)
+ *   common: -t N threads, --cpu ISA, --time, -q
+ *
+ * Tested by tests/models/test_cli.sh against the fixtures.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "cli/npy.h"
+#include "jepa.h"
+
+enum run_cmd { RUN_EMBED, RUN_PREDICT, RUN_CLASSIFY };
+
+struct run_opts {
+    const char *model, *input_tensor, *test_pattern, *out, *ctx, *tgt, *ctx_out, *logits_out, *cpu;
+    const char *pool;      /* mean | cls | lewm | none */
+    int hier, threads, timing, verbose, topk, mask_index;
+    jepa_modality modality;
+};
+
+static const char *cmd_name(enum run_cmd c) {
+    return c == RUN_EMBED ? "embed" : c == RUN_PREDICT ? "predict" : "classify";
+}
+
+static void run_usage(enum run_cmd c) {
+    printf("usage: jepa %s -m MODEL ", cmd_name(c));
+    switch (c) {
+    case RUN_EMBED:
+        printf("--input-tensor X.npy [--pool mean|cls|lewm|none] [--hier] [-o OUT.npy]\n"
+               "  writes tokens [N, D] (--pool none, the default), pooled [D] (mean of the patch\n"
+               "  tokens, or the CLS row), LeWM's projected state (lewm),\n"
+               "  or with --hier the hierarchical levels [L, N, D] (V-JEPA 2.1)\n");
+        break;
+    case RUN_PREDICT:
+        printf("--input-tensor X.npy --ctx C.npy --tgt T.npy -o PRED.npy\n"
+               "       [--mask-index K] [--modality auto|video|image] [--ctx-out CTX.npy]\n"
+               "  encodes the input, takes the tokens at the context ids and predicts the\n"
+               "  target ids: PRED [N_tgt, out_dim], CTX [N_ctx, out_dim] (V-JEPA 2.1)\n");
+        break;
+    case RUN_CLASSIFY:
+        printf("--input-tensor X.npy [-k 5] [--logits-out L.npy]\n");
+        break;
+    }
+    printf("  --input-tensor X.npy  float32 [C, T, H, W] clip or [C, H, W] image, preprocessed\n"
+           "  --test-pattern TxHxW  a synthetic moving pattern of T frames of H x W (no file needed)\n"
+           "  -t N                  threads (default: all cores)\n"
+           "  --cpu ISA             cap the kernels: scalar, avx2, avx512, neon\n"
+           "  --time                print timings to stderr\n"
+           "  -v                    describe the run on stderr (grid, kernels, threads)\n"
+           "  -q                    print nothing but errors\n");
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
+    const char *name = cmd_name(c);
+    memset(o, 0, sizeof *o);
+    o->pool = "none";
+    o->topk = 5;
+    o->mask_index = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEEDV() do { if (!v) return cli_usage_error(name, "option %s needs a value", a); i++; } while (0)
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { run_usage(c); return -1; }
+        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEEDV(); o->model = v; }
+        else if (!strcmp(a, "--input-tensor")) { NEEDV(); o->input_tensor = v; }
+        else if (!strcmp(a, "--test-pattern")) { NEEDV(); o->test_pattern = v; }
+        else if (!strcmp(a, "-o") || !strcmp(a, "--out")) { NEEDV(); o->out = v; }
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            NEEDV();
+            o->threads = atoi(v);
+            if (o->threads < 1) return cli_usage_error(name, "-t needs a positive thread count");
+        }
+        else if (!strcmp(a, "--cpu")) { NEEDV(); o->cpu = v; }
+        else if (!strcmp(a, "--time")) o->timing = 1;
+        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->verbose = 0;
+        else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = 1;
+        else if (c == RUN_EMBED && !strcmp(a, "--pool")) {
+            NEEDV();
+            if (strcmp(v, "mean") && strcmp(v, "cls") && strcmp(v, "lewm") && strcmp(v, "none"))
+                return cli_usage_error(name, "--pool takes mean, cls, lewm or none, not '%s'", v);
+            o->pool = v;
+        }
+        else if (c == RUN_EMBED && !strcmp(a, "--hier")) o->hier = 1;
+        else if (c == RUN_PREDICT && !strcmp(a, "--ctx")) { NEEDV(); o->ctx = v; }
+        else if (c == RUN_PREDICT && !strcmp(a, "--tgt")) { NEEDV(); o->tgt = v; }
+        else if (c == RUN_PREDICT && !strcmp(a, "--ctx-out")) { NEEDV(); o->ctx_out = v; }
+        else if (c == RUN_PREDICT && !strcmp(a, "--mask-index")) { NEEDV(); o->mask_index = atoi(v); }
+        else if (c == RUN_PREDICT && !strcmp(a, "--modality")) {
+            NEEDV();
+            if (!strcmp(v, "auto")) o->modality = JEPA_MODALITY_AUTO;
+            else if (!strcmp(v, "video")) o->modality = JEPA_MODALITY_VIDEO;
+            else if (!strcmp(v, "image")) o->modality = JEPA_MODALITY_IMAGE;
+            else return cli_usage_error(name, "--modality takes auto, video or image, not '%s'", v);
+        }
+        else if (c == RUN_CLASSIFY && !strcmp(a, "-k")) {
+            NEEDV();
+            o->topk = atoi(v);
+            if (o->topk < 1) return cli_usage_error(name, "-k needs a positive count");
+        }
+        else if (c == RUN_CLASSIFY && !strcmp(a, "--logits-out")) { NEEDV(); o->logits_out = v; }
+        else if (!strcmp(a, "-i") || !strcmp(a, "--image") || !strcmp(a, "--frames-npy"))
+            return cli_usage_error(name, "%s: image, frame and video inputs are not available in this "
+                                         "build yet; pass a preprocessed --input-tensor", a);
+        else if (a[0] == '-') return cli_usage_error(name, "unknown option '%s'", a);
+        else return cli_usage_error(name, "'%s': video inputs are not available in this build yet; "
+                                          "pass a preprocessed --input-tensor", a);
+#undef NEEDV
+    }
+    if (!o->model) return cli_usage_error(name, "missing -m MODEL");
+    if (!o->input_tensor == !o->test_pattern)
+        return cli_usage_error(name, "give one input: --input-tensor X.npy or --test-pattern TxHxW");
+    if (c == RUN_PREDICT && (!o->ctx || !o->tgt || !o->out))
+        return cli_usage_error(name, "predict needs --ctx, --tgt and -o");
+    if (o->hier && strcmp(o->pool, "none"))
+        return cli_usage_error(name, "--hier writes every token of every level; drop --pool");
+    return 0;
+}
+
+/* The input tensor as a clip: [C, T, H, W], or [C, H, W] read as T = 1. */
+static int load_clip(const char *path, struct npy *a, int in_chans, int *T, int *H, int *W) {
+    struct jerr e = {0};
+    if (npy_load_f32(a, path, &e)) return cli_fail(path, "%s", e.msg);
+    if (a->ndim == 3) {
+        *T = 1, *H = (int)a->shape[1], *W = (int)a->shape[2];
+    } else if (a->ndim == 4) {
+        *T = (int)a->shape[1], *H = (int)a->shape[2], *W = (int)a->shape[3];
+    } else {
+        npy_free(a);
+        return cli_fail(path, "expected a [C, T, H, W] or [C, H, W] array, got %d dimensions", a->ndim);
+    }
+    if (a->shape[0] != in_chans) {
+        int c = (int)a->shape[0];
+        npy_free(a);
+        return cli_fail(path, "expected %d channels first ([C, T, H, W]), got %d", in_chans, c);
+    }
+    return 0;
+}
+
+/* A deterministic clip [3, T, H, W]: drifting colour gratings, normalised to about
+ * [-2, 2] like an ImageNet-normalised frame. For demos and benchmarks without files. */
+static int make_pattern(const char *spec, struct npy *a, int in_chans, int *T, int *H, int *W) {
+    if (sscanf(spec, "%dx%dx%d", T, H, W) != 3 || *T < 1 || *H < 1 || *W < 1 || *T > 4096 ||
+        *H > 8192 || *W > 8192)
+        return cli_usage_error("embed", "--test-pattern takes FRAMESxHEIGHTxWIDTH, e.g. 16x256x256");
+    memset(a, 0, sizeof *a);
+    a->ndim = 4;
+    a->shape[0] = in_chans, a->shape[1] = *T, a->shape[2] = *H, a->shape[3] = *W;
+    a->count = (int64_t)in_chans * *T * *H * *W;
+    float *x = malloc(sizeof(float) * (size_t)a->count);
+    if (!x) return cli_fail(NULL, "out of memory for a %s test pattern", spec);
+    a->data = x;
+    for (int c = 0; c < in_chans; c++)
+        for (int t = 0; t < *T; t++)
+            for (int y = 0; y < *H; y++)
+                for (int xx = 0; xx < *W; xx++)
+                    *x++ = (float)(1.5 * sin(0.07 * (c + 1) * xx + 0.05 * y + 0.3 * t) *
+                                   cos(0.04 * y - 0.02 * (c + 2) * xx + 0.1 * t));
+    return 0;
+}
+
+static int load_ids(const char *path, struct npy *a, int n_tokens) {
+    struct jerr e = {0};
+    if (npy_load_i32(a, path, &e)) return cli_fail(path, "%s", e.msg);
+    if (a->ndim != 1 || a->count < 1) {
+        npy_free(a);
+        return cli_fail(path, "expected a non-empty 1-D array of token ids");
+    }
+    const int32_t *v = a->data;
+    for (int64_t i = 0; i < a->count; i++)
+        if (v[i] < 0 || v[i] >= n_tokens) {
+            int bad = v[i];
+            npy_free(a);
+            return cli_fail(path, "token id %d at index %lld is outside the input's %d tokens", bad,
+                            (long long)i, n_tokens);
+        }
+    return 0;
+}
+
+static int save(const char *path, const float *data, int ndim, const int64_t *shape) {
+    struct jerr e = {0};
+    if (npy_save_f32(path, data, ndim, shape, &e)) return cli_fail(path, "%s", e.msg);
+    return 0;
+}
+
+static int run(enum run_cmd cmd, int argc, char **argv) {
+    struct run_opts o;
+    int rc = parse(cmd, argc, argv, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+
+    char err[JEPA_ERR_LEN];
+    jepa_model *m = NULL;
+    jepa_ctx *c = NULL;
+    struct npy clip = {0}, ctx_ids = {0}, tgt_ids = {0};
+    float *tokens = NULL, *pooled = NULL, *hier = NULL, *pred = NULL, *ctx_out = NULL, *logits = NULL;
+    rc = CLI_EXIT_FAIL;
+
+    double t0 = now_ms();
+    if (jepa_model_load(&m, o.model, err)) { cli_fail(o.model, "%s", err); goto done; }
+    jepa_model_info info;
+    jepa_model_get_info(m, &info);
+    jepa_ctx_params cp = jepa_ctx_default_params();
+    cp.n_threads = o.threads;
+    cp.cpu = o.cpu;
+    if (jepa_ctx_new(&c, m, &cp)) {
+        rc = cli_usage_error(cmd_name(cmd), "cannot create a context (unknown --cpu '%s'?)",
+                             o.cpu ? o.cpu : "auto");
+        goto done;
+    }
+    double t_load = now_ms() - t0;
+
+    int T = 0, H = 0, W = 0, gt = 0, gh = 0, gw = 0, n = 0;
+    if (o.test_pattern ? make_pattern(o.test_pattern, &clip, info.in_chans, &T, &H, &W)
+                       : load_clip(o.input_tensor, &clip, info.in_chans, &T, &H, &W))
+        goto done;
+    const char *input_name = o.test_pattern ? "test pattern" : o.input_tensor;
+    if (jepa_model_grid(m, T, H, W, &gt, &gh, &gw, &n)) {
+        cli_fail(input_name, "a %dx%dx%d input does not fit this model (patch %d, tubelet %d)",
+                 T, H, W, info.patch_size, info.tubelet_size);
+        goto done;
+    }
+    if (cmd == RUN_EMBED && !strcmp(o.pool, "cls") && !info.has_cls) {
+        rc = cli_usage_error("embed", "--pool cls: family '%s' has no CLS token", info.family);
+        goto done;
+    }
+    if (cmd == RUN_EMBED && !strcmp(o.pool, "lewm") && !info.emb_dim) {
+        rc = cli_usage_error("embed", "--pool lewm: family '%s' has no LeWM projector", info.family);
+        goto done;
+    }
+    if (cmd == RUN_EMBED && o.hier && !info.n_hier) {
+        rc = cli_usage_error("embed", "--hier: family '%s' has no hierarchical outputs", info.family);
+        goto done;
+    }
+    if (cmd == RUN_PREDICT && !info.has_predictor) { cli_fail(o.model, "this model file has no predictor"); goto done; }
+    if (cmd == RUN_CLASSIFY && !info.has_head) { cli_fail(o.model, "this model file has no classifier head"); goto done; }
+
+    if (cmd == RUN_PREDICT && (load_ids(o.ctx, &ctx_ids, n) || load_ids(o.tgt, &tgt_ids, n))) goto done;
+
+    const int D = info.embed_dim;
+    tokens = malloc(sizeof(float) * (size_t)n * D);
+    pooled = malloc(sizeof(float) * (size_t)D);
+    if (o.hier) hier = malloc(sizeof(float) * (size_t)info.n_hier * n * D);
+    if (!tokens || !pooled || (o.hier && !hier)) { cli_fail(NULL, "out of memory"); goto done; }
+
+    jepa_embed_out eo = {.tokens = tokens, .pooled = pooled, .hier = hier,
+                         .cls = info.has_cls ? malloc(sizeof(float) * (size_t)D) : NULL,
+                         .emb = info.emb_dim ? malloc(sizeof(float) * (size_t)info.emb_dim) : NULL};
+    double t1 = now_ms();
+    jepa_status st = jepa_ctx_embed(c, clip.data, T, H, W, NULL, &eo);
+    double t_enc = now_ms() - t1;
+    if (st) { free(eo.cls); free(eo.emb); cli_fail(input_name, "%s", jepa_ctx_error(c)); goto done; }
+    if (o.verbose)
+        fprintf(stderr, "jepa: %s %s: %d tokens (%dx%dx%d grid) x %d dims, %s kernels, %d threads\n",
+                info.family, cmd_name(cmd), n, gt, gh, gw, D, jepa_ctx_isa(c), jepa_ctx_threads(c));
+    if (o.timing) fprintf(stderr, "time: load %.1f ms, encode %.1f ms (%.0f tokens/s)\n", t_load, t_enc,
+                          n / (t_enc / 1e3));
+
+    if (cmd == RUN_EMBED) {
+        const float *outp = tokens;
+        int64_t shape[3] = {n, D, 0};
+        int nd = 2;
+        if (o.hier) { outp = hier; shape[0] = info.n_hier; shape[1] = n; shape[2] = D; nd = 3; }
+        else if (!strcmp(o.pool, "mean")) { outp = pooled; shape[0] = D; nd = 1; }
+        else if (!strcmp(o.pool, "cls")) { outp = eo.cls; shape[0] = D; nd = 1; }
+        else if (!strcmp(o.pool, "lewm")) { outp = eo.emb; shape[0] = info.emb_dim; nd = 1; }
+        if (o.out && save(o.out, outp, nd, shape)) { free(eo.cls); free(eo.emb); goto done; }
+        if (!o.out) {   /* nothing written: show a summary */
+            double nrm = 0;
+            for (int j = 0; j < D; j++) nrm += (double)pooled[j] * pooled[j];
+            printf("pooled mean: |v| = %.6g, v[0..3] = %.6g %.6g %.6g %.6g\n", sqrt(nrm), pooled[0],
+                   pooled[1 % D], pooled[2 % D], pooled[3 % D]);
+        }
+    }
+    free(eo.cls);
+    free(eo.emb);
+
+    if (cmd == RUN_PREDICT) {
+        const int nc = (int)ctx_ids.count, ntg = (int)tgt_ids.count, od = info.pred_out_dim;
+        float *ctx_tok = malloc(sizeof(float) * (size_t)nc * D);
+        pred = malloc(sizeof(float) * (size_t)ntg * od);
+        if (o.ctx_out) ctx_out = malloc(sizeof(float) * (size_t)nc * od);
+        if (!ctx_tok || !pred || (o.ctx_out && !ctx_out)) { free(ctx_tok); cli_fail(NULL, "out of memory"); goto done; }
+        for (int i = 0; i < nc; i++)
+            memcpy(ctx_tok + (size_t)i * D, tokens + (size_t)((int32_t *)ctx_ids.data)[i] * D,
+                   sizeof(float) * (size_t)D);
+        jepa_modality mod = o.modality;
+        if (mod == JEPA_MODALITY_AUTO) mod = T == 1 ? JEPA_MODALITY_IMAGE : JEPA_MODALITY_VIDEO;
+        jepa_predict_params pp = {.ctx_ids = ctx_ids.data, .n_ctx = nc, .tgt_ids = tgt_ids.data,
+                                  .n_tgt = ntg, .mask_index = o.mask_index, .modality = mod};
+        double t2 = now_ms();
+        st = jepa_ctx_predict(c, ctx_tok, &pp, pred, ctx_out);
+        free(ctx_tok);
+        if (st) { cli_fail(o.model, "predict: %s", jepa_ctx_error(c)); goto done; }
+        if (o.timing) fprintf(stderr, "time: predict %.1f ms\n", now_ms() - t2);
+        int64_t sp[2] = {ntg, od}, sc[2] = {nc, od};
+        if (save(o.out, pred, 2, sp)) goto done;
+        if (o.ctx_out && save(o.ctx_out, ctx_out, 2, sc)) goto done;
+    }
+
+    if (cmd == RUN_CLASSIFY) {
+        const int K = info.n_classes;
+        logits = malloc(sizeof(float) * (size_t)K);
+        if (!logits) { cli_fail(NULL, "out of memory"); goto done; }
+        double t2 = now_ms();
+        if (jepa_ctx_classify(c, tokens, n, logits)) { cli_fail(o.model, "classify: %s", jepa_ctx_error(c)); goto done; }
+        if (o.timing) fprintf(stderr, "time: classify %.1f ms\n", now_ms() - t2);
+        int64_t sl[1] = {K};
+        if (o.logits_out && save(o.logits_out, logits, 1, sl)) goto done;
+        /* softmax for display, top-k by selection */
+        double mx = logits[0], sum = 0;
+        for (int i = 1; i < K; i++) if (logits[i] > mx) mx = logits[i];
+        for (int i = 0; i < K; i++) sum += exp(logits[i] - mx);
+        int k = o.topk < K ? o.topk : K;
+        char *used = calloc((size_t)K, 1);
+        if (!used) { cli_fail(NULL, "out of memory"); goto done; }
+        for (int r = 0; r < k; r++) {
+            int best = -1;
+            for (int i = 0; i < K; i++) if (!used[i] && (best < 0 || logits[i] > logits[best])) best = i;
+            used[best] = 1;
+            const char *label = jepa_model_label(m, best);
+            printf("%d\t%.4f\t%s\n", best, exp(logits[best] - mx) / sum, label ? label : "");
+        }
+        free(used);
+    }
+    rc = 0;
+done:
+    free(tokens); free(pooled); free(hier); free(pred); free(ctx_out); free(logits);
+    npy_free(&clip); npy_free(&ctx_ids); npy_free(&tgt_ids);
+    jepa_ctx_free(c);
+    jepa_model_free(m);
+    return rc;
+}
+
+int cmd_embed(int argc, char **argv) { return run(RUN_EMBED, argc, argv); }
+int cmd_predict(int argc, char **argv) { return run(RUN_PREDICT, argc, argv); }
+int cmd_classify(int argc, char **argv) { return run(RUN_CLASSIFY, argc, argv); }

@@ -1,0 +1,331 @@
+/*
+ * cmd_synth.c — `jepa synth`: write a schema-v1 GGUF with RANDOM weights in the shape of
+ * a real published architecture, so the runtime can be run and benchmarked at real size
+ * without downloading anything. The file says what it is: general.name starts with
+ * "random-", general.source_url names this generator, and `jepa info` flags it.
+ *
+ *   jepa synth --arch NAME [--dtype f32|f16|bf16|q8_0] [--seed S] -o OUT.gguf
+ *
+ * Weights: matmul matrices N(0, 0.02²) (the init scale of these models), biases
+ * N(0, 0.02²), LayerNorm weights 1 + N(0, 0.1²), tokens / embeddings N(0, 0.5²). --dtype
+ * applies to the schema's quantizable set (2-D matmul weights); everything else stays
+ * F32, as the schema requires. Loaded and run by the CLI tests (tests/models).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "gguf/gguf.h"
+#include "runtime/quant.h"
+
+struct arch {
+    const char *name, *family, *modality, *about;
+    int d, layers, heads, ffn, patch, tubelet, img, frames;
+    const char *layout;        /* rope layout */
+    int interpolate;           /* 2.1 */
+    int hier[4], n_hier;
+    int image_embed;           /* 2.1: patch_embed_img + modality embeddings */
+    /* masked predictor (pd = 0: none) */
+    int pd, p_layers, p_heads, p_ffn, p_mask, p_out, p_ctx_proj;
+    /* attentive-pool head (n_classes = 0: none) */
+    int n_classes, pool_layers;
+    int resize_short, crop;
+};
+
+static const struct arch archs[] = {
+    {"vjepa2-vitl-256", "vjepa2", "video", "V-JEPA 2 ViT-L/16 256px (vjepa2-vitl-fpc64-256 shape)",
+     1024, 24, 16, 4096, 16, 2, 256, 64, "tiled", 0, {0}, 0, 0,
+     384, 12, 12, 1536, 10, 1024, 0, 0, 0, 292, 256},
+    {"vjepa2-vitl-256-ssv2", "vjepa2", "video", "V-JEPA 2 ViT-L/16 256px with the SSv2 attentive-pool classifier shape (174 classes)",
+     1024, 24, 16, 4096, 16, 2, 256, 16, "tiled", 0, {0}, 0, 0,
+     384, 12, 12, 1536, 10, 1024, 0, 174, 3, 292, 256},
+    {"vjepa2_1-vitb-384", "vjepa2_1", "image+video", "V-JEPA 2.1 ViT-B/16 384px (vjepa2_1_vitb_dist_vitG_384 shape)",
+     768, 12, 12, 3072, 16, 2, 384, 64, "interleaved", 1, {2, 5, 8, 11}, 4, 1,
+     384, 12, 12, 1536, 8, 1664, 1, 0, 0, 438, 384},
+    {"vjepa2-tiny", "vjepa2", "video", "a tiny V-JEPA 2 (128-d, 2 layers) for tests",
+     128, 2, 2, 512, 16, 2, 64, 4, "tiled", 0, {0}, 0, 0,
+     64, 2, 2, 256, 10, 128, 0, 7, 3, 73, 64},
+    {"vjepa2_1-tiny", "vjepa2_1", "image+video", "a tiny V-JEPA 2.1 (64-d, 12 layers) for tests",
+     64, 12, 1, 256, 16, 2, 64, 4, "interleaved", 1, {2, 5, 8, 11}, 4, 1,
+     64, 4, 2, 256, 8, 96, 1, 0, 0, 73, 64},
+};
+
+/* ---- deterministic random numbers (splitmix64 + Box-Muller) ---- */
+static uint64_t rng;
+static double uniform01(void) {
+    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return ((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+}
+static float normal(void) {
+    double u = uniform01(), v = uniform01();
+    if (u < 1e-300) u = 1e-300;
+    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+struct synth {
+    struct gguf_writer *w;
+    uint32_t wtype;            /* type of the quantizable matmul weights */
+    struct jerr err;
+    float *buf;                /* scratch of the largest tensor */
+    void *qbuf;
+};
+
+enum fill { FILL_WEIGHT, FILL_BIAS, FILL_NORM, FILL_TOKEN };
+
+/* Add a tensor of PyTorch shape [rows, cols] (cols = 0: a vector of rows). */
+static int add(struct synth *s, const char *name, int rows, int cols, enum fill f, int quantizable) {
+    const int64_t n = (int64_t)rows * (cols ? cols : 1);
+    for (int64_t i = 0; i < n; i++) {
+        float r = normal();
+        s->buf[i] = f == FILL_WEIGHT ? 0.02f * r : f == FILL_BIAS ? 0.02f * r
+                  : f == FILL_NORM ? 1.0f + 0.1f * r : 0.5f * r;
+    }
+    uint32_t type = (quantizable && cols) ? s->wtype : GGUF_TYPE_F32;
+    if (type == GGUF_TYPE_Q8_0 && cols % QK8_0) type = GGUF_TYPE_F16;   /* schema fallback */
+    const void *data = s->buf;
+    size_t nbytes = (size_t)n * 4;
+    if (type == GGUF_TYPE_F16 || type == GGUF_TYPE_BF16) {
+        uint16_t *h = s->qbuf;
+        for (int64_t i = 0; i < n; i++) h[i] = type == GGUF_TYPE_F16 ? f32_to_f16(s->buf[i]) : f32_to_bf16(s->buf[i]);
+        data = h, nbytes = (size_t)n * 2;
+    } else if (type == GGUF_TYPE_Q8_0) {
+        struct block_q8_0 *q = s->qbuf;
+        quantize_row_q8_0(s->buf, q, n);
+        data = q, nbytes = (size_t)(n / QK8_0) * sizeof(struct block_q8_0);
+    }
+    int64_t ne[2] = {cols ? cols : rows, cols ? rows : 1};
+    return gguf_writer_add_tensor(s->w, name, type, cols ? 2 : 1, ne, data, nbytes, &s->err) != JEPA_OK;
+}
+
+/* The tensors of one pre-LN block under prefix ("enc.blk.3"). */
+static int add_block(struct synth *s, const char *pfx, int d, int ffn) {
+    char n[192];
+    int bad = 0;
+#define T(suffix, rows, cols, fill, q) \
+    (snprintf(n, sizeof n, "%s.%s", pfx, suffix), bad |= add(s, n, rows, cols, fill, q))
+    T("ln1.weight", d, 0, FILL_NORM, 0);
+    T("ln1.bias", d, 0, FILL_BIAS, 0);
+    T("attn_qkv.weight", 3 * d, d, FILL_WEIGHT, 1);
+    T("attn_qkv.bias", 3 * d, 0, FILL_BIAS, 0);
+    T("attn_out.weight", d, d, FILL_WEIGHT, 1);
+    T("attn_out.bias", d, 0, FILL_BIAS, 0);
+    T("ln2.weight", d, 0, FILL_NORM, 0);
+    T("ln2.bias", d, 0, FILL_BIAS, 0);
+    T("ffn_up.weight", ffn, d, FILL_WEIGHT, 1);
+    T("ffn_up.bias", ffn, 0, FILL_BIAS, 0);
+    T("ffn_down.weight", d, ffn, FILL_WEIGHT, 1);
+    T("ffn_down.bias", d, 0, FILL_BIAS, 0);
+#undef T
+    return bad;
+}
+
+static int add_linear(struct synth *s, const char *pfx, int rows, int cols, int quantizable) {
+    char n[192];
+    snprintf(n, sizeof n, "%s.weight", pfx);
+    int bad = add(s, n, rows, cols, FILL_WEIGHT, quantizable);
+    snprintf(n, sizeof n, "%s.bias", pfx);
+    return bad | add(s, n, rows, 0, FILL_BIAS, 0);
+}
+
+static int add_norm(struct synth *s, const char *pfx, int d) {
+    char n[192];
+    snprintf(n, sizeof n, "%s.weight", pfx);
+    int bad = add(s, n, d, 0, FILL_NORM, 0);
+    snprintf(n, sizeof n, "%s.bias", pfx);
+    return bad | add(s, n, d, 0, FILL_BIAS, 0);
+}
+
+static void synth_usage(FILE *f) {
+    fprintf(f, "usage: jepa synth --arch NAME [--dtype f32|f16|bf16|q8_0] [--seed S] -o OUT.gguf\n"
+               "Writes a model of a real architecture with RANDOM weights (for runs and benchmarks).\n"
+               "architectures:\n");
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        fprintf(f, "  %-22s %s\n", archs[i].name, archs[i].about);
+}
+
+int cmd_synth(int argc, char **argv) {
+    const char *arch_name = NULL, *dtype = "f16", *out = NULL;
+    uint64_t seed = 42;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { synth_usage(stdout); return 0; }
+        if (!v) return cli_usage_error("synth", "option %s needs a value", a);
+        if (!strcmp(a, "--arch")) arch_name = v;
+        else if (!strcmp(a, "--dtype")) dtype = v;
+        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 0);
+        else if (!strcmp(a, "-o")) out = v;
+        else return cli_usage_error("synth", "unknown option '%s'", a);
+        i++;
+    }
+    if (!arch_name || !out) return cli_usage_error("synth", "needs --arch NAME and -o OUT.gguf");
+    const struct arch *A = NULL;
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (!strcmp(archs[i].name, arch_name)) A = &archs[i];
+    if (!A) {
+        synth_usage(stderr);
+        return cli_usage_error("synth", "unknown architecture '%s'", arch_name);
+    }
+    struct synth s = {0};
+    uint32_t ftype;
+    if (!strcmp(dtype, "f32")) s.wtype = GGUF_TYPE_F32, ftype = 0;
+    else if (!strcmp(dtype, "f16")) s.wtype = GGUF_TYPE_F16, ftype = 1;
+    else if (!strcmp(dtype, "q8_0")) s.wtype = GGUF_TYPE_Q8_0, ftype = 7;
+    else if (!strcmp(dtype, "bf16")) s.wtype = GGUF_TYPE_BF16, ftype = 32;
+    else return cli_usage_error("synth", "--dtype takes f32, f16, bf16 or q8_0, not '%s'", dtype);
+    rng = seed;
+
+    /* scratch for the largest tensor */
+    int64_t big = (int64_t)A->ffn * A->d;
+    if ((int64_t)3 * A->d * A->d > big) big = (int64_t)3 * A->d * A->d;
+    if ((int64_t)A->d * 3 * A->tubelet * A->patch * A->patch > big) big = (int64_t)A->d * 3 * A->tubelet * A->patch * A->patch;
+    if ((int64_t)A->p_out * A->pd > big) big = (int64_t)A->p_out * A->pd;
+    if ((int64_t)A->n_classes * A->d > big) big = (int64_t)A->n_classes * A->d;
+    s.buf = malloc(sizeof(float) * (size_t)big);
+    s.qbuf = malloc(sizeof(float) * (size_t)big);
+    s.w = gguf_writer_new();
+    if (!s.buf || !s.qbuf || !s.w) { free(s.buf); free(s.qbuf); gguf_writer_free(s.w); return cli_fail(NULL, "out of memory"); }
+
+    struct gguf_writer *w = s.w;
+    char name[160];
+    snprintf(name, sizeof name, "random-%s-%s", A->name, dtype);
+    gguf_writer_set_str(w, "general.architecture", "jepa");
+    gguf_writer_set_str(w, "general.name", name);
+    gguf_writer_set_str(w, "general.license", "mit");
+    gguf_writer_set_str(w, "general.source_url", "jepa synth (random weights, not a trained model)");
+    gguf_writer_set_u32(w, "general.file_type", ftype);
+    gguf_writer_set_u32(w, "jepa.schema_version", 1);
+    gguf_writer_set_str(w, "jepa.family", A->family);
+    gguf_writer_set_str(w, "jepa.modality", A->modality);
+    gguf_writer_set_u32(w, "jepa.enc.embed_dim", (uint32_t)A->d);
+    gguf_writer_set_u32(w, "jepa.enc.n_layer", (uint32_t)A->layers);
+    gguf_writer_set_u32(w, "jepa.enc.n_head", (uint32_t)A->heads);
+    gguf_writer_set_u32(w, "jepa.enc.ffn_dim", (uint32_t)A->ffn);
+    gguf_writer_set_u32(w, "jepa.enc.patch_size", (uint32_t)A->patch);
+    gguf_writer_set_u32(w, "jepa.enc.tubelet_size", (uint32_t)A->tubelet);
+    gguf_writer_set_u32(w, "jepa.enc.img_size", (uint32_t)A->img);
+    gguf_writer_set_u32(w, "jepa.enc.n_frames", (uint32_t)A->frames);
+    gguf_writer_set_u32(w, "jepa.enc.in_chans", 3);
+    gguf_writer_set_f32(w, "jepa.enc.ln_eps", 1e-6f);
+    gguf_writer_set_str(w, "jepa.enc.act", "gelu_erf");
+    gguf_writer_set_str(w, "jepa.enc.pos_type", "rope3d");
+    gguf_writer_set_f32(w, "jepa.enc.rope_theta", 10000.0f);
+    gguf_writer_set_bool(w, "jepa.enc.rope_interpolate", A->interpolate);
+    gguf_writer_set_str(w, "jepa.enc.rope_freq_layout", A->layout);
+    if (A->interpolate) gguf_writer_set_u32(w, "jepa.enc.rope_ref_grid", (uint32_t)(256 / A->patch));
+    gguf_writer_set_bool(w, "jepa.enc.cls_token", 0);
+    gguf_writer_set_u32(w, "jepa.enc.n_registers", 0);
+    gguf_writer_set_bool(w, "jepa.enc.qkv_fused", 1);
+    gguf_writer_set_bool(w, "jepa.enc.modality_embed", A->image_embed);
+    gguf_writer_set_bool(w, "jepa.enc.image_patch_embed", A->image_embed);
+    if (A->n_hier) {
+        uint32_t h[4];
+        for (int i = 0; i < A->n_hier; i++) h[i] = (uint32_t)A->hier[i];
+        gguf_writer_set_arr(w, "jepa.enc.hier_layers", GGUF_V_U32, h, (uint64_t)A->n_hier);
+    }
+    gguf_writer_set_bool(w, "jepa.enc.layer_scale", 0);
+    if (A->pd) {
+        gguf_writer_set_str(w, "jepa.pred.kind", "masked");
+        gguf_writer_set_u32(w, "jepa.pred.embed_dim", (uint32_t)A->pd);
+        gguf_writer_set_u32(w, "jepa.pred.n_layer", (uint32_t)A->p_layers);
+        gguf_writer_set_u32(w, "jepa.pred.n_head", (uint32_t)A->p_heads);
+        gguf_writer_set_u32(w, "jepa.pred.ffn_dim", (uint32_t)A->p_ffn);
+        gguf_writer_set_u32(w, "jepa.pred.n_mask_tokens", (uint32_t)A->p_mask);
+        gguf_writer_set_u32(w, "jepa.pred.out_dim", (uint32_t)A->p_out);
+        gguf_writer_set_str(w, "jepa.pred.rope_freq_layout", A->layout);
+        gguf_writer_set_bool(w, "jepa.pred.rope_interpolate", 0);
+        gguf_writer_set_u32(w, "jepa.pred.grid_size", (uint32_t)(A->img / A->patch));
+        if (A->image_embed) {
+            gguf_writer_set_u32(w, "jepa.pred.n_hier_in", 1);
+            gguf_writer_set_bool(w, "jepa.pred.modality_embed", 1);
+            gguf_writer_set_bool(w, "jepa.pred.context_proj", (bool)A->p_ctx_proj);
+        }
+        gguf_writer_set_f32(w, "jepa.pred.ln_eps", 1e-6f);
+        gguf_writer_set_str(w, "jepa.pred.act", "gelu_erf");
+        gguf_writer_set_bool(w, "jepa.pred.qkv_bias", 1);
+    }
+    if (A->n_classes) {
+        gguf_writer_set_str(w, "jepa.head.kind", "attentive_pool");
+        gguf_writer_set_u32(w, "jepa.head.n_classes", (uint32_t)A->n_classes);
+        gguf_writer_set_u32(w, "jepa.head.n_pool_layers", (uint32_t)A->pool_layers);
+        char **labels = malloc(sizeof(char *) * (size_t)A->n_classes);
+        char *store = malloc((size_t)A->n_classes * 24);
+        if (labels && store) {
+            for (int i = 0; i < A->n_classes; i++) {
+                labels[i] = store + (size_t)i * 24;
+                snprintf(labels[i], 24, "class_%d", i);
+            }
+            gguf_writer_set_arr_str(w, "jepa.head.labels", (const char *const *)labels, (uint64_t)A->n_classes);
+        }
+        free(labels);
+        free(store);
+    } else {
+        gguf_writer_set_str(w, "jepa.head.kind", "none");
+    }
+    const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
+    gguf_writer_set_arr(w, "jepa.pre.mean", GGUF_V_F32, mean, 3);
+    gguf_writer_set_arr(w, "jepa.pre.std", GGUF_V_F32, std, 3);
+    gguf_writer_set_u32(w, "jepa.pre.resize_short", (uint32_t)A->resize_short);
+    gguf_writer_set_u32(w, "jepa.pre.crop", (uint32_t)A->crop);
+    gguf_writer_set_str(w, "jepa.pre.resample", "bilinear");
+    gguf_writer_set_f32(w, "jepa.pre.rescale", 1.0f / 255.0f);
+
+    /* encoder tensors */
+    const int d = A->d, P = A->patch;
+    int bad = add_linear(&s, "enc.patch_embed", d, 3 * A->tubelet * P * P, 0);
+    if (A->image_embed) {
+        bad |= add_linear(&s, "enc.patch_embed_img", d, 3 * P * P, 0);
+        bad |= add(&s, "enc.mod_embed_img", d, 0, FILL_TOKEN, 0);
+        bad |= add(&s, "enc.mod_embed_video", d, 0, FILL_TOKEN, 0);
+    }
+    for (int l = 0; l < A->layers && !bad; l++) {
+        snprintf(name, sizeof name, "enc.blk.%d", l);
+        bad |= add_block(&s, name, d, A->ffn);
+    }
+    for (int k = 0; k < A->n_hier; k++) {
+        snprintf(name, sizeof name, "enc.hier_norm.%d", k);
+        bad |= add_norm(&s, name, d);
+    }
+    bad |= add_norm(&s, "enc.norm", d);
+    if (A->pd) {
+        bad |= add_linear(&s, "pred.embed", A->pd, d, 1);
+        bad |= add(&s, "pred.mask_tokens", A->p_mask, A->pd, FILL_TOKEN, 0);
+        if (A->image_embed) {
+            bad |= add(&s, "pred.mod_embed_img", A->pd, 0, FILL_TOKEN, 0);
+            bad |= add(&s, "pred.mod_embed_video", A->pd, 0, FILL_TOKEN, 0);
+        }
+        for (int l = 0; l < A->p_layers && !bad; l++) {
+            snprintf(name, sizeof name, "pred.blk.%d", l);
+            bad |= add_block(&s, name, A->pd, A->p_ffn);
+        }
+        bad |= add_norm(&s, "pred.norm", A->pd);
+        bad |= add_linear(&s, "pred.proj", A->p_out, A->pd, 1);
+        if (A->p_ctx_proj) bad |= add_linear(&s, "pred.proj_context", A->p_out, A->pd, 1);
+    }
+    if (A->n_classes) {
+        bad |= add(&s, "head.query", 1, d, FILL_TOKEN, 0);
+        for (int l = 0; l < A->pool_layers && !bad; l++) {
+            snprintf(name, sizeof name, "head.blk.%d", l);
+            bad |= add_block(&s, name, d, A->ffn);
+        }
+        bad |= add_norm(&s, "head.xattn.ln_kv", d);
+        bad |= add_linear(&s, "head.xattn.q", d, d, 1);
+        bad |= add_linear(&s, "head.xattn.k", d, d, 1);
+        bad |= add_linear(&s, "head.xattn.v", d, d, 1);
+        bad |= add_norm(&s, "head.xattn.ln2", d);
+        bad |= add_linear(&s, "head.xattn.ffn_up", A->ffn, d, 1);
+        bad |= add_linear(&s, "head.xattn.ffn_down", d, A->ffn, 1);
+        bad |= add_linear(&s, "head.cls", A->n_classes, d, 1);
+    }
+    int rc = 0;
+    if (bad) rc = cli_fail(out, "%s", s.err.msg[0] ? s.err.msg : "cannot build the model (out of memory?)");
+    else if (gguf_writer_write(w, out, &s.err)) rc = cli_fail(out, "%s", s.err.msg);
+    else printf("wrote %s: %s, RANDOM weights, matmul weights %s\n", out, A->about, dtype);
+    gguf_writer_free(w);
+    free(s.buf);
+    free(s.qbuf);
+    return rc;
+}

@@ -1,0 +1,37 @@
+/*
+ * npy.h — NumPy .npy files in and out (format versions 1.0-3.0, C order, little-endian).
+ *
+ * Reading checks the magic, the header dict ('descr', 'fortran_order', 'shape'), the
+ * element type against what the caller accepts and the data size against the file
+ * size; every failure is a one-line message. Writing goes through PATH.tmp and a
+ * rename, so an interrupted run never leaves a complete-looking file.
+ */
+#ifndef JEPA_CLI_NPY_H
+#define JEPA_CLI_NPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/error.h"
+
+enum npy_dtype { NPY_F32, NPY_F64, NPY_I32, NPY_I64, NPY_U8 };
+
+struct npy {
+    enum npy_dtype dtype;
+    int ndim;
+    int64_t shape[8];
+    int64_t count;      /* product of shape */
+    void *data;         /* malloc'ed, count elements */
+};
+
+/* Load path; dtype is whatever the file holds. */
+jepa_status npy_load(struct npy *a, const char *path, struct jerr *err);
+/* Load and convert to f32 / int32 (ids); integer conversion fails on values out of range. */
+jepa_status npy_load_f32(struct npy *a, const char *path, struct jerr *err);
+jepa_status npy_load_i32(struct npy *a, const char *path, struct jerr *err);
+void npy_free(struct npy *a);
+
+jepa_status npy_save_f32(const char *path, const float *data, int ndim, const int64_t *shape,
+                         struct jerr *err);
+
+#endif

@@ -1,0 +1,363 @@
+/*
+ * video.c — clip sampling (Meta's linspace convention, dense tiling) and sequential
+ * FFmpeg decoding to RGB24 identical to PyAV's to_ndarray(format="rgb24"); see video.h.
+ *
+ * The decoder half is built only with -Dvideo (JEPA_HAVE_VIDEO); without it the entry
+ * points report JEPA_ERR_UNSUPPORTED. Tested by tests/input/test_video.c.
+ */
+#include "input/video.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* numpy rounds each step of linspace separately: no fused multiply-add here. */
+#pragma STDC FP_CONTRACT OFF
+
+/* ---- sampling ---------------------------------------------------------------------- */
+
+/* numpy.linspace(start, stop, num)[k] (num >= 1). */
+static double linspace_at(double start, double stop, int64_t num, int64_t k) {
+    if (num > 1 && k == num - 1) return stop;
+    if (num <= 1) return start;
+    double step = (stop - start) / (double)(num - 1);
+    double y = (double)k * step;
+    return y + start;
+}
+
+/* numpy.clip(x, lo, hi).astype(int64): minimum(maximum(x, lo), hi), then truncation. */
+static int64_t clip_trunc(double x, double lo, double hi) {
+    if (x < lo) x = lo;
+    if (x > hi) x = hi;
+    return (int64_t)x;
+}
+
+/* One clip of the partition branch: a window of clip_len frames from 0. */
+static void window_clip(int64_t clip_len, int fpc, int64_t offset, int64_t *idx) {
+    for (int k = 0; k < fpc; k++)
+        idx[k] = offset + clip_trunc(linspace_at(0.0, (double)clip_len, fpc, k), 0.0, (double)(clip_len - 1));
+}
+
+jepa_status video_clip_indices(int64_t video_len, int fpc, int fstp, int num_clips, int64_t *idx,
+                               struct jerr *e) {
+    if (video_len < 1 || fpc < 1 || fstp < 1 || num_clips < 1 || (int64_t)fpc * fstp > ((int64_t)1 << 40))
+        return jerr_set(e, JEPA_ERR_ARG, "clip sampling: %lld frames, %d frames per clip, step %d, %d clips",
+                        (long long)video_len, fpc, fstp, num_clips);
+    const int64_t clip_len = (int64_t)fpc * fstp;
+    const int64_t partition_len = video_len / num_clips;
+    for (int i = 0; i < num_clips; i++) {
+        int64_t *out = idx + (size_t)i * (size_t)fpc;
+        if (partition_len > clip_len) {
+            window_clip(clip_len, fpc, (int64_t)i * partition_len, out);
+            continue;
+        }
+        /* overlapping clips: linspace(0, sample_len, sample_len // fstp), padded with
+         * sample_len, clipped to [0, sample_len - 1], shifted by i * clip_step */
+        int64_t sample_len = (clip_len < video_len ? clip_len : video_len) - 1;
+        int64_t n = sample_len / fstp;
+        int64_t clip_step = 0;
+        if (video_len > clip_len) clip_step = (video_len - clip_len) / (num_clips - 1);
+        for (int k = 0; k < fpc; k++) {
+            double v = k < n ? linspace_at(0.0, (double)sample_len, n, k) : (double)sample_len;
+            double hi = (double)(sample_len - 1);
+            /* numpy's clip with lo > hi (a one-frame video) gives hi = -1, which decord
+             * reads as the last frame: frame 0 */
+            int64_t j = v < 0.0 ? 0 : (int64_t)(v > hi ? hi : v);
+            if (hi < 0.0) j = 0;
+            out[k] = j + (int64_t)i * clip_step;
+        }
+    }
+    for (size_t k = 0; k < (size_t)num_clips * (size_t)fpc; k++) {
+        if (idx[k] < 0) idx[k] = 0;
+        if (idx[k] > video_len - 1) idx[k] = video_len - 1;
+    }
+    return JEPA_OK;
+}
+
+int64_t video_dense_indices(int64_t video_len, int fpc, int fstp, int64_t stride, int64_t *idx) {
+    if (video_len < 1 || fpc < 1 || fstp < 1 || (int64_t)fpc * fstp > ((int64_t)1 << 40)) return 0;
+    const int64_t W = (int64_t)fpc * fstp;
+    if (stride <= 0) stride = W;
+    if (video_len <= W) {
+        if (idx && video_clip_indices(video_len, fpc, fstp, 1, idx, NULL)) return 0;
+        return 1;
+    }
+    int64_t n = 0, s = 0;
+    for (; s + W <= video_len; s += stride, n++)
+        if (idx) window_clip(W, fpc, s, idx + (size_t)n * (size_t)fpc);
+    int64_t last_end = (n - 1) * stride + W;
+    if (last_end < video_len) {
+        if (idx) window_clip(W, fpc, video_len - W, idx + (size_t)n * (size_t)fpc);
+        n++;
+    }
+    return n;
+}
+
+/* ---- decoding ---------------------------------------------------------------------- */
+
+#ifdef JEPA_HAVE_VIDEO
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/error.h>
+#include <libavutil/log.h>
+#include <libavutil/pixdesc.h>
+#include <libswscale/swscale.h>
+
+bool video_available(void) { return true; }
+
+struct video_reader {
+    AVFormatContext *fc;
+    AVCodecContext *cc;
+    int stream;
+    AVPacket *pkt;
+    AVFrame *frame;
+    struct SwsContext *sws;
+    int sws_w, sws_h, sws_fmt, sws_cs, sws_full;   /* what r->sws is set up for */
+    bool sws_ready;
+    uint8_t *rgb;
+    size_t rgb_cap;
+    int64_t next_index;
+    bool draining, done;
+    char path[256];
+};
+
+static jepa_status av_fail(struct jerr *e, jepa_status s, const char *path, const char *what, int err) {
+    char buf[AV_ERROR_MAX_STRING_SIZE] = {0};
+    av_strerror(err, buf, sizeof buf);
+    return jerr_set(e, s, "%s: %s (%s)", path, what, buf);
+}
+
+/* The library never prints: FFmpeg's own log goes quiet; errors come back as messages. */
+static void quiet_ffmpeg(void) { av_log_set_level(AV_LOG_QUIET); }
+
+static jepa_status open_input(AVFormatContext **fc, int *stream, const char *path, struct jerr *e) {
+    quiet_ffmpeg();
+    *fc = NULL;
+    int r = avformat_open_input(fc, path, NULL, NULL);
+    if (r < 0) return av_fail(e, JEPA_ERR_IO, path, "cannot open as a video", r);
+    if ((r = avformat_find_stream_info(*fc, NULL)) < 0) {
+        avformat_close_input(fc);
+        return av_fail(e, JEPA_ERR_FORMAT, path, "cannot read the stream info", r);
+    }
+    *stream = av_find_best_stream(*fc, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
+    if (*stream < 0) {
+        avformat_close_input(fc);
+        return jerr_set(e, JEPA_ERR_FORMAT, "%s: no video stream", path);
+    }
+    return JEPA_OK;
+}
+
+jepa_status video_probe(const char *path, int64_t *n_frames, int *h, int *w, struct jerr *e) {
+    AVFormatContext *fc;
+    int si;
+    jepa_status st = open_input(&fc, &si, path, e);
+    if (st) return st;
+    AVPacket *pkt = av_packet_alloc();
+    if (!pkt) {
+        avformat_close_input(&fc);
+        return jerr_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
+    }
+    int64_t n = 0;
+    int r;
+    while ((r = av_read_frame(fc, pkt)) >= 0) {
+        if (pkt->stream_index == si) n++;
+        av_packet_unref(pkt);
+    }
+    if (r != AVERROR_EOF && n == 0) st = av_fail(e, JEPA_ERR_FORMAT, path, "cannot read packets", r);
+    else if (n == 0) st = jerr_set(e, JEPA_ERR_FORMAT, "%s: the video stream has no frames", path);
+    *n_frames = n;
+    *h = fc->streams[si]->codecpar->height;
+    *w = fc->streams[si]->codecpar->width;
+    av_packet_free(&pkt);
+    avformat_close_input(&fc);
+    return st;
+}
+
+jepa_status video_open(struct video_reader **out, const char *path, struct jerr *e) {
+    *out = NULL;
+    struct video_reader *r = calloc(1, sizeof *r);
+    if (!r) return jerr_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
+    snprintf(r->path, sizeof r->path, "%s", path);
+    jepa_status st = open_input(&r->fc, &r->stream, path, e);
+    if (st) {
+        free(r);
+        return st;
+    }
+    const AVCodecParameters *par = r->fc->streams[r->stream]->codecpar;
+    const AVCodec *dec = avcodec_find_decoder(par->codec_id);
+    int ret;
+    if (!dec) {
+        st = jerr_set(e, JEPA_ERR_UNSUPPORTED, "%s: no decoder for codec '%s'", path, avcodec_get_name(par->codec_id));
+        goto fail;
+    }
+    if (!(r->cc = avcodec_alloc_context3(dec)) || !(r->pkt = av_packet_alloc()) || !(r->frame = av_frame_alloc())) {
+        st = jerr_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    if ((ret = avcodec_parameters_to_context(r->cc, par)) < 0) {
+        st = av_fail(e, JEPA_ERR_FORMAT, path, "bad codec parameters", ret);
+        goto fail;
+    }
+    r->cc->thread_count = 0;   /* threads change the speed, never the pixels */
+    if ((ret = avcodec_open2(r->cc, dec, NULL)) < 0) {
+        st = av_fail(e, JEPA_ERR_UNSUPPORTED, path, "cannot open the decoder", ret);
+        goto fail;
+    }
+    *out = r;
+    return JEPA_OK;
+fail:
+    video_close(r);
+    return st;
+}
+
+void video_close(struct video_reader *r) {
+    if (!r) return;
+    sws_freeContext(r->sws);
+    av_frame_free(&r->frame);
+    av_packet_free(&r->pkt);
+    avcodec_free_context(&r->cc);
+    avformat_close_input(&r->fc);
+    free(r->rgb);
+    free(r);
+}
+
+/* yuvj* are yuv* with full range; swscale wants the plain format and the range apart. */
+static enum AVPixelFormat plain_format(enum AVPixelFormat f, bool *full) {
+    switch (f) {
+    case AV_PIX_FMT_YUVJ420P: *full = true; return AV_PIX_FMT_YUV420P;
+    case AV_PIX_FMT_YUVJ422P: *full = true; return AV_PIX_FMT_YUV422P;
+    case AV_PIX_FMT_YUVJ444P: *full = true; return AV_PIX_FMT_YUV444P;
+    case AV_PIX_FMT_YUVJ440P: *full = true; return AV_PIX_FMT_YUV440P;
+    case AV_PIX_FMT_YUVJ411P: *full = true; return AV_PIX_FMT_YUV411P;
+    default: return f;
+    }
+}
+
+/* Frame -> packed RGB24 in r->rgb, as PyAV's reformat(format="rgb24") does: swscale,
+ * SWS_BILINEAR, the frame's colour matrix (sws_getCoefficients(frame->colorspace):
+ * BT.601 when unspecified) and range, full-range RGB out.
+ * 4:2:0 input takes swscale's unscaled YUV->RGB converter, whose x86 SIMD form in
+ * FFmpeg < 6 leaves the last (width mod 8) columns unwritten; the conversion then runs
+ * over the width rounded up to 16 — the decoder's buffers are padded that far, each
+ * output pixel depends only on its own luma and chroma samples, and the surplus columns
+ * are dropped — which gives what newer FFmpeg (PyAV's) writes there. */
+static jepa_status convert(struct video_reader *r, const AVFrame *f, struct jerr *e) {
+    const int w = f->width, h = f->height;
+    bool full = f->color_range == AVCOL_RANGE_JPEG;
+    enum AVPixelFormat fmt = plain_format((enum AVPixelFormat)f->format, &full);
+    int wp = w;
+    if (fmt == AV_PIX_FMT_YUV420P) {
+        int w16 = (w + 15) & ~15;
+        if (f->linesize[0] >= w16 && f->linesize[1] >= w16 / 2 && f->linesize[2] >= w16 / 2) wp = w16;
+    }
+    size_t need = (size_t)wp * (size_t)h * 3;
+    if (need > r->rgb_cap) {
+        uint8_t *p = realloc(r->rgb, need);
+        if (!p) return jerr_set(e, JEPA_ERR_NOMEM, "%s: out of memory for a %dx%d frame", r->path, w, h);
+        r->rgb = p, r->rgb_cap = need;
+    }
+    if (!r->sws_ready || r->sws_w != wp || r->sws_h != h || r->sws_fmt != (int)fmt ||
+        r->sws_cs != (int)f->colorspace || r->sws_full != (int)full) {
+        sws_freeContext(r->sws);
+        r->sws = sws_getContext(wp, h, fmt, wp, h, AV_PIX_FMT_RGB24, SWS_BILINEAR, NULL, NULL, NULL);
+        r->sws_ready = false;
+        if (!r->sws)
+            return jerr_set(e, JEPA_ERR_UNSUPPORTED, "%s: cannot convert %s frames to RGB", r->path,
+                            av_get_pix_fmt_name((enum AVPixelFormat)f->format));
+        sws_setColorspaceDetails(r->sws, sws_getCoefficients((int)f->colorspace), full ? 1 : 0,
+                                 sws_getCoefficients(SWS_CS_DEFAULT), 1, 0, 1 << 16, 1 << 16);
+        r->sws_w = wp, r->sws_h = h, r->sws_fmt = (int)fmt;
+        r->sws_cs = (int)f->colorspace, r->sws_full = (int)full, r->sws_ready = true;
+    }
+    uint8_t *dst[4] = {r->rgb, NULL, NULL, NULL};
+    int dst_ls[4] = {wp * 3, 0, 0, 0};
+    int ret = sws_scale(r->sws, (const uint8_t *const *)f->data, f->linesize, 0, h, dst, dst_ls);
+    if (ret != h) return av_fail(e, JEPA_ERR_FORMAT, r->path, "colour conversion failed", ret < 0 ? ret : AVERROR_BUG);
+    if (wp != w)
+        for (int y = 1; y < h; y++)
+            memmove(r->rgb + (size_t)y * w * 3, r->rgb + (size_t)y * wp * 3, (size_t)w * 3);
+    return JEPA_OK;
+}
+
+jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rgb, int *h, int *w,
+                       int64_t *index, bool *eof, struct jerr *e) {
+    *eof = false;
+    if (rgb) *rgb = NULL;
+    while (!r->done) {
+        int ret = avcodec_receive_frame(r->cc, r->frame);
+        if (ret >= 0) {
+            jepa_status st = JEPA_OK;
+            *h = r->frame->height, *w = r->frame->width;
+            *index = r->next_index++;
+            if (want_rgb) {
+                st = convert(r, r->frame, e);
+                if (!st && rgb) *rgb = r->rgb;
+            }
+            av_frame_unref(r->frame);
+            return st;
+        }
+        if (ret == AVERROR_EOF) {
+            r->done = true;
+            break;
+        }
+        if (ret != AVERROR(EAGAIN)) return av_fail(e, JEPA_ERR_FORMAT, r->path, "decoding failed", ret);
+        if (r->draining) return av_fail(e, JEPA_ERR_FORMAT, r->path, "decoder stalled", ret);
+        /* feed the next packet of our stream, or the end-of-stream marker */
+        ret = av_read_frame(r->fc, r->pkt);
+        if (ret < 0) {
+            if (ret != AVERROR_EOF) return av_fail(e, JEPA_ERR_IO, r->path, "cannot read", ret);
+            r->draining = true;
+            ret = avcodec_send_packet(r->cc, NULL);
+            if (ret < 0 && ret != AVERROR_EOF) return av_fail(e, JEPA_ERR_FORMAT, r->path, "decoding failed", ret);
+            continue;
+        }
+        if (r->pkt->stream_index == r->stream) {
+            ret = avcodec_send_packet(r->cc, r->pkt);
+            /* a damaged packet is skipped, as the decoders themselves conceal errors */
+            if (ret < 0 && ret != AVERROR_INVALIDDATA && ret != AVERROR(EAGAIN)) {
+                av_packet_unref(r->pkt);
+                return av_fail(e, JEPA_ERR_FORMAT, r->path, "decoding failed", ret);
+            }
+        }
+        av_packet_unref(r->pkt);
+    }
+    *eof = true;
+    return JEPA_OK;
+}
+
+#else /* !JEPA_HAVE_VIDEO */
+
+bool video_available(void) { return false; }
+
+struct video_reader {
+    int unused;
+};
+
+static jepa_status no_video(const char *path, struct jerr *e) {
+    return jerr_set(e, JEPA_ERR_UNSUPPORTED,
+                    "%s: this build has no video decoding (FFmpeg not found; configure with -Dvideo=enabled)",
+                    path);
+}
+
+jepa_status video_probe(const char *path, int64_t *n_frames, int *h, int *w, struct jerr *e) {
+    *n_frames = 0, *h = *w = 0;
+    return no_video(path, e);
+}
+
+jepa_status video_open(struct video_reader **out, const char *path, struct jerr *e) {
+    *out = NULL;
+    return no_video(path, e);
+}
+
+jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rgb, int *h, int *w,
+                       int64_t *index, bool *eof, struct jerr *e) {
+    (void)r, (void)want_rgb, (void)h, (void)w, (void)index;
+    if (rgb) *rgb = NULL;
+    *eof = true;
+    return jerr_set(e, JEPA_ERR_UNSUPPORTED, "video decoding is not built");
+}
+
+void video_close(struct video_reader *r) { (void)r; }
+
+#endif

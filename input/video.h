@@ -1,0 +1,67 @@
+/*
+ * video.h — video files in: sequential FFmpeg decoding to packed RGB24 and the clip
+ * sampling conventions of Meta's V-JEPA evaluations.
+ *
+ * Decoding (needs -Dvideo, FFmpeg's libavformat/libavcodec/libswscale): frames come out
+ * in presentation order, one after the other, exactly as PyAV's
+ *   for f in container.decode(video=0): f.to_ndarray(format="rgb24")
+ * returns them — swscale with SWS_BILINEAR, the frame's own colour matrix and range
+ * (BT.601 when untagged), full-range RGB out. Nothing ever seeks: seeking snaps to
+ * key frames on many codecs and quietly returns a neighbouring frame.
+ *
+ * Sampling (always built): a video's length is its number of video packets (what
+ * decord's len(VideoReader) counts, found by demuxing without decoding); clip frame
+ * indices follow src/datasets/video_dataset.py of facebookresearch/vjepa2 with
+ * random_clip_sampling=False and allow_clip_overlap=True (the eval setting):
+ *   window = fpc * fstp frames, indices = clip(linspace(start, start + window, fpc),
+ *   start, start + window - 1) truncated to integers — so the effective stride is
+ *   window / (fpc - 1), not fstp.
+ *
+ * Tested by tests/input/test_video.c: decoded frames against PyAV's (CRC32 of every
+ * frame, two frames in full), indices against numpy (tests/gen/gen_preprocess.py).
+ */
+#ifndef JEPA_INPUT_VIDEO_H
+#define JEPA_INPUT_VIDEO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/error.h"
+
+/* ---- sampling ---- */
+
+/* Meta's partitioned sampling: num_clips clips of fpc indices each, idx[num_clips * fpc].
+ * The video is split into num_clips equal partitions; a partition longer than the window
+ * gets one window at its start; otherwise clips are spread with a common step over the
+ * video and a video shorter than the window repeats its last sampled frame. */
+jepa_status video_clip_indices(int64_t video_len, int fpc, int fstp, int num_clips, int64_t *idx,
+                               struct jerr *e);
+
+/* Dense tiling for long videos: windows of fpc * fstp frames starting every `stride`
+ * frames (stride <= 0: one window, i.e. no overlap), plus one window ending on the last
+ * frame when the tiling would leave a tail, so every frame lies in some window. Each
+ * window is sampled like one Meta clip. A video no longer than a window gives one clip
+ * (video_clip_indices with num_clips = 1). Returns the number of clips; with idx != NULL
+ * also writes idx[n * fpc]. 0 on bad arguments. */
+int64_t video_dense_indices(int64_t video_len, int fpc, int fstp, int64_t stride, int64_t *idx);
+
+/* ---- decoding ---- */
+
+/* True when this build can decode video files. */
+bool video_available(void);
+
+/* Demux the file (no decoding): number of video packets = frames, and the frame size. */
+jepa_status video_probe(const char *path, int64_t *n_frames, int *h, int *w, struct jerr *e);
+
+struct video_reader;
+
+jepa_status video_open(struct video_reader **out, const char *path, struct jerr *e);
+/* Decode the next frame in order. *index is its number (0, 1, ...). With want_rgb the
+ * frame is converted and *rgb points to h * w * 3 packed bytes owned by the reader,
+ * valid until the next call; otherwise *rgb is NULL (decoded but not converted).
+ * At the end: JEPA_OK with *eof = true. */
+jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rgb, int *h, int *w,
+                       int64_t *index, bool *eof, struct jerr *e);
+void video_close(struct video_reader *r);
+
+#endif

@@ -1,0 +1,379 @@
+/*
+ * attn_tmpl.h — fused (flash) attention, the attn / attn_ws slots of struct jk_kernels,
+ * written once over the vector layer and #included by kernels/x86/attn_avx2.c,
+ * kernels/x86/attn_avx512.c and kernels/arm/attn_neon.c after their layer header
+ * (ops_<isa>.h, which also fixes the tile: ATTN_KG, ATTN_QV, ATTN_BQ) and a definition
+ * of JK_SFX(name) (name##_<isa>).
+ *
+ *   o_i = sum_j softmax_j(scale q_i . k_j) v_j     over the keys j visible to query i
+ *
+ * Work unit = (head, block of ATTN_BQ queries); units are independent, each is computed
+ * by one thread in a fixed order, so the bits do not depend on the thread count. Per
+ * unit (FlashAttention's online softmax, with the queries along the vector lanes, so
+ * that every step is vertical and no horizontal reduction is ever needed):
+ *
+ *   Qt[d][i] = q_i[d] * scale * log2(e)          (packed once, transposed; scores in
+ *                                                 log2 units, so exp becomes exp2)
+ *   m_i = -inf, l_i = 0, Ot[d][i] = 0
+ *   for each key tile of BK keys (BK * head_dim ~ 4096 floats: K and V tiles in L1/L2):
+ *     skip the tile if every key is hidden from every query of the block (mask)
+ *     St[j][i] = sum_d K[j][d] Qt[d][i]          (ATTN_KG keys x ATTN_QV vectors in
+ *                                                 registers; K read in place, broadcast)
+ *     St[j][i] = -inf where key j is hidden from query i (partially masked tiles)
+ *     m'_i = max(m_i, max_j St[j][i])
+ *     alpha_i = 2^(m_i - m'_i),  P[j][i] = 2^(St[j][i] - m'_i)
+ *     l_i = alpha_i l_i + sum_j P[j][i]
+ *     Ot[d][i] = alpha_i Ot[d][i] + sum_j V[j][d] P[j][i]   (ATTN_KG dims x ATTN_QV vectors;
+ *                                                           V read in place, broadcast)
+ *     m_i = m'_i
+ *   o_i[d] = l_i > 0 ? Ot[d][i] / l_i : 0        (a query that sees no key gets zeros)
+ *
+ * All statistics and accumulations are f32. The [nq, nkv] score matrix never exists:
+ * St is one BK x ATTN_BQ tile in the thread's workspace. m' is clamped to -FLT_MAX
+ * before it is subtracted, so a query whose keys are all hidden so far gets alpha = 0
+ * and P = 0, never -inf - -inf.
+ *
+ * Few queries (nq <= ATTN_ROW_NQ, e.g. the attentive pooler's single query over all the
+ * tokens) would waste most lanes of the query vectors, so they take a row path instead:
+ * one (head, query) per unit and the keys along the lanes (VW keys' dot products at a
+ * time, reduced by a transposing sum), chunks of ATTN_RK keys, the same online softmax
+ * in scalars, and O accumulated along head_dim. It needs head_dim % VW == 0 (every real
+ * model: 32, 64, 80, 128); other head dims take the block path.
+ *
+ * head_dim 32 and 64 get their own instantiation (constant trip counts); any other head
+ * dim up to ATTN_HD_MAX runs the generic one; larger ones fall back to the reference.
+ * Tested against kernels/ref/attn_ref.c by tests/checkasm/test_ops.c; timed by its
+ * --bench mode.
+ */
+#include <float.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#ifdef JEPA_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+#include "kernels/kernels.h"
+#include "kernels/ref/ref.h"
+
+#if !defined(ATTN_KG) || !defined(ATTN_QV) || !defined(ATTN_BQ)
+#error "the layer header must define ATTN_KG, ATTN_QV and ATTN_BQ"
+#endif
+#define ATTN_QT (ATTN_QV * VW)          /* queries of one register tile */
+#if ATTN_BQ % ATTN_QT
+#error "ATTN_BQ must be a multiple of ATTN_QV * VW"
+#endif
+#define ATTN_HD_MAX 512
+#define ATTN_BK_MAX 128                 /* keys per tile, at most */
+#define ATTN_RK 256                     /* keys per chunk of the row path */
+#define ATTN_ROW_NQ 4                   /* nq at or below which the row path runs */
+#define ATTN_LOG2E 1.44269504088896340736f
+
+static inline int at_min(int a, int b) { return a < b ? a : b; }
+
+/* Keys per tile: BK * head_dim ~ 4096 floats (a 16 KiB K tile and a 16 KiB V tile),
+ * a multiple of ATTN_KG. Measured on Zen 1 (32 KiB L1d), N = 2048, head_dim 64: 2048 and
+ * 8192 floats are 3-5 % slower. */
+static inline int at_bk(int hd) {
+    int bk = 4096 / hd / ATTN_KG * ATTN_KG;
+    return bk < ATTN_KG ? ATTN_KG : bk > ATTN_BK_MAX ? ATTN_BK_MAX : bk;
+}
+
+/* Workspace of one thread, in floats (each region a multiple of 16 floats = 64 bytes):
+ * block path: Qt, Ot [hd][BQ], St [BK_MAX][BQ], m, l, alpha [BQ], qpos [BQ] (int32);
+ * row path: q, o [hd], s [RK], kpos [VW]. */
+static inline size_t at_ws_floats(int hd) {
+    size_t blk = 2 * (size_t)hd * ATTN_BQ + (size_t)ATTN_BK_MAX * ATTN_BQ + 4 * (size_t)ATTN_BQ;
+    size_t row = 2 * (((size_t)hd + 15) & ~(size_t)15) + ATTN_RK + 16;
+    size_t n = blk > row ? blk : row;
+    return (n + 15) & ~(size_t)15;
+}
+
+size_t JK_SFX(attn_ws)(int nthreads, int head_dim, int nkv) {
+    (void)nkv;
+    if (head_dim < 1 || head_dim > ATTN_HD_MAX) return attn_ws_ref(nthreads, head_dim, nkv);
+    return (size_t)(nthreads > 0 ? nthreads : 1) * at_ws_floats(head_dim) * sizeof(float) + 64;
+}
+
+/* ---- block path ---------------------------------------------------------------------- */
+
+/* St[r][i] = sum_d K_r[d] Qt[d][i] for ATTN_KG keys (rows kp[r]) and the ATTN_QT queries
+ * of one register tile; st and qt point at the tile's first query, rows ATTN_BQ apart. */
+static OPS_ALWAYS void at_s_tile(float *st, const float *qt, const float *const *kp, const int hd) {
+    vf acc[ATTN_KG][ATTN_QV];
+    for (int r = 0; r < ATTN_KG; r++)
+        for (int v = 0; v < ATTN_QV; v++) acc[r][v] = vf_zero();
+    for (int d = 0; d < hd; d++) {
+        vf q[ATTN_QV];
+        for (int v = 0; v < ATTN_QV; v++) q[v] = vf_load(qt + (size_t)d * ATTN_BQ + v * VW);
+        for (int r = 0; r < ATTN_KG; r++) {
+            const vf k = vf_set1(kp[r][d]);
+            for (int v = 0; v < ATTN_QV; v++) acc[r][v] = vf_fma(k, q[v], acc[r][v]);
+        }
+    }
+    for (int r = 0; r < ATTN_KG; r++)
+        for (int v = 0; v < ATTN_QV; v++) vf_store(st + (size_t)r * ATTN_BQ + v * VW, acc[r][v]);
+}
+
+/* Ot[e][i] = alpha_i Ot[e][i] + sum_{j < nk} V_j[e] P[j][i] for ND dims e (ND = ATTN_KG or 1)
+ * and the queries of one register tile; vp = row 0 of V at the first of the ND dims. */
+static OPS_ALWAYS void at_pv_tile(float *ot, const float *p, const float *vp, size_t ldv, int nk,
+                                  const float *alpha, const int nd) {
+    vf acc[ATTN_KG][ATTN_QV];
+    for (int v = 0; v < ATTN_QV; v++) {
+        const vf al = vf_load(alpha + v * VW);
+        for (int e = 0; e < nd; e++)
+            acc[e][v] = vf_mul(vf_load(ot + (size_t)e * ATTN_BQ + v * VW), al);
+    }
+    for (int j = 0; j < nk; j++, vp += ldv, p += ATTN_BQ) {
+        vf pj[ATTN_QV];
+        for (int v = 0; v < ATTN_QV; v++) pj[v] = vf_load(p + v * VW);
+        for (int e = 0; e < nd; e++) {
+            const vf x = vf_set1(vp[e]);
+            for (int v = 0; v < ATTN_QV; v++) acc[e][v] = vf_fma(x, pj[v], acc[e][v]);
+        }
+    }
+    for (int e = 0; e < nd; e++)
+        for (int v = 0; v < ATTN_QV; v++) vf_store(ot + (size_t)e * ATTN_BQ + v * VW, acc[e][v]);
+}
+
+static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, const int hd, float *w) {
+    const int BQ = ATTN_BQ, nqb = at_min(BQ, a->nq - i0), bk = at_bk(hd);
+    float *qt = w, *ot = qt + (size_t)hd * BQ, *st = ot + (size_t)hd * BQ;
+    float *mrow = st + (size_t)ATTN_BK_MAX * BQ, *lrow = mrow + BQ, *alpha = lrow + BQ;
+    int32_t *qp = (int32_t *)(void *)(alpha + BQ);
+    const int masked = a->q_pos && a->k_pos;
+    const float c = a->scale * ATTN_LOG2E;
+
+    /* Qt = (Q scale log2 e)^T, zero for the padding queries */
+    for (int i = 0; i < BQ; i++) {
+        if (i < nqb) {
+            const float *q = a->q + (size_t)(i0 + i) * a->ldq + (size_t)h * hd;
+            for (int d = 0; d < hd; d++) qt[(size_t)d * BQ + i] = q[d] * c;
+        } else {
+            for (int d = 0; d < hd; d++) qt[(size_t)d * BQ + i] = 0.0f;
+        }
+    }
+    int32_t qmin = INT32_MAX, qmax = INT32_MIN;
+    if (masked)
+        for (int i = 0; i < BQ; i++) {
+            qp[i] = i < nqb ? a->q_pos[i0 + i] : INT32_MAX;
+            if (i < nqb) qmin = qp[i] < qmin ? qp[i] : qmin, qmax = qp[i] > qmax ? qp[i] : qmax;
+        }
+    for (int i = 0; i < BQ; i += VW) {
+        vf_store(mrow + i, vf_set1(-__builtin_inff()));
+        vf_store(lrow + i, vf_zero());
+    }
+    for (size_t e = 0; e < (size_t)hd * BQ; e += VW) vf_store(ot + e, vf_zero());
+
+    for (int kt = 0; kt < a->nkv; kt += bk) {
+        const int nk = at_min(bk, a->nkv - kt);
+        const int nkp = (nk + ATTN_KG - 1) / ATTN_KG * ATTN_KG;
+        int partial = 0;
+        if (masked) {
+            int32_t kmin = INT32_MAX, kmax = INT32_MIN;
+            for (int j = kt; j < kt + nk; j++) {
+                const int32_t kp = a->k_pos[j];
+                kmin = kp < kmin ? kp : kmin, kmax = kp > kmax ? kp : kmax;
+            }
+            if (qmax < kmin) continue;            /* every key hidden from every query */
+            partial = qmin < kmax;                /* some key hidden from some query */
+        }
+
+        /* St = Qt . K^T: rows past nk reuse the last key and are hidden below */
+        for (int g = 0; g < nkp; g += ATTN_KG) {
+            const float *kp[ATTN_KG];
+            for (int r = 0; r < ATTN_KG; r++)
+                kp[r] = a->k + (size_t)at_min(kt + g + r, a->nkv - 1) * a->ldk + (size_t)h * hd;
+            for (int t = 0; t < BQ; t += ATTN_QT) at_s_tile(st + (size_t)g * BQ + t, qt + t, kp, hd);
+        }
+        if (partial)
+            for (int j = 0; j < nk; j++) {
+                const int32_t kp = a->k_pos[kt + j];
+                for (int i = 0; i < BQ; i += VW)
+                    vf_store(st + (size_t)j * BQ + i, vf_mask_q(vf_load(st + (size_t)j * BQ + i), qp + i, kp));
+            }
+        for (int j = nk; j < nkp; j++)
+            for (int i = 0; i < BQ; i += VW) vf_store(st + (size_t)j * BQ + i, vf_set1(-__builtin_inff()));
+
+        /* online softmax, one vector of queries at a time */
+        for (int i = 0; i < BQ; i += VW) {
+            vf mx0 = vf_set1(-__builtin_inff()), mx1 = mx0;
+            int j = 0;
+            for (; j + 2 <= nkp; j += 2) {
+                mx0 = vf_max(mx0, vf_load(st + (size_t)j * BQ + i));
+                mx1 = vf_max(mx1, vf_load(st + (size_t)(j + 1) * BQ + i));
+            }
+            if (j < nkp) mx0 = vf_max(mx0, vf_load(st + (size_t)j * BQ + i));
+            const vf mold = vf_load(mrow + i);
+            const vf mnew = vf_max(vf_max(mold, mx0), mx1);
+            const vf mu = vf_max(mnew, vf_set1(-FLT_MAX));
+            const vf al = vf_exp2(vf_sub(mold, mu));
+            vf s0 = vf_zero(), s1 = vf_zero();
+            for (j = 0; j + 2 <= nkp; j += 2) {
+                vf p0 = vf_exp2(vf_sub(vf_load(st + (size_t)j * BQ + i), mu));
+                vf p1 = vf_exp2(vf_sub(vf_load(st + (size_t)(j + 1) * BQ + i), mu));
+                vf_store(st + (size_t)j * BQ + i, p0);
+                vf_store(st + (size_t)(j + 1) * BQ + i, p1);
+                s0 = vf_add(s0, p0), s1 = vf_add(s1, p1);
+            }
+            if (j < nkp) {
+                vf p0 = vf_exp2(vf_sub(vf_load(st + (size_t)j * BQ + i), mu));
+                vf_store(st + (size_t)j * BQ + i, p0);
+                s0 = vf_add(s0, p0);
+            }
+            vf_store(lrow + i, vf_fma(vf_load(lrow + i), al, vf_add(s0, s1)));
+            vf_store(mrow + i, mu);
+            vf_store(alpha + i, al);
+        }
+
+        /* Ot = alpha Ot + V^T P */
+        const float *v0 = a->v + (size_t)kt * a->ldv + (size_t)h * hd;
+        for (int t = 0; t < BQ; t += ATTN_QT) {
+            int d = 0;
+            for (; d + ATTN_KG <= hd; d += ATTN_KG)
+                at_pv_tile(ot + (size_t)d * BQ + t, st + t, v0 + d, a->ldv, nk, alpha + t, ATTN_KG);
+            for (; d < hd; d++)
+                at_pv_tile(ot + (size_t)d * BQ + t, st + t, v0 + d, a->ldv, nk, alpha + t, 1);
+        }
+    }
+
+    /* o = Ot / l, transposed back; zeros where l = 0 */
+    const vf zero = vf_zero();
+    for (int d = 0; d < hd; d++)
+        for (int i = 0; i < BQ; i += VW) {
+            const vf l = vf_load(lrow + i);
+            float *x = ot + (size_t)d * BQ + i;
+            vf_store(x, vf_lt_sel(zero, l, vf_div(vf_load(x), l), zero));
+        }
+    for (int i = 0; i < nqb; i++) {
+        float *o = a->o + (size_t)(i0 + i) * a->ldo + (size_t)h * hd;
+        for (int d = 0; d < hd; d++) o[d] = ot[(size_t)d * BQ + i];
+    }
+}
+
+/* ---- row path: one query, keys along the lanes ----------------------------------------- */
+
+/* acc[v] = alpha acc[v] + sum_{j < nk} p[j] V_j[v*VW ..] for NV vectors of head_dim */
+static OPS_ALWAYS void at_pv_row(float *o, const float *p, const float *vp, size_t ldv, int nk,
+                                 float alpha, const int nv) {
+    vf acc[8];
+    const vf al = vf_set1(alpha);
+    for (int v = 0; v < nv; v++) acc[v] = vf_mul(vf_load(o + v * VW), al);
+    for (int j = 0; j < nk; j++, vp += ldv) {
+        const vf pj = vf_set1(p[j]);
+        for (int v = 0; v < nv; v++) acc[v] = vf_fma(pj, vf_load(vp + v * VW), acc[v]);
+    }
+    for (int v = 0; v < nv; v++) vf_store(o + v * VW, acc[v]);
+}
+
+static OPS_ALWAYS void at_row(const struct jk_attn_args *a, int h, int i, const int hd, float *w) {
+    float *qs = w, *oacc = qs + ((hd + 15) & ~15), *sb = oacc + ((hd + 15) & ~15);
+    int32_t *kb = (int32_t *)(void *)(sb + ATTN_RK);
+    const int masked = a->q_pos && a->k_pos;
+    const int32_t qpi = masked ? a->q_pos[i] : 0;
+    const float *q = a->q + (size_t)i * a->ldq + (size_t)h * hd;
+    const float c = a->scale * ATTN_LOG2E;
+    for (int d = 0; d < hd; d++) qs[d] = q[d] * c, oacc[d] = 0.0f;
+    float m = -__builtin_inff(), l = 0.0f;
+
+    for (int kt = 0; kt < a->nkv; kt += ATTN_RK) {
+        const int nk = at_min(ATTN_RK, a->nkv - kt);
+        const int nkp = (nk + VW - 1) / VW * VW;
+        int partial = 0;
+        if (masked) {
+            int32_t kmin = INT32_MAX, kmax = INT32_MIN;
+            for (int j = kt; j < kt + nk; j++) {
+                const int32_t kp = a->k_pos[j];
+                kmin = kp < kmin ? kp : kmin, kmax = kp > kmax ? kp : kmax;
+            }
+            if (qpi < kmin) continue;
+            partial = qpi < kmax;
+        }
+        /* s_j = q . k_j, VW keys at a time; keys past nk reuse the last one */
+        for (int g = 0; g < nkp; g += VW) {
+            vf acc[VW];
+            for (int r = 0; r < VW; r++) {
+                const float *kr = a->k + (size_t)at_min(kt + g + r, a->nkv - 1) * a->ldk + (size_t)h * hd;
+                vf s = vf_zero();
+                for (int d = 0; d < hd; d += VW) s = vf_fma(vf_load(kr + d), vf_load(qs + d), s);
+                acc[r] = s;
+            }
+            vf s = vf_hsum_w(acc);
+            if (partial) {
+                for (int r = 0; r < VW; r++) kb[r] = g + r < nk ? a->k_pos[kt + g + r] : INT32_MIN;
+                s = vf_mask_k(s, qpi, kb);
+            }
+            vf_store(sb + g, s);
+        }
+        for (int j = nk; j < nkp; j++) sb[j] = -__builtin_inff();
+
+        vf mx = vf_set1(-__builtin_inff());
+        for (int j = 0; j < nkp; j += VW) mx = vf_max(mx, vf_load(sb + j));
+        const float tmax = vf_hmax(mx);
+        float mu = m > tmax ? m : tmax;
+        mu = mu > -FLT_MAX ? mu : -FLT_MAX;
+        const vf muv = vf_set1(mu);
+        float al[VW];
+        vf_store(al, vf_exp2(vf_set1(m - mu)));
+        vf ls = vf_zero();
+        for (int j = 0; j < nkp; j += VW) {
+            vf p = vf_exp2(vf_sub(vf_load(sb + j), muv));
+            vf_store(sb + j, p);
+            ls = vf_add(ls, p);
+        }
+        l = l * al[0] + vf_hsum(ls);
+        m = mu;
+
+        const float *v0 = a->v + (size_t)kt * a->ldv + (size_t)h * hd;
+        int d = 0;
+        for (; d + 8 * VW <= hd; d += 8 * VW) at_pv_row(oacc + d, sb, v0 + d, a->ldv, nk, al[0], 8);
+        if (d + 4 * VW <= hd) at_pv_row(oacc + d, sb, v0 + d, a->ldv, nk, al[0], 4), d += 4 * VW;
+        if (d + 2 * VW <= hd) at_pv_row(oacc + d, sb, v0 + d, a->ldv, nk, al[0], 2), d += 2 * VW;
+        if (d < hd) at_pv_row(oacc + d, sb, v0 + d, a->ldv, nk, al[0], 1);
+    }
+    float *o = a->o + (size_t)i * a->ldo + (size_t)h * hd;
+    for (int d = 0; d < hd; d++) o[d] = l > 0.0f ? oacc[d] / l : 0.0f;
+}
+
+/* ---- the slot ---------------------------------------------------------------------------- */
+
+static OPS_ALWAYS void at_run(const struct jk_attn_args *a, const int hd) {
+    const int row = a->nq <= ATTN_ROW_NQ && hd % VW == 0;
+    const int nb = row ? a->nq : (a->nq + ATTN_BQ - 1) / ATTN_BQ;
+    const int nunits = a->n_head * nb;
+    const size_t per = at_ws_floats(hd);
+    float *ws = (float *)(void *)(((uintptr_t)a->ws + 63) & ~(uintptr_t)63);
+    int nt = a->nthreads > 0 ? a->nthreads : 1;
+    (void)nt;
+    /* dynamic: masked units differ in cost; which thread runs a unit never changes its bits */
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (int u = 0; u < nunits; u++) {
+        int tid = 0;
+#ifdef JEPA_HAVE_OPENMP
+        tid = omp_get_thread_num();
+#endif
+        float *w = ws + (size_t)tid * per;
+        const int h = u / nb, b = u % nb;
+        if (row) at_row(a, h, b, hd, w);
+        else at_block(a, h, b * ATTN_BQ, hd, w);
+    }
+}
+
+void JK_SFX(attn)(const struct jk_attn_args *a) {
+    if (a->head_dim < 1 || a->head_dim > ATTN_HD_MAX) {
+        attn_ref(a);
+        return;
+    }
+    if (a->nq <= 0 || a->n_head <= 0) return;
+    if (a->nkv <= 0) {   /* no key at all: every query sees none */
+        for (int i = 0; i < a->nq; i++)
+            for (int e = 0; e < a->n_head * a->head_dim; e++) a->o[(size_t)i * a->ldo + e] = 0.0f;
+        return;
+    }
+    switch (a->head_dim) {
+    case 64: at_run(a, 64); break;
+    case 32: at_run(a, 32); break;
+    default: at_run(a, a->head_dim); break;
+    }
+}

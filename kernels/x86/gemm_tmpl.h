@@ -1,0 +1,232 @@
+/*
+ * gemm_tmpl.h — the ISA-independent half of the fast matmul slots
+ * Y = epi(X . W^T + b) (kernels/kernels.h, struct jk_gemm_args): cache blocking, the
+ * thread split, the workspace layout and the shared constants of the GELU epilogue.
+ * It is a template, #included once by each ISA file (kernels/x86/gemm_avx2.c,
+ * kernels/x86/gemm_avx512.c, kernels/arm/gemm_neon.c), which first defines
+ *
+ *   GT_MR, GT_NR          the register tile of its microkernel (rows of Y x columns of Y)
+ *   GT_KC, GT_MC, GT_NC   cache blocks: at most GT_KC of K, GT_MC rows, GT_NC columns
+ *   GT_SMALL_M            M at or below which the weight-streaming (GEMV-like) path runs
+ * and after the #include defines
+ *   gt_ukernel()          the MR x NR microkernel over packed panels, edges and the
+ *                         epilogue inside (prototype below)
+ *   gt_pack_a()           packs X rows into MR-row panels
+ * and per weight dtype a pack_b (W rows -> f32 NR-column panels, converting on the way)
+ * and a small_m kernel, which it hands to gt_run(). Everything here is static: each ISA
+ * file gets its own copy compiled with its own flags.
+ *
+ * The algorithm (BLIS, flame/blis docs/KernelsHowTo.md; how-to-optimize-gemm):
+ *   for jc in N by NC:                 W panel of NC rows
+ *     for pc in K by KC:               one K block
+ *       pack W[jc.., pc..] -> Bp        KC x NC f32, NR-column micro-panels (dtype -> f32 here,
+ *                                       so every weight byte is read and converted once)
+ *       for ic in M by MC:
+ *         pack X[ic.., pc..] -> Ap      MC x KC, MR-row micro-panels
+ *         for jr in NC by NR: for ir in MC by MR:
+ *           ukernel: Y[ir, jr] (+)= Ap[ir] . Bp[jr]   (MR x NR accumulators in registers)
+ * Y itself holds the partial sums between K blocks; bias and the activation are applied
+ * when the last K block is stored (mode GT_LAST), the residual add (JK_EPI_ADD) reads Y
+ * from the first block on.
+ *
+ * Determinism: the K blocks depend on K alone (never on the thread count), every output
+ * element is owned by one thread and summed in k order within a block, then block after
+ * block. So the bits are the same for any nthreads (tests/checkasm/test_gemm.c checks
+ * 1 vs 2 vs 3 threads).
+ *
+ * Threads: one OpenMP team per call; the output is split into nthreads rectangles, by
+ * columns first (so W is still read once in all) and by rows only when N has fewer
+ * NR-panels than threads. Each thread has its own slice of ws (Bp then Ap); nothing
+ * is shared, so there are no barriers.
+ */
+#ifndef JEPA_KERNELS_GEMM_TMPL_H
+#define JEPA_KERNELS_GEMM_TMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#ifdef JEPA_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+#include "kernels/kernels.h"
+
+/* ---- the GELU epilogue: gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) --------------------------
+ * Every ISA evaluates the same branch-free formula on |x| <= 13 (z = |x|/sqrt 2 <= 9.2):
+ *   erfc(z) = t exp(-z^2 + g(t)),  t = 1 / (1 + z/2)
+ *   h       = 0.5 x erfc(|z|)                          (x clamped to [-13, 13])
+ *   gelu(x) = x < 0 ? h : x - h                         (no cancellation on either side:
+ *                                                        x - h >= x/2 for x >= 0)
+ * and h = 0 for |x| > 13, where |gelu(x) - max(x, 0)| < 1e-37.
+ * g is a degree-10 polynomial in u = t - GT_ERFC_C, fitted here as a Chebyshev
+ * interpolant (mpmath.chebyfit, 40 digits) of g(t) = log(erfc(z)/t) + z^2 on
+ * t in [1/(1 + 13/sqrt 8), 1]; fit error 7.3e-9 in g (an absolute error in g is a
+ * relative error of erfc). -z^2 is carried as two floats (x*x and its FMA residue,
+ * times -1/2: exact) so that exp() sees the argument without the ~|z^2| u rounding a
+ * plain float would cost; exp(a) = 2^n p(r), n = rint(a / ln 2),
+ * r = a - n ln2_hi - n ln2_lo (Cody-Waite: n ln2_hi is exact), p a degree-6 fit of
+ * exp on |r| <= ln2/2 (fit error 2e-9).
+ * Measured (float emulation of exactly these steps, step 1e-5 over [-13, 13], against
+ * double erf/erfc): max relative error 4.4e-7 on x < 0 (the erfc tail, down to 1e-37),
+ * 3.0e-7 on [0, 1], 1e-7 on x > 1. tests/checkasm/test_gemm.c checks every ISA at
+ * 8e-7 relative with K = 1 (an exact pre-activation). */
+#define GT_GELU_XMAX 13.0f
+#define GT_SQRT1_2 0.70710678118654752f
+#define GT_LOG2E 1.4426950408889634f
+#define GT_LN2_HI 0.693145751953125f           /* 16 significant bits: n * LN2_HI is exact */
+#define GT_LN2_LO 1.428606820309417232e-06f
+#define GT_ERFC_C 0.5893464088439941f          /* centre of t in [0.1787, 1] */
+#define GT_ERFC_G10 (-1.598638453e-01f)         /* g(t) = sum G_i u^i, Horner from G10 */
+#define GT_ERFC_G9 1.375556924e-01f
+#define GT_ERFC_G8 1.566534812e-01f
+#define GT_ERFC_G7 (-2.384719082e-01f)
+#define GT_ERFC_G6 (-6.377130521e-02f)
+#define GT_ERFC_G5 2.931794505e-01f
+#define GT_ERFC_G4 (-2.579354712e-02f)
+#define GT_ERFC_G3 (-4.081280506e-01f)
+#define GT_ERFC_G2 8.333458619e-02f
+#define GT_ERFC_G1 1.369783524e+00f
+#define GT_ERFC_G0 (-5.503618407e-01f)
+#define GT_EXP_P6 1.394111641e-03f               /* exp(r) = sum P_i r^i, |r| <= ln2/2 */
+#define GT_EXP_P5 8.375132781e-03f
+#define GT_EXP_P4 4.166635280e-02f
+#define GT_EXP_P3 1.666641544e-01f
+#define GT_EXP_P2 5.000000047e-01f
+#define GT_EXP_P1 1.000000038e+00f
+#define GT_EXP_P0 1.0f
+
+#endif /* JEPA_KERNELS_GEMM_TMPL_H */
+
+/* ---- the template proper (needs the GT_* parameters of the including file) ---------- */
+#if !defined(GT_MR) || !defined(GT_NR) || !defined(GT_KC) || !defined(GT_MC) || !defined(GT_NC) || \
+    !defined(GT_SMALL_M)
+#error "define GT_MR, GT_NR, GT_KC, GT_MC, GT_NC and GT_SMALL_M before including gemm_tmpl.h"
+#endif
+#if GT_KC % 8 || GT_MC % GT_MR || GT_NC % GT_NR
+#error "GT_KC must be a multiple of 8, GT_MC of GT_MR and GT_NC of GT_NR"
+#endif
+
+/* Microkernel mode: which K block this is, and the epilogue. */
+#define GT_FIRST 1     /* first K block: Y holds nothing of ours yet (unless JK_EPI_ADD) */
+#define GT_LAST 2      /* last K block: add the bias, apply the activation */
+#define GT_MODE(first, last, epi) ((first) | ((last) << 1) | ((int)(epi) << 2))
+#define GT_EPI(mode) ((enum jk_epilogue)((mode) >> 2))
+
+/* Defined by the including file (after the #include):
+ * gt_ukernel: Y[0..mr, 0..nr] (+)= A . B over kc, A: kc x MR (MR floats per k), B: kc x NR
+ * (NR floats per k), then the epilogue of `mode`; bias: the entries for these columns, or
+ * NULL. Rows >= mr and columns >= nr are computed from padding and never stored.
+ * gt_pack_a: mc rows of X (row stride ldx) over kc into p[panel][k][MR]; rows past mc
+ * in the last panel may hold anything. */
+static void gt_ukernel(int kc, const float *a, const float *b, float *y, size_t ldy, int mr,
+                       int nr, const float *bias, int mode);
+static void gt_pack_a(float *p, const float *x, size_t ldx, int mc, int kc);
+
+/* Pack nc weight rows (w = row 0, ldw bytes apart) over k0 .. k0+kc into f32 micro-panels
+ * p[panel][k][NR]; rows past nc may hold anything (their columns are never stored). */
+typedef void (*gt_pack_b_fn)(float *p, const uint8_t *w, size_t ldw, int nc, int k0, int kc);
+/* The M <= GT_SMALL_M path for output columns n0 .. n1. */
+typedef void (*gt_small_fn)(const struct jk_gemm_args *a, int n0, int n1);
+
+static inline int gt_min(int a, int b) { return a < b ? a : b; }
+
+/* The K block length for this K: K split into equal blocks of at most GT_KC, rounded up
+ * to a multiple of 8 (so a q8_0 block of 32 never straddles an 8-wide load). Depends
+ * on K only: this fixes the order of every sum. */
+static inline int gt_kc_step(int K) {
+    int nb = (K + GT_KC - 1) / GT_KC;
+    int kc = (K + nb - 1) / nb;
+    return (kc + 7) & ~7;
+}
+
+/* Floats of one thread's slice: the W panel (KC x NC) and the X block (MC x KC). */
+static inline size_t gt_thread_floats(int K) {
+    size_t kc = (size_t)gt_min(gt_kc_step(K > 0 ? K : 1), GT_KC);
+    return kc * (size_t)GT_NC + (size_t)GT_MC * kc;
+}
+static inline size_t gt_thread_bytes(int K) {
+    return (gt_thread_floats(K) * sizeof(float) + 63) & ~(size_t)63;
+}
+
+static size_t gt_ws(int nthreads, int K) {
+    size_t nt = (size_t)(nthreads > 0 ? nthreads : 1);
+    return nt * gt_thread_bytes(K) + 64; /* + 64: ws need not be aligned */
+}
+
+static void gt_block(const struct jk_gemm_args *a, gt_pack_b_fn pack_b, float *ws, int m0,
+                     int m1, int n0, int n1) {
+    const int K = a->K, kstep = gt_kc_step(K);
+    float *bp = ws;                                          /* [NC/NR][kc][NR] */
+    float *ap = ws + (size_t)gt_min(kstep, GT_KC) * GT_NC;   /* [MC/MR][kc][MR] */
+    const uint8_t *w = (const uint8_t *)a->w;
+    for (int jc = n0; jc < n1; jc += GT_NC) {
+        const int nc = gt_min(GT_NC, n1 - jc);
+        for (int pc = 0; pc < K; pc += kstep) {
+            const int kc = gt_min(kstep, K - pc);
+            const int mode = GT_MODE(pc == 0, pc + kc == K, a->epi);
+            pack_b(bp, w + (size_t)jc * a->ldw, a->ldw, nc, pc, kc);
+            for (int ic = m0; ic < m1; ic += GT_MC) {
+                const int mc = gt_min(GT_MC, m1 - ic);
+                gt_pack_a(ap, a->x + (size_t)ic * a->ldx + pc, a->ldx, mc, kc);
+                for (int jr = 0; jr < nc; jr += GT_NR) {
+                    const float *bias = a->bias ? a->bias + jc + jr : NULL;
+                    float *y = a->y + (size_t)ic * a->ldy + (size_t)(jc + jr);
+                    for (int ir = 0; ir < mc; ir += GT_MR)
+                        gt_ukernel(kc, ap + (size_t)ir * kc, bp + (size_t)jr * kc,
+                                   y + (size_t)ir * a->ldy, a->ldy, gt_min(GT_MR, mc - ir),
+                                   gt_min(GT_NR, nc - jr), bias, mode);
+                }
+            }
+        }
+    }
+}
+
+/* [lo, hi) of n items split evenly in `parts`, part i, in units of `unit`. */
+static inline void gt_split(int n, int unit, int parts, int i, int *lo, int *hi) {
+    int units = (n + unit - 1) / unit;
+    int u0 = (int)((long)units * i / parts), u1 = (int)((long)units * (i + 1) / parts);
+    *lo = gt_min(n, u0 * unit);
+    *hi = gt_min(n, u1 * unit);
+}
+
+static void gt_run(const struct jk_gemm_args *a, gt_pack_b_fn pack_b, gt_small_fn small) {
+    const int M = a->M, N = a->N;
+    const int nt = a->nthreads > 0 ? a->nthreads : 1;
+    if (M <= 0 || N <= 0 || a->K <= 0) return;
+    (void)nt;
+    if (M <= GT_SMALL_M) {
+        /* Weight streaming: threads take contiguous column ranges (multiples of 8). */
+#pragma omp parallel num_threads(nt)
+        {
+            int tid = 0, nth = 1;
+#ifdef JEPA_HAVE_OPENMP
+            tid = omp_get_thread_num();
+            nth = omp_get_num_threads();
+#endif
+            int n0, n1;
+            gt_split(N, 8, nth, tid, &n0, &n1);
+            if (n0 < n1) small(a, n0, n1);
+        }
+        return;
+    }
+    uint8_t *base = (uint8_t *)(((uintptr_t)a->ws + 63) & ~(uintptr_t)63);
+    const size_t slice = gt_thread_bytes(a->K);
+#pragma omp parallel num_threads(nt)
+    {
+        int tid = 0, nth = 1;
+#ifdef JEPA_HAVE_OPENMP
+        tid = omp_get_thread_num();
+        nth = omp_get_num_threads();
+#endif
+        /* tn column parts x tm row parts; threads past tn*tm (only when N has fewer
+         * panels than threads) sit out. */
+        const int panels = (N + GT_NR - 1) / GT_NR;
+        const int tn = gt_min(nth, panels), tm = nth / tn;
+        if (tid < tn * tm) {
+            int m0, m1, n0, n1;
+            gt_split(N, GT_NR, tn, tid % tn, &n0, &n1);
+            gt_split(M, GT_MR, tm, tid / tn, &m0, &m1);
+            if (m0 < m1 && n0 < n1)
+                gt_block(a, pack_b, (float *)(base + (size_t)tid * slice), m0, m1, n0, n1);
+        }
+    }
+}

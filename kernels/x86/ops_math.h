@@ -1,0 +1,146 @@
+/*
+ * ops_math.h — vector math shared by every ISA: partial loads, exp2 and exp in float,
+ * and the element-wise activations (erf-GELU, tanh-GELU, SiLU), evaluated in double.
+ * Written once over the vector layer (vf, vd and their operations), #included at the
+ * end of kernels/x86/ops_avx2.h, kernels/x86/ops_avx512.h and kernels/arm/ops_neon.h;
+ * all static inline, so each ISA file gets its own copy under its own flags.
+ * Tested through the slots by tests/checkasm/test_ops.c (against the reference kernels,
+ * and the GELU against erfc in double over a dense sweep of every float range).
+ *
+ * Polynomial coefficients: Chebyshev interpolants computed with mpmath (40 digits,
+ * mpmath.chebyfit) of the functions named beside them; the fit error is stated there.
+ */
+#ifndef JEPA_KERNELS_OPS_MATH_H
+#define JEPA_KERNELS_OPS_MATH_H
+
+/* ---- partial vectors (tails): n < VW valid lanes, the rest `fill` / not written ---- */
+static OPS_ALWAYS vf vf_load_n(const float *p, int n, float fill) {
+    float b[VW];
+    for (int i = 0; i < VW; i++) b[i] = i < n ? p[i] : fill;
+    return vf_load(b);
+}
+static OPS_ALWAYS void vf_store_n(float *p, vf v, int n) {
+    float b[VW];
+    vf_store(b, v);
+    for (int i = 0; i < n; i++) p[i] = b[i];
+}
+
+/* ---- 2^x in float, for the attention (scores are kept in log2 units) ----
+ * x clamped to [-127, 127]; n = rint(x) (adding 1.5 * 2^23 rounds to an integer),
+ * f = x - n in [-1/2, 1/2] (exact), 2^f = 1 + f h(f) with h of degree 5
+ * (fit of (2^f - 1)/f, relative error of 2^f 5.1e-9), times 2^n built in the exponent.
+ * 2^x for x < -126.5 is 0 (n = -127): far below anything a softmax keeps, and the
+ * masked scores (-inf) come out exactly 0. */
+static OPS_ALWAYS vf vf_exp2(vf x) {
+    const vf magic = vf_set1(0x1.8p23f);
+    x = vf_max(vf_min(x, vf_set1(127.0f)), vf_set1(-127.0f));
+    vf t = vf_add(x, magic);
+    vf f = vf_sub(x, vf_sub(t, magic));
+    vf h = vf_fma(vf_set1(1.5453162945e-4f), f, vf_set1(1.3390863365e-3f));
+    h = vf_fma(h, f, vf_set1(9.6180825573e-3f));
+    h = vf_fma(h, f, vf_set1(5.5503571142e-2f));
+    h = vf_fma(h, f, vf_set1(2.4022650761e-1f));
+    h = vf_fma(h, f, vf_set1(6.9314718803e-1f));
+    return vf_mul(vf_fma(f, h, vf_set1(1.0f)), vf_pow2i(t));
+}
+
+/* ---- e^x in float, for the row softmax ----
+ * x clamped to [-104, 88.3] (e^88.3 < FLT_MAX; e^-104 rounds to 0).
+ * n = rint(x log2 e) (one FMA into 1.5 * 2^23), r = x - n ln2 in two steps (Cody-Waite:
+ * ln2_hi has 9 significant bits, so n ln2_hi is exact), |r| <= ln2/2;
+ * e^r = 1 + r + r^2 g(r), g of degree 4 (fit of (e^r - 1 - r)/r^2, relative error of
+ * e^r 1.0e-8). 2^n below 2^-125 is applied as 2^(n+64) then 2^-64, so results in the
+ * subnormal range are rounded once, like the reference. */
+static OPS_ALWAYS vf vf_exp(vf x) {
+    const vf magic = vf_set1(0x1.8p23f), one = vf_set1(1.0f);
+    x = vf_max(vf_min(x, vf_set1(88.3f)), vf_set1(-104.0f));
+    vf t = vf_fma(x, vf_set1(1.44269504089f), magic);
+    vf n = vf_sub(t, magic);
+    vf r = vf_fma(n, vf_set1(-0.693359375f), x);
+    r = vf_fma(n, vf_set1(2.12194440054690583e-4f), r);
+    vf g = vf_fma(vf_set1(1.3926176120e-3f), r, vf_set1(8.3631730745e-3f));
+    g = vf_fma(g, r, vf_set1(4.1666554662e-2f));
+    g = vf_fma(g, r, vf_set1(1.6666577026e-1f));
+    g = vf_fma(g, r, vf_set1(0.5f));
+    vf p = vf_add(vf_fma(vf_mul(r, r), g, r), one);
+    const vf lim = vf_set1(-125.0f);
+    vf y = vf_mul(p, vf_pow2i(vf_lt_sel(n, lim, vf_add(t, vf_set1(64.0f)), t)));
+    return vf_mul(y, vf_lt_sel(n, lim, vf_set1(0x1p-64f), one));
+}
+
+/* ---- e^x in double, x in [-1000, 0] ----
+ * Same scheme: n = rint(x log2 e), r = x - n ln2 (ln2_hi has 32 significant bits, so
+ * n ln2_hi is exact), e^r = 1 + r + r^2 g(r), g of degree 6 (relative error 4.3e-12).
+ * Callers keep x >= -708, where 2^n is a normal double. */
+static OPS_ALWAYS vd vd_exp(vd x) {
+    const vd magic = vd_set1(0x1.8p52);
+    vd t = vd_fma(x, vd_set1(1.4426950408889634074), magic);
+    vd n = vd_sub(t, magic);
+    vd r = vd_fma(n, vd_set1(-6.93147180369123816490e-01), x);
+    r = vd_fma(n, vd_set1(-1.90821492927058770002e-10), r);
+    vd g = vd_fma(vd_set1(2.4859578222625294832e-5), r, vd_set1(1.9899273958649360158e-4));
+    g = vd_fma(g, r, vd_set1(1.3888854049614818824e-3));
+    g = vd_fma(g, r, vd_set1(8.3332984837548860262e-3));
+    g = vd_fma(g, r, vd_set1(4.1666666718980846436e-2));
+    g = vd_fma(g, r, vd_set1(1.6666666718997508523e-1));
+    g = vd_fma(g, r, vd_set1(0.5));
+    vd p = vd_add(vd_fma(vd_mul(r, r), g, r), vd_set1(1.0));
+    return vd_mul(p, vd_pow2i(t));
+}
+
+/* ---- erf-GELU: gelu(x) = x Phi(x), Phi the standard normal CDF ----
+ * Evaluated in double and rounded to float once, so the result is the correctly rounded
+ * value up to the ~4e-10 relative error of the double evaluation: the worst relative
+ * error is 2^-24 (half an ulp) + 4e-10 = 6.0e-8 over every float with a normal result
+ * (tests/checkasm/test_ops.c sweeps [-16, 16] against erfc in double at each ISA).
+ *   t = min(|x|, 15), Q(t) = P(X > t) = 0.5 erfc(t / sqrt 2)  (the upper tail)
+ *   Q(t) = e^(-t^2/2) s G(s),   s = 4 / (4 + t)   (t^2 is exact in double)
+ *   G: degree 11, fit of Q(t) e^(t^2/2) / s over t in [0, 15] (relative error 3.6e-10;
+ *      the Mills ratio is smooth in s, which maps [0, inf) onto (0, 1])
+ *   Phi(x) = x < 0 ? Q(t) : 1 - Q(t)     (no cancellation: 1 - Q >= 1/2)
+ * Past |x| = 15, Q < 4e-51: gelu(x) rounds to x (x > 0) or to -0 (x < 0). */
+static OPS_ALWAYS vd vd_gelu(vd x) {
+    const vd one = vd_set1(1.0);
+    vd t = vd_min(vd_abs(x), vd_set1(15.0));
+    vd s = vd_div(vd_set1(4.0), vd_add(vd_set1(4.0), t));
+    vd g = vd_fma(vd_set1(-7.5572586062383420443e-3), s, vd_set1(3.7435524927787764736e-2));
+    g = vd_fma(g, s, vd_set1(-5.5293589661139048987e-2));
+    g = vd_fma(g, s, vd_set1(-7.0954774909311593903e-3));
+    g = vd_fma(g, s, vd_set1(6.8254133008957024639e-2));
+    g = vd_fma(g, s, vd_set1(-4.6613908117766292202e-2));
+    g = vd_fma(g, s, vd_set1(8.6682803038660789881e-2));
+    g = vd_fma(g, s, vd_set1(4.6481353867783676913e-2));
+    g = vd_fma(g, s, vd_set1(8.5367839660024486871e-2));
+    g = vd_fma(g, s, vd_set1(9.2805787871167633207e-2));
+    g = vd_fma(g, s, vd_set1(9.9799814158334900833e-2));
+    g = vd_fma(g, s, vd_set1(9.9732977283102550744e-2));
+    vd q = vd_mul(vd_mul(s, g), vd_exp(vd_mul(vd_set1(-0.5), vd_mul(t, t))));
+    return vd_mul(x, vd_neg_sel(x, q, vd_sub(one, q)));
+}
+
+/* ---- tanh-GELU: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3) ----
+ * = x sigma(2u) = x / (1 + e) for x >= 0, x e / (1 + e) for x < 0, e = e^(-2|u|):
+ * never a cancellation, so the double result is good to ~1e-15 before the one
+ * rounding to float. 2|u| is capped at 700 (e^-700 is already 0 for a float). */
+static OPS_ALWAYS vd vd_gelu_tanh(vd x) {
+    const vd one = vd_set1(1.0);
+    vd u = vd_mul(vd_mul(x, vd_set1(0.79788456080286535588)),
+                  vd_fma(vd_mul(x, x), vd_set1(0.044715), one));
+    vd e = vd_exp(vd_mul(vd_set1(-1.0), vd_min(vd_abs(vd_add(u, u)), vd_set1(700.0))));
+    return vd_div(vd_neg_sel(x, vd_mul(x, e), x), vd_add(one, e));
+}
+
+/* ---- SiLU: x sigma(x) = x / (1 + e) for x >= 0, x e / (1 + e) for x < 0, e = e^-|x| ---- */
+static OPS_ALWAYS vd vd_silu(vd x) {
+    const vd one = vd_set1(1.0);
+    vd e = vd_exp(vd_mul(vd_set1(-1.0), vd_min(vd_abs(x), vd_set1(700.0))));
+    return vd_div(vd_neg_sel(x, vd_mul(x, e), x), vd_add(one, e));
+}
+
+static OPS_ALWAYS vf vf_gelu(vf x) { return vd_join_ps(vd_gelu(vf_lo_pd(x)), vd_gelu(vf_hi_pd(x))); }
+static OPS_ALWAYS vf vf_gelu_tanh(vf x) {
+    return vd_join_ps(vd_gelu_tanh(vf_lo_pd(x)), vd_gelu_tanh(vf_hi_pd(x)));
+}
+static OPS_ALWAYS vf vf_silu(vf x) { return vd_join_ps(vd_silu(vf_lo_pd(x)), vd_silu(vf_hi_pd(x))); }
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * vit.c — the pieces every family's forward is made of: a linear layer over any weight
+ * dtype, and the pre-LN ViT block
+ *
+ *     x += out(attn(rope(qkv(ln1(x)))))        (layer-scale: x += ls1 * out(...))
+ *     x += down(act(up(ln2(x))))              (layer-scale: x += ls2 * down(...))
+ *
+ * Tested end to end by the parity tests (tests/models/test_parity.c) against the
+ * reference outputs of Meta's and Hugging Face's PyTorch modules.
+ */
+#include <math.h>
+
+#include "models/forward.h"
+
+void linear(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
+            const struct jm_linear *L, int M, enum jk_epilogue epi, void *ws) {
+    struct jk_gemm_args a = {
+        .y = y, .ldy = ldy, .x = x, .ldx = ldx, .w = L->w, .ldw = L->ldw, .bias = L->b,
+        .M = M, .N = L->n_out, .K = L->n_in, .epi = epi, .nthreads = c->nthreads, .ws = ws,
+    };
+    c->k.gemm[L->dt](&a);
+}
+
+int vit_wide_cols(const struct jm_vit *vit) {
+    int w = 3 * vit->d;
+    return vit->ffn > w ? vit->ffn : w;
+}
+
+size_t vit_ws_bytes(const struct jepa_ctx *c, int n, int head_dim, int max_k) {
+    size_t g = c->k.gemm_ws(c->nthreads, max_k);
+    size_t a = c->k.attn_ws(c->nthreads, head_dim, n);
+    return g > a ? g : a;
+}
+
+/* Apply the MLP activation in place when the matmul epilogue could not. */
+static void activate(const struct jepa_ctx *c, enum jm_act act, float *x, size_t n) {
+    switch (act) {
+    case JM_ACT_GELU_ERF: c->k.gelu(x, n, c->nthreads); break;
+    case JM_ACT_GELU_TANH: c->k.gelu_tanh(x, n, c->nthreads); break;
+    case JM_ACT_SILU: c->k.silu(x, n, c->nthreads); break;
+    }
+}
+
+/* x += branch, or x += ls * branch with layer-scale: a matmul whose epilogue adds. */
+static void residual_linear(const struct jepa_ctx *c, float *x, int d, const float *in,
+                            size_t ldin, const struct jm_linear *L, const float *ls, int n,
+                            const struct vit_scratch *s) {
+    if (!ls) {
+        linear(c, x, (size_t)d, in, ldin, L, n, JK_EPI_ADD, s->ws);
+        return;
+    }
+    linear(c, s->tmp, (size_t)d, in, ldin, L, n, JK_EPI_STORE, s->ws);
+    c->k.add(x, (size_t)d, s->tmp, (size_t)d, ls, n, d, c->nthreads);
+}
+
+void vit_block(const struct jepa_ctx *c, const struct jm_vit *vit, const struct jm_block *b,
+               float *x, int n, const struct vit_scratch *s) {
+    const int d = vit->d, hd = vit->head_dim, nh = vit->n_head, nt = c->nthreads;
+    const size_t ld3 = (size_t)3 * d;
+    float *h = s->h;          /* [n, d]  */
+    float *qkv = s->wide;     /* [n, 3d] rows [q | k | v] */
+
+    /* attention branch: h = ln1(x); qkv = h W^T + b */
+    c->k.layernorm(h, (size_t)d, x, (size_t)d, b->ln1.w, b->ln1.b, n, d, vit->ln_eps, nt);
+    if (b->qkv_fused) {
+        linear(c, qkv, ld3, h, (size_t)d, &b->qkv, n, JK_EPI_STORE, s->ws);
+    } else {
+        linear(c, qkv, ld3, h, (size_t)d, &b->q, n, JK_EPI_STORE, s->ws);
+        linear(c, qkv + d, ld3, h, (size_t)d, &b->k, n, JK_EPI_STORE, s->ws);
+        linear(c, qkv + 2 * d, ld3, h, (size_t)d, &b->v, n, JK_EPI_STORE, s->ws);
+    }
+    if (s->cos) {   /* RoPE on q and k, before the 1/sqrt(hd) scaling */
+        c->k.rope(qkv, ld3, n, nh, hd, s->cos, s->sin, nt);
+        c->k.rope(qkv + d, ld3, n, nh, hd, s->cos, s->sin, nt);
+    }
+    /* h = softmax(q k^T / sqrt(hd)) v, per head (h is free again after the qkv matmul) */
+    struct jk_attn_args at = {
+        .o = h, .ldo = (size_t)d, .q = qkv, .ldq = ld3, .k = qkv + d, .ldk = ld3,
+        .v = qkv + 2 * d, .ldv = ld3, .nq = n, .nkv = n, .n_head = nh, .head_dim = hd,
+        .scale = (float)(1.0 / sqrt((double)hd)), .q_pos = s->mask_pos, .k_pos = s->mask_pos,
+        .nthreads = nt, .ws = s->ws,
+    };
+    c->k.attn(&at);
+    residual_linear(c, x, d, h, (size_t)d, &b->out, b->ls1, n, s);
+
+    /* MLP branch: x += down(act(up(ln2(x)))) */
+    float *mid = s->wide;     /* [n, ffn] */
+    c->k.layernorm(h, (size_t)d, x, (size_t)d, b->ln2.w, b->ln2.b, n, d, vit->ln_eps, nt);
+    if (vit->act == JM_ACT_GELU_ERF) {
+        linear(c, mid, (size_t)vit->ffn, h, (size_t)d, &b->up, n, JK_EPI_GELU, s->ws);
+    } else {
+        linear(c, mid, (size_t)vit->ffn, h, (size_t)d, &b->up, n, JK_EPI_STORE, s->ws);
+        activate(c, vit->act, mid, (size_t)n * (size_t)vit->ffn);
+    }
+    residual_linear(c, x, d, mid, (size_t)vit->ffn, &b->down, b->ls2, n, s);
+}

@@ -1,0 +1,187 @@
+/*
+ * test_api.c — the public API's promises, with known answers:
+ *  - one model shared by several threads, each with its own context, gives every thread
+ *    the bits a single context gives;
+ *  - a context reused for an input of the same size does not grow its arena, and the
+ *    second run returns the same bits as the first;
+ *  - model queries (info, grid, labels) match the fixture's configuration;
+ *  - bad arguments are refused with JEPA_ERR_ARG and a message that names the problem,
+ *    and leave the context usable.
+ *
+ * usage: test_api DATA_DIR
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/npy.h"
+#include "jepa.h"
+
+static int failures;
+#define CHECK(cond, ...)                                    \
+    do {                                                    \
+        if (cond) {                                         \
+            printf("ok   " __VA_ARGS__);                    \
+        } else {                                            \
+            printf("FAIL " __VA_ARGS__);                    \
+            failures++;                                     \
+        }                                                   \
+        printf("\n");                                       \
+    } while (0)
+
+struct job {
+    const jepa_model *m;
+    const float *x;
+    float *tokens;
+    jepa_status st;
+};
+
+static void *encode_job(void *arg) {
+    struct job *j = arg;
+    jepa_ctx *c = NULL;
+    jepa_ctx_params p = jepa_ctx_default_params();
+    p.n_threads = 1;
+    j->st = jepa_ctx_new(&c, j->m, &p);
+    if (j->st == JEPA_OK) {
+        jepa_embed_out out = {.tokens = j->tokens};
+        for (int rep = 0; rep < 3 && j->st == JEPA_OK; rep++)
+            j->st = jepa_ctx_embed(c, j->x, 4, 64, 64, NULL, &out);
+    }
+    jepa_ctx_free(c);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_api DATA_DIR\n");
+        return 2;
+    }
+    char path[1024], err[JEPA_ERR_LEN];
+    snprintf(path, sizeof path, "%s/vjepa2_tiny/model.gguf", argv[1]);
+    jepa_model *m = NULL;
+    if (jepa_model_load(&m, path, err)) {
+        printf("FAIL load %s: %s\n", path, err);
+        return 1;
+    }
+    struct npy x;
+    struct jerr e = {0};
+    snprintf(path, sizeof path, "%s/vjepa2_tiny/input.npy", argv[1]);
+    if (npy_load_f32(&x, path, &e)) {
+        printf("FAIL %s: %s\n", path, e.msg);
+        return 1;
+    }
+
+    /* queries */
+    jepa_model_info info;
+    jepa_model_get_info(m, &info);
+    CHECK(!strcmp(info.family, "vjepa2") && info.embed_dim == 128 && info.n_layer == 2 &&
+              info.n_head == 2 && info.head_dim == 64 && info.has_predictor && info.has_head &&
+              info.n_classes == 7 && info.pred_out_dim == 128,
+          "model info: %s %d-d %d layers %d heads", info.family, info.embed_dim, info.n_layer, info.n_head);
+    int gt, gh, gw, n;
+    CHECK(jepa_model_grid(m, 4, 64, 96, &gt, &gh, &gw, &n) == JEPA_OK && gt == 2 && gh == 4 && gw == 6 && n == 48,
+          "grid of a 4x64x96 clip is 2x4x6 = 48 tokens");
+    CHECK(jepa_model_grid(m, 1, 64, 64, &gt, NULL, NULL, &n) == JEPA_OK && gt == 1 && n == 16,
+          "a still image is repeated to one tubelet: 16 tokens");
+    CHECK(jepa_model_grid(m, 3, 64, 64, NULL, NULL, NULL, &n) == JEPA_ERR_ARG, "3 frames do not fit tubelet 2");
+    CHECK(jepa_model_grid(m, 4, 60, 64, NULL, NULL, NULL, &n) == JEPA_ERR_ARG, "60 px is not a multiple of 16");
+    CHECK(jepa_model_label(m, 3) && !strcmp(jepa_model_label(m, 3), "c3") && !jepa_model_label(m, 7) &&
+              !jepa_model_label(m, -1),
+          "labels: c3 at 3, none out of range");
+
+    /* reference run, then reuse of the context */
+    jepa_ctx *c = NULL;
+    jepa_ctx_params p = jepa_ctx_default_params();
+    p.n_threads = 2;
+    if (jepa_ctx_new(&c, m, &p)) {
+        printf("FAIL ctx\n");
+        return 1;
+    }
+    float *ref = malloc(sizeof(float) * 32 * 128), *again = malloc(sizeof(float) * 32 * 128);
+    jepa_embed_out out = {.tokens = ref};
+    jepa_status st = jepa_ctx_embed(c, x.data, 4, 64, 64, NULL, &out);
+    size_t arena1 = jepa_ctx_arena_bytes(c);
+    out.tokens = again;
+    st |= jepa_ctx_embed(c, x.data, 4, 64, 64, NULL, &out);
+    CHECK(st == JEPA_OK && arena1 > 0 && jepa_ctx_arena_bytes(c) == arena1,
+          "reused context keeps its arena (%zu bytes)", arena1);
+    CHECK(!memcmp(ref, again, sizeof(float) * 32 * 128), "reused context gives the same bits");
+
+    /* bad arguments: refused, named, and the context still works */
+    st = jepa_ctx_embed(c, x.data, 4, 60, 64, NULL, &out);
+    CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "multiples of the patch size"),
+          "60 px refused: %s", jepa_ctx_error(c));
+    st = jepa_ctx_embed(c, x.data, 3, 64, 64, NULL, &out);
+    CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "tubelet"), "3 frames refused: %s", jepa_ctx_error(c));
+    int32_t bad_ids[2] = {0, 32};
+    jepa_embed_params ep = {.ctx_ids = bad_ids, .n_ctx = 2};
+    st = jepa_ctx_embed(c, x.data, 4, 64, 64, &ep, &out);
+    CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "outside"), "context id 32 refused: %s", jepa_ctx_error(c));
+    int32_t neg[1] = {-1}, ok1[1] = {0};
+    float pred[128];
+    jepa_predict_params pp = {.ctx_ids = ok1, .n_ctx = 1, .tgt_ids = neg, .n_tgt = 1, .mask_index = 1};
+    st = jepa_ctx_predict(c, ref, &pp, pred, NULL);
+    CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "negative"), "negative target id refused: %s",
+          jepa_ctx_error(c));
+    float ctx_out[128];
+    pp.tgt_ids = ok1;
+    st = jepa_ctx_predict(c, ref, &pp, pred, ctx_out);
+    CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "context projection"),
+          "ctx_out on a V-JEPA 2 predictor refused: %s", jepa_ctx_error(c));
+    float cls[128];
+    jepa_embed_out oc = {.cls = cls};
+    st = jepa_ctx_embed(c, x.data, 4, 64, 64, NULL, &oc);
+    CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "CLS"), "CLS on a family without one refused: %s",
+          jepa_ctx_error(c));
+    out.tokens = again;
+    st = jepa_ctx_embed(c, x.data, 4, 64, 64, NULL, &out);
+    CHECK(st == JEPA_OK && !memcmp(ref, again, sizeof(float) * 32 * 128), "context still works after errors");
+    jepa_ctx_params badp = jepa_ctx_default_params();
+    badp.cpu = "z80";
+    jepa_ctx *bc = NULL;
+    CHECK(jepa_ctx_new(&bc, m, &badp) == JEPA_ERR_ARG && !bc, "unknown cpu level refused");
+
+    /* one model, four threads, each with its own single-threaded context */
+    enum { NJOBS = 4 };
+    struct job jobs[NJOBS];
+    pthread_t th[NJOBS];
+    for (int i = 0; i < NJOBS; i++) {
+        jobs[i] = (struct job){.m = m, .x = x.data, .tokens = malloc(sizeof(float) * 32 * 128)};
+        pthread_create(&th[i], NULL, encode_job, &jobs[i]);
+    }
+    int same = 1;
+    for (int i = 0; i < NJOBS; i++) {
+        pthread_join(th[i], NULL);
+        same &= jobs[i].st == JEPA_OK && !memcmp(jobs[i].tokens, ref, sizeof(float) * 32 * 128);
+        free(jobs[i].tokens);
+    }
+    CHECK(same, "%d threads sharing one model give the same bits as one context", NJOBS);
+
+    /* load from memory */
+    snprintf(path, sizeof path, "%s/vjepa2_tiny/model.gguf", argv[1]);
+    FILE *f = fopen(path, "rb");
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *buf = malloc((size_t)sz);
+    size_t got = fread(buf, 1, (size_t)sz, f);
+    fclose(f);
+    jepa_model *mm = NULL;
+    CHECK(got == (size_t)sz && jepa_model_load_memory(&mm, buf, (size_t)sz, err) == JEPA_OK,
+          "load from memory");
+    jepa_model_free(mm);
+    mm = NULL;
+    CHECK(jepa_model_load_memory(&mm, buf, (size_t)sz / 2, err) != JEPA_OK && !mm && err[0],
+          "a truncated buffer is refused: %s", err);
+    jepa_model_free(mm);
+    free(buf);
+
+    free(ref);
+    free(again);
+    npy_free(&x);
+    jepa_ctx_free(c);
+    jepa_model_free(m);
+    printf("%s\n", failures ? "api: FAILED" : "api: all checks passed");
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# tests/run_all.sh — every test of jepa.c, as CI runs them:
+#   1. release build (gcc), all suites
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer build, all suites
+#   3. clang build with warnings as errors (compile check), all suites
+#   4. aarch64 cross build, kernel and model suites under qemu-aarch64 (NEON)
+#   5. GGUF byte-compatibility with ggml's own reader (the `gguf` Python package), when
+#      a Python venv with it can be made (tests/gguf/README.md)
+# Ends with one line "N passed, N failed, N skipped" summing every meson run.
+# Build folders: build-test-* (reused between runs). Usage: bash tests/run_all.sh [--quick]
+set -u
+cd "$(dirname "$0")/.."
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+passed=0 failed=0 skipped=0
+status=0
+
+# run_suite NAME BUILD_DIR [meson setup args...]
+run_suite() {
+    local name=$1 dir=$2
+    shift 2
+    echo "=== $name ($dir)"
+    if [ ! -f "$dir/build.ninja" ]; then
+        if ! meson setup "$dir" "$@" >"$dir.setup.log" 2>&1; then
+            cat "$dir.setup.log"; echo "setup of $name FAILED"; failed=$((failed + 1)); status=1; return
+        fi
+    fi
+    if ! ninja -C "$dir" >"$dir.build.log" 2>&1; then
+        tail -40 "$dir.build.log"; echo "build of $name FAILED"; failed=$((failed + 1)); status=1; return
+    fi
+    meson test -C "$dir" --print-errorlogs --num-processes 2 >"$dir.test.log" 2>&1
+    local rc=$?
+    grep -E '^ *[0-9]+/[0-9]+ ' "$dir.test.log" | sed 's/^/  /'
+    local ok fail skip to
+    ok=$(sed -n 's/^Ok: *\([0-9]*\).*/\1/p' "$dir.test.log" | tail -1)
+    fail=$(sed -n 's/^Fail: *\([0-9]*\).*/\1/p' "$dir.test.log" | tail -1)
+    skip=$(sed -n 's/^Skipped: *\([0-9]*\).*/\1/p' "$dir.test.log" | tail -1)
+    to=$(sed -n 's/^Timeout: *\([0-9]*\).*/\1/p' "$dir.test.log" | tail -1)
+    passed=$((passed + ${ok:-0})); failed=$((failed + ${fail:-0} + ${to:-0})); skipped=$((skipped + ${skip:-0}))
+    if [ $rc -ne 0 ]; then
+        status=1
+        [ -z "$fail" ] && failed=$((failed + 1))
+        echo "--- failures of $name:"; grep -E 'FAIL|Error|error' "$dir.test.log" | head -40
+    fi
+}
+
+run_suite "release (gcc)" build-test-release --buildtype=release
+[ $quick = 1 ] || run_suite "asan+ubsan (gcc)" build-test-san --buildtype=debugoptimized \
+    -Db_sanitize=address,undefined -Db_lundef=false
+if [ $quick = 0 ] && command -v clang >/dev/null; then
+    CC=clang run_suite "clang -Werror" build-test-clang --buildtype=release -Dwerror=true
+fi
+if [ $quick = 0 ] && command -v aarch64-linux-gnu-gcc >/dev/null && command -v qemu-aarch64-static >/dev/null; then
+    run_suite "aarch64 cross (qemu)" build-test-arm --cross-file cross/aarch64-linux-gnu.ini \
+        --buildtype=release -Dopenblas=disabled -Dvideo=disabled -Dcuda=disabled
+fi
+if [ $quick = 0 ] && [ -f tests/gguf/check_gguf_py.sh ]; then
+    echo "=== GGUF compatibility with ggml's gguf-py"
+    if bash tests/gguf/check_gguf_py.sh build-test-release; then passed=$((passed + 1))
+    else failed=$((failed + 1)); status=1; fi
+fi
+
+echo "$passed passed, $failed failed, $skipped skipped"
+exit $status
