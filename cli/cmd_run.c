@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/inputs.h"
 #include "cli/npy.h"
 #include "jepa.h"
 
@@ -28,6 +29,7 @@ struct run_opts {
     const char *pool;      /* mean | cls | lewm | none */
     int hier, threads, timing, verbose, topk, mask_index;
     jepa_modality modality;
+    struct inputs_opts in;   /* -i / --frames-npy / VIDEO and their options (cli/inputs.c) */
 };
 
 static const char *cmd_name(enum run_cmd c) {
@@ -53,13 +55,24 @@ static void run_usage(enum run_cmd c) {
         printf("--input-tensor X.npy [-k 5] [--logits-out L.npy]\n");
         break;
     }
-    printf("  --input-tensor X.npy  float32 [C, T, H, W] clip or [C, H, W] image, preprocessed\n"
+    printf("  --input-tensor X.npy  float32 [C, T, H, W] clip or [C, H, W] image, preprocessed\n");
+    inputs_usage();
+    printf(
            "  --test-pattern TxHxW  a synthetic moving pattern of T frames of H x W (no file needed)\n"
            "  -t N                  threads (default: all cores)\n"
            "  --cpu ISA             cap the kernels: scalar, avx2, avx512, neon\n"
            "  --time                print timings to stderr\n"
            "  -v                    describe the run on stderr (grid, kernels, threads)\n"
            "  -q                    print nothing but errors\n");
+}
+
+/* Multiply-adds x 2 of an encoder pass over n tokens: patch embedding, per layer the
+ * qkv / out / MLP matmuls and attention (q k^T and p v), as benchmarks count them. */
+static double encoder_flops(const jepa_model_info *i, int n, int tubelet) {
+    const double d = i->embed_dim, f = i->ffn_dim, N = n;
+    const double patch = 2.0 * N * d * i->in_chans * tubelet * i->patch_size * i->patch_size;
+    const double layer = 2.0 * N * (3 * d * d + d * d + 2 * d * f) + 4.0 * N * N * d;
+    return patch + i->n_layer * layer;
 }
 
 static double now_ms(void) {
@@ -70,6 +83,7 @@ static double now_ms(void) {
 
 static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
     const char *name = cmd_name(c);
+    int rc;
     memset(o, 0, sizeof *o);
     o->pool = "none";
     o->topk = 5;
@@ -116,17 +130,16 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
             if (o->topk < 1) return cli_usage_error(name, "-k needs a positive count");
         }
         else if (c == RUN_CLASSIFY && !strcmp(a, "--logits-out")) { NEEDV(); o->logits_out = v; }
-        else if (!strcmp(a, "-i") || !strcmp(a, "--image") || !strcmp(a, "--frames-npy"))
-            return cli_usage_error(name, "%s: image, frame and video inputs are not available in this "
-                                         "build yet; pass a preprocessed --input-tensor", a);
+        else if ((rc = inputs_parse(&o->in, name, argc, argv, &i))) { if (rc != 1) return rc; }
         else if (a[0] == '-') return cli_usage_error(name, "unknown option '%s'", a);
-        else return cli_usage_error(name, "'%s': video inputs are not available in this build yet; "
-                                          "pass a preprocessed --input-tensor", a);
+        else if ((rc = inputs_positional(&o->in, name, a))) return rc;
 #undef NEEDV
     }
     if (!o->model) return cli_usage_error(name, "missing -m MODEL");
-    if (!o->input_tensor == !o->test_pattern)
-        return cli_usage_error(name, "give one input: --input-tensor X.npy or --test-pattern TxHxW");
+    if ((rc = inputs_check(&o->in, name))) return rc;
+    if (!!o->input_tensor + !!o->test_pattern + !!inputs_given(&o->in) != 1)
+        return cli_usage_error(name, "give one input: --input-tensor X.npy, --test-pattern TxHxW, -i IMAGE, "
+                                     "--frames-npy F.npy or a VIDEO");
     if (c == RUN_PREDICT && (!o->ctx || !o->tgt || !o->out))
         return cli_usage_error(name, "predict needs --ctx, --tgt and -o");
     if (o->hier && strcmp(o->pool, "none"))
@@ -209,6 +222,7 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
     jepa_model *m = NULL;
     jepa_ctx *c = NULL;
     struct npy clip = {0}, ctx_ids = {0}, tgt_ids = {0};
+    struct inputs_reader *rdr = NULL;
     float *tokens = NULL, *pooled = NULL, *hier = NULL, *pred = NULL, *ctx_out = NULL, *logits = NULL;
     rc = CLI_EXIT_FAIL;
 
@@ -227,10 +241,23 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
     double t_load = now_ms() - t0;
 
     int T = 0, H = 0, W = 0, gt = 0, gh = 0, gw = 0, n = 0;
-    if (o.test_pattern ? make_pattern(o.test_pattern, &clip, info.in_chans, &T, &H, &W)
-                       : load_clip(o.input_tensor, &clip, info.in_chans, &T, &H, &W))
+    if (inputs_given(&o.in)) {
+        /* images / frames / video (cli/inputs.c); several clips run there */
+        if (inputs_open(&rdr, &o.in, m, !o.verbose)) goto done;
+        if (inputs_n_clips(rdr) > 1) {
+            struct inputs_run_opts ro = {
+                .cmd = cmd == RUN_EMBED ? INPUTS_EMBED : cmd == RUN_CLASSIFY ? INPUTS_CLASSIFY : INPUTS_PREDICT,
+                .pool = o.pool, .hier = o.hier, .out = o.out, .logits_out = o.logits_out, .topk = o.topk,
+                .quiet = !o.verbose, .timing = o.timing};
+            rc = inputs_run_clips(rdr, m, c, &ro);
+            goto done;
+        }
+        if (inputs_next(rdr, &clip, &T, &H, &W)) goto done;
+    } else if (o.test_pattern ? make_pattern(o.test_pattern, &clip, info.in_chans, &T, &H, &W)
+                              : load_clip(o.input_tensor, &clip, info.in_chans, &T, &H, &W)) {
         goto done;
-    const char *input_name = o.test_pattern ? "test pattern" : o.input_tensor;
+    }
+    const char *input_name = rdr ? inputs_name(rdr) : o.test_pattern ? "test pattern" : o.input_tensor;
     if (jepa_model_grid(m, T, H, W, &gt, &gh, &gw, &n)) {
         cli_fail(input_name, "a %dx%dx%d input does not fit this model (patch %d, tubelet %d)",
                  T, H, W, info.patch_size, info.tubelet_size);
@@ -269,8 +296,9 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
     if (o.verbose)
         fprintf(stderr, "jepa: %s %s: %d tokens (%dx%dx%d grid) x %d dims, %s kernels, %d threads\n",
                 info.family, cmd_name(cmd), n, gt, gh, gw, D, jepa_ctx_isa(c), jepa_ctx_threads(c));
-    if (o.timing) fprintf(stderr, "time: load %.1f ms, encode %.1f ms (%.0f tokens/s)\n", t_load, t_enc,
-                          n / (t_enc / 1e3));
+    if (o.timing)
+        fprintf(stderr, "time: load %.1f ms, encode %.1f ms (%.0f tokens/s, %.1f GFLOP/s)\n", t_load, t_enc,
+                n / (t_enc / 1e3), encoder_flops(&info, n, T == 1 ? 1 : info.tubelet_size) / (t_enc * 1e6));
 
     if (cmd == RUN_EMBED) {
         const float *outp = tokens;
@@ -343,6 +371,7 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
 done:
     free(tokens); free(pooled); free(hier); free(pred); free(ctx_out); free(logits);
     npy_free(&clip); npy_free(&ctx_ids); npy_free(&tgt_ids);
+    inputs_close(rdr);
     jepa_ctx_free(c);
     jepa_model_free(m);
     return rc;

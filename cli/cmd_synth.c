@@ -23,33 +23,52 @@
 struct arch {
     const char *name, *family, *modality, *about;
     int d, layers, heads, ffn, patch, tubelet, img, frames;
-    const char *layout;        /* rope layout */
+    const char *pos;           /* rope3d | sincos2d | learned */
+    const char *layout;        /* rope layout (rope3d) */
     int interpolate;           /* 2.1 */
     int hier[4], n_hier;
     int image_embed;           /* 2.1: patch_embed_img + modality embeddings */
+    int cls, block_causal;     /* CLS token (hfvit, lewm, levjepa); LeVJEPA's mask */
+    float ln_eps;
+    int proj_hidden;           /* lewm projector width (0: none) */
     /* masked predictor (pd = 0: none) */
     int pd, p_layers, p_heads, p_ffn, p_mask, p_out, p_ctx_proj;
     /* attentive-pool head (n_classes = 0: none) */
     int n_classes, pool_layers;
+    const char *resize_mode, *resample;
     int resize_short, crop;
+    float mean, std;           /* 0: ImageNet statistics */
 };
 
+/* Shapes of the published checkpoints (see shared/reference and the schema's family notes). */
 static const struct arch archs[] = {
     {"vjepa2-vitl-256", "vjepa2", "video", "V-JEPA 2 ViT-L/16 256px (vjepa2-vitl-fpc64-256 shape)",
-     1024, 24, 16, 4096, 16, 2, 256, 64, "tiled", 0, {0}, 0, 0,
-     384, 12, 12, 1536, 10, 1024, 0, 0, 0, 292, 256},
-    {"vjepa2-vitl-256-ssv2", "vjepa2", "video", "V-JEPA 2 ViT-L/16 256px with the SSv2 attentive-pool classifier shape (174 classes)",
-     1024, 24, 16, 4096, 16, 2, 256, 16, "tiled", 0, {0}, 0, 0,
-     384, 12, 12, 1536, 10, 1024, 0, 174, 3, 292, 256},
+     1024, 24, 16, 4096, 16, 2, 256, 64, "rope3d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
+     384, 12, 12, 1536, 10, 1024, 0, 0, 0, "shortest_edge", "bilinear", 292, 256, 0, 0},
+    {"vjepa2-vitl-256-ssv2", "vjepa2", "video", "V-JEPA 2 ViT-L/16 256px + the SSv2 attentive-pool classifier shape (174 classes)",
+     1024, 24, 16, 4096, 16, 2, 256, 16, "rope3d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
+     384, 12, 12, 1536, 10, 1024, 0, 174, 3, "shortest_edge", "bilinear", 292, 256, 0, 0},
     {"vjepa2_1-vitb-384", "vjepa2_1", "image+video", "V-JEPA 2.1 ViT-B/16 384px (vjepa2_1_vitb_dist_vitG_384 shape)",
-     768, 12, 12, 3072, 16, 2, 384, 64, "interleaved", 1, {2, 5, 8, 11}, 4, 1,
-     384, 12, 12, 1536, 8, 1664, 1, 0, 0, 438, 384},
+     768, 12, 12, 3072, 16, 2, 384, 64, "rope3d", "interleaved", 1, {2, 5, 8, 11}, 4, 1, 0, 0, 1e-6f, 0,
+     384, 12, 12, 1536, 8, 1664, 1, 0, 0, "shortest_edge", "bilinear", 438, 384, 0, 0},
+    {"ijepa-vith14-224", "ijepa", "image", "I-JEPA ViT-H/14 224px (ijepa_vith14_1k shape)",
+     1280, 32, 16, 5120, 14, 1, 224, 1, "sincos2d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
+     0, 0, 0, 0, 0, 0, 0, 0, 0, "squash", "bicubic", 224, 224, 0.5f, 0.5f},
+    {"lejepa-vits16-224", "hfvit", "image", "LeJEPA ViT-S/16 224px (lejepa-vits16-pretrain-in1k shape)",
+     384, 12, 6, 1536, 16, 1, 224, 1, "learned", "tiled", 0, {0}, 0, 0, 1, 0, 1e-6f, 0,
+     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bicubic", 256, 224, 0, 0},
+    {"levjepa-vitl16-224", "levjepa", "video", "LeVJEPA ViT-L/16 224px, 16 frames, block-causal (LeVJEPA-VideoMix-Large shape)",
+     1024, 24, 16, 4096, 16, 1, 224, 16, "rope3d", "tiled", 0, {0}, 0, 0, 1, 1, 1e-6f, 0,
+     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bicubic", 224, 224, 0, 0},
+    {"lewm-tiny-224", "lewm", "image", "LeWM encoder: ViT-tiny/14 224px + projector (lewm-pusht shape, no predictor)",
+     192, 12, 3, 768, 14, 1, 224, 1, "learned", "tiled", 0, {0}, 0, 0, 1, 0, 1e-12f, 2048,
+     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bilinear", 224, 224, 0, 0},
     {"vjepa2-tiny", "vjepa2", "video", "a tiny V-JEPA 2 (128-d, 2 layers) for tests",
-     128, 2, 2, 512, 16, 2, 64, 4, "tiled", 0, {0}, 0, 0,
-     64, 2, 2, 256, 10, 128, 0, 7, 3, 73, 64},
+     128, 2, 2, 512, 16, 2, 64, 4, "rope3d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
+     64, 2, 2, 256, 10, 128, 0, 7, 3, "shortest_edge", "bilinear", 73, 64, 0, 0},
     {"vjepa2_1-tiny", "vjepa2_1", "image+video", "a tiny V-JEPA 2.1 (64-d, 12 layers) for tests",
-     64, 12, 1, 256, 16, 2, 64, 4, "interleaved", 1, {2, 5, 8, 11}, 4, 1,
-     64, 4, 2, 256, 8, 96, 1, 0, 0, 73, 64},
+     64, 12, 1, 256, 16, 2, 64, 4, "rope3d", "interleaved", 1, {2, 5, 8, 11}, 4, 1, 0, 0, 1e-6f, 0,
+     64, 4, 2, 256, 8, 96, 1, 0, 0, "shortest_edge", "bilinear", 73, 64, 0, 0},
 };
 
 /* ---- deterministic random numbers (splitmix64 + Box-Muller) ---- */
@@ -150,7 +169,7 @@ static void synth_usage(FILE *f) {
 int cmd_synth(int argc, char **argv) {
     const char *arch_name = NULL, *dtype = "f16", *out = NULL;
     uint64_t seed = 42;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {   /* options come in pairs: --name value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { synth_usage(stdout); return 0; }
         if (!v) return cli_usage_error("synth", "option %s needs a value", a);
@@ -159,7 +178,6 @@ int cmd_synth(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 0);
         else if (!strcmp(a, "-o")) out = v;
         else return cli_usage_error("synth", "unknown option '%s'", a);
-        i++;
     }
     if (!arch_name || !out) return cli_usage_error("synth", "needs --arch NAME and -o OUT.gguf");
     const struct arch *A = NULL;
@@ -184,6 +202,9 @@ int cmd_synth(int argc, char **argv) {
     if ((int64_t)A->d * 3 * A->tubelet * A->patch * A->patch > big) big = (int64_t)A->d * 3 * A->tubelet * A->patch * A->patch;
     if ((int64_t)A->p_out * A->pd > big) big = (int64_t)A->p_out * A->pd;
     if ((int64_t)A->n_classes * A->d > big) big = (int64_t)A->n_classes * A->d;
+    const int64_t grid = A->img / A->patch;
+    if ((int64_t)(1 + grid * grid) * A->d > big) big = (int64_t)(1 + grid * grid) * A->d;
+    if ((int64_t)A->proj_hidden * A->d > big) big = (int64_t)A->proj_hidden * A->d;
     s.buf = malloc(sizeof(float) * (size_t)big);
     s.qbuf = malloc(sizeof(float) * (size_t)big);
     s.w = gguf_writer_new();
@@ -209,14 +230,19 @@ int cmd_synth(int argc, char **argv) {
     gguf_writer_set_u32(w, "jepa.enc.img_size", (uint32_t)A->img);
     gguf_writer_set_u32(w, "jepa.enc.n_frames", (uint32_t)A->frames);
     gguf_writer_set_u32(w, "jepa.enc.in_chans", 3);
-    gguf_writer_set_f32(w, "jepa.enc.ln_eps", 1e-6f);
+    gguf_writer_set_f32(w, "jepa.enc.ln_eps", A->ln_eps);
     gguf_writer_set_str(w, "jepa.enc.act", "gelu_erf");
-    gguf_writer_set_str(w, "jepa.enc.pos_type", "rope3d");
-    gguf_writer_set_f32(w, "jepa.enc.rope_theta", 10000.0f);
-    gguf_writer_set_bool(w, "jepa.enc.rope_interpolate", A->interpolate);
-    gguf_writer_set_str(w, "jepa.enc.rope_freq_layout", A->layout);
-    if (A->interpolate) gguf_writer_set_u32(w, "jepa.enc.rope_ref_grid", (uint32_t)(256 / A->patch));
-    gguf_writer_set_bool(w, "jepa.enc.cls_token", 0);
+    gguf_writer_set_str(w, "jepa.enc.pos_type", A->pos);
+    const int rope = !strcmp(A->pos, "rope3d");
+    if (rope) {
+        gguf_writer_set_f32(w, "jepa.enc.rope_theta", 10000.0f);
+        gguf_writer_set_bool(w, "jepa.enc.rope_interpolate", A->interpolate);
+        gguf_writer_set_str(w, "jepa.enc.rope_freq_layout", A->layout);
+        if (A->interpolate) gguf_writer_set_u32(w, "jepa.enc.rope_ref_grid", (uint32_t)(256 / A->patch));
+    }
+    if (A->block_causal) gguf_writer_set_str(w, "jepa.enc.attn_mode", "block_causal");
+    if (A->proj_hidden) gguf_writer_set_str(w, "jepa.enc.proj_act", "gelu_erf");
+    gguf_writer_set_bool(w, "jepa.enc.cls_token", (bool)A->cls);
     gguf_writer_set_u32(w, "jepa.enc.n_registers", 0);
     gguf_writer_set_bool(w, "jepa.enc.qkv_fused", 1);
     gguf_writer_set_bool(w, "jepa.enc.modality_embed", A->image_embed);
@@ -265,12 +291,14 @@ int cmd_synth(int argc, char **argv) {
     } else {
         gguf_writer_set_str(w, "jepa.head.kind", "none");
     }
-    const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
+    float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
+    if (A->mean) mean[0] = mean[1] = mean[2] = A->mean, std[0] = std[1] = std[2] = A->std;
     gguf_writer_set_arr(w, "jepa.pre.mean", GGUF_V_F32, mean, 3);
     gguf_writer_set_arr(w, "jepa.pre.std", GGUF_V_F32, std, 3);
     gguf_writer_set_u32(w, "jepa.pre.resize_short", (uint32_t)A->resize_short);
     gguf_writer_set_u32(w, "jepa.pre.crop", (uint32_t)A->crop);
-    gguf_writer_set_str(w, "jepa.pre.resample", "bilinear");
+    gguf_writer_set_str(w, "jepa.pre.resample", A->resample);
+    gguf_writer_set_str(w, "jepa.pre.resize_mode", A->resize_mode);
     gguf_writer_set_f32(w, "jepa.pre.rescale", 1.0f / 255.0f);
 
     /* encoder tensors */
@@ -281,6 +309,11 @@ int cmd_synth(int argc, char **argv) {
         bad |= add(&s, "enc.mod_embed_img", d, 0, FILL_TOKEN, 0);
         bad |= add(&s, "enc.mod_embed_video", d, 0, FILL_TOKEN, 0);
     }
+    if (!rope) {   /* position table [CLS?; training grid] */
+        const int g = A->img / P;
+        bad |= add(&s, "enc.pos_embed", A->cls + g * g, d, FILL_TOKEN, 0);
+    }
+    if (A->cls) bad |= add(&s, "enc.cls_token", d, 0, FILL_TOKEN, 0);
     for (int l = 0; l < A->layers && !bad; l++) {
         snprintf(name, sizeof name, "enc.blk.%d", l);
         bad |= add_block(&s, name, d, A->ffn);
@@ -290,6 +323,10 @@ int cmd_synth(int argc, char **argv) {
         bad |= add_norm(&s, name, d);
     }
     bad |= add_norm(&s, "enc.norm", d);
+    if (A->proj_hidden) {
+        bad |= add_linear(&s, "enc.proj.0", A->proj_hidden, d, 1);
+        bad |= add_linear(&s, "enc.proj.2", d, A->proj_hidden, 1);
+    }
     if (A->pd) {
         bad |= add_linear(&s, "pred.embed", A->pd, d, 1);
         bad |= add(&s, "pred.mask_tokens", A->p_mask, A->pd, FILL_TOKEN, 0);

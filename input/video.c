@@ -112,6 +112,8 @@ struct video_reader {
     int stream;
     AVPacket *pkt;
     AVFrame *frame;
+    AVFrame *last;           /* the most recent frame handed out (a reference, for video_last) */
+    int64_t last_index;
     struct SwsContext *sws;
     int sws_w, sws_h, sws_fmt, sws_cs, sws_full;   /* what r->sws is set up for */
     bool sws_ready;
@@ -191,7 +193,8 @@ jepa_status video_open(struct video_reader **out, const char *path, struct jerr 
         st = jerr_set(e, JEPA_ERR_UNSUPPORTED, "%s: no decoder for codec '%s'", path, avcodec_get_name(par->codec_id));
         goto fail;
     }
-    if (!(r->cc = avcodec_alloc_context3(dec)) || !(r->pkt = av_packet_alloc()) || !(r->frame = av_frame_alloc())) {
+    if (!(r->cc = avcodec_alloc_context3(dec)) || !(r->pkt = av_packet_alloc()) || !(r->frame = av_frame_alloc()) ||
+        !(r->last = av_frame_alloc())) {
         st = jerr_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
         goto fail;
     }
@@ -215,6 +218,7 @@ void video_close(struct video_reader *r) {
     if (!r) return;
     sws_freeContext(r->sws);
     av_frame_free(&r->frame);
+    av_frame_free(&r->last);
     av_packet_free(&r->pkt);
     avcodec_free_context(&r->cc);
     avformat_close_input(&r->fc);
@@ -294,7 +298,9 @@ jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rg
                 st = convert(r, r->frame, e);
                 if (!st && rgb) *rgb = r->rgb;
             }
-            av_frame_unref(r->frame);
+            av_frame_unref(r->last);
+            av_frame_move_ref(r->last, r->frame);
+            r->last_index = *index;
             return st;
         }
         if (ret == AVERROR_EOF) {
@@ -323,6 +329,16 @@ jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rg
         av_packet_unref(r->pkt);
     }
     *eof = true;
+    return JEPA_OK;
+}
+
+jepa_status video_last(struct video_reader *r, const uint8_t **rgb, int *h, int *w, int64_t *index,
+                       struct jerr *e) {
+    *rgb = NULL;
+    if (!r->last->data[0]) return jerr_set(e, JEPA_ERR_FORMAT, "%s: no frame was decoded", r->path);
+    jepa_status st = convert(r, r->last, e);
+    if (st) return st;
+    *rgb = r->rgb, *h = r->last->height, *w = r->last->width, *index = r->last_index;
     return JEPA_OK;
 }
 
@@ -355,6 +371,13 @@ jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rg
     (void)r, (void)want_rgb, (void)h, (void)w, (void)index;
     if (rgb) *rgb = NULL;
     *eof = true;
+    return jerr_set(e, JEPA_ERR_UNSUPPORTED, "video decoding is not built");
+}
+
+jepa_status video_last(struct video_reader *r, const uint8_t **rgb, int *h, int *w, int64_t *index,
+                       struct jerr *e) {
+    (void)r, (void)h, (void)w, (void)index;
+    *rgb = NULL;
     return jerr_set(e, JEPA_ERR_UNSUPPORTED, "video decoding is not built");
 }
 

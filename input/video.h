@@ -62,6 +62,10 @@ jepa_status video_open(struct video_reader **out, const char *path, struct jerr 
  * At the end: JEPA_OK with *eof = true. */
 jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rgb, int *h, int *w,
                        int64_t *index, bool *eof, struct jerr *e);
+/* The last frame video_next() returned, converted again (for a file whose decodable
+ * frames run out before its packet count: callers repeat it, as decord would clamp). */
+jepa_status video_last(struct video_reader *r, const uint8_t **rgb, int *h, int *w, int64_t *index,
+                       struct jerr *e);
 void video_close(struct video_reader *r);
 
 #endif

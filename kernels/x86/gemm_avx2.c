@@ -83,7 +83,7 @@ static void gt_ukernel(int kc, const float *restrict a, const float *restrict b,
 #ifdef UNROLL
 #pragma GCC unroll 4
 #endif
-    for (int k = 0; k < kc - (kc > 700); k++) {
+    for (int k = 0; k < kc; k++) {
 #ifdef APF
         _mm_prefetch((const char *)(a + APF), _MM_HINT_T0);
 #endif
