@@ -49,7 +49,7 @@ int inputs_parse(struct inputs_opts *o, const char *cmd, int argc, char **argv, 
     int rc;
     enum { NONE, INT_FPC, INT_STEP, INT_CLIPS, INT_STRIDE, INT_SHORT } kind = NONE;
     if (!strcmp(a, "--dense")) { o->dense = 1; o->sampling_given = 1; return 1; }
-    if (!strcmp(a, "--no-antialias")) { o->no_antialias = 1; return 1; }
+    if (!strcmp(a, "--no-antialias")) { o->no_antialias = 1; o->pre_given = 1; return 1; }
     if (!strcmp(a, "-i") || !strcmp(a, "--image") || !strcmp(a, "--frames-npy") || !strcmp(a, "--norm") ||
         !strcmp(a, "--frames-per-clip") || !strcmp(a, "--frame-step") || !strcmp(a, "--num-clips") ||
         !strcmp(a, "--stride") || !strcmp(a, "--resize-short")) {
@@ -70,6 +70,7 @@ int inputs_parse(struct inputs_opts *o, const char *cmd, int argc, char **argv, 
         return 1;
     }
     if (!strcmp(a, "--norm")) {
+        o->pre_given = 1;
         if (!strcmp(v, "fused")) o->norm_sequential = 0;
         else if (!strcmp(v, "sequential")) o->norm_sequential = 1;
         else return cli_usage_error(cmd, "--norm takes fused or sequential, not '%s'", v);
@@ -87,7 +88,7 @@ int inputs_parse(struct inputs_opts *o, const char *cmd, int argc, char **argv, 
     case INT_STEP: o->fstp = (int)x; break;
     case INT_CLIPS: o->num_clips = (int)x; break;
     case INT_STRIDE: o->stride = x; break;
-    default: o->resize_short = (int)x; return 1;
+    default: o->resize_short = (int)x; o->pre_given = 1; return 1;
     }
     o->sampling_given = 1;
     return 1;
@@ -105,6 +106,9 @@ int inputs_given(const struct inputs_opts *o) {
 
 int inputs_check(const struct inputs_opts *o, const char *cmd) {
     if (inputs_given(o) > 1) return cli_usage_error(cmd, "give one input: -i IMAGE..., --frames-npy F.npy or a VIDEO");
+    if (o->pre_given && !inputs_given(o))
+        return cli_usage_error(cmd, "--no-antialias / --resize-short / --norm preprocess -i, --frames-npy or a "
+                                    "VIDEO; an --input-tensor is used as it is");
     if (o->sampling_given && !o->video)
         return cli_usage_error(cmd, "--frames-per-clip / --frame-step / --num-clips / --dense / --stride "
                                     "sample a VIDEO; images and --frames-npy are used as given");

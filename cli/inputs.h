@@ -44,6 +44,7 @@ struct inputs_opts {
     int resize_short;           /* 0: the model's */
     int norm_sequential;
     int sampling_given;         /* any of the sampling options was given */
+    int pre_given;              /* any of the preprocessing options was given */
 };
 
 /* Consume argv[*i] (and its value, advancing *i) when it is an input option.

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static size_t dtype_size(enum npy_dtype t) {
@@ -172,11 +173,15 @@ jepa_status npy_save_f32(const char *path, const float *data, int ndim, const in
     int hl = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", shp);
     int total = 10 + hl + 1;
     int pad = (64 - total % 64) % 64;
+    /* A regular file is written beside and renamed into place; a device or pipe
+     * (/dev/stdout, a FIFO) is written directly — renaming over it would replace it. */
+    struct stat sb;
+    const int direct = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 5);
     if (!tmp) return jerr_set(err, JEPA_ERR_NOMEM, "out of memory");
     memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
+    memcpy(tmp + plen, direct ? "" : ".tmp", direct ? 1 : 5);
     FILE *f = fopen(tmp, "wb");
     if (!f) {
         jepa_status st = jerr_set(err, JEPA_ERR_IO, "cannot write: %s", strerror(errno));
@@ -191,9 +196,9 @@ jepa_status npy_save_f32(const char *path, const float *data, int ndim, const in
     ok = ok && fputc('\n', f) != EOF;
     ok = ok && fwrite(data, sizeof(float), (size_t)count, f) == (size_t)count;
     ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
+    if (!ok || (!direct && rename(tmp, path) != 0)) {
         jepa_status st = jerr_set(err, JEPA_ERR_IO, "write failed: %s", strerror(errno));
-        unlink(tmp);
+        if (!direct) unlink(tmp);
         free(tmp);
         return st;
     }

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct wkv {
@@ -528,6 +529,11 @@ jepa_status gguf_writer_write(const struct gguf_writer *w, const char *path, str
     struct sink s = {0};
     bool created = false;
     size_t data_off, total, align;
+    /* The file is renamed into place, which would replace a device or a FIFO (as root,
+     * `-o /dev/null` would become a regular file): only regular files are written. */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return jerr_set(err, JEPA_ERR_IO, "refusing to replace '%s': not a regular file", path);
     jepa_status st = plan(w, &offs, &data_off, &total, &align, err);
     if (st) return st;
 

@@ -244,9 +244,22 @@ static jepa_status resize_tv(const uint8_t *src, int h, int w, size_t stride, in
             for (int x = 0; x < nx; x++) {
                 const int16_t *k = th.w + (size_t)x * (size_t)K;
                 const uint8_t *p = s + (size_t)th.start[x] * (size_t)ch;
+                const int len = th.len[x];
+                if (ch == 3) {   /* the RGB case, one pass over the taps */
+                    int32_t a0 = half, a1 = half, a2 = half;
+                    for (int j = 0; j < len; j++, p += 3) {
+                        a0 += (int32_t)k[j] * p[0];
+                        a1 += (int32_t)k[j] * p[1];
+                        a2 += (int32_t)k[j] * p[2];
+                    }
+                    d[3 * (size_t)x] = clamp_shift(a0, prec);
+                    d[3 * (size_t)x + 1] = clamp_shift(a1, prec);
+                    d[3 * (size_t)x + 2] = clamp_shift(a2, prec);
+                    continue;
+                }
                 for (int c = 0; c < ch; c++) {
                     int32_t acc = half;
-                    for (int j = 0; j < th.len[x]; j++) acc += (int32_t)k[j] * p[(size_t)j * ch + c];
+                    for (int j = 0; j < len; j++) acc += (int32_t)k[j] * p[(size_t)j * ch + c];
                     d[(size_t)x * ch + c] = clamp_shift(acc, prec);
                 }
             }
@@ -261,17 +274,25 @@ static jepa_status resize_tv(const uint8_t *src, int h, int w, size_t stride, in
     if (need_v) {
         const int K = tv.K, prec = tv.prec;
         const int32_t half = (int32_t)1 << (prec - 1);
+        /* row-wise: acc[x] += k_j * row_j[x] streams through the rows (exact integer sums,
+         * so the order of the taps does not matter) */
+        int32_t *accs = malloc(sizeof(int32_t) * row * (size_t)ny);
+        if (!accs) { st = jerr_set(e, JEPA_ERR_NOMEM, "resize: out of memory"); goto done; }
 #pragma omp parallel for schedule(static) if ((size_t)ny * row > 65536)
         for (int y = 0; y < ny; y++) {
             const int16_t *k = tv.w + (size_t)y * (size_t)K;
             const uint8_t *s = hsrc + (size_t)(tv.start[y] - r0) * hstride;
+            int32_t *acc = accs + (size_t)y * row;
             uint8_t *d = dst + (size_t)y * row;
-            for (size_t x = 0; x < row; x++) {
-                int32_t acc = half;
-                for (int j = 0; j < tv.len[y]; j++) acc += (int32_t)k[j] * s[(size_t)j * hstride + x];
-                d[x] = clamp_shift(acc, prec);
+            for (size_t x = 0; x < row; x++) acc[x] = half;
+            for (int j = 0; j < tv.len[y]; j++) {
+                const int32_t kj = k[j];
+                const uint8_t *sj = s + (size_t)j * hstride;
+                for (size_t x = 0; x < row; x++) acc[x] += kj * sj[x];
             }
+            for (size_t x = 0; x < row; x++) d[x] = clamp_shift(acc[x], prec);
         }
+        free(accs);
     } else {
         for (int y = 0; y < ny; y++) memcpy(dst + (size_t)y * row, hsrc + (size_t)y * hstride, row);
     }

@@ -55,10 +55,15 @@ if [ $quick = 0 ] && command -v aarch64-linux-gnu-gcc >/dev/null && command -v q
     run_suite "aarch64 cross (qemu)" build-test-arm --cross-file cross/aarch64-linux-gnu.ini \
         --buildtype=release -Dopenblas=disabled -Dvideo=disabled -Dcuda=disabled
 fi
-if [ $quick = 0 ] && [ -f tests/gguf/check_gguf_py.sh ]; then
-    echo "=== GGUF compatibility with ggml's gguf-py"
-    if bash tests/gguf/check_gguf_py.sh build-test-release; then passed=$((passed + 1))
-    else failed=$((failed + 1)); status=1; fi
+if [ $quick = 0 ]; then
+    echo "=== GGUF compatibility with ggml's own reader (gguf-py, tests/gguf/README.md)"
+    if { [ -x .venv-ci/bin/python ] || python3 -m venv .venv-ci; } >/dev/null 2>&1 &&
+       .venv-ci/bin/pip install -q gguf numpy >/dev/null 2>&1 &&
+       .venv-ci/bin/python tests/gguf/check_gguf_py.py --build build-test-release; then
+        passed=$((passed + 1))
+    else
+        echo "gguf-py compatibility check FAILED"; failed=$((failed + 1)); status=1
+    fi
 fi
 
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -1,2 +1,337 @@
-/* gemm_neon.c — (to be written) */
-#include "kernels/arm/arm.h"
+/*
+ * gemm_neon.c — the matmul slots Y = epi(X . W^T + b) for aarch64 Advanced SIMD, every
+ * weight dtype (f32, f16, bf16, q8_0) through one f32 microkernel.
+ *
+ *   large M: the BLIS-style blocking and thread split of kernels/x86/gemm_tmpl.h (shared
+ *            with the x86 files; it holds no ISA code). W is converted to f32 while it
+ *            is packed (fcvtl for f16, ushll #16 for bf16, sxtl + scvtf + fmul for q8_0:
+ *            exact, the reference's values), X is packed, and an 8 x 12 register tile
+ *            (24 q accumulators; per k 3 B loads + 2 A loads feed 24 fmla by element)
+ *            does the work, the epilogue (bias, erf-GELU, residual add) fused into the store.
+ *   small M (M <= GT_SMALL_M): no packing; W rows are streamed once and dotted with up
+ *            to 3 rows of X at a time.
+ * Activations stay f32. Parallel over output tiles only (same bits for any thread
+ * count); no allocation (ws, sized by gemm_ws_neon).
+ *
+ * Tested against kernels/ref/gemm_ref.c by tests/checkasm/test_gemm.c (on x86 hosts under
+ * qemu-aarch64: meson setup --cross-file cross/aarch64-linux-gnu.ini); timed by
+ * `jepa bench kernels`. Its speed is unmeasured so far (no Arm machine was at hand).
+ */
+#include <arm_neon.h>
+#include <string.h>
+
+#include "kernels/arm/gemm_arm.h"
+#include "runtime/dtype.h"
+
+/* Blocking (not measured; from the caches of Neoverse N1/V1 and Cortex-A7x: 64 KiB L1d,
+ * 1 MiB L2):
+ *  - 8 x 12 tile: 24 accumulators + 3 B + 2 A of 32 q registers.
+ *  - KC 256: B micro-panel 12 KiB + A micro-panel 8 KiB in L1.
+ *  - MC 128: the A block is 128 KiB of L2.
+ *  - NC 1536 (128 panels of 12): the B panel is 1.5 MiB per thread, L2/L3.
+ *  - SMALL_M 4 as on x86. */
+#define GT_MR 8
+#define GT_NR 12
+#define GT_KC 256
+#define GT_MC 128
+#define GT_NC 1536
+#define GT_SMALL_M 4
+
+#include "kernels/x86/gemm_tmpl.h"
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) on 4 lanes; the formula and its accuracy:
+ * gemm_tmpl.h. */
+static ALWAYS_INLINE float32x4_t gelu4(float32x4_t x) {
+    const float32x4_t xmax = vdupq_n_f32(GT_GELU_XMAX), half = vdupq_n_f32(0.5f);
+    float32x4_t ax = vabsq_f32(x);
+    const uint32x4_t big = vcgtq_f32(ax, xmax);
+    ax = vminq_f32(ax, xmax);
+    const float32x4_t xc = vbslq_f32(vdupq_n_u32(0x80000000u), x, ax); /* x clamped */
+    const float32x4_t z = vmulq_n_f32(ax, GT_SQRT1_2);
+    const float32x4_t t = vdivq_f32(vdupq_n_f32(1.0f), vfmaq_f32(vdupq_n_f32(1.0f), half, z));
+    const float32x4_t u = vsubq_f32(t, vdupq_n_f32(GT_ERFC_C));
+    float32x4_t g = vdupq_n_f32(GT_ERFC_G10);
+    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G9), g, u);
+    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G8), g, u);
+    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G7), g, u);
+    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G6), g, u);
+    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G5), g, u);
+    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G4), g, u);
+    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G3), g, u);
+    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G2), g, u);
+    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G1), g, u);
+    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G0), g, u);
+    const float32x4_t x2 = vmulq_f32(ax, ax), x2lo = vfmaq_f32(vnegq_f32(x2), ax, ax);
+    const float32x4_t ahi = vmulq_n_f32(x2, -0.5f), alo = vfmsq_f32(g, half, x2lo);
+    float32x4_t n = vrndnq_f32(vmulq_n_f32(vaddq_f32(ahi, alo), GT_LOG2E));
+    float32x4_t r = vfmsq_f32(ahi, n, vdupq_n_f32(GT_LN2_HI));
+    r = vfmsq_f32(r, n, vdupq_n_f32(GT_LN2_LO));
+    r = vaddq_f32(r, alo);
+    float32x4_t p = vdupq_n_f32(GT_EXP_P6);
+    p = vfmaq_f32(vdupq_n_f32(GT_EXP_P5), p, r);
+    p = vfmaq_f32(vdupq_n_f32(GT_EXP_P4), p, r);
+    p = vfmaq_f32(vdupq_n_f32(GT_EXP_P3), p, r);
+    p = vfmaq_f32(vdupq_n_f32(GT_EXP_P2), p, r);
+    p = vfmaq_f32(vdupq_n_f32(GT_EXP_P1), p, r);
+    p = vfmaq_f32(vdupq_n_f32(GT_EXP_P0), p, r);
+    n = vmaxq_f32(n, vdupq_n_f32(-126.0f));
+    const float32x4_t scale = vreinterpretq_f32_s32(
+        vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23));
+    const float32x4_t erfc = vmulq_f32(t, vmulq_f32(p, scale));
+    float32x4_t h = vmulq_f32(vmulq_f32(half, xc), erfc);
+    h = vbslq_f32(big, vdupq_n_f32(0.0f), h);
+    return vbslq_f32(vcltq_f32(x, vdupq_n_f32(0.0f)), h, vsubq_f32(x, h));
+}
+
+/* acc -> Y for 4 columns (nr of them valid) with the epilogue of `mode`; bv: bias. */
+static ALWAYS_INLINE void store4(float *y, float32x4_t acc, float32x4_t bv, int nr, int mode) {
+    const enum jk_epilogue epi = GT_EPI(mode);
+    const int last = mode & GT_LAST, load = !(mode & GT_FIRST) || epi == JK_EPI_ADD;
+    if (nr <= 0) return;
+    if (last) acc = vaddq_f32(acc, bv);
+    if (nr >= 4) {
+        if (load) acc = vaddq_f32(vld1q_f32(y), acc);
+        if (last && epi == JK_EPI_GELU) acc = gelu4(acc);
+        vst1q_f32(y, acc);
+    } else {
+        float v[4], old[4] = {0};
+        if (load) memcpy(old, y, (size_t)nr * sizeof(float));
+        if (load) acc = vaddq_f32(vld1q_f32(old), acc);
+        if (last && epi == JK_EPI_GELU) acc = gelu4(acc);
+        vst1q_f32(v, acc);
+        memcpy(y, v, (size_t)nr * sizeof(float));
+    }
+}
+
+static ALWAYS_INLINE float32x4_t load4_partial(const float *p, int n) {
+    if (n >= 4) return vld1q_f32(p);
+    float v[4] = {0};
+    if (n > 0) memcpy(v, p, (size_t)n * sizeof(float));
+    return vld1q_f32(v);
+}
+
+/* ---- the microkernel: 8 x 12 ------------------------------------------------------- */
+
+static void gt_ukernel(int kc, const float *restrict a, const float *restrict b, float *y,
+                       size_t ldy, int mr, int nr, const float *bias, int mode) {
+    float32x4_t c00 = vdupq_n_f32(0), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00;
+    float32x4_t c20 = c00, c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00;
+    float32x4_t c40 = c00, c41 = c00, c42 = c00, c50 = c00, c51 = c00, c52 = c00;
+    float32x4_t c60 = c00, c61 = c00, c62 = c00, c70 = c00, c71 = c00, c72 = c00;
+    for (int i = 0; i < mr; i++) __builtin_prefetch(y + (size_t)i * ldy);
+    for (int k = 0; k < kc; k++) {
+        const float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4), b2 = vld1q_f32(b + 8);
+        const float32x4_t a0 = vld1q_f32(a), a1 = vld1q_f32(a + 4);
+        c00 = vfmaq_laneq_f32(c00, b0, a0, 0), c01 = vfmaq_laneq_f32(c01, b1, a0, 0), c02 = vfmaq_laneq_f32(c02, b2, a0, 0);
+        c10 = vfmaq_laneq_f32(c10, b0, a0, 1), c11 = vfmaq_laneq_f32(c11, b1, a0, 1), c12 = vfmaq_laneq_f32(c12, b2, a0, 1);
+        c20 = vfmaq_laneq_f32(c20, b0, a0, 2), c21 = vfmaq_laneq_f32(c21, b1, a0, 2), c22 = vfmaq_laneq_f32(c22, b2, a0, 2);
+        c30 = vfmaq_laneq_f32(c30, b0, a0, 3), c31 = vfmaq_laneq_f32(c31, b1, a0, 3), c32 = vfmaq_laneq_f32(c32, b2, a0, 3);
+        c40 = vfmaq_laneq_f32(c40, b0, a1, 0), c41 = vfmaq_laneq_f32(c41, b1, a1, 0), c42 = vfmaq_laneq_f32(c42, b2, a1, 0);
+        c50 = vfmaq_laneq_f32(c50, b0, a1, 1), c51 = vfmaq_laneq_f32(c51, b1, a1, 1), c52 = vfmaq_laneq_f32(c52, b2, a1, 1);
+        c60 = vfmaq_laneq_f32(c60, b0, a1, 2), c61 = vfmaq_laneq_f32(c61, b1, a1, 2), c62 = vfmaq_laneq_f32(c62, b2, a1, 2);
+        c70 = vfmaq_laneq_f32(c70, b0, a1, 3), c71 = vfmaq_laneq_f32(c71, b1, a1, 3), c72 = vfmaq_laneq_f32(c72, b2, a1, 3);
+        a += GT_MR;
+        b += GT_NR;
+    }
+    float32x4_t bv0 = vdupq_n_f32(0), bv1 = bv0, bv2 = bv0;
+    if ((mode & GT_LAST) && bias) {
+        bv0 = load4_partial(bias, nr);
+        bv1 = load4_partial(bias + 4, nr - 4);
+        bv2 = load4_partial(bias + 8, nr - 8);
+    }
+    const float32x4_t acc[GT_MR][3] = {{c00, c01, c02}, {c10, c11, c12}, {c20, c21, c22},
+                                       {c30, c31, c32}, {c40, c41, c42}, {c50, c51, c52},
+                                       {c60, c61, c62}, {c70, c71, c72}};
+    for (int i = 0; i < mr; i++, y += ldy) {
+        store4(y, acc[i][0], bv0, nr, mode);
+        store4(y + 4, acc[i][1], bv1, nr - 4, mode);
+        store4(y + 8, acc[i][2], bv2, nr - 8, mode);
+    }
+}
+
+/* ---- packing ------------------------------------------------------------------------ */
+
+static void gt_pack_a(float *p, const float *x, size_t ldx, int mc, int kc) {
+    for (int i0 = 0; i0 < mc; i0 += GT_MR, p += (size_t)GT_MR * kc) {
+        const float *r[GT_MR];
+        for (int i = 0; i < GT_MR; i++) r[i] = x + (size_t)gt_min(i0 + i, mc - 1) * ldx;
+        for (int k = 0; k < kc; k++)
+            for (int i = 0; i < GT_MR; i++) p[(size_t)k * GT_MR + i] = r[i][k];
+    }
+}
+
+/* 8 weights of a row from element k on, as f32 in two vectors (k % 8 == 0 for q8_0). */
+static ALWAYS_INLINE void ld8(enum jk_dtype t, const uint8_t *row, int k, float32x4_t *lo,
+                              float32x4_t *hi) {
+    switch (t) {
+    case JK_F16: {
+        const float16x8_t h = vreinterpretq_f16_u8(vld1q_u8(row + 2 * (size_t)k));
+        *lo = vcvt_f32_f16(vget_low_f16(h));
+        *hi = vcvt_high_f32_f16(h);
+        break;
+    }
+    case JK_BF16: {
+        const uint16x8_t h = vreinterpretq_u16_u8(vld1q_u8(row + 2 * (size_t)k));
+        *lo = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16));
+        *hi = vreinterpretq_f32_u32(vshll_high_n_u16(h, 16));
+        break;
+    }
+    case JK_Q8_0: {
+        const uint8_t *blk = row + (size_t)(k / QK8_0) * sizeof(struct block_q8_0);
+        uint16_t dh;
+        memcpy(&dh, blk, 2);
+        const float d = f16_to_f32(dh);
+        const int16x8_t q = vmovl_s8(vld1_s8((const int8_t *)(blk + 2 + k % QK8_0)));
+        *lo = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(q))), d);
+        *hi = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(q)), d);
+        break;
+    }
+    default:
+        *lo = vreinterpretq_f32_u8(vld1q_u8(row + 4 * (size_t)k));
+        *hi = vreinterpretq_f32_u8(vld1q_u8(row + 4 * (size_t)k + 16));
+        break;
+    }
+}
+
+/* One weight, for the k % 8 tail (q8_0 rows are whole blocks of 32). */
+static ALWAYS_INLINE float ld1(enum jk_dtype t, const uint8_t *row, int k) {
+    uint16_t h;
+    float f;
+    switch (t) {
+    case JK_F16: memcpy(&h, row + 2 * (size_t)k, 2); return f16_to_f32(h);
+    case JK_BF16: memcpy(&h, row + 2 * (size_t)k, 2); return bf16_to_f32(h);
+    case JK_Q8_0: {
+        const uint8_t *blk = row + (size_t)(k / QK8_0) * sizeof(struct block_q8_0);
+        memcpy(&h, blk, 2);
+        return f16_to_f32(h) * (float)(int8_t)blk[2 + k % QK8_0];
+    }
+    default: memcpy(&f, row + 4 * (size_t)k, 4); return f;
+    }
+}
+
+/* 4 x 4 transpose: r[i] lane j -> r[j] lane i. */
+static ALWAYS_INLINE void transpose4(float32x4_t r[4]) {
+    const float32x4_t t0 = vtrn1q_f32(r[0], r[1]), t1 = vtrn2q_f32(r[0], r[1]);
+    const float32x4_t t2 = vtrn1q_f32(r[2], r[3]), t3 = vtrn2q_f32(r[2], r[3]);
+    r[0] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+    r[1] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+    r[2] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+    r[3] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+}
+
+/* W rows -> p[panel][k][12], 4 rows x 8 k at a time, converted and transposed. */
+static ALWAYS_INLINE void pack_b(enum jk_dtype t, float *p, const uint8_t *w, size_t ldw, int nc,
+                                 int k0, int kc) {
+    for (int j0 = 0; j0 < nc; j0 += GT_NR, p += (size_t)GT_NR * kc) {
+        const uint8_t *r[GT_NR];
+        for (int j = 0; j < GT_NR; j++) r[j] = w + (size_t)gt_min(j0 + j, nc - 1) * ldw;
+        int k = 0;
+        for (; k + 8 <= kc; k += 8) {
+            for (int h = 0; h < GT_NR; h += 4) {
+                float32x4_t lo[4], hi[4];
+                for (int j = 0; j < 4; j++) ld8(t, r[h + j], k0 + k, &lo[j], &hi[j]);
+                transpose4(lo);
+                transpose4(hi);
+                for (int i = 0; i < 4; i++) {
+                    vst1q_f32(p + (size_t)(k + i) * GT_NR + h, lo[i]);
+                    vst1q_f32(p + (size_t)(k + 4 + i) * GT_NR + h, hi[i]);
+                }
+            }
+        }
+        for (; k < kc; k++)
+            for (int j = 0; j < GT_NR; j++) p[(size_t)k * GT_NR + j] = ld1(t, r[j], k0 + k);
+    }
+}
+
+/* ---- small M: stream the weights ---------------------------------------------------- */
+
+/* Y[m .. m+MT, n .. n+nw] from NW >= nw weight rows: MT x NW accumulators over K. */
+static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype t, const int MT,
+                                     const int NW, int m, int n, int nw) {
+    const int K = a->K, K8 = K & ~7;
+    const uint8_t *wr[8];
+    const float *xr[3];
+    float32x4_t acc[3][8];
+    for (int r = 0; r < NW; r++)
+        wr[r] = (const uint8_t *)a->w + (size_t)(n + gt_min(r, nw - 1)) * a->ldw;
+    for (int i = 0; i < MT; i++) xr[i] = a->x + (size_t)(m + i) * a->ldx;
+    for (int i = 0; i < MT; i++)
+        for (int r = 0; r < NW; r++) acc[i][r] = vdupq_n_f32(0.0f);
+    for (int k = 0; k < K8; k += 8) {
+        float32x4_t xl[3], xh[3];
+        for (int i = 0; i < MT; i++) xl[i] = vld1q_f32(xr[i] + k), xh[i] = vld1q_f32(xr[i] + k + 4);
+        for (int r = 0; r < NW; r++) {
+            float32x4_t wl, wh;
+            ld8(t, wr[r], k, &wl, &wh);
+            for (int i = 0; i < MT; i++) {
+                acc[i][r] = vfmaq_f32(acc[i][r], xl[i], wl);
+                acc[i][r] = vfmaq_f32(acc[i][r], xh[i], wh);
+            }
+        }
+    }
+    for (int i = 0; i < MT; i++) {
+        float s[8] = {0};
+        for (int r = 0; r < NW; r++) s[r] = vaddvq_f32(acc[i][r]);
+        for (int r = 0; r < nw; r++) {
+            float tail = 0.0f;
+            for (int k = K8; k < K; k++) tail += xr[i][k] * ld1(t, wr[r], k);
+            s[r] += tail;
+            if (a->bias) s[r] += a->bias[n + r];
+        }
+        float *y = a->y + (size_t)(m + i) * a->ldy + n;
+        if (a->epi == JK_EPI_ADD) {
+            for (int r = 0; r < nw; r++) y[r] += s[r];
+        } else {
+            if (a->epi == JK_EPI_GELU) {
+                vst1q_f32(s, gelu4(vld1q_f32(s)));
+                vst1q_f32(s + 4, gelu4(vld1q_f32(s + 4)));
+            }
+            memcpy(y, s, (size_t)nw * sizeof(float));
+        }
+    }
+}
+
+/* Columns n0 .. n1 for all M rows: W rows in blocks of ~64 KiB (as f32) that stay in L2
+ * while every chunk of up to 3 X rows passes over them. */
+static ALWAYS_INLINE void small_m(const struct jk_gemm_args *a, enum jk_dtype t, int n0, int n1) {
+    const size_t row_bytes = (size_t)a->K * 4;
+    const int rb = (int)(row_bytes >= 8192 ? 8 : 65536 / row_bytes) & ~7;
+    for (int nb = n0; nb < n1; nb += rb) {
+        const int ne = gt_min(n1, nb + rb);
+        for (int m = 0; m < a->M; m += 3) {
+            const int mt = gt_min(3, a->M - m);
+            for (int n = nb; n < ne;) {
+                if (mt == 1) {
+                    small_tile(a, t, 1, 8, m, n, gt_min(8, ne - n));
+                    n += 8;
+                } else if (mt == 2) {
+                    small_tile(a, t, 2, 4, m, n, gt_min(4, ne - n));
+                    n += 4;
+                } else {
+                    small_tile(a, t, 3, 4, m, n, gt_min(4, ne - n));
+                    n += 4;
+                }
+            }
+        }
+    }
+}
+
+/* ---- the slots ---------------------------------------------------------------------- */
+
+#define GEMM_NEON_DTYPE(name, T)                                                               \
+    static void pack_b_##name(float *p, const uint8_t *w, size_t ldw, int nc, int k0, int kc) { \
+        pack_b(T, p, w, ldw, nc, k0, kc);                                                      \
+    }                                                                                          \
+    static void small_##name(const struct jk_gemm_args *a, int n0, int n1) {                   \
+        small_m(a, T, n0, n1);                                                                 \
+    }                                                                                          \
+    void gemm_##name##_neon(const struct jk_gemm_args *a) { gt_run(a, pack_b_##name, small_##name); }
+
+GEMM_NEON_DTYPE(f32, JK_F32)
+GEMM_NEON_DTYPE(f16, JK_F16)
+GEMM_NEON_DTYPE(bf16, JK_BF16)
+GEMM_NEON_DTYPE(q8_0, JK_Q8_0)
+
+size_t gemm_ws_neon(int nthreads, int K) { return gt_ws(nthreads, K); }

@@ -338,7 +338,33 @@ static OPS_ALWAYS void at_row(const struct jk_attn_args *a, int h, int i, const 
 
 /* ---- the slot ---------------------------------------------------------------------------- */
 
-static OPS_ALWAYS void at_run(const struct jk_attn_args *a, const int hd) {
+/* One work unit with head_dim fixed at compile time. (The instantiation happens here and
+ * not around the parallel loop: OpenMP outlines the loop body before inlining, which
+ * would turn a constant head_dim back into a variable.) */
+static OPS_ALWAYS void at_unit(const struct jk_attn_args *a, int h, int b, int row, const int hd, float *w) {
+    if (row) at_row(a, h, b, hd, w);
+    else at_block(a, h, b * ATTN_BQ, hd, w);
+}
+static void at_unit64(const struct jk_attn_args *a, int h, int b, int row, float *w) { at_unit(a, h, b, row, 64, w); }
+static void at_unit32(const struct jk_attn_args *a, int h, int b, int row, float *w) { at_unit(a, h, b, row, 32, w); }
+static void at_unitn(const struct jk_attn_args *a, int h, int b, int row, float *w) {
+    at_unit(a, h, b, row, a->head_dim, w);
+}
+
+void JK_SFX(attn)(const struct jk_attn_args *a) {
+    const int hd = a->head_dim;
+    if (hd < 1 || hd > ATTN_HD_MAX) {
+        attn_ref(a);
+        return;
+    }
+    if (a->nq <= 0 || a->n_head <= 0) return;
+    if (a->nkv <= 0) {   /* no key at all: every query sees none */
+        for (int i = 0; i < a->nq; i++)
+            for (int e = 0; e < a->n_head * hd; e++) a->o[(size_t)i * a->ldo + e] = 0.0f;
+        return;
+    }
+    void (*unit)(const struct jk_attn_args *, int, int, int, float *) =
+        hd == 64 ? at_unit64 : hd == 32 ? at_unit32 : at_unitn;
     const int row = a->nq <= ATTN_ROW_NQ && hd % VW == 0;
     const int nb = row ? a->nq : (a->nq + ATTN_BQ - 1) / ATTN_BQ;
     const int nunits = a->n_head * nb;
@@ -353,27 +379,6 @@ static OPS_ALWAYS void at_run(const struct jk_attn_args *a, const int hd) {
 #ifdef JEPA_HAVE_OPENMP
         tid = omp_get_thread_num();
 #endif
-        float *w = ws + (size_t)tid * per;
-        const int h = u / nb, b = u % nb;
-        if (row) at_row(a, h, b, hd, w);
-        else at_block(a, h, b * ATTN_BQ, hd, w);
-    }
-}
-
-void JK_SFX(attn)(const struct jk_attn_args *a) {
-    if (a->head_dim < 1 || a->head_dim > ATTN_HD_MAX) {
-        attn_ref(a);
-        return;
-    }
-    if (a->nq <= 0 || a->n_head <= 0) return;
-    if (a->nkv <= 0) {   /* no key at all: every query sees none */
-        for (int i = 0; i < a->nq; i++)
-            for (int e = 0; e < a->n_head * a->head_dim; e++) a->o[(size_t)i * a->ldo + e] = 0.0f;
-        return;
-    }
-    switch (a->head_dim) {
-    case 64: at_run(a, 64); break;
-    case 32: at_run(a, 32); break;
-    default: at_run(a, a->head_dim); break;
+        unit(a, u / nb, u % nb, row, ws + (size_t)tid * per);
     }
 }

@@ -279,16 +279,16 @@ def gen_pipelines(man):
 
 def gen_indices(man):
     combos = []
-    for L in [1, 2, 5, 16, 31, 63, 64, 65, 100, 127, 128, 129, 250, 300, 1000, 3001]:
-        for fpc, fstp in [(16, 4), (8, 2), (4, 1), (2, 3), (1, 5), (64, 2), (16, 1)]:
+    for L in [1, 2, 5, 31, 64, 65, 100, 129, 300, 3001]:
+        for fpc, fstp in [(16, 4), (8, 2), (4, 1), (2, 3), (1, 5), (64, 2)]:
             for nc in [1, 2, 3, 8]:
                 combos.append((L, fpc, fstp, nc))
     for L, fpc, fstp, nc in combos:
         clips = meta_clip_indices(L, fpc, fstp, nc)
         man.add("clips", L, fpc, fstp, nc, ":", *np.concatenate(clips).tolist())
-    for L in [1, 10, 63, 64, 65, 100, 128, 129, 1000, 3001]:
+    for L in [1, 10, 64, 65, 100, 129, 1000, 3001]:
         for fpc, fstp in [(16, 4), (8, 2), (4, 1)]:
-            for stride in [0, 7, 16, 32]:
+            for stride in [0, 7, 32]:
                 clips = dense_clip_indices(L, fpc, fstp, stride)
                 man.add("dense", L, fpc, fstp, stride, len(clips), ":", *np.concatenate(clips).tolist())
 

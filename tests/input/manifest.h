@@ -20,7 +20,7 @@ struct man_line {
 };
 
 /* Read the whole manifest; returns the text (tokenised in place by man_next). */
-static char *man_read(const char *dir) {
+static inline char *man_read(const char *dir) {
     char path[1024];
     snprintf(path, sizeof path, "%s/manifest.txt", dir);
     FILE *fp = fopen(path, "rb");
@@ -43,7 +43,7 @@ static char *man_read(const char *dir) {
 }
 
 /* Next non-comment line of *cur split into fields; 0 at the end. */
-static int man_next(char **cur, struct man_line *l) {
+static inline int man_next(char **cur, struct man_line *l) {
     while (**cur) {
         char *line = *cur, *nl = strchr(line, '\n');
         if (nl) *nl = '\0', *cur = nl + 1;
@@ -56,14 +56,14 @@ static int man_next(char **cur, struct man_line *l) {
     return 0;
 }
 
-static uint32_t man_hash32(uint32_t a) {
+static inline uint32_t man_hash32(uint32_t a) {
     a = (a ^ (a >> 16)) * 0x7feb352du;
     a = (a ^ (a >> 15)) * 0x846ca68bu;
     return a ^ (a >> 16);
 }
 
 /* gen_preprocess.py's frame_pixel(kind, seed, h, w): uint8 [h][w][3]. */
-static void man_frame(const char *kind, uint32_t seed, int h, int w, uint8_t *out) {
+static inline void man_frame(const char *kind, uint32_t seed, int h, int w, uint8_t *out) {
     const int smooth = strcmp(kind, "noise") != 0;
     for (uint32_t y = 0; y < (uint32_t)h; y++)
         for (uint32_t x = 0; x < (uint32_t)w; x++)
@@ -76,7 +76,7 @@ static void man_frame(const char *kind, uint32_t seed, int h, int w, uint8_t *ou
 }
 
 /* CRC-32 (IEEE, zlib's crc32) */
-static uint32_t man_crc32(const uint8_t *p, size_t n) {
+static inline uint32_t man_crc32(const uint8_t *p, size_t n) {
     static uint32_t table[256];
     if (!table[1])
         for (uint32_t i = 0; i < 256; i++) {

@@ -33,7 +33,7 @@ expect 0 "embed -i PNG, V-JEPA 2.1" "$JEPA" embed -m "$V21" -i "$D/e2e.png" --po
 expect 0 "embed its HF tensor, V-JEPA 2.1" "$JEPA" embed -m "$V21" --input-tensor "$D/e2e_png_input.npy" --pool mean -o "$WORK/b.npy"
 same "image path of V-JEPA 2.1 == tensor" "$WORK/a.npy" "$WORK/b.npy"
 expect 0 "two images form a clip" "$JEPA" embed -m "$V2" -i "$D/e2e.png" -i "$D/e2e.png" -o "$WORK/a.npy"
-grep -aq "'shape': (32, 128)" "$WORK/a.npy" && ok "two images: 2x4x4 tokens" || bad "two images: 2x4x4 tokens"
+grep -aq "'shape': (16, 128)" "$WORK/a.npy" && ok "two images: one tubelet, 1x4x4 tokens" || bad "two images: one tubelet, 1x4x4 tokens"
 
 # uint8 frames
 expect 0 "embed --frames-npy" "$JEPA" embed -m "$V2" --frames-npy "$D/e2e_frames.npy" -o "$WORK/a.npy"
@@ -67,7 +67,7 @@ if "$JEPA" embed -m "$V2" "$D/video_601.mp4" --frames-per-clip 4 --frame-step 3 
     expect 2 "predict refuses several clips" "$JEPA" predict -m "$V2" "$D/video_601.mp4" --num-clips 2 \
         --ctx x.npy --tgt y.npy -o z.npy
     expect 1 "missing video" "$JEPA" embed -m "$V2" "$WORK/none.mp4"
-    expect 1 "not a video" "$JEPA" embed -m "$V2" "$D/manifest.txt"
+    expect 1 "not a video" "$JEPA" embed -m "$V2" "$D/e2e_png_input.npy"
 else
     grep -q "no video decoding" "$WORK/err.txt" && ok "video: not built (skipped)" || { bad "embed VIDEO"; cat "$WORK/err.txt"; }
 fi
@@ -82,6 +82,7 @@ cmp -s "$WORK/a.npy" "$WORK/c.npy" && bad "--no-antialias changed nothing" || ok
 # usage errors (exit 2) and bad files (exit 1)
 expect 2 "two inputs" "$JEPA" embed -m "$V2" -i "$D/e2e.png" --frames-npy "$D/e2e_frames.npy"
 expect 2 "tensor and image" "$JEPA" embed -m "$V2" -i "$D/e2e.png" --input-tensor "$D/e2e_png_input.npy"
+expect 2 "preprocessing a tensor" "$JEPA" embed -m "$V2" --input-tensor "$D/e2e_png_input.npy" --no-antialias
 expect 2 "sampling an image" "$JEPA" embed -m "$V2" -i "$D/e2e.png" --frame-step 2
 expect 2 "--stride without --dense" "$JEPA" embed -m "$V2" "$D/video_601.mp4" --stride 4
 expect 2 "--dense with --num-clips" "$JEPA" embed -m "$V2" "$D/video_601.mp4" --dense --num-clips 2

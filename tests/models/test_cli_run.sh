@@ -70,6 +70,9 @@ expect 1 "ids out of range" "$JEPA" predict -m "$V2/model.gguf" --input-tensor "
 expect 1 "no predictor" "$JEPA" predict -m "$DATA/hf_vit/model.gguf" --test-pattern 1x64x64 --ctx "$V2/ctx_ids.npy" --tgt "$V2/tgt_ids.npy" -o "$WORK/never.npy"
 expect 1 "no head" "$JEPA" classify -m "$V21/model.gguf" --input-tensor "$V21/input_video.npy"
 expect 1 "output in a missing folder" "$JEPA" embed -m "$V2/model.gguf" --input-tensor "$V2/input.npy" -o "$WORK/no/such/dir.npy"
+mkfifo "$WORK/fifo"
+expect 1 "synth refuses to replace a FIFO" "$JEPA" synth --arch vjepa2-tiny -o "$WORK/fifo"
+[ -p "$WORK/fifo" ] && ok "the FIFO is still a FIFO" || bad "the FIFO is still a FIFO"
 expect 2 "unknown option" "$JEPA" embed -m "$V2/model.gguf" --frobnicate
 expect 2 "no input" "$JEPA" embed -m "$V2/model.gguf"
 expect 2 "--pool cls without CLS" "$JEPA" embed -m "$V2/model.gguf" --input-tensor "$V2/input.npy" --pool cls
