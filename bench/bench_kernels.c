@@ -193,14 +193,9 @@ static int bench_matmul(const struct bench_opts *o, const struct jk_kernels *k, 
             memset(y, 0, (size_t)M * N * sizeof(float));
             const double flops = 2.0 * M * N * K;
 
-            const char *baseline = NULL;
-            double base_gf = 0.0;
-#ifdef JEPA_HAVE_OPENBLAS
-            struct blas_ctx bc = {M, N, K, x, w, y};
-            base_gf = flops / time_median(run_blas, &bc, budget) * 1e-9;
-            baseline = "openblas";
-            pause_ms(150);
-#endif
+            /* ours first (every dtype), then OpenBLAS, so that neither library's idle
+             * worker threads (spinning after a call) share the cores with the other's */
+            double sec[JK_NDTYPES];
             for (int t = 0; t < JK_NDTYPES; t++) {
                 void *wt = convert_weights(w, N, K, (enum jk_dtype)t);
                 if (!wt) {
@@ -212,14 +207,24 @@ static int bench_matmul(const struct bench_opts *o, const struct jk_kernels *k, 
                     .y = y, .ldy = (size_t)N, .x = x, .ldx = (size_t)K, .w = wt,
                     .ldw = jk_row_bytes((enum jk_dtype)t, K), .bias = NULL, .M = M, .N = N,
                     .K = K, .epi = JK_EPI_STORE, .nthreads = o->threads, .ws = ws}};
-                const double sec = time_median(run_mm, &c, budget);
-                char note[64];
-                snprintf(note, sizeof note, "%s %s", gemm_isa, t == 0 ? mm_shapes[si].what : "");
-                row(o, "matmul", jk_dtype_name((enum jk_dtype)t), M, N, K, sec, flops, peak,
-                    baseline, base_gf, note);
+                sec[t] = time_median(run_mm, &c, budget);
                 free(wt);
             }
-            pause_ms(150);
+            const char *baseline = NULL;
+            double base_gf = 0.0;
+#ifdef JEPA_HAVE_OPENBLAS
+            pause_ms(50);
+            struct blas_ctx bc = {M, N, K, x, w, y};
+            base_gf = flops / time_median(run_blas, &bc, budget) * 1e-9;
+            baseline = "openblas";
+            pause_ms(300); /* OpenBLAS threads spin ~0.1-0.2 s after a call */
+#endif
+            for (int t = 0; t < JK_NDTYPES; t++) {
+                char note[64];
+                snprintf(note, sizeof note, "%s %s", gemm_isa, t == 0 ? mm_shapes[si].what : "");
+                row(o, "matmul", jk_dtype_name((enum jk_dtype)t), M, N, K, sec[t], flops, peak,
+                    baseline, base_gf, note);
+            }
             free(x), free(y), free(w), free(ws);
         }
     }

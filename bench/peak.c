@@ -3,7 +3,9 @@
  * FMAs on registers only (no loads, no stores), long enough to reach its steady clock,
  * and the best of a few runs counts. bench_kernels.c reports each kernel as a fraction of
  * this number, taken in the same run at the same thread count, so "% of peak" means the
- * same thing on every machine (turbo, SMT and a shared host included).
+ * same thing on every machine (turbo, SMT and a shared host included). The best of 10
+ * runs of ~10-20 ms counts: on a shared host that filters out the runs another process
+ * interrupted (the kernels' times are medians, so they keep that noise).
  *
  * 12 independent accumulators per loop: more than latency x issue width on every target
  * here (Zen 1: 5 cycles x 1 ymm FMA per cycle; Skylake-X: 4 x 2 zmm; Neoverse: 4 x 4),
@@ -93,7 +95,7 @@ double bench_fma_peak(unsigned cpu, int threads, const char **isa) {
     double best = 0.0;
     volatile float sink = 0.0f;
     (void)threads;
-    for (int rep = 0; rep < 5; rep++) {
+    for (int rep = 0; rep < 10; rep++) {
         int nth = 0;
         double t0 = bench_now();
 #pragma omp parallel num_threads(threads)

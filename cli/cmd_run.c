@@ -2,14 +2,17 @@
  * cmd_run.c — `jepa embed`, `jepa predict` and `jepa classify`: load a model, read the
  * input, run the forward through the public API (include/jepa.h), write .npy outputs.
  *
- *   jepa embed    -m MODEL INPUT [--pool mean|cls|none] [--hier] [-o OUT.npy]
- *   jepa predict  -m MODEL --input-tensor X.npy --ctx C.npy --tgt T.npy [--mask-index K]
+ *   jepa embed    -m MODEL INPUT [--pool mean|cls|lewm|none] [--hier] [-o OUT.npy]
+ *   jepa predict  -m MODEL INPUT --ctx C.npy --tgt T.npy [--mask-index K]
  *                 [--modality auto|video|image] -o PRED.npy [--ctx-out CTX.npy]
  *   jepa classify -m MODEL INPUT [-k 5] [--logits-out L.npy]
- *   INPUT: --input-tensor X.npy (float32 [C,T,H,W] or [C,H,W], already preprocessed)
- *   common: -t N threads, --cpu ISA, --time, -q
+ *   INPUT: --input-tensor X.npy (float32 [C,T,H,W] or [C,H,W], already preprocessed),
+ *          --test-pattern TxHxW, or pixels: -i IMAGE..., --frames-npy F.npy, VIDEO
+ *          (cli/inputs.c: decoding, clip sampling and the model's preprocessing)
+ *   common: -t N threads, --cpu ISA, --time, -v, -q
  *
- * Tested by tests/models/test_cli.sh against the fixtures.
+ * Tested by tests/models/test_cli_run.sh (fixtures) and tests/input/test_cli_input.sh
+ * (pixel inputs).
  */
 #include <math.h>
 #include <stdio.h>
@@ -40,22 +43,23 @@ static void run_usage(enum run_cmd c) {
     printf("usage: jepa %s -m MODEL ", cmd_name(c));
     switch (c) {
     case RUN_EMBED:
-        printf("--input-tensor X.npy [--pool mean|cls|lewm|none] [--hier] [-o OUT.npy]\n"
+        printf("INPUT [--pool mean|cls|lewm|none] [--hier] [-o OUT.npy]\n"
                "  writes tokens [N, D] (--pool none, the default), pooled [D] (mean of the patch\n"
                "  tokens, or the CLS row), LeWM's projected state (lewm),\n"
                "  or with --hier the hierarchical levels [L, N, D] (V-JEPA 2.1)\n");
         break;
     case RUN_PREDICT:
-        printf("--input-tensor X.npy --ctx C.npy --tgt T.npy -o PRED.npy\n"
+        printf("INPUT --ctx C.npy --tgt T.npy -o PRED.npy\n"
                "       [--mask-index K] [--modality auto|video|image] [--ctx-out CTX.npy]\n"
                "  encodes the input, takes the tokens at the context ids and predicts the\n"
                "  target ids: PRED [N_tgt, out_dim], CTX [N_ctx, out_dim] (V-JEPA 2.1)\n");
         break;
     case RUN_CLASSIFY:
-        printf("--input-tensor X.npy [-k 5] [--logits-out L.npy]\n");
+        printf("INPUT [-k 5] [--logits-out L.npy]\n");
         break;
     }
-    printf("  --input-tensor X.npy  float32 [C, T, H, W] clip or [C, H, W] image, preprocessed\n");
+    printf("INPUT is one of:\n"
+           "  --input-tensor X.npy  float32 [C, T, H, W] clip or [C, H, W] image, preprocessed\n");
     inputs_usage();
     printf(
            "  --test-pattern TxHxW  a synthetic moving pattern of T frames of H x W (no file needed)\n"

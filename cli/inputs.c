@@ -494,7 +494,7 @@ int inputs_run_clips(struct inputs_reader *r, const jepa_model *m, jepa_ctx *c,
     int *best = ro->cmd == INPUTS_CLASSIFY ? malloc(sizeof(int) * (size_t)K) : NULL;
     struct npy clip = {0};
     int rc = CLI_EXIT_FAIL;
-    double t_enc = 0;
+    double t_enc = 0, t_in = 0;
     if (!tokens || !pooled || (info.has_cls && !cls) || (info.emb_dim && !emb) || (ro->hier && !hier) || (ro->cmd == INPUTS_EMBED && ro->out && !all) ||
         (ro->cmd == INPUTS_CLASSIFY && (!logits || !prob || !mean || !best))) {
         cli_fail(NULL, "out of memory for %d clips", NC);
@@ -503,7 +503,9 @@ int inputs_run_clips(struct inputs_reader *r, const jepa_model *m, jepa_ctx *c,
     const int k_show = ro->topk < K ? ro->topk : K;
     for (int k = 0; k < NC; k++) {
         int T, H, W;
+        double t0 = now_ms();
         if ((rc = inputs_next(r, &clip, &T, &H, &W))) goto done;
+        t_in += now_ms() - t0;
         rc = CLI_EXIT_FAIL;
         jepa_embed_out eo = {.tokens = tokens, .pooled = pooled, .cls = cls, .hier = hier, .emb = emb};
         double t1 = now_ms();
@@ -542,8 +544,8 @@ int inputs_run_clips(struct inputs_reader *r, const jepa_model *m, jepa_ctx *c,
         }
     }
     if (ro->timing)
-        fprintf(stderr, "time: %d clips, encode%s %.1f ms (%.1f ms per clip)\n", NC,
-                ro->cmd == INPUTS_CLASSIFY ? " + classify" : "", t_enc, t_enc / NC);
+        fprintf(stderr, "time: %d clips, decode + preprocess %.1f ms, encode%s %.1f ms (%.1f ms per clip)\n", NC,
+                t_in, ro->cmd == INPUTS_CLASSIFY ? " + classify" : "", t_enc, t_enc / NC);
     if (ro->cmd == INPUTS_CLASSIFY) {
         if (!dense) {
             /* Meta's evaluation: the mean of the per-clip softmax distributions */

@@ -29,13 +29,14 @@
  *  - KC 256: B micro-panel 12 KiB + A micro-panel 8 KiB in L1.
  *  - MC 128: the A block is 128 KiB of L2.
  *  - NC 1536 (128 panels of 12): the B panel is 1.5 MiB per thread, L2/L3.
- *  - SMALL_M 4 as on x86. */
+ *  - SMALL_M 64 as on AVX2 (the weight-streaming path has the same vector width as the
+ *    microkernel here). */
 #define GT_MR 8
 #define GT_NR 12
 #define GT_KC 256
 #define GT_MC 128
 #define GT_NC 1536
-#define GT_SMALL_M 4
+#define GT_SMALL_M 64
 
 #include "kernels/x86/gemm_tmpl.h"
 
@@ -247,15 +248,15 @@ static ALWAYS_INLINE void pack_b(enum jk_dtype t, float *p, const uint8_t *w, si
 
 /* ---- small M: stream the weights ---------------------------------------------------- */
 
-/* Y[m .. m+MT, n .. n+nw] from NW >= nw weight rows: MT x NW accumulators over K. */
-static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype t, const int MT,
-                                     const int NW, int m, int n, int nw) {
+/* Y[m .. m+MT, n .. n+nw] from nw f32 weight rows at w (row stride ldw bytes): MT x NW
+ * accumulators over K, then the k % 8 tail, bias and epilogue. */
+static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, const int MT, const int NW,
+                                     int m, const uint8_t *w, size_t ldw, int n, int nw) {
     const int K = a->K, K8 = K & ~7;
     const uint8_t *wr[8];
     const float *xr[3];
     float32x4_t acc[3][8];
-    for (int r = 0; r < NW; r++)
-        wr[r] = (const uint8_t *)a->w + (size_t)(n + gt_min(r, nw - 1)) * a->ldw;
+    for (int r = 0; r < NW; r++) wr[r] = w + (size_t)gt_min(r, nw - 1) * ldw;
     for (int i = 0; i < MT; i++) xr[i] = a->x + (size_t)(m + i) * a->ldx;
     for (int i = 0; i < MT; i++)
         for (int r = 0; r < NW; r++) acc[i][r] = vdupq_n_f32(0.0f);
@@ -264,7 +265,7 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
         for (int i = 0; i < MT; i++) xl[i] = vld1q_f32(xr[i] + k), xh[i] = vld1q_f32(xr[i] + k + 4);
         for (int r = 0; r < NW; r++) {
             float32x4_t wl, wh;
-            ld8(t, wr[r], k, &wl, &wh);
+            ld8(JK_F32, wr[r], k, &wl, &wh);
             for (int i = 0; i < MT; i++) {
                 acc[i][r] = vfmaq_f32(acc[i][r], xl[i], wl);
                 acc[i][r] = vfmaq_f32(acc[i][r], xh[i], wh);
@@ -276,7 +277,7 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
         for (int r = 0; r < NW; r++) s[r] = vaddvq_f32(acc[i][r]);
         for (int r = 0; r < nw; r++) {
             float tail = 0.0f;
-            for (int k = K8; k < K; k++) tail += xr[i][k] * ld1(t, wr[r], k);
+            for (int k = K8; k < K; k++) tail += xr[i][k] * ld1(JK_F32, wr[r], k);
             s[r] += tail;
             if (a->bias) s[r] += a->bias[n + r];
         }
@@ -293,24 +294,47 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
     }
 }
 
-/* Columns n0 .. n1 for all M rows: W rows in blocks of ~64 KiB (as f32) that stay in L2
- * while every chunk of up to 3 X rows passes over them. */
-static ALWAYS_INLINE void small_m(const struct jk_gemm_args *a, enum jk_dtype t, int n0, int n1) {
-    const size_t row_bytes = (size_t)a->K * 4;
-    const int rb = (int)(row_bytes >= 8192 ? 8 : 65536 / row_bytes) & ~7;
+/* Columns n0 .. n1 for all M rows: W rows in blocks of ~64 KiB of f32 that stay in L2
+ * while every chunk of up to 3 X rows passes over them; f16 / bf16 / q8_0 blocks are
+ * converted into the thread's scratch first (each weight converted once). */
+static ALWAYS_INLINE void small_m(const struct jk_gemm_args *a, enum jk_dtype t, int n0, int n1,
+                                  float *scratch, size_t nscratch) {
+    const int K = a->K;
+    int rb = (int)(65536 / ((size_t)K * 4)) & ~7;
+    const int rmax = (int)(nscratch / (size_t)K) & ~7; /* >= 8: the slice holds >= 8 K */
+    rb = rb < 8 ? 8 : rb > rmax ? rmax : rb;
     for (int nb = n0; nb < n1; nb += rb) {
         const int ne = gt_min(n1, nb + rb);
+        const uint8_t *wb = (const uint8_t *)a->w + (size_t)nb * a->ldw;
+        size_t ldwb = a->ldw;
+        if (t != JK_F32) {
+            for (int n = nb; n < ne; n++) {
+                const uint8_t *row = (const uint8_t *)a->w + (size_t)n * a->ldw;
+                float *d = scratch + (size_t)(n - nb) * K;
+                int k = 0;
+                for (; k + 8 <= K; k += 8) {
+                    float32x4_t lo, hi;
+                    ld8(t, row, k, &lo, &hi);
+                    vst1q_f32(d + k, lo);
+                    vst1q_f32(d + k + 4, hi);
+                }
+                for (; k < K; k++) d[k] = ld1(t, row, k);
+            }
+            wb = (const uint8_t *)scratch;
+            ldwb = (size_t)K * sizeof(float);
+        }
         for (int m = 0; m < a->M; m += 3) {
             const int mt = gt_min(3, a->M - m);
             for (int n = nb; n < ne;) {
+                const uint8_t *w = wb + (size_t)(n - nb) * ldwb;
                 if (mt == 1) {
-                    small_tile(a, t, 1, 8, m, n, gt_min(8, ne - n));
+                    small_tile(a, 1, 8, m, w, ldwb, n, gt_min(8, ne - n));
                     n += 8;
                 } else if (mt == 2) {
-                    small_tile(a, t, 2, 4, m, n, gt_min(4, ne - n));
+                    small_tile(a, 2, 4, m, w, ldwb, n, gt_min(4, ne - n));
                     n += 4;
                 } else {
-                    small_tile(a, t, 3, 4, m, n, gt_min(4, ne - n));
+                    small_tile(a, 3, 4, m, w, ldwb, n, gt_min(4, ne - n));
                     n += 4;
                 }
             }
@@ -324,8 +348,9 @@ static ALWAYS_INLINE void small_m(const struct jk_gemm_args *a, enum jk_dtype t,
     static void pack_b_##name(float *p, const uint8_t *w, size_t ldw, int nc, int k0, int kc) { \
         pack_b(T, p, w, ldw, nc, k0, kc);                                                      \
     }                                                                                          \
-    static void small_##name(const struct jk_gemm_args *a, int n0, int n1) {                   \
-        small_m(a, T, n0, n1);                                                                 \
+    static void small_##name(const struct jk_gemm_args *a, int n0, int n1, float *scratch,      \
+                             size_t nscratch) {                                                \
+        small_m(a, T, n0, n1, scratch, nscratch);                                              \
     }                                                                                          \
     void gemm_##name##_neon(const struct jk_gemm_args *a) { gt_run(a, pack_b_##name, small_##name); }
 

@@ -7,9 +7,10 @@
  *            same values as the reference), X is packed, and a 6 x 16 register tile
  *            (12 ymm accumulators, 2 loads + 6 broadcasts per 12 FMAs) does the work;
  *            the epilogue (bias, erf-GELU, residual add) is fused into its store.
- *   small M (M <= GT_SMALL_M, e.g. the attentive-pool query): no packing; rows of W are
- *            streamed once, converted in registers, and dotted with up to 3 rows of X
- *            at a time (GEMV-like, 8-wide partial sums reduced at the end).
+ *   small M (M <= GT_SMALL_M, e.g. the attentive-pool query or a short predictor): no
+ *            packing; blocks of W rows (converted to f32 once, into ws, for the 16-bit
+ *            and q8_0 types) are dotted with up to 3 rows of X at a time (8-wide partial
+ *            sums along K reduced at the end: GEMV-like, W streamed once).
  * Activations stay f32 throughout. Parallel over output tiles only, so the bits do not
  * depend on the thread count; no allocation (ws, sized by gemm_ws_avx2).
  *
@@ -31,7 +32,7 @@
 #define GT_MR 6
 #define GT_NR 16
 #ifndef GT_KC
-#define GT_KC 256
+#define GT_KC 512
 #endif
 #ifndef GT_MC
 #define GT_MC 144
@@ -39,7 +40,9 @@
 #ifndef GT_NC
 #define GT_NC 1536
 #endif
-#define GT_SMALL_M 4
+#ifndef GT_SMALL_M
+#define GT_SMALL_M 64
+#endif
 
 #include "kernels/x86/gemm_tmpl.h"
 #include "kernels/x86/gemm_avx2_inl.h"

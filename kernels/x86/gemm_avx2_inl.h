@@ -162,12 +162,33 @@ static ALWAYS_INLINE void pack_b(enum jk_dtype t, float *p, const uint8_t *w, si
 
 /* ---- activations -------------------------------------------------------------------- */
 
-/* mc rows of X -> p[panel][k][GT_MR]; rows past mc repeat the last row. */
+/* mc rows of X -> p[panel][k][GT_MR]; rows past mc repeat the last row. Groups of 8 rows
+ * x 8 k are transposed in registers; each k then stores its 8 (or 6, or fewer) rows. */
 static void gt_pack_a(float *p, const float *x, size_t ldx, int mc, int kc) {
     for (int i0 = 0; i0 < mc; i0 += GT_MR, p += (size_t)GT_MR * kc) {
         const float *r[GT_MR];
         for (int i = 0; i < GT_MR; i++) r[i] = x + (size_t)gt_min(i0 + i, mc - 1) * ldx;
-        for (int k = 0; k < kc; k++)
+        int k = 0;
+        for (; k + 8 <= kc; k += 8) {
+            for (int h = 0; h < GT_MR; h += 8) {
+                const int rows = gt_min(8, GT_MR - h);
+                __m256 v[8];
+                for (int j = 0; j < 8; j++) v[j] = _mm256_loadu_ps(r[h + gt_min(j, rows - 1)] + k);
+                transpose8(v);
+                for (int i = 0; i < 8; i++) {
+                    float *d = p + (size_t)(k + i) * GT_MR + h;
+                    if (rows == 8) {
+                        _mm256_storeu_ps(d, v[i]);
+                    } else if (rows == 6) {
+                        _mm_storeu_ps(d, _mm256_castps256_ps128(v[i]));
+                        _mm_storel_pi((__m64 *)(void *)(d + 4), _mm256_extractf128_ps(v[i], 1));
+                    } else {
+                        _mm256_maskstore_ps(d, lane_mask(rows), v[i]);
+                    }
+                }
+            }
+        }
+        for (; k < kc; k++)
             for (int i = 0; i < GT_MR; i++) p[(size_t)k * GT_MR + i] = r[i][k];
     }
 }
@@ -182,16 +203,16 @@ static ALWAYS_INLINE __m256 hsum8x8(const __m256 v[8]) {
     return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
-/* Y[m .. m+MT, n .. n+nw] from NW >= nw weight rows: MT x NW accumulators of 8 partial
- * sums over K, reduced at the end, plus the k % 8 tail, then bias and epilogue. */
-static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype t, const int MT,
-                                     const int NW, int m, int n, int nw) {
+/* Y[m .. m+MT, n .. n+nw] from nw f32 weight rows at w (row stride ldw bytes): MT x NW
+ * accumulators of 8 partial sums over K, reduced at the end, plus the k % 8 tail, then
+ * bias and epilogue. */
+static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, const int MT, const int NW,
+                                     int m, const uint8_t *w, size_t ldw, int n, int nw) {
     const int K = a->K, K8 = K & ~7;
-    const uint8_t *wr[8];
+    const uint8_t *wr[8]; /* f32 rows, possibly not 4-byte aligned (ldw is in bytes) */
     const float *xr[3];
     __m256 acc[3][8];
-    for (int r = 0; r < NW; r++)
-        wr[r] = (const uint8_t *)a->w + (size_t)(n + gt_min(r, nw - 1)) * a->ldw;
+    for (int r = 0; r < NW; r++) wr[r] = w + (size_t)gt_min(r, nw - 1) * ldw;
     for (int i = 0; i < MT; i++) xr[i] = a->x + (size_t)(m + i) * a->ldx;
     for (int i = 0; i < MT; i++)
         for (int r = 0; r < NW; r++) acc[i][r] = _mm256_setzero_ps();
@@ -199,7 +220,7 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
         __m256 xv[3];
         for (int i = 0; i < MT; i++) xv[i] = _mm256_loadu_ps(xr[i] + k);
         for (int r = 0; r < NW; r++) {
-            const __m256 wv = ld8(t, wr[r], k);
+            const __m256 wv = ld8(JK_F32, wr[r], k);
             for (int i = 0; i < MT; i++) acc[i][r] = _mm256_fmadd_ps(xv[i], wv, acc[i][r]);
         }
     }
@@ -212,7 +233,7 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
         if (K8 < K) {
             float tail[8] = {0};
             for (int r = 0; r < nw; r++)
-                for (int k = K8; k < K; k++) tail[r] += xr[i][k] * ld1(t, wr[r], k);
+                for (int k = K8; k < K; k++) tail[r] += xr[i][k] * ld1(JK_F32, wr[r], k);
             s = _mm256_add_ps(s, _mm256_loadu_ps(tail));
         }
         s = _mm256_add_ps(s, bv);
@@ -223,25 +244,43 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
     }
 }
 
-/* Columns n0 .. n1 for all M rows: W rows in blocks of ~64 KiB (as f32) that stay in L2
- * while every chunk of up to 3 X rows passes over them; 1 X row -> 8 W rows per step
- * (8 accumulators), 2-3 X rows -> 4 (8-12 accumulators). */
-static ALWAYS_INLINE void small_m(const struct jk_gemm_args *a, enum jk_dtype t, int n0, int n1) {
-    const size_t row_bytes = (size_t)a->K * 4;
-    const int rb = (int)(row_bytes >= 8192 ? 8 : 65536 / row_bytes) & ~7;
+/* Columns n0 .. n1 for all M rows. W rows go in blocks of ~64 KiB of f32, which stay in
+ * L2 while every chunk of up to 3 X rows passes over them; f16 / bf16 / q8_0 blocks are
+ * first converted into the thread's scratch (so each weight is converted once, not once
+ * per chunk of X rows). 1 X row -> 8 W rows per step (8 accumulators), 2-3 -> 4 (8-12). */
+static ALWAYS_INLINE void small_m(const struct jk_gemm_args *a, enum jk_dtype t, int n0, int n1,
+                                  float *scratch, size_t nscratch) {
+    const int K = a->K;
+    int rb = (int)(65536 / ((size_t)K * 4)) & ~7;
+    const int rmax = (int)(nscratch / (size_t)K) & ~7; /* >= 8: the slice holds >= 8 K */
+    rb = rb < 8 ? 8 : rb > rmax ? rmax : rb;
     for (int nb = n0; nb < n1; nb += rb) {
         const int ne = gt_min(n1, nb + rb);
+        const uint8_t *wb = (const uint8_t *)a->w + (size_t)nb * a->ldw;
+        size_t ldwb = a->ldw;
+        if (t != JK_F32) {
+            for (int n = nb; n < ne; n++) {
+                const uint8_t *row = (const uint8_t *)a->w + (size_t)n * a->ldw;
+                float *d = scratch + (size_t)(n - nb) * K;
+                int k = 0;
+                for (; k + 8 <= K; k += 8) _mm256_storeu_ps(d + k, ld8(t, row, k));
+                for (; k < K; k++) d[k] = ld1(t, row, k);
+            }
+            wb = (const uint8_t *)scratch;
+            ldwb = (size_t)K * sizeof(float);
+        }
         for (int m = 0; m < a->M; m += 3) {
             const int mt = gt_min(3, a->M - m);
             for (int n = nb; n < ne;) {
+                const uint8_t *w = wb + (size_t)(n - nb) * ldwb;
                 if (mt == 1) {
-                    small_tile(a, t, 1, 8, m, n, gt_min(8, ne - n));
+                    small_tile(a, 1, 8, m, w, ldwb, n, gt_min(8, ne - n));
                     n += 8;
                 } else if (mt == 2) {
-                    small_tile(a, t, 2, 4, m, n, gt_min(4, ne - n));
+                    small_tile(a, 2, 4, m, w, ldwb, n, gt_min(4, ne - n));
                     n += 4;
                 } else {
-                    small_tile(a, t, 3, 4, m, n, gt_min(4, ne - n));
+                    small_tile(a, 3, 4, m, w, ldwb, n, gt_min(4, ne - n));
                     n += 4;
                 }
             }
@@ -261,8 +300,9 @@ static ALWAYS_INLINE void small_m(const struct jk_gemm_args *a, enum jk_dtype t,
     static void pack_b_##name(float *p, const uint8_t *w, size_t ldw, int nc, int k0, int kc) { \
         pack_b(T, p, w, ldw, nc, k0, kc);                                                      \
     }                                                                                          \
-    static void small_##name(const struct jk_gemm_args *a, int n0, int n1) {                   \
-        small_m(a, T, n0, n1);                                                                 \
+    static void small_##name(const struct jk_gemm_args *a, int n0, int n1, float *scratch,      \
+                             size_t nscratch) {                                                \
+        small_m(a, T, n0, n1, scratch, nscratch);                                              \
     }                                                                                          \
     void gemm_##name##_##isa(const struct jk_gemm_args *a) {                                   \
         gt_run(a, pack_b_##name, small_##name);                                                \

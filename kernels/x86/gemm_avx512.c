@@ -29,13 +29,14 @@
  *    together in a 32 KiB L1.
  *  - MC 168 (12 x 14): the A block is 126 KiB of L2.
  *  - NC 2048: the B panel is 1.5 MiB per thread, in L2/L3.
- *  - SMALL_M 4 as on AVX2 (the weight-streaming path is bandwidth-bound). */
+ *  - SMALL_M 16: the weight-streaming path is 256 bits wide (gemm_avx2_inl.h), half the
+ *    microkernel's width, so it should hand over earlier than on AVX2 (64). */
 #define GT_MR 14
 #define GT_NR 32
 #define GT_KC 192
 #define GT_MC 168
 #define GT_NC 2048
-#define GT_SMALL_M 4
+#define GT_SMALL_M 16
 
 #include "kernels/x86/gemm_tmpl.h"
 #include "kernels/x86/gemm_avx2_inl.h"

@@ -124,8 +124,10 @@ static void gt_pack_a(float *p, const float *x, size_t ldx, int mc, int kc);
 /* Pack nc weight rows (w = row 0, ldw bytes apart) over k0 .. k0+kc into f32 micro-panels
  * p[panel][k][NR]; rows past nc may hold anything (their columns are never stored). */
 typedef void (*gt_pack_b_fn)(float *p, const uint8_t *w, size_t ldw, int nc, int k0, int kc);
-/* The M <= GT_SMALL_M path for output columns n0 .. n1. */
-typedef void (*gt_small_fn)(const struct jk_gemm_args *a, int n0, int n1);
+/* The M <= GT_SMALL_M path for output columns n0 .. n1; scratch: this thread's slice of
+ * ws, nscratch floats (at least 8 K). */
+typedef void (*gt_small_fn)(const struct jk_gemm_args *a, int n0, int n1, float *scratch,
+                            size_t nscratch);
 
 static inline int gt_min(int a, int b) { return a < b ? a : b; }
 
@@ -138,10 +140,12 @@ static inline int gt_kc_step(int K) {
     return (kc + 7) & ~7;
 }
 
-/* Floats of one thread's slice: the W panel (KC x NC) and the X block (MC x KC). */
+/* Floats of one thread's slice: the W panel (KC x NC) and the X block (MC x KC); the
+ * small-M path uses the same slice for 8 or more W rows converted to f32 (>= 8 K). */
 static inline size_t gt_thread_floats(int K) {
     size_t kc = (size_t)gt_min(gt_kc_step(K > 0 ? K : 1), GT_KC);
-    return kc * (size_t)GT_NC + (size_t)GT_MC * kc;
+    size_t blis = kc * (size_t)GT_NC + (size_t)GT_MC * kc, small = 8 * (size_t)(K > 0 ? K : 1);
+    return blis > small ? blis : small;
 }
 static inline size_t gt_thread_bytes(int K) {
     return (gt_thread_floats(K) * sizeof(float) + 63) & ~(size_t)63;
@@ -193,6 +197,8 @@ static void gt_run(const struct jk_gemm_args *a, gt_pack_b_fn pack_b, gt_small_f
     const int nt = a->nthreads > 0 ? a->nthreads : 1;
     if (M <= 0 || N <= 0 || a->K <= 0) return;
     (void)nt;
+    uint8_t *base = (uint8_t *)(((uintptr_t)a->ws + 63) & ~(uintptr_t)63);
+    const size_t slice = gt_thread_bytes(a->K);
     if (M <= GT_SMALL_M) {
         /* Weight streaming: threads take contiguous column ranges (multiples of 8). */
 #pragma omp parallel num_threads(nt)
@@ -204,12 +210,11 @@ static void gt_run(const struct jk_gemm_args *a, gt_pack_b_fn pack_b, gt_small_f
 #endif
             int n0, n1;
             gt_split(N, 8, nth, tid, &n0, &n1);
-            if (n0 < n1) small(a, n0, n1);
+            if (n0 < n1)
+                small(a, n0, n1, (float *)(base + (size_t)tid * slice), slice / sizeof(float));
         }
         return;
     }
-    uint8_t *base = (uint8_t *)(((uintptr_t)a->ws + 63) & ~(uintptr_t)63);
-    const size_t slice = gt_thread_bytes(a->K);
 #pragma omp parallel num_threads(nt)
     {
         int tid = 0, nth = 1;

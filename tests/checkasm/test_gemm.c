@@ -8,10 +8,12 @@
  * What runs, per level and dtype:
  *  - ragged shapes: M in {1..5, 7, 17, 65, 577} x N in {1, 2, 3, 17, 65, 577} x
  *    K in {1, 7, 33, 100, 768} (q8_0: {32, 64, 160, 768}), none a multiple of any tile,
- *    each with a random epilogue (store / GELU / residual add), bias or NULL, and row
+ *    less the few with M N K > 3e7 (577 x 577 x >= 100: time only), each with a random
+ *    epilogue (store / GELU / residual add), bias or NULL, and row
  *    strides larger than the rows (ldx > K, ldy > N, ldw > row bytes) or tight;
  *  - the ViT shapes (N, K) in {(2304,768), (3072,768), (768,3072), (3072,1024),
- *    (1024,4096)} at M = 37, every epilogue in turn;
+ *    (1024,4096)} at M = 37 and at M = 67 (above every ISA's GT_SMALL_M, so both the
+ *    weight-streaming and the packed path run them), every epilogue in turn;
  *  - the GELU epilogue alone (K = 1 with W = 1, an exact pre-activation), x over
  *    [-16, 16], against the double erf at 8e-7 relative (the formula's measured error
  *    is 4.4e-7, kernels/x86/gemm_tmpl.h);
@@ -46,6 +48,9 @@
 
 #define U (1.0 / 16777216.0) /* 2^-24 */
 
+/* Uniform on [-sqrt 3, sqrt 3): unit variance, and much cheaper than ca_normal() under qemu. */
+static float rnd(void) { return (float)((2.0 * ca_uniform() - 1.0) * 1.7320508075688772); }
+
 static const char *epi_name(enum jk_epilogue e) {
     return e == JK_EPI_STORE ? "store" : e == JK_EPI_GELU ? "gelu" : "add";
 }
@@ -62,7 +67,7 @@ static uint8_t *make_weights(enum jk_dtype t, int N, int K, size_t ldw, float sc
             for (int b = 0; b < K / QK8_0; b++) {
                 float v[QK8_0], amax = 0.0f;
                 for (int j = 0; j < QK8_0; j++) {
-                    v[j] = scale * ca_normal();
+                    v[j] = scale * rnd();
                     if (fabsf(v[j]) > amax) amax = fabsf(v[j]);
                 }
                 struct block_q8_0 blk;
@@ -77,7 +82,7 @@ static uint8_t *make_weights(enum jk_dtype t, int N, int K, size_t ldw, float sc
             continue;
         }
         for (int k = 0; k < K; k++) {
-            float v = scale * ca_normal();
+            float v = scale * rnd();
             if (t == JK_F32) memcpy(row + 4 * (size_t)k, &v, 4);
             else {
                 uint16_t h = t == JK_F16 ? f32_to_f16(v) : f32_to_bf16(v);
@@ -86,6 +91,19 @@ static uint8_t *make_weights(enum jk_dtype t, int N, int K, size_t ldw, float sc
         }
     }
     return w;
+}
+
+/* sum_k |x_k w_k| to ~1e-6 relative: 8 float lanes (vectorised, cheap under qemu), summed
+ * in double. The tolerance takes 1 % on top for this estimate. */
+static double abs_dot(const float *x, const float *w, int K) {
+    float acc[8] = {0};
+    int k = 0;
+    for (; k + 8 <= K; k += 8)
+        for (int j = 0; j < 8; j++) acc[j] += fabsf(x[k + j] * w[k + j]);
+    double s = 0.0;
+    for (int j = 0; j < 8; j++) s += acc[j];
+    for (; k < K; k++) s += fabs((double)x[k] * (double)w[k]);
+    return s;
 }
 
 /* One shape, one epilogue, at one level: kernel vs reference, then 2 and 3 threads vs 1. */
@@ -114,21 +132,21 @@ static int run_case(const struct jk_kernels *kt, const char *level, const struct
     float *yold = (float *)malloc((size_t)M * ldy * sizeof(float));
     float *wf = (float *)malloc((size_t)N * (size_t)K * sizeof(float)); /* W as f32 [N, K] */
     if (!x || !bias || !yold || !wf) { fprintf(stderr, "out of memory\n"); exit(1); }
-    for (size_t i = 0; i < (size_t)M * ldx; i++) x[i] = (i % ldx) < (size_t)K ? ca_normal() : NAN;
-    ca_fill(bias, (size_t)N, 1.0f);
+    for (size_t i = 0; i < (size_t)M * ldx; i++) x[i] = (i % ldx) < (size_t)K ? rnd() : NAN;
+    for (int n = 0; n < N; n++) bias[n] = rnd();
     for (size_t i = 0; i < (size_t)M * ldy; i++)
-        yold[i] = (c->epi == JK_EPI_ADD && (i % ldy) < (size_t)N) ? 3.0f * ca_normal() : NAN;
+        yold[i] = (c->epi == JK_EPI_ADD && (i % ldy) < (size_t)N) ? 3.0f * rnd() : NAN;
     uint8_t *w = make_weights(c->t, N, K, ldw, 1.0f / sqrtf((float)K));
     for (int n = 0; n < N; n++) ref_weight_row(wf + (size_t)n * K, w, ldw, c->t, n, K);
 
     /* ws for up to 3 threads, misaligned by 4 bytes on purpose */
-    size_t wsz = kt->gemm_ws(3, K), wsr = ref->gemm_ws(1, K);
+    size_t wsz = kt->gemm_ws(3, K), wsr = ref->gemm_ws(2, K);
     unsigned char *wsbuf = (unsigned char *)malloc(wsz + 4), *wsref = (unsigned char *)malloc(wsr);
     if (!wsbuf || !wsref) { fprintf(stderr, "out of memory\n"); exit(1); }
 
     struct jk_gemm_args a = {
         .ldy = ldy, .x = x, .ldx = ldx, .w = w, .ldw = ldw, .bias = c->bias ? bias : NULL,
-        .M = M, .N = N, .K = K, .epi = c->epi, .nthreads = 1, .ws = wsref,
+        .M = M, .N = N, .K = K, .epi = c->epi, .nthreads = 2, .ws = wsref,
     };
     memcpy(yr, yold, (size_t)M * ldy * sizeof(float));
     a.y = yr;
@@ -149,15 +167,13 @@ static int run_case(const struct jk_kernels *kt, const char *level, const struct
     for (int m = 0; m < M; m++) {
         const float *xm = x + (size_t)m * ldx;
         for (int n = 0; n < N; n++) {
-            const float *wn_ = wf + (size_t)n * K;
-            double s = 0.0;
-            for (int k = 0; k < K; k++) s += fabs((double)xm[k] * (double)wn_[k]);
+            double s = abs_dot(xm, wf + (size_t)n * K, K);
             if (c->bias) s += fabs((double)bias[n]);
             const size_t i = (size_t)m * ldy + (size_t)n;
             if (c->epi == JK_EPI_ADD) s += fabs((double)yold[i]);
             const double r = yr[i], g = y0[i];
-            double tol = (K + 4) * U * s + U * fabs(r);
-            if (c->epi == JK_EPI_GELU) tol = 1.13 * (K + 4) * U * s + 8e-7 * fabs(r) + 1e-37;
+            double tol = 1.01 * (K + 4) * U * s + U * fabs(r);
+            if (c->epi == JK_EPI_GELU) tol = 1.13 * 1.01 * (K + 4) * U * s + 8e-7 * fabs(r) + 1e-37;
             const double d = fabs(g - r);
             const double q = d / tol;
             if (!(d <= tol)) nbad++;
@@ -287,13 +303,17 @@ int main(void) {
             for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
                 for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
                     for (int ki = 0; ki < nk; ki++) {
+                        /* the largest products (577 x 577 x >= 100) only cost time (the
+                         * reference is scalar double; under qemu minutes): their tiles
+                         * and edges are all in 577 x 65 x 768 and 65 x 577 x 768 */
+                        if ((double)Ms[mi] * Ns[ni] * ks[ki] > 3e7) continue;
                         struct gcase c = {(enum jk_dtype)t, Ms[mi], Ns[ni], ks[ki],
                                           (enum jk_epilogue)ca_int(0, 2), ca_int(0, 1), ca_int(0, 1)};
                         fails += run_case(&kt, lv[l].name, &ref, &c);
                         cases++;
                     }
-            for (int v = 0; v < 5; v++) {
-                struct gcase c = {(enum jk_dtype)t, 37, vit[v][0], vit[v][1],
+            for (int v = 0; v < 10; v++) {
+                struct gcase c = {(enum jk_dtype)t, v < 5 ? 37 : 67, vit[v % 5][0], vit[v % 5][1],
                                   (enum jk_epilogue)(v % 3), v & 1, 1};
                 fails += run_case(&kt, lv[l].name, &ref, &c);
                 cases++;

@@ -427,7 +427,8 @@ static void test_write_failures(void) {
     CHECK(strstr(err.msg, "cannot create") != NULL, "message: %s", err.msg);
     CHECK(!file_exists(path), "nothing may be created");
 
-    /* the rename fails (PATH is a non-empty directory): the .tmp must be removed */
+    /* PATH is a directory: refused before anything is written (renaming over it would
+     * fail; renaming over a device or FIFO would replace it), no .tmp is left */
     snprintf(path, sizeof path, "%s/isdir.gguf", tmpdir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     char inner[600];
@@ -436,8 +437,8 @@ static void test_write_failures(void) {
     FILE *f = fopen(inner, "w");
     if (f) fclose(f);
     jerr_clear(&err);
-    CHECK(gguf_writer_write(w, path, &err) == JEPA_ERR_IO, "rename over a directory must fail");
-    CHECK(strstr(err.msg, "cannot rename") != NULL, "message: %s", err.msg);
+    CHECK(gguf_writer_write(w, path, &err) == JEPA_ERR_IO, "writing over a directory must fail");
+    CHECK(strstr(err.msg, "not a regular file") != NULL, "message: %s", err.msg);
     CHECK(!file_exists(tmp), "%s must be removed after a failed write", tmp);
     CHECK(file_exists(inner), "the directory must be left alone");
     unlink(inner);

@@ -18,7 +18,7 @@ bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # run NAME EXPECTED_EXIT ARGS...: stdout in $TMP/out, stderr in $TMP/err
 run() {
     name=$1; want=$2; shift 2
-    "$JEPA" "$@" >"$TMP/out" 2>"$TMP/err"
+    ${MESON_EXE_WRAPPER:-} "$JEPA" "$@" >"$TMP/out" 2>"$TMP/err"   # qemu in a cross build
     rc=$?
     if [ "$rc" -eq "$want" ]; then ok; else bad "$name: exit $rc, expected $want"; sed 's/^/  | /' "$TMP/err"; fi
 }
