@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
 #include "cli/cli.h"
@@ -21,7 +22,7 @@ static void usage(FILE *f) {
             "OpenBLAS, cblas_sgemm on the same shapes and threads.\n"
             "\n"
             "  --json      one JSON object per line on stdout (context lines go to stderr)\n"
-            "  -t N        threads (default 1)\n"
+            "  -t N        threads (default: the online CPUs)\n"
             "  --quick     fewer shapes (M = 1, 576; 577 tokens) and shorter timing\n"
             "  --full      also M = 4608 and 18432\n"
             "  --op OP     only matmul or only attn (default all)\n"
@@ -35,7 +36,9 @@ int cmd_bench(int argc, char **argv) {
         return argc < 2 ? CLI_EXIT_USAGE : 0;
     }
     if (strcmp(argv[1], "kernels")) return cli_usage_error("bench", "unknown benchmark '%s'", argv[1]);
-    struct bench_opts o = {.json = 0, .threads = 1, .quick = 0, .full = 0, .op = "all"};
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    struct bench_opts o = {.json = 0, .threads = ncpu > 0 && ncpu <= 1024 ? (int)ncpu : 1,
+                           .quick = 0, .full = 0, .op = "all"};
     const char *cap = getenv("JEPA_CPU");
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];

@@ -21,27 +21,29 @@ run_suite() {
     local name=$1 dir=$2
     shift 2
     echo "=== $name ($dir)"
+    local log=$dir/run_all
     if [ ! -f "$dir/build.ninja" ]; then
-        if ! meson setup "$dir" "$@" >"$dir.setup.log" 2>&1; then
-            cat "$dir.setup.log"; echo "setup of $name FAILED"; failed=$((failed + 1)); status=1; return
+        mkdir -p "$dir"
+        if ! meson setup "$dir" "$@" >"$dir/setup.log" 2>&1; then
+            cat "$dir/setup.log"; echo "setup of $name FAILED"; failed=$((failed + 1)); status=1; return
         fi
     fi
-    if ! ninja -C "$dir" >"$dir.build.log" 2>&1; then
-        tail -40 "$dir.build.log"; echo "build of $name FAILED"; failed=$((failed + 1)); status=1; return
+    if ! ninja -C "$dir" >"$log.build.log" 2>&1; then
+        tail -40 "$log.build.log"; echo "build of $name FAILED"; failed=$((failed + 1)); status=1; return
     fi
-    meson test -C "$dir" --print-errorlogs --num-processes 2 >"$dir.test.log" 2>&1
+    meson test -C "$dir" --print-errorlogs --num-processes 2 >"$log.test.log" 2>&1
     local rc=$?
-    grep -E '^ *[0-9]+/[0-9]+ ' "$dir.test.log" | sed 's/^/  /'
+    grep -E '^ *[0-9]+/[0-9]+ ' "$log.test.log" | sed 's/^/  /'
     local ok fail skip to
-    ok=$(sed -n 's/^Ok: *\([0-9]*\).*/\1/p' "$dir.test.log" | tail -1)
-    fail=$(sed -n 's/^Fail: *\([0-9]*\).*/\1/p' "$dir.test.log" | tail -1)
-    skip=$(sed -n 's/^Skipped: *\([0-9]*\).*/\1/p' "$dir.test.log" | tail -1)
-    to=$(sed -n 's/^Timeout: *\([0-9]*\).*/\1/p' "$dir.test.log" | tail -1)
+    ok=$(sed -n 's/^Ok: *\([0-9]*\).*/\1/p' "$log.test.log" | tail -1)
+    fail=$(sed -n 's/^Fail: *\([0-9]*\).*/\1/p' "$log.test.log" | tail -1)
+    skip=$(sed -n 's/^Skipped: *\([0-9]*\).*/\1/p' "$log.test.log" | tail -1)
+    to=$(sed -n 's/^Timeout: *\([0-9]*\).*/\1/p' "$log.test.log" | tail -1)
     passed=$((passed + ${ok:-0})); failed=$((failed + ${fail:-0} + ${to:-0})); skipped=$((skipped + ${skip:-0}))
     if [ $rc -ne 0 ]; then
         status=1
         [ -z "$fail" ] && failed=$((failed + 1))
-        echo "--- failures of $name:"; grep -E 'FAIL|Error|error' "$dir.test.log" | head -40
+        echo "--- failures of $name:"; grep -E 'FAIL|Error|error' "$log.test.log" | head -40
     fi
 }
 

@@ -248,10 +248,11 @@ static ALWAYS_INLINE void pack_b(enum jk_dtype t, float *p, const uint8_t *w, si
 
 /* ---- small M: stream the weights ---------------------------------------------------- */
 
-/* Y[m .. m+MT, n .. n+nw] from nw f32 weight rows at w (row stride ldw bytes): MT x NW
- * accumulators over K, then the k % 8 tail, bias and epilogue. */
-static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, const int MT, const int NW,
-                                     int m, const uint8_t *w, size_t ldw, int n, int nw) {
+/* Y[m .. m+MT, n .. n+nw] from nw weight rows of type t at w (row stride ldw bytes):
+ * MT x NW accumulators over K, then the k % 8 tail, bias and epilogue. */
+static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype t, const int MT,
+                                     const int NW, int m, const uint8_t *w, size_t ldw, int n,
+                                     int nw) {
     const int K = a->K, K8 = K & ~7;
     const uint8_t *wr[8];
     const float *xr[3];
@@ -265,7 +266,7 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, const int MT,
         for (int i = 0; i < MT; i++) xl[i] = vld1q_f32(xr[i] + k), xh[i] = vld1q_f32(xr[i] + k + 4);
         for (int r = 0; r < NW; r++) {
             float32x4_t wl, wh;
-            ld8(JK_F32, wr[r], k, &wl, &wh);
+            ld8(t, wr[r], k, &wl, &wh);
             for (int i = 0; i < MT; i++) {
                 acc[i][r] = vfmaq_f32(acc[i][r], xl[i], wl);
                 acc[i][r] = vfmaq_f32(acc[i][r], xh[i], wh);
@@ -277,7 +278,7 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, const int MT,
         for (int r = 0; r < NW; r++) s[r] = vaddvq_f32(acc[i][r]);
         for (int r = 0; r < nw; r++) {
             float tail = 0.0f;
-            for (int k = K8; k < K; k++) tail += xr[i][k] * ld1(JK_F32, wr[r], k);
+            for (int k = K8; k < K; k++) tail += xr[i][k] * ld1(t, wr[r], k);
             s[r] += tail;
             if (a->bias) s[r] += a->bias[n + r];
         }
@@ -295,8 +296,30 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, const int MT,
 }
 
 /* Columns n0 .. n1 for all M rows: W rows in blocks of ~64 KiB of f32 that stay in L2
- * while every chunk of up to 3 X rows passes over them; f16 / bf16 / q8_0 blocks are
- * converted into the thread's scratch first (each weight converted once). */
+ * while every chunk of up to 3 X rows passes over them; with more than one chunk (M > 3)
+ * f16 / bf16 / q8_0 blocks are converted into the thread's scratch first (each weight
+ * converted once), with one chunk in registers. */
+/* Every chunk of up to 3 X rows against W rows nb .. ne of type t at wb (stride ldwb). */
+static ALWAYS_INLINE void small_rows(const struct jk_gemm_args *a, enum jk_dtype t,
+                                     const uint8_t *wb, size_t ldwb, int nb, int ne) {
+    for (int m = 0; m < a->M; m += 3) {
+        const int mt = gt_min(3, a->M - m);
+        for (int n = nb; n < ne;) {
+            const uint8_t *w = wb + (size_t)(n - nb) * ldwb;
+            if (mt == 1) {
+                small_tile(a, t, 1, 8, m, w, ldwb, n, gt_min(8, ne - n));
+                n += 8;
+            } else if (mt == 2) {
+                small_tile(a, t, 2, 4, m, w, ldwb, n, gt_min(4, ne - n));
+                n += 4;
+            } else {
+                small_tile(a, t, 3, 4, m, w, ldwb, n, gt_min(4, ne - n));
+                n += 4;
+            }
+        }
+    }
+}
+
 static ALWAYS_INLINE void small_m(const struct jk_gemm_args *a, enum jk_dtype t, int n0, int n1,
                                   float *scratch, size_t nscratch) {
     const int K = a->K;
@@ -305,9 +328,7 @@ static ALWAYS_INLINE void small_m(const struct jk_gemm_args *a, enum jk_dtype t,
     rb = rb < 8 ? 8 : rb > rmax ? rmax : rb;
     for (int nb = n0; nb < n1; nb += rb) {
         const int ne = gt_min(n1, nb + rb);
-        const uint8_t *wb = (const uint8_t *)a->w + (size_t)nb * a->ldw;
-        size_t ldwb = a->ldw;
-        if (t != JK_F32) {
+        if (t != JK_F32 && a->M > 3) {
             for (int n = nb; n < ne; n++) {
                 const uint8_t *row = (const uint8_t *)a->w + (size_t)n * a->ldw;
                 float *d = scratch + (size_t)(n - nb) * K;
@@ -320,24 +341,9 @@ static ALWAYS_INLINE void small_m(const struct jk_gemm_args *a, enum jk_dtype t,
                 }
                 for (; k < K; k++) d[k] = ld1(t, row, k);
             }
-            wb = (const uint8_t *)scratch;
-            ldwb = (size_t)K * sizeof(float);
-        }
-        for (int m = 0; m < a->M; m += 3) {
-            const int mt = gt_min(3, a->M - m);
-            for (int n = nb; n < ne;) {
-                const uint8_t *w = wb + (size_t)(n - nb) * ldwb;
-                if (mt == 1) {
-                    small_tile(a, 1, 8, m, w, ldwb, n, gt_min(8, ne - n));
-                    n += 8;
-                } else if (mt == 2) {
-                    small_tile(a, 2, 4, m, w, ldwb, n, gt_min(4, ne - n));
-                    n += 4;
-                } else {
-                    small_tile(a, 3, 4, m, w, ldwb, n, gt_min(4, ne - n));
-                    n += 4;
-                }
-            }
+            small_rows(a, JK_F32, (const uint8_t *)scratch, (size_t)K * sizeof(float), nb, ne);
+        } else {
+            small_rows(a, t, (const uint8_t *)a->w + (size_t)nb * a->ldw, a->ldw, nb, ne);
         }
     }
 }

@@ -203,25 +203,46 @@ static ALWAYS_INLINE __m256 hsum8x8(const __m256 v[8]) {
     return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
-/* Y[m .. m+MT, n .. n+nw] from nw f32 weight rows at w (row stride ldw bytes): MT x NW
+/* Y[m .. m+MT, n .. n+nw] from nw weight rows of type t at w (row stride ldw bytes): MT x NW
  * accumulators of 8 partial sums over K, reduced at the end, plus the k % 8 tail, then
  * bias and epilogue. */
-static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, const int MT, const int NW,
-                                     int m, const uint8_t *w, size_t ldw, int n, int nw) {
+static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype t, const int MT,
+                                     const int NW, int m, const uint8_t *w, size_t ldw, int n,
+                                     int nw) {
     const int K = a->K, K8 = K & ~7;
-    const uint8_t *wr[8]; /* f32 rows, possibly not 4-byte aligned (ldw is in bytes) */
+    const uint8_t *wr[8]; /* rows, possibly not 4-byte aligned (ldw is in bytes) */
     const float *xr[3];
     __m256 acc[3][8];
     for (int r = 0; r < NW; r++) wr[r] = w + (size_t)gt_min(r, nw - 1) * ldw;
     for (int i = 0; i < MT; i++) xr[i] = a->x + (size_t)(m + i) * a->ldx;
     for (int i = 0; i < MT; i++)
         for (int r = 0; r < NW; r++) acc[i][r] = _mm256_setzero_ps();
-    for (int k = 0; k < K8; k += 8) {
-        __m256 xv[3];
-        for (int i = 0; i < MT; i++) xv[i] = _mm256_loadu_ps(xr[i] + k);
-        for (int r = 0; r < NW; r++) {
-            const __m256 wv = ld8(JK_F32, wr[r], k);
-            for (int i = 0; i < MT; i++) acc[i][r] = _mm256_fmadd_ps(xv[i], wv, acc[i][r]);
+    if (t == JK_Q8_0) {
+        /* block by block: each row's scale is converted once per 32 weights */
+        for (int k = 0; k < K; k += QK8_0) {
+            const size_t boff = (size_t)(k / QK8_0) * sizeof(struct block_q8_0);
+            __m256 d[8];
+            for (int r = 0; r < NW; r++)
+                d[r] = _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(wr[r][boff] | wr[r][boff + 1] << 8)));
+            for (int j = 0; j < QK8_0; j += 8) {
+                __m256 xv[3];
+                for (int i = 0; i < MT; i++) xv[i] = _mm256_loadu_ps(xr[i] + k + j);
+                for (int r = 0; r < NW; r++) {
+                    const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                        _mm_loadl_epi64((const __m128i *)(const void *)(wr[r] + boff + 2 + j))));
+                    const __m256 wv = _mm256_mul_ps(q, d[r]); /* = the reference's d * q */
+                    for (int i = 0; i < MT; i++) acc[i][r] = _mm256_fmadd_ps(xv[i], wv, acc[i][r]);
+                }
+            }
+        }
+    } else {
+        for (int k = 0; k < K8; k += 8) {
+            __m256 xv[3];
+            for (int i = 0; i < MT; i++) xv[i] = _mm256_loadu_ps(xr[i] + k);
+            for (int r = 0; r < NW; r++) {
+                const __m256 wv = ld8(t, wr[r], k);
+                for (int i = 0; i < MT; i++) acc[i][r] = _mm256_fmadd_ps(xv[i], wv, acc[i][r]);
+            }
         }
     }
     const __m256i mask = lane_mask(nw);
@@ -233,7 +254,7 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, const int MT,
         if (K8 < K) {
             float tail[8] = {0};
             for (int r = 0; r < nw; r++)
-                for (int k = K8; k < K; k++) tail[r] += xr[i][k] * ld1(JK_F32, wr[r], k);
+                for (int k = K8; k < K; k++) tail[r] += xr[i][k] * ld1(t, wr[r], k);
             s = _mm256_add_ps(s, _mm256_loadu_ps(tail));
         }
         s = _mm256_add_ps(s, bv);
@@ -245,9 +266,31 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, const int MT,
 }
 
 /* Columns n0 .. n1 for all M rows. W rows go in blocks of ~64 KiB of f32, which stay in
- * L2 while every chunk of up to 3 X rows passes over them; f16 / bf16 / q8_0 blocks are
- * first converted into the thread's scratch (so each weight is converted once, not once
- * per chunk of X rows). 1 X row -> 8 W rows per step (8 accumulators), 2-3 -> 4 (8-12). */
+ * L2 while every chunk of up to 3 X rows passes over them. With more than one chunk
+ * (M > 3), f16 / bf16 / q8_0 blocks are first converted into the thread's scratch (each
+ * weight converted once, not once per chunk); with one chunk they are converted in
+ * registers. 1 X row -> 8 W rows per step (8 accumulators), 2-3 -> 4 (8-12). */
+/* Every chunk of up to 3 X rows against W rows nb .. ne of type t at wb (stride ldwb). */
+static ALWAYS_INLINE void small_rows(const struct jk_gemm_args *a, enum jk_dtype t,
+                                     const uint8_t *wb, size_t ldwb, int nb, int ne) {
+    for (int m = 0; m < a->M; m += 3) {
+        const int mt = gt_min(3, a->M - m);
+        for (int n = nb; n < ne;) {
+            const uint8_t *w = wb + (size_t)(n - nb) * ldwb;
+            if (mt == 1) {
+                small_tile(a, t, 1, 8, m, w, ldwb, n, gt_min(8, ne - n));
+                n += 8;
+            } else if (mt == 2) {
+                small_tile(a, t, 2, 4, m, w, ldwb, n, gt_min(4, ne - n));
+                n += 4;
+            } else {
+                small_tile(a, t, 3, 4, m, w, ldwb, n, gt_min(4, ne - n));
+                n += 4;
+            }
+        }
+    }
+}
+
 static ALWAYS_INLINE void small_m(const struct jk_gemm_args *a, enum jk_dtype t, int n0, int n1,
                                   float *scratch, size_t nscratch) {
     const int K = a->K;
@@ -256,9 +299,7 @@ static ALWAYS_INLINE void small_m(const struct jk_gemm_args *a, enum jk_dtype t,
     rb = rb < 8 ? 8 : rb > rmax ? rmax : rb;
     for (int nb = n0; nb < n1; nb += rb) {
         const int ne = gt_min(n1, nb + rb);
-        const uint8_t *wb = (const uint8_t *)a->w + (size_t)nb * a->ldw;
-        size_t ldwb = a->ldw;
-        if (t != JK_F32) {
+        if (t != JK_F32 && a->M > 3) {
             for (int n = nb; n < ne; n++) {
                 const uint8_t *row = (const uint8_t *)a->w + (size_t)n * a->ldw;
                 float *d = scratch + (size_t)(n - nb) * K;
@@ -266,24 +307,9 @@ static ALWAYS_INLINE void small_m(const struct jk_gemm_args *a, enum jk_dtype t,
                 for (; k + 8 <= K; k += 8) _mm256_storeu_ps(d + k, ld8(t, row, k));
                 for (; k < K; k++) d[k] = ld1(t, row, k);
             }
-            wb = (const uint8_t *)scratch;
-            ldwb = (size_t)K * sizeof(float);
-        }
-        for (int m = 0; m < a->M; m += 3) {
-            const int mt = gt_min(3, a->M - m);
-            for (int n = nb; n < ne;) {
-                const uint8_t *w = wb + (size_t)(n - nb) * ldwb;
-                if (mt == 1) {
-                    small_tile(a, 1, 8, m, w, ldwb, n, gt_min(8, ne - n));
-                    n += 8;
-                } else if (mt == 2) {
-                    small_tile(a, 2, 4, m, w, ldwb, n, gt_min(4, ne - n));
-                    n += 4;
-                } else {
-                    small_tile(a, 3, 4, m, w, ldwb, n, gt_min(4, ne - n));
-                    n += 4;
-                }
-            }
+            small_rows(a, JK_F32, (const uint8_t *)scratch, (size_t)K * sizeof(float), nb, ne);
+        } else {
+            small_rows(a, t, (const uint8_t *)a->w + (size_t)nb * a->ldw, a->ldw, nb, ne);
         }
     }
 }
