@@ -54,8 +54,12 @@ if [ $quick = 0 ] && command -v clang >/dev/null; then
     CC=clang run_suite "clang -Werror" build-test-clang --buildtype=release -Dwerror=true
 fi
 if [ $quick = 0 ] && command -v aarch64-linux-gnu-gcc >/dev/null && command -v qemu-aarch64-static >/dev/null; then
+    # meson runs test executables through the cross file's exe_wrapper itself; the shell-
+    # script tests (CLI) run the cross-built jepa through this variable.
+    export MESON_EXE_WRAPPER="qemu-aarch64-static -L /usr/aarch64-linux-gnu"
     run_suite "aarch64 cross (qemu)" build-test-arm --cross-file cross/aarch64-linux-gnu.ini \
         --buildtype=release -Dopenblas=disabled -Dvideo=disabled -Dcuda=disabled
+    unset MESON_EXE_WRAPPER
 fi
 if [ $quick = 0 ]; then
     echo "=== GGUF compatibility with ggml's own reader (gguf-py, tests/gguf/README.md)"

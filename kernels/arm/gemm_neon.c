@@ -139,16 +139,17 @@ static void gt_ukernel(int kc, const float *restrict a, const float *restrict b,
     float32x4_t bv0 = vdupq_n_f32(0), bv1 = bv0, bv2 = bv0;
     if ((mode & GT_LAST) && bias) {
         bv0 = load4_partial(bias, nr);
-        bv1 = load4_partial(bias + 4, nr - 4);
-        bv2 = load4_partial(bias + 8, nr - 8);
+        if (nr > 4) bv1 = load4_partial(bias + 4, nr - 4);
+        if (nr > 8) bv2 = load4_partial(bias + 8, nr - 8);
     }
     const float32x4_t acc[GT_MR][3] = {{c00, c01, c02}, {c10, c11, c12}, {c20, c21, c22},
                                        {c30, c31, c32}, {c40, c41, c42}, {c50, c51, c52},
                                        {c60, c61, c62}, {c70, c71, c72}};
-    for (int i = 0; i < mr; i++, y += ldy) {
-        store4(y, acc[i][0], bv0, nr, mode);
-        store4(y + 4, acc[i][1], bv1, nr - 4, mode);
-        store4(y + 8, acc[i][2], bv2, nr - 8, mode);
+    for (int i = 0; i < mr; i++) {
+        float *yi = y + (size_t)i * ldy;
+        store4(yi, acc[i][0], bv0, nr, mode);
+        if (nr > 4) store4(yi + 4, acc[i][1], bv1, nr - 4, mode);
+        if (nr > 8) store4(yi + 8, acc[i][2], bv2, nr - 8, mode);
     }
 }
 

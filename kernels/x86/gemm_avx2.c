@@ -21,28 +21,27 @@
 #include "kernels/x86/gemm_x86.h"
 #include "kernels/x86/simd_x86.h"
 
-/* Tuning (AMD EPYC Zen 1, 32 KiB L1d, 512 KiB L2 per core, 8 MiB L3; 2 threads; measured
- * with `jepa bench kernels`, see docs/performance-kernels.md):
- *  - 6 x 16 tile: 12 accumulators + 2 B vectors + 1 broadcast of 16 ymm registers.
- *  - KC 256: a 16-column B micro-panel is 16 KiB and stays in L1 while the MC/6 A
- *    micro-panels (6 KiB each) stream from L2.
- *  - MC 144: the 144 x 256 A block (144 KiB) sits in L2 next to the B micro-panels.
- *  - NC 1536: the 256 x 1536 B panel (1.5 MiB per thread) lives in L3.
- *  - SMALL_M 4: below this the weight-streaming path beats packing W. */
+/* Tuning: AMD EPYC (Zen 1, 2 cores of a shared VM: 32 KiB L1d, 512 KiB L2 per core, 8 MiB
+ * L3), interleaved best-of-N timings of variants built side by side (the numbers are in
+ * docs/performance-kernels.md):
+ *  - 6 x 16 tile: 12 accumulators + 2 B vectors + 1 broadcast of the 16 ymm registers.
+ *    Alone on L1/L2-resident panels it runs at 100 % of the FMA peak (40.2 GFLOP/s).
+ *  - KC 512 (K blocks of <= 512, equal length): 1-2 % faster than 256 and 384 on
+ *    K = 768 / 1024 / 3072 (fewer passes over Y), though the 32 KiB B micro-panel then
+ *    fills L1.
+ *  - MC 144, NC 1536: 72 / 96 / 192 and 768 / 3072 measured within +-1 %.
+ *  - SMALL_M 64: the weight-streaming path beats packing up to M = 64 for every dtype
+ *    (M = 64, N 2304, K 768: 32.8 vs 29.8 GFLOP/s f32, 32.6 vs 31.1 f16), packing wins
+ *    from M = 96-128 on.
+ *  - Prefetching the Y tile before the K loop, prefetching A ahead in the loop, unrolling
+ *    the K loop by 4: each within +-1 % (noise). The Y prefetch is kept (it is free, and
+ *    Y is often far from cache between K blocks), the other two left out. */
 #define GT_MR 6
 #define GT_NR 16
-#ifndef GT_KC
 #define GT_KC 512
-#endif
-#ifndef GT_MC
 #define GT_MC 144
-#endif
-#ifndef GT_NC
 #define GT_NC 1536
-#endif
-#ifndef GT_SMALL_M
 #define GT_SMALL_M 64
-#endif
 
 #include "kernels/x86/gemm_tmpl.h"
 #include "kernels/x86/gemm_avx2_inl.h"
@@ -75,21 +74,13 @@ static void gt_ukernel(int kc, const float *restrict a, const float *restrict b,
     __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
     __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
     __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
-#ifndef NO_PF
     /* The Y tile is read (or write-allocated) only after the loop: fetch it now, so the
      * misses overlap the FMAs instead of stalling the store. */
     for (int i = 0; i < mr; i++) {
         _mm_prefetch((const char *)(y + (size_t)i * ldy), _MM_HINT_T0);
-        _mm_prefetch((const char *)(y + (size_t)i * ldy + GT_NR - 1), _MM_HINT_T0);
+        _mm_prefetch((const char *)(y + (size_t)i * ldy + nr - 1), _MM_HINT_T0);
     }
-#endif
-#ifdef UNROLL
-#pragma GCC unroll 4
-#endif
     for (int k = 0; k < kc; k++) {
-#ifdef APF
-        _mm_prefetch((const char *)(a + APF), _MM_HINT_T0);
-#endif
         const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
         __m256 ai;
         ai = _mm256_broadcast_ss(a + 0);
@@ -116,13 +107,15 @@ static void gt_ukernel(int kc, const float *restrict a, const float *restrict b,
     __m256 bv0 = _mm256_setzero_ps(), bv1 = _mm256_setzero_ps();
     if ((mode & GT_LAST) && bias) {
         bv0 = nr >= 8 ? _mm256_loadu_ps(bias) : _mm256_maskload_ps(bias, lane_mask(nr));
-        bv1 = nr >= 16 ? _mm256_loadu_ps(bias + 8) : _mm256_maskload_ps(bias + 8, lane_mask(nr - 8));
+        if (nr > 8)
+            bv1 = nr >= 16 ? _mm256_loadu_ps(bias + 8) : _mm256_maskload_ps(bias + 8, lane_mask(nr - 8));
     }
     const __m256 acc[GT_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21},
                                   {c30, c31}, {c40, c41}, {c50, c51}};
-    for (int i = 0; i < mr; i++, y += ldy) {
-        store8(y, acc[i][0], bv0, nr, mode);
-        store8(y + 8, acc[i][1], bv1, nr - 8, mode);
+    for (int i = 0; i < mr; i++) {
+        float *yi = y + (size_t)i * ldy;
+        store8(yi, acc[i][0], bv0, nr, mode);
+        if (nr > 8) store8(yi + 8, acc[i][1], bv1, nr - 8, mode);
     }
 }
 

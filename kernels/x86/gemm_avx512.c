@@ -114,7 +114,7 @@ static ALWAYS_INLINE void store16(float *y, __m512 acc, __m512 bv, int nr, int m
         _mm512_storeu_ps(y, acc);
     } else if (nr > 0) {
         store8_partial(y, lo256(acc), lo256(bv), nr, mode);
-        store8_partial(y + 8, hi256(acc), hi256(bv), nr - 8, mode);
+        if (nr > 8) store8_partial(y + 8, hi256(acc), hi256(bv), nr - 8, mode);
     }
 }
 
@@ -123,7 +123,7 @@ static ALWAYS_INLINE __m512 load_bias16(const float *b, int nr) {
     if (nr >= 16) return _mm512_loadu_ps(b);
     if (nr <= 0) return _mm512_setzero_ps();
     const __m256 lo = _mm256_maskload_ps(b, lane_mask(nr));
-    const __m256 hi = _mm256_maskload_ps(b + 8, lane_mask(nr - 8));
+    const __m256 hi = nr > 8 ? _mm256_maskload_ps(b + 8, lane_mask(nr - 8)) : _mm256_setzero_ps();
     return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
 }
 
@@ -140,7 +140,7 @@ static ALWAYS_INLINE __m512 load_bias16(const float *b, int nr) {
     do {                                                                                \
         if (i < mr) {                                                                   \
             store16(y + (size_t)(i) * ldy, c##i##_0, bv0, nr, mode);                    \
-            store16(y + (size_t)(i) * ldy + 16, c##i##_1, bv1, nr - 16, mode);          \
+            if (nr > 16) store16(y + (size_t)(i) * ldy + 16, c##i##_1, bv1, nr - 16, mode); \
         }                                                                               \
     } while (0)
 
@@ -151,7 +151,7 @@ static void gt_ukernel(int kc, const float *restrict a, const float *restrict b,
     /* fetch the Y tile now so its misses overlap the FMAs (it is read or written after) */
     for (int i = 0; i < mr; i++) {
         _mm_prefetch((const char *)(y + (size_t)i * ldy), _MM_HINT_T0);
-        _mm_prefetch((const char *)(y + (size_t)i * ldy + GT_NR - 1), _MM_HINT_T0);
+        _mm_prefetch((const char *)(y + (size_t)i * ldy + nr - 1), _MM_HINT_T0);
     }
     for (int k = 0; k < kc; k++) {
         const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
@@ -163,7 +163,7 @@ static void gt_ukernel(int kc, const float *restrict a, const float *restrict b,
     __m512 bv0 = _mm512_setzero_ps(), bv1 = _mm512_setzero_ps();
     if ((mode & GT_LAST) && bias) {
         bv0 = load_bias16(bias, nr);
-        bv1 = load_bias16(bias + 16, nr - 16);
+        if (nr > 16) bv1 = load_bias16(bias + 16, nr - 16);
     }
     ACC_STORE(0); ACC_STORE(1); ACC_STORE(2); ACC_STORE(3); ACC_STORE(4); ACC_STORE(5); ACC_STORE(6);
     ACC_STORE(7); ACC_STORE(8); ACC_STORE(9); ACC_STORE(10); ACC_STORE(11); ACC_STORE(12); ACC_STORE(13);

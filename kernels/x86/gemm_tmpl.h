@@ -16,33 +16,32 @@
  * and a small_m kernel, which it hands to gt_run(). Everything here is static: each ISA
  * file gets its own copy compiled with its own flags.
  *
- * The algorithm (BLIS, flame/blis docs/KernelsHowTo.md; how-to-optimize-gemm):
- *   for jc in N by NC:                  W panel of NC rows, shared by the team
+ * The algorithm (BLIS, flame/blis docs/KernelsHowTo.md; how-to-optimize-gemm), run by
+ * each thread on its own rectangle of Y (rows m0..m1, columns n0..n1):
+ *   for jc in n0..n1 by NC:             W panel of NC rows
  *     for pc in K by KC:                one K block
- *       pack W[jc.., pc..] -> Bp         KC x NC f32 in NR-column micro-panels, each thread
- *                                        a share (dtype -> f32 here: every weight byte is
- *                                        read and converted once per row of the team's M)
- *       barrier
- *       for each task (dynamic):         MC rows of Y x a column segment of the panel
- *         pack X[ic.., pc..] -> Ap       MC x KC, MR-row micro-panels, per thread
- *         for jr in segment by NR: for ir in MC by MR:
+ *       pack W[jc.., pc..] -> Bp         KC x NC f32 in NR-column micro-panels (dtype -> f32
+ *                                        here, so each weight is read and converted once
+ *                                        per thread that needs it, not once per use)
+ *       for ic in m0..m1 by MC:
+ *         pack X[ic.., pc..] -> Ap       MC x KC, MR-row micro-panels
+ *         for jr in NC by NR: for ir in MC by MR:
  *           ukernel: Y[ir, jr] (+)= Ap[ir] . Bp[jr]   (MR x NR accumulators in registers)
- *       barrier (end of the task loop)
  * Y itself holds the partial sums between K blocks; bias and the activation are applied
  * when the last K block is stored (mode GT_LAST), the residual add (JK_EPI_ADD) reads Y
  * from the first block on. M <= GT_SMALL_M skips all of this (small_m: W streamed once,
  * threads split the columns).
  *
  * Determinism: the K blocks depend on K alone (never on the thread count), every output
- * element is computed by one thread per K block and summed in k order within a block,
- * then block after block. So the bits are the same for any nthreads and any schedule
- * (tests/checkasm/test_gemm.c checks 1 vs 2 vs 3 threads).
+ * element is owned by one thread and summed in k order within a block, then block after
+ * block. So the bits are the same for any nthreads (tests/checkasm/test_gemm.c checks
+ * 1 vs 2 vs 3 threads).
  *
- * Threads: one OpenMP team per call. Work is handed out dynamically in ~4 tasks per
- * thread, so a thread that runs slower (a core shared with another process, a small
- * core) does less of it; the B panel is shared (as in BLIS) rather than each thread
- * packing its own columns, so X is packed once per K block and not once per thread.
- * (The two schemes, measured against each other: docs/performance-kernels.md.)
+ * Threads: one OpenMP team per call; Y is split into tn x tm = nthreads rectangles, by
+ * columns as far as each thread keeps >= 4 NR-panels (then W is read once in all and
+ * each thread packs all of X), by rows beyond that. Each thread has its own slice of ws
+ * (Bp then Ap): nothing is shared, there are no barriers. (A BLIS-style shared Bp with
+ * dynamically scheduled row blocks was measured against this: docs/performance-kernels.md.)
  */
 #ifndef JEPA_KERNELS_GEMM_TMPL_H
 #define JEPA_KERNELS_GEMM_TMPL_H
@@ -145,79 +144,36 @@ static inline int gt_kc_step(int K) {
     return (kc + 7) & ~7;
 }
 
-/* Workspace: one W panel shared by the team (KC x NC floats), then per thread an X block
- * (MC x KC) -- or, on the small-M path, 8 or more W rows converted to f32 (>= 8 K). */
-static inline size_t gt_bytes64(size_t floats) {
-    return (floats * sizeof(float) + 63) & ~(size_t)63;
-}
-static inline size_t gt_shared_bytes(int K) {
-    return gt_bytes64((size_t)gt_min(gt_kc_step(K > 0 ? K : 1), GT_KC) * GT_NC);
-}
+/* Workspace: per thread a W panel (KC x NC) and an X block (MC x KC); the small-M path
+ * uses the same slice for 8 or more W rows converted to f32 (>= 8 K). */
 static inline size_t gt_thread_bytes(int K) {
     size_t kc = (size_t)gt_min(gt_kc_step(K > 0 ? K : 1), GT_KC);
-    size_t blis = (size_t)GT_MC * kc, small = 8 * (size_t)(K > 0 ? K : 1);
-    return gt_bytes64(blis > small ? blis : small);
+    size_t blis = kc * (size_t)GT_NC + (size_t)GT_MC * kc, small = 8 * (size_t)(K > 0 ? K : 1);
+    return ((blis > small ? blis : small) * sizeof(float) + 63) & ~(size_t)63;
 }
 
 static size_t gt_ws(int nthreads, int K) {
     size_t nt = (size_t)(nthreads > 0 ? nthreads : 1);
-    return gt_shared_bytes(K) + nt * gt_thread_bytes(K) + 64; /* + 64: ws need not be aligned */
+    return nt * gt_thread_bytes(K) + 64; /* + 64: ws need not be aligned */
 }
 
-/* [lo, hi) of n items split evenly in `parts`, part i, in units of `unit`. */
-static inline void gt_split(int n, int unit, int parts, int i, int *lo, int *hi) {
-    int units = (n + unit - 1) / unit;
-    int u0 = (int)((long)units * i / parts), u1 = (int)((long)units * (i + 1) / parts);
-    *lo = gt_min(n, u0 * unit);
-    *hi = gt_min(n, u1 * unit);
-}
-
-/* Rows per task: about 4 tasks per thread, so a thread slowed down (a busy core, a small
- * core) hands its share to the others; at least 8 MR tiles (each B micro-panel fetched
- * into L1 serves them all), at most GT_MC (the X block stays in L2). */
-static inline int gt_mc_step(int M, int nth) {
-    int mc = (M + 4 * nth - 1) / (4 * nth);
-    mc = (mc + GT_MR - 1) / GT_MR * GT_MR;
-    const int lo = gt_min(GT_MC, 8 * GT_MR);
-    return mc < lo ? lo : mc > GT_MC ? GT_MC : mc;
-}
-
-/* One team: for each W panel (NC columns) and K block, the threads pack the panel
- * together (a static share of its NR-column micro-panels each), wait for each other,
- * then take tasks one at a time (dynamic schedule). A task is a block of rows of Y
- * times a segment of the panel's columns: pack that X block (unless this thread just
- * did), run the microkernel over the segment. There is one column segment unless there
- * are too few row blocks for about 4 tasks per thread (many threads, small M). The
- * barrier at the end of the task loop keeps the panel until every thread is done with
- * it. Who computes a tile never changes its sums. */
-static void gt_team(const struct jk_gemm_args *a, gt_pack_b_fn pack_b, float *bp, uint8_t *base,
-                    size_t slice, int tid, int nth) {
-    const int M = a->M, N = a->N, K = a->K, kstep = gt_kc_step(K);
-    const int mstep = gt_mc_step(M, nth), mblocks = (M + mstep - 1) / mstep;
-    float *ap = (float *)(base + (size_t)tid * slice); /* [MC/MR][kc][MR] */
+/* One thread's rectangle Y[m0..m1, n0..n1], BLIS loops; ws: its slice. */
+static void gt_block(const struct jk_gemm_args *a, gt_pack_b_fn pack_b, float *ws, int m0,
+                     int m1, int n0, int n1) {
+    const int K = a->K, kstep = gt_kc_step(K);
+    float *bp = ws;                                          /* [NC/NR][kc][NR] */
+    float *ap = ws + (size_t)gt_min(kstep, GT_KC) * GT_NC;   /* [MC/MR][kc][MR] */
     const uint8_t *w = (const uint8_t *)a->w;
-    for (int jc = 0; jc < N; jc += GT_NC) {
-        const int nc = gt_min(GT_NC, N - jc);
-        const int panels = (nc + GT_NR - 1) / GT_NR;
-        const int nseg = gt_min((4 * nth + mblocks - 1) / mblocks, (panels + 3) / 4); /* >= 4 panels each */
-        const int ntasks = mblocks * nseg;
+    for (int jc = n0; jc < n1; jc += GT_NC) {
+        const int nc = gt_min(GT_NC, n1 - jc);
         for (int pc = 0; pc < K; pc += kstep) {
             const int kc = gt_min(kstep, K - pc);
             const int mode = GT_MODE(pc == 0, pc + kc == K, a->epi);
-            int j0, j1;
-            gt_split(nc, GT_NR, nth, tid, &j0, &j1);
-            if (j0 < j1)
-                pack_b(bp + (size_t)j0 * kc, w + (size_t)(jc + j0) * a->ldw, a->ldw, j1 - j0, pc, kc);
-            int packed = -1; /* the row block in ap */
-#pragma omp barrier
-#pragma omp for schedule(dynamic, 1)
-            for (int task = 0; task < ntasks; task++) {
-                const int ib = task / nseg, ic = ib * mstep, mc = gt_min(mstep, M - ic);
-                int s0, s1;
-                gt_split(nc, GT_NR, nseg, task % nseg, &s0, &s1);
-                if (packed != ib) gt_pack_a(ap, a->x + (size_t)ic * a->ldx + pc, a->ldx, mc, kc);
-                packed = ib;
-                for (int jr = s0; jr < s1; jr += GT_NR) {
+            pack_b(bp, w + (size_t)jc * a->ldw, a->ldw, nc, pc, kc);
+            for (int ic = m0; ic < m1; ic += GT_MC) {
+                const int mc = gt_min(GT_MC, m1 - ic);
+                gt_pack_a(ap, a->x + (size_t)ic * a->ldx + pc, a->ldx, mc, kc);
+                for (int jr = 0; jr < nc; jr += GT_NR) {
                     const float *bias = a->bias ? a->bias + jc + jr : NULL;
                     float *y = a->y + (size_t)ic * a->ldy + (size_t)(jc + jr);
                     for (int ir = 0; ir < mc; ir += GT_MR)
@@ -230,14 +186,30 @@ static void gt_team(const struct jk_gemm_args *a, gt_pack_b_fn pack_b, float *bp
     }
 }
 
+/* [lo, hi) of n items split evenly in `parts`, part i, in units of `unit`. */
+static inline void gt_split(int n, int unit, int parts, int i, int *lo, int *hi) {
+    int units = (n + unit - 1) / unit;
+    int u0 = (int)((long)units * i / parts), u1 = (int)((long)units * (i + 1) / parts);
+    *lo = gt_min(n, u0 * unit);
+    *hi = gt_min(n, u1 * unit);
+}
+
+/* Column parts: the largest divisor of nth that leaves every part >= 4 NR-panels (1 if
+ * none does); the rest of the team splits the rows. */
+static inline int gt_col_parts(int N, int nth) {
+    const int most = (N + 4 * GT_NR - 1) / (4 * GT_NR);
+    int tn = 1;
+    for (int d = 1; d <= nth; d++)
+        if (nth % d == 0 && d <= most) tn = d;
+    return tn;
+}
+
 static void gt_run(const struct jk_gemm_args *a, gt_pack_b_fn pack_b, gt_small_fn small) {
     const int M = a->M, N = a->N;
     const int nt = a->nthreads > 0 ? a->nthreads : 1;
     if (M <= 0 || N <= 0 || a->K <= 0) return;
     (void)nt;
-    uint8_t *ws = (uint8_t *)(((uintptr_t)a->ws + 63) & ~(uintptr_t)63);
-    float *bp = (float *)ws;                          /* the shared W panel */
-    uint8_t *base = ws + gt_shared_bytes(a->K);       /* the per-thread slices */
+    uint8_t *base = (uint8_t *)(((uintptr_t)a->ws + 63) & ~(uintptr_t)63);
     const size_t slice = gt_thread_bytes(a->K);
     if (M <= GT_SMALL_M) {
         /* Weight streaming: threads take contiguous column ranges (multiples of 8). */
@@ -262,6 +234,11 @@ static void gt_run(const struct jk_gemm_args *a, gt_pack_b_fn pack_b, gt_small_f
         tid = omp_get_thread_num();
         nth = omp_get_num_threads();
 #endif
-        gt_team(a, pack_b, bp, base, slice, tid, nth);
+        const int tn = gt_col_parts(N, nth), tm = nth / tn;
+        int m0, m1, n0, n1;
+        gt_split(N, GT_NR, tn, tid % tn, &n0, &n1);
+        gt_split(M, GT_MR, tm, tid / tn, &m0, &m1);
+        if (m0 < m1 && n0 < n1)
+            gt_block(a, pack_b, (float *)(base + (size_t)tid * slice), m0, m1, n0, n1);
     }
 }
