@@ -302,13 +302,13 @@ int bench_kernels(const struct bench_opts *o) {
     fprintf(info, "jepa bench kernels: cpu flags [%s], %d thread%s\n",
             jepa_cpu_describe(o->cpu, buf, sizeof buf), o->threads, o->threads == 1 ? "" : "s");
     fprintf(info, "kernels: gemm %s, attn %s\n", gemm_isa, attn_isa);
-    fprintf(info, "FMA peak (%s register loop, %d threads): %.1f GFLOP/s\n", peak_isa,
-            o->threads, peak);
+    fprintf(info, "FMA peak (%s register loop, %d thread%s): %.1f GFLOP/s\n", peak_isa,
+            o->threads, o->threads == 1 ? "" : "s", peak);
 #ifdef JEPA_HAVE_OPENBLAS
     openblas_set_num_threads(o->threads);
     const char *ct = getenv("OPENBLAS_CORETYPE");
-    fprintf(info, "baseline: OpenBLAS sgemm, core %s (OPENBLAS_CORETYPE=%s), %d threads\n",
-            openblas_get_corename(), ct ? ct : "unset", o->threads);
+    fprintf(info, "baseline: OpenBLAS sgemm, core %s (OPENBLAS_CORETYPE=%s), %d thread%s\n",
+            openblas_get_corename(), ct ? ct : "unset", o->threads, o->threads == 1 ? "" : "s");
 #else
     fprintf(info, "baseline: none (built without OpenBLAS)\n");
 #endif
