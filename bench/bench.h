@@ -17,6 +17,11 @@ struct bench_opts {
  * built with it) and attention, each against the FMA peak measured in the same run. */
 int bench_kernels(const struct bench_opts *o);
 
+/* `jepa bench gpu`: the CUDA kernel table (matmul per weight dtype on the ViT shapes,
+ * flash attention) on device `ordinal`, in TFLOP/s (bench/bench_gpu.c). With quick, one
+ * small shape per case: a check of the harness, not a measurement. */
+int bench_gpu(const struct bench_opts *o, int ordinal);
+
 /* Peak f32 FMA throughput in GFLOP/s of `threads` threads running a register-only FMA
  * loop of the widest vector unit in `cpu` (bench/peak.c). */
 double bench_fma_peak(unsigned cpu, int threads, const char **isa);

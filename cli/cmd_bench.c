@@ -1,7 +1,8 @@
 /*
- * cmd_bench.c — `jepa bench kernels [--json] [-t N] [--quick] [--full] [--op OP] [--cpu L]`:
- * argument parsing only; the benchmark is bench/bench_kernels.c (see there for what is
- * timed and how, and docs/performance-kernels.md for results).
+ * cmd_bench.c — `jepa bench kernels [--json] [-t N] [--quick] [--full] [--op OP] [--cpu L]`
+ * and `jepa bench gpu [-g N] [--json] [--quick] [--op OP]` (= `jepa bench kernels -g N`):
+ * argument parsing only; the benchmarks are bench/bench_kernels.c and bench/bench_gpu.c
+ * (see there for what is timed and how, and docs/performance-kernels.md for results).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,16 +11,19 @@
 
 #include "bench/bench.h"
 #include "cli/cli.h"
+#include "kernels/device.h"
 #include "runtime/cpu.h"
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: jepa bench kernels [--json] [-t N] [--quick | --full] [--op all|matmul|attn]\n"
-            "                          [--cpu scalar|avx2|avx512|neon]\n"
+            "                          [--cpu scalar|avx2|avx512|neon] [-g N]\n"
+            "       jepa bench gpu [-g N] [--json] [--quick] [--op all|matmul|attn]\n"
             "\n"
             "Time the kernel table on the ViT matmul shapes (every weight dtype) and on\n"
             "attention, against the FMA peak measured in the same run and, when built with\n"
-            "OpenBLAS, cblas_sgemm on the same shapes and threads.\n"
+            "OpenBLAS, cblas_sgemm on the same shapes and threads. With -g N (or `bench gpu`,\n"
+            "GPU 0 by default): the CUDA table on GPU N, in TFLOP/s.\n"
             "\n"
             "  --json      one JSON object per line on stdout (context lines go to stderr)\n"
             "  -t N        threads (default: the online CPUs)\n"
@@ -27,6 +31,7 @@ static void usage(FILE *f) {
             "  --full      also M = 4608 and 18432\n"
             "  --op OP     only matmul or only attn (default all)\n"
             "  --cpu L     cap the kernel ISA (as JEPA_CPU does)\n"
+            "  -g, --gpu N the CUDA kernels on GPU N instead of the CPU's\n"
             "  -h, --help  this help\n");
 }
 
@@ -35,7 +40,10 @@ int cmd_bench(int argc, char **argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_EXIT_USAGE : 0;
     }
-    if (strcmp(argv[1], "kernels")) return cli_usage_error("bench", "unknown benchmark '%s'", argv[1]);
+    const int gpu_cmd = !strcmp(argv[1], "gpu");
+    if (strcmp(argv[1], "kernels") && !gpu_cmd)
+        return cli_usage_error("bench", "unknown benchmark '%s' (kernels, gpu)", argv[1]);
+    int gpu = gpu_cmd ? 0 : -1;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     struct bench_opts o = {.json = 0, .threads = ncpu > 0 && ncpu <= 1024 ? (int)ncpu : 1,
                            .quick = 0, .full = 0, .op = "all"};
@@ -55,6 +63,13 @@ int cmd_bench(int argc, char **argv) {
             if (strcmp(o.op, "all") && strcmp(o.op, "matmul") && strcmp(o.op, "attn"))
                 return cli_usage_error("bench", "unknown op '%s'", o.op);
         } else if (!strcmp(a, "--cpu") && i + 1 < argc) cap = argv[++i];
+        else if ((!strcmp(a, "-g") || !strcmp(a, "--gpu")) && i + 1 < argc) {
+            char *end;
+            long g = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || g < 0 || g > 1024)
+                return cli_usage_error("bench", "bad GPU number '%s'", argv[i]);
+            gpu = (int)g;
+        }
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
@@ -64,5 +79,14 @@ int cmd_bench(int argc, char **argv) {
     long cpu = jepa_cpu_cap(jepa_cpu_detect(), cap);
     if (cpu < 0) return cli_usage_error("bench", "unknown cpu level '%s'", cap);
     o.cpu = (unsigned)cpu;
+    if (gpu >= 0) {
+        if (gpu >= jk_device_cuda_count()) {   /* the one-line reason, exit 1 */
+            char err[256];
+            struct jk_device *d = jk_device_open_cuda(gpu, err, sizeof err);
+            if (!d) return cli_fail("bench", "cuda:%d: %s", gpu, err);
+            d->close(d);
+        }
+        return bench_gpu(&o, gpu) ? CLI_EXIT_FAIL : 0;
+    }
     return bench_kernels(&o) ? CLI_EXIT_FAIL : 0;
 }

@@ -1,12 +1,14 @@
 /*
  * cmd_cpu.c — `jepa cpu`: the CPU features found, the cap applied (JEPA_CPU or --cpu),
- * and which implementation fills every kernel slot, so a fallback is never silent.
+ * which implementation fills every kernel slot, so a fallback is never silent, and the
+ * CUDA devices this build can use (or why there are none).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "kernels/device.h"
 #include "kernels/kernels.h"
 #include "runtime/cpu.h"
 
@@ -59,6 +61,24 @@ int cmd_cpu(int argc, char **argv) {
     SLOT(softmax, "softmax");
     SLOT(add, "add");
     SLOT(patchify, "patchify");
+    SLOT(gather, "gather");
+    SLOT(mean_rows, "mean_rows");
 #undef SLOT
+    /* GPUs (-g N / jepa_ctx_params.device "cuda:N"); opening one names it */
+    int ng = jk_device_cuda_count();
+    if (ng == 0) {
+        char err[256];
+        struct jk_device *d = jk_device_open_cuda(0, err, sizeof err);
+        if (d) d->close(d);
+        printf("cuda devices: none: %s\n", d ? "the device count is 0" : err);
+    } else {
+        printf("cuda devices: %d\n", ng);
+        for (int i = 0; i < ng; i++) {
+            char err[256];
+            struct jk_device *d = jk_device_open_cuda(i, err, sizeof err);
+            printf("  -g %d       %s\n", i, d ? d->name : err);
+            if (d) d->close(d);
+        }
+    }
     return 0;
 }

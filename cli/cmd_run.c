@@ -2,14 +2,17 @@
  * cmd_run.c — `jepa embed`, `jepa predict` and `jepa classify`: load a model, read the
  * input, run the forward through the public API (include/jepa.h), write .npy outputs.
  *
- *   jepa embed    -m MODEL INPUT [--pool mean|cls|lewm|none] [--hier] [-o OUT.npy]
+ *   jepa embed    -m MODEL INPUT [--pool mean|cls|lewm|none] [--hier] [--batch N] [-o OUT.npy]
  *   jepa predict  -m MODEL INPUT --ctx C.npy --tgt T.npy [--mask-index K]
  *                 [--modality auto|video|image] -o PRED.npy [--ctx-out CTX.npy]
  *   jepa classify -m MODEL INPUT [-k 5] [--logits-out L.npy]
  *   INPUT: --input-tensor X.npy (float32 [C,T,H,W] or [C,H,W], already preprocessed),
  *          --test-pattern TxHxW, or pixels: -i IMAGE..., --frames-npy F.npy, VIDEO
  *          (cli/inputs.c: decoding, clip sampling and the model's preprocessing)
- *   common: -t N threads, --cpu ISA, --time, -v, -q
+ *   common: -g N (CUDA GPU N), -t N threads, --cpu ISA, --time, -v, -q
+ *   --batch N (embed): N clips per forward pass, outputs stacked on a leading axis: N test
+ *          patterns, the clips of a 5-D [B, C, T, H, W] input tensor, or a video's clips
+ *   --repeat N (embed): N more timed encodes of the same input, median on stderr
  *
  * Tested by tests/models/test_cli_run.sh (fixtures) and tests/input/test_cli_input.sh
  * (pixel inputs).
@@ -31,6 +34,9 @@ struct run_opts {
     const char *model, *input_tensor, *test_pattern, *out, *ctx, *tgt, *ctx_out, *logits_out, *cpu;
     const char *pool;      /* mean | cls | lewm | none */
     int hier, threads, timing, verbose, topk, mask_index;
+    int gpu;               /* -g N: CUDA device N; -1: the CPU */
+    int batch;             /* --batch N (embed); 0: not given */
+    int repeat;            /* --repeat N (embed): N more timed encodes */
     jepa_modality modality;
     struct inputs_opts in;   /* -i / --frames-npy / VIDEO and their options (cli/inputs.c) */
 };
@@ -43,10 +49,17 @@ static void run_usage(enum run_cmd c) {
     printf("usage: jepa %s -m MODEL ", cmd_name(c));
     switch (c) {
     case RUN_EMBED:
-        printf("INPUT [--pool mean|cls|lewm|none] [--hier] [-o OUT.npy]\n"
+        printf("INPUT [--pool mean|cls|lewm|none] [--hier] [--batch N] [-o OUT.npy]\n"
                "  writes tokens [N, D] (--pool none, the default), pooled [D] (mean of the patch\n"
                "  tokens, or the CLS row), LeWM's projected state (lewm),\n"
-               "  or with --hier the hierarchical levels [L, N, D] (V-JEPA 2.1)\n");
+               "  or with --hier the hierarchical levels [L, N, D] (V-JEPA 2.1)\n"
+               "  --batch N             encode N clips per forward pass, outputs stacked on a\n"
+               "                        leading clip axis ([B, N, D], [B, D], ...): with\n"
+               "                        --test-pattern, N patterns (each its own phase); with a\n"
+               "                        5-D --input-tensor [B, C, T, H, W], its B clips N at a time\n"
+               "                        (a 5-D tensor alone runs all B at once); with a video's\n"
+               "                        clips (--num-clips, --dense), N at a time (same outputs)\n"
+               "  --repeat N            encode the input N more times and print the median time\n");
         break;
     case RUN_PREDICT:
         printf("INPUT --ctx C.npy --tgt T.npy -o PRED.npy\n"
@@ -59,10 +72,12 @@ static void run_usage(enum run_cmd c) {
         break;
     }
     printf("INPUT is one of:\n"
-           "  --input-tensor X.npy  float32 [C, T, H, W] clip or [C, H, W] image, preprocessed\n");
+           "  --input-tensor X.npy  float32 [C, T, H, W] clip or [C, H, W] image, preprocessed%s\n",
+           c == RUN_EMBED ? ";\n                        [B, C, T, H, W]: B clips (outputs stacked)" : "");
     inputs_usage();
     printf(
            "  --test-pattern TxHxW  a synthetic moving pattern of T frames of H x W (no file needed)\n"
+           "  -g, --gpu N           run on CUDA GPU N (exit 1 with the reason when there is none)\n"
            "  -t N                  threads (default: all cores)\n"
            "  --cpu ISA             cap the kernels: scalar, avx2, avx512, neon\n"
            "  --time                print timings to stderr\n"
@@ -79,6 +94,11 @@ static double encoder_flops(const jepa_model_info *i, int n, int tubelet) {
     return patch + i->n_layer * layer;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -89,6 +109,7 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
     const char *name = cmd_name(c);
     int rc;
     memset(o, 0, sizeof *o);
+    o->gpu = -1;
     o->pool = "none";
     o->topk = 5;
     o->mask_index = 1;
@@ -107,6 +128,30 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
             if (o->threads < 1) return cli_usage_error(name, "-t needs a positive thread count");
         }
         else if (!strcmp(a, "--cpu")) { NEEDV(); o->cpu = v; }
+        else if (!strcmp(a, "-g") || !strcmp(a, "--gpu")) {
+            NEEDV();
+            char *end;
+            long g = strtol(v, &end, 10);
+            if (end == v || *end || g < 0 || g > 1024)
+                return cli_usage_error(name, "%s takes a GPU number (0, 1, ...), not '%s'", a, v);
+            o->gpu = (int)g;
+        }
+        else if (c == RUN_EMBED && !strcmp(a, "--repeat")) {
+            NEEDV();
+            char *end;
+            long r = strtol(v, &end, 10);
+            if (end == v || *end || r < 1 || r > 100000)
+                return cli_usage_error(name, "--repeat takes a run count >= 1, not '%s'", v);
+            o->repeat = (int)r;
+        }
+        else if (c == RUN_EMBED && !strcmp(a, "--batch")) {
+            NEEDV();
+            char *end;
+            long b = strtol(v, &end, 10);
+            if (end == v || *end || b < 1 || b > 65536)
+                return cli_usage_error(name, "--batch takes a clip count >= 1, not '%s'", v);
+            o->batch = (int)b;
+        }
         else if (!strcmp(a, "--time")) o->timing = 1;
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->verbose = 0;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = 1;
@@ -151,45 +196,58 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
     return 0;
 }
 
-/* The input tensor as a clip: [C, T, H, W], or [C, H, W] read as T = 1. */
-static int load_clip(const char *path, struct npy *a, int in_chans, int *T, int *H, int *W) {
+/* The input tensor as a clip: [C, T, H, W], or [C, H, W] read as T = 1; with batch_ok also
+ * [B, C, T, H, W], B clips (*nb = B; 1 otherwise). */
+static int load_clip(const char *path, struct npy *a, int in_chans, int batch_ok, int *nb, int *T,
+                     int *H, int *W) {
     struct jerr e = {0};
     if (npy_load_f32(a, path, &e)) return cli_fail(path, "%s", e.msg);
+    const int c0 = a->ndim == 5 ? 1 : 0;   /* index of the channel axis */
+    *nb = 1;
     if (a->ndim == 3) {
         *T = 1, *H = (int)a->shape[1], *W = (int)a->shape[2];
-    } else if (a->ndim == 4) {
-        *T = (int)a->shape[1], *H = (int)a->shape[2], *W = (int)a->shape[3];
+    } else if (a->ndim == 4 || (a->ndim == 5 && batch_ok)) {
+        if (a->ndim == 5) *nb = (int)a->shape[0];
+        *T = (int)a->shape[c0 + 1], *H = (int)a->shape[c0 + 2], *W = (int)a->shape[c0 + 3];
     } else {
+        int nd = a->ndim;
         npy_free(a);
-        return cli_fail(path, "expected a [C, T, H, W] or [C, H, W] array, got %d dimensions", a->ndim);
+        return cli_fail(path, "expected a [C, T, H, W] or [C, H, W] array%s, got %d dimensions",
+                        batch_ok ? " (or [B, C, T, H, W])" : "", nd);
     }
-    if (a->shape[0] != in_chans) {
-        int c = (int)a->shape[0];
+    if (a->shape[c0] != in_chans || *nb < 1) {
+        int c = (int)a->shape[c0];
         npy_free(a);
-        return cli_fail(path, "expected %d channels first ([C, T, H, W]), got %d", in_chans, c);
+        return cli_fail(path, "expected %d channels first ([%sC, T, H, W]), got %d", in_chans,
+                        c0 ? "B, " : "", c);
     }
     return 0;
 }
 
-/* A deterministic clip [3, T, H, W]: drifting colour gratings, normalised to about
- * [-2, 2] like an ImageNet-normalised frame. For demos and benchmarks without files. */
-static int make_pattern(const char *spec, struct npy *a, int in_chans, int *T, int *H, int *W) {
+/* nb deterministic clips [nb, 3, T, H, W]: drifting colour gratings, normalised to about
+ * [-2, 2] like an ImageNet-normalised frame, clip b with its own phase (clip 0 is the
+ * pattern of a single run). For demos and benchmarks without files. */
+static int make_pattern(const char *spec, struct npy *a, int in_chans, int nb, int *T, int *H,
+                        int *W) {
     if (sscanf(spec, "%dx%dx%d", T, H, W) != 3 || *T < 1 || *H < 1 || *W < 1 || *T > 4096 ||
         *H > 8192 || *W > 8192)
         return cli_usage_error("embed", "--test-pattern takes FRAMESxHEIGHTxWIDTH, e.g. 16x256x256");
     memset(a, 0, sizeof *a);
-    a->ndim = 4;
-    a->shape[0] = in_chans, a->shape[1] = *T, a->shape[2] = *H, a->shape[3] = *W;
-    a->count = (int64_t)in_chans * *T * *H * *W;
+    a->ndim = nb > 1 ? 5 : 4;
+    int64_t *sh = a->shape + (nb > 1);
+    if (nb > 1) a->shape[0] = nb;
+    sh[0] = in_chans, sh[1] = *T, sh[2] = *H, sh[3] = *W;
+    a->count = (int64_t)nb * in_chans * *T * *H * *W;
     float *x = malloc(sizeof(float) * (size_t)a->count);
-    if (!x) return cli_fail(NULL, "out of memory for a %s test pattern", spec);
+    if (!x) return cli_fail(NULL, "out of memory for %d %s test pattern(s)", nb, spec);
     a->data = x;
-    for (int c = 0; c < in_chans; c++)
-        for (int t = 0; t < *T; t++)
-            for (int y = 0; y < *H; y++)
-                for (int xx = 0; xx < *W; xx++)
-                    *x++ = (float)(1.5 * sin(0.07 * (c + 1) * xx + 0.05 * y + 0.3 * t) *
-                                   cos(0.04 * y - 0.02 * (c + 2) * xx + 0.1 * t));
+    for (int b = 0; b < nb; b++)
+        for (int c = 0; c < in_chans; c++)
+            for (int t = 0; t < *T; t++)
+                for (int y = 0; y < *H; y++)
+                    for (int xx = 0; xx < *W; xx++)
+                        *x++ = (float)(1.5 * sin(0.07 * (c + 1) * xx + 0.05 * y + 0.3 * t + 0.9 * b) *
+                                       cos(0.04 * y - 0.02 * (c + 2) * xx + 0.1 * t + 0.5 * b));
     return 0;
 }
 
@@ -237,14 +295,21 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
     jepa_ctx_params cp = jepa_ctx_default_params();
     cp.n_threads = o.threads;
     cp.cpu = o.cpu;
-    if (jepa_ctx_new(&c, m, &cp)) {
-        rc = cli_usage_error(cmd_name(cmd), "cannot create a context (unknown --cpu '%s'?)",
-                             o.cpu ? o.cpu : "auto");
+    char device[32] = "cpu";
+    if (o.gpu >= 0) snprintf(device, sizeof device, "cuda:%d", o.gpu);
+    cp.device = device;
+    jepa_status st = jepa_ctx_new(&c, m, &cp, err);
+    if (st) {
+        /* a bad --cpu is a usage error; a missing or failing GPU is a runtime one */
+        if (st == JEPA_ERR_ARG) rc = cli_usage_error(cmd_name(cmd), "%s", err);
+        else cli_fail(device, "%s", err);
         goto done;
     }
     double t_load = now_ms() - t0;
 
     int T = 0, H = 0, W = 0, gt = 0, gh = 0, gw = 0, n = 0;
+    int nb = 1;              /* clips in the input */
+    int stacked = 0;         /* outputs get a leading clip axis */
     if (inputs_given(&o.in)) {
         /* images / frames / video (cli/inputs.c); several clips run there */
         if (inputs_open(&rdr, &o.in, m, !o.verbose)) goto done;
@@ -252,16 +317,26 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
             struct inputs_run_opts ro = {
                 .cmd = cmd == RUN_EMBED ? INPUTS_EMBED : cmd == RUN_CLASSIFY ? INPUTS_CLASSIFY : INPUTS_PREDICT,
                 .pool = o.pool, .hier = o.hier, .out = o.out, .logits_out = o.logits_out, .topk = o.topk,
-                .quiet = !o.verbose, .timing = o.timing};
+                .quiet = !o.verbose, .timing = o.timing, .batch = o.batch};
             rc = inputs_run_clips(rdr, m, c, &ro);
             goto done;
         }
         if (inputs_next(rdr, &clip, &T, &H, &W)) goto done;
-    } else if (o.test_pattern ? make_pattern(o.test_pattern, &clip, info.in_chans, &T, &H, &W)
-                              : load_clip(o.input_tensor, &clip, info.in_chans, &T, &H, &W)) {
-        goto done;
+    } else if (o.test_pattern) {
+        nb = o.batch > 0 ? o.batch : 1;
+        stacked = nb > 1;
+        if (make_pattern(o.test_pattern, &clip, info.in_chans, nb, &T, &H, &W)) goto done;
+    } else {
+        if (load_clip(o.input_tensor, &clip, info.in_chans, cmd == RUN_EMBED, &nb, &T, &H, &W)) goto done;
+        stacked = clip.ndim == 5;
     }
     const char *input_name = rdr ? inputs_name(rdr) : o.test_pattern ? "test pattern" : o.input_tensor;
+    if (o.batch > 1 && !stacked && !o.test_pattern) {
+        rc = cli_usage_error("embed", "--batch %d: %s is one clip; batches come from --test-pattern, a "
+                             "5-D --input-tensor [B, C, T, H, W] or a video's clips (--num-clips, --dense)",
+                             o.batch, input_name);
+        goto done;
+    }
     if (jepa_model_grid(m, T, H, W, &gt, &gh, &gw, &n)) {
         cli_fail(input_name, "a %dx%dx%d input does not fit this model (patch %d, tubelet %d)",
                  T, H, W, info.patch_size, info.tubelet_size);
@@ -285,39 +360,90 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
     if (cmd == RUN_PREDICT && (load_ids(o.ctx, &ctx_ids, n) || load_ids(o.tgt, &tgt_ids, n))) goto done;
 
     const int D = info.embed_dim;
-    tokens = malloc(sizeof(float) * (size_t)n * D);
-    pooled = malloc(sizeof(float) * (size_t)D);
-    if (o.hier) hier = malloc(sizeof(float) * (size_t)info.n_hier * n * D);
+    tokens = malloc(sizeof(float) * (size_t)nb * n * D);
+    pooled = malloc(sizeof(float) * (size_t)nb * D);
+    if (o.hier) hier = malloc(sizeof(float) * (size_t)nb * info.n_hier * n * D);
     if (!tokens || !pooled || (o.hier && !hier)) { cli_fail(NULL, "out of memory"); goto done; }
 
     jepa_embed_out eo = {.tokens = tokens, .pooled = pooled, .hier = hier,
-                         .cls = info.has_cls ? malloc(sizeof(float) * (size_t)D) : NULL,
-                         .emb = info.emb_dim ? malloc(sizeof(float) * (size_t)info.emb_dim) : NULL};
+                         .cls = info.has_cls ? malloc(sizeof(float) * (size_t)nb * D) : NULL,
+                         .emb = info.emb_dim ? malloc(sizeof(float) * (size_t)nb * info.emb_dim) : NULL};
+    /* nb clips, G per forward pass (--batch, default all of them) */
+    const int G = o.batch > 0 && o.batch < nb ? o.batch : nb;
+    const size_t clip_floats = (size_t)info.in_chans * T * H * W;
     double t1 = now_ms();
-    jepa_status st = jepa_ctx_embed(c, clip.data, T, H, W, NULL, &eo);
+    st = JEPA_OK;
+    for (int k0 = 0; k0 < nb && st == JEPA_OK; k0 += G) {
+        const int g = nb - k0 < G ? nb - k0 : G;
+        jepa_embed_params ep = {.batch = g};
+        jepa_embed_out ek = {
+            .tokens = tokens + (size_t)k0 * n * D, .pooled = pooled + (size_t)k0 * D,
+            .hier = hier ? hier + (size_t)k0 * info.n_hier * n * D : NULL,
+            .cls = eo.cls ? eo.cls + (size_t)k0 * D : NULL,
+            .emb = eo.emb ? eo.emb + (size_t)k0 * info.emb_dim : NULL};
+        st = jepa_ctx_embed(c, (const float *)clip.data + (size_t)k0 * clip_floats, T, H, W, &ep, &ek);
+    }
     double t_enc = now_ms() - t1;
     if (st) { free(eo.cls); free(eo.emb); cli_fail(input_name, "%s", jepa_ctx_error(c)); goto done; }
+    if (o.repeat > 0) {   /* the same encode again, timed: the median of o.repeat runs */
+        double *ms = malloc(sizeof(double) * (size_t)o.repeat);
+        if (!ms) { free(eo.cls); free(eo.emb); cli_fail(NULL, "out of memory"); goto done; }
+        for (int r = 0; r < o.repeat && st == JEPA_OK; r++) {
+            double tr = now_ms();
+            for (int k0 = 0; k0 < nb && st == JEPA_OK; k0 += G) {
+                jepa_embed_params ep = {.batch = nb - k0 < G ? nb - k0 : G};
+                jepa_embed_out ek = {.tokens = tokens + (size_t)k0 * n * D};
+                st = jepa_ctx_embed(c, (const float *)clip.data + (size_t)k0 * clip_floats, T, H, W,
+                                    &ep, &ek);
+            }
+            ms[r] = now_ms() - tr;
+        }
+        if (st) {
+            free(ms); free(eo.cls); free(eo.emb);
+            cli_fail(input_name, "%s", jepa_ctx_error(c));
+            goto done;
+        }
+        qsort(ms, (size_t)o.repeat, sizeof *ms, cmp_double);
+        const double med = ms[o.repeat / 2];
+        free(ms);
+        fprintf(stderr, "time: repeat %d: median %.3f ms (%.3f ms per clip, %.0f tokens/s, %.1f GFLOP/s)\n",
+                o.repeat, med, med / nb, (double)nb * n / (med / 1e3),
+                nb * encoder_flops(&info, n, T == 1 ? 1 : info.tubelet_size) / (med * 1e6));
+    }
     if (o.verbose)
-        fprintf(stderr, "jepa: %s %s: %d tokens (%dx%dx%d grid) x %d dims, %s kernels, %d threads\n",
-                info.family, cmd_name(cmd), n, gt, gh, gw, D, jepa_ctx_isa(c), jepa_ctx_threads(c));
+        fprintf(stderr, "jepa: %s %s: %d%s tokens (%dx%dx%d grid) x %d dims, %s kernels on %s, %d threads\n",
+                info.family, cmd_name(cmd), n, nb > 1 ? " x B" : "", gt, gh, gw, D, jepa_ctx_isa(c),
+                jepa_ctx_device(c), jepa_ctx_threads(c));
+    if (o.verbose && stacked)
+        fprintf(stderr, "jepa: B = %d clips, %d per forward pass\n", nb, G);
     if (o.timing)
         fprintf(stderr, "time: load %.1f ms, encode %.1f ms (%.0f tokens/s, %.1f GFLOP/s)\n", t_load, t_enc,
-                n / (t_enc / 1e3), encoder_flops(&info, n, T == 1 ? 1 : info.tubelet_size) / (t_enc * 1e6));
+                (double)nb * n / (t_enc / 1e3),
+                nb * encoder_flops(&info, n, T == 1 ? 1 : info.tubelet_size) / (t_enc * 1e6));
 
     if (cmd == RUN_EMBED) {
         const float *outp = tokens;
-        int64_t shape[3] = {n, D, 0};
+        int64_t shape[4] = {n, D, 0, 0};
         int nd = 2;
         if (o.hier) { outp = hier; shape[0] = info.n_hier; shape[1] = n; shape[2] = D; nd = 3; }
         else if (!strcmp(o.pool, "mean")) { outp = pooled; shape[0] = D; nd = 1; }
         else if (!strcmp(o.pool, "cls")) { outp = eo.cls; shape[0] = D; nd = 1; }
         else if (!strcmp(o.pool, "lewm")) { outp = eo.emb; shape[0] = info.emb_dim; nd = 1; }
+        if (stacked) {   /* [B, ...] */
+            memmove(shape + 1, shape, sizeof(int64_t) * 3);
+            shape[0] = nb;
+            nd++;
+        }
         if (o.out && save(o.out, outp, nd, shape)) { free(eo.cls); free(eo.emb); goto done; }
         if (!o.out) {   /* nothing written: show a summary */
-            double nrm = 0;
-            for (int j = 0; j < D; j++) nrm += (double)pooled[j] * pooled[j];
-            printf("pooled mean: |v| = %.6g, v[0..3] = %.6g %.6g %.6g %.6g\n", sqrt(nrm), pooled[0],
-                   pooled[1 % D], pooled[2 % D], pooled[3 % D]);
+            for (int b = 0; b < nb; b++) {
+                const float *pv = pooled + (size_t)b * D;
+                double nrm = 0;
+                for (int j = 0; j < D; j++) nrm += (double)pv[j] * pv[j];
+                if (stacked) printf("clip %d ", b);
+                printf("pooled mean: |v| = %.6g, v[0..3] = %.6g %.6g %.6g %.6g\n", sqrt(nrm), pv[0],
+                       pv[1 % D], pv[2 % D], pv[3 % D]);
+            }
         }
     }
     free(eo.cls);

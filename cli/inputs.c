@@ -480,13 +480,17 @@ int inputs_run_clips(struct inputs_reader *r, const jepa_model *m, jepa_ctx *c,
                         info.patch_size, info.tubelet_size);
     const int D = info.embed_dim, K = info.n_classes, NC = r->n_clips;
     const bool dense = r->o->dense;
+    /* clips per forward pass (embed --batch): the outputs below hold one pass */
+    const int G = ro->cmd == INPUTS_EMBED && ro->batch > 1 ? (ro->batch < NC ? ro->batch : NC) : 1;
+    const size_t clip_floats = (size_t)3 * r->T * r->H * r->W;
     /* per-clip output block of embed */
     size_t per = ro->hier ? (size_t)info.n_hier * n * D : pool_lewm ? (size_t)info.emb_dim
                : (pool_mean || pool_cls) ? (size_t)D : (size_t)n * D;
-    float *tokens = malloc(sizeof(float) * (size_t)n * D), *pooled = malloc(sizeof(float) * (size_t)D);
-    float *cls = info.has_cls ? malloc(sizeof(float) * (size_t)D) : NULL;
-    float *emb = info.emb_dim ? malloc(sizeof(float) * (size_t)info.emb_dim) : NULL;
-    float *hier = ro->hier ? malloc(sizeof(float) * (size_t)info.n_hier * n * D) : NULL;
+    float *tokens = malloc(sizeof(float) * (size_t)G * n * D), *pooled = malloc(sizeof(float) * (size_t)G * D);
+    float *cls = info.has_cls ? malloc(sizeof(float) * (size_t)G * D) : NULL;
+    float *emb = info.emb_dim ? malloc(sizeof(float) * (size_t)G * info.emb_dim) : NULL;
+    float *hier = ro->hier ? malloc(sizeof(float) * (size_t)G * info.n_hier * n * D) : NULL;
+    float *xs = G > 1 ? malloc(sizeof(float) * (size_t)G * clip_floats) : NULL;   /* [G, 3, T, H, W] */
     float *all = ro->cmd == INPUTS_EMBED && ro->out ? malloc(sizeof(float) * per * (size_t)NC) : NULL;
     float *logits = ro->cmd == INPUTS_CLASSIFY ? malloc(sizeof(float) * (size_t)K * NC) : NULL;
     double *prob = ro->cmd == INPUTS_CLASSIFY ? calloc((size_t)K, sizeof(double)) : NULL;
@@ -495,50 +499,67 @@ int inputs_run_clips(struct inputs_reader *r, const jepa_model *m, jepa_ctx *c,
     struct npy clip = {0};
     int rc = CLI_EXIT_FAIL;
     double t_enc = 0, t_in = 0;
-    if (!tokens || !pooled || (info.has_cls && !cls) || (info.emb_dim && !emb) || (ro->hier && !hier) || (ro->cmd == INPUTS_EMBED && ro->out && !all) ||
+    if (!tokens || !pooled || (info.has_cls && !cls) || (info.emb_dim && !emb) || (ro->hier && !hier) ||
+        (G > 1 && !xs) || (ro->cmd == INPUTS_EMBED && ro->out && !all) ||
         (ro->cmd == INPUTS_CLASSIFY && (!logits || !prob || !mean || !best))) {
         cli_fail(NULL, "out of memory for %d clips", NC);
         goto done;
     }
     const int k_show = ro->topk < K ? ro->topk : K;
-    for (int k = 0; k < NC; k++) {
+    for (int k0 = 0; k0 < NC; k0 += G) {
+        const int g = NC - k0 < G ? NC - k0 : G;   /* clips in this pass */
         int T, H, W;
-        double t0 = now_ms();
-        if ((rc = inputs_next(r, &clip, &T, &H, &W))) goto done;
-        t_in += now_ms() - t0;
+        const float *x = NULL;
+        for (int j = 0; j < g; j++) {
+            double t0 = now_ms();
+            if ((rc = inputs_next(r, &clip, &T, &H, &W))) goto done;
+            t_in += now_ms() - t0;
+            if (G == 1) {
+                x = clip.data;
+            } else {   /* gather the pass's clips into one [g, 3, T, H, W] batch */
+                memcpy(xs + (size_t)j * clip_floats, clip.data, sizeof(float) * clip_floats);
+                npy_free(&clip);
+                x = xs;
+            }
+        }
         rc = CLI_EXIT_FAIL;
         jepa_embed_out eo = {.tokens = tokens, .pooled = pooled, .cls = cls, .hier = hier, .emb = emb};
+        jepa_embed_params ep = {.batch = g};
         double t1 = now_ms();
-        if (jepa_ctx_embed(c, clip.data, T, H, W, NULL, &eo)) {
-            cli_fail(name, "clip %d: %s", k, jepa_ctx_error(c));
+        if (jepa_ctx_embed(c, x, T, H, W, &ep, &eo)) {
+            if (g == 1) cli_fail(name, "clip %d: %s", k0, jepa_ctx_error(c));
+            else cli_fail(name, "clips %d..%d: %s", k0, k0 + g - 1, jepa_ctx_error(c));
             goto done;
         }
         npy_free(&clip);
-        const int64_t *fr = r->kind == SRC_VIDEO ? r->idx + (size_t)k * r->T : NULL;
-        long long f0 = fr ? (long long)fr[0] : 0, f1 = fr ? (long long)fr[r->T - 1] : 0;
-        if (ro->cmd == INPUTS_EMBED) {
-            t_enc += now_ms() - t1;
-            const float *src = ro->hier ? hier : pool_lewm ? emb : pool_mean ? pooled : pool_cls ? cls : tokens;
-            if (all) memcpy(all + per * (size_t)k, src, sizeof(float) * per);
-            if (!ro->quiet) {
-                double nrm = 0;
-                for (int j = 0; j < D; j++) nrm += (double)pooled[j] * pooled[j];
-                printf("clip %d frames %lld..%lld: pooled mean |v| = %.6g\n", k, f0, f1, sqrt(nrm));
-            }
-        } else {
-            float *lg = logits + (size_t)K * k;
-            if (jepa_ctx_classify(c, tokens, n, lg)) {
-                cli_fail(name, "clip %d: classify: %s", k, jepa_ctx_error(c));
-                goto done;
-            }
-            t_enc += now_ms() - t1;
-            softmax(lg, K, prob);
-            for (int i = 0; i < K; i++) mean[i] += prob[i] / NC;
-            if (dense) {
-                top_k(prob, K, k_show, best);
-                for (int q = 0; q < k_show; q++) {
-                    const char *label = jepa_model_label(m, best[q]);
-                    printf("%d\t%lld\t%lld\t%d\t%.4f\t%s\n", k, f0, f1, best[q], prob[best[q]], label ? label : "");
+        if (ro->cmd == INPUTS_EMBED) t_enc += now_ms() - t1;
+        for (int j = 0; j < g; j++) {
+            const int k = k0 + j;
+            const int64_t *fr = r->kind == SRC_VIDEO ? r->idx + (size_t)k * r->T : NULL;
+            long long f0 = fr ? (long long)fr[0] : 0, f1 = fr ? (long long)fr[r->T - 1] : 0;
+            if (ro->cmd == INPUTS_EMBED) {
+                const float *src = ro->hier ? hier : pool_lewm ? emb : pool_mean ? pooled : pool_cls ? cls : tokens;
+                if (all) memcpy(all + per * (size_t)k, src + per * (size_t)j, sizeof(float) * per);
+                if (!ro->quiet) {
+                    double nrm = 0;
+                    for (int q = 0; q < D; q++) nrm += (double)pooled[(size_t)j * D + q] * pooled[(size_t)j * D + q];
+                    printf("clip %d frames %lld..%lld: pooled mean |v| = %.6g\n", k, f0, f1, sqrt(nrm));
+                }
+            } else {
+                float *lg = logits + (size_t)K * k;
+                if (jepa_ctx_classify(c, tokens + (size_t)j * n * D, n, lg)) {
+                    cli_fail(name, "clip %d: classify: %s", k, jepa_ctx_error(c));
+                    goto done;
+                }
+                t_enc += now_ms() - t1;   /* one clip per pass: encode + classify */
+                softmax(lg, K, prob);
+                for (int i = 0; i < K; i++) mean[i] += prob[i] / NC;
+                if (dense) {
+                    top_k(prob, K, k_show, best);
+                    for (int q = 0; q < k_show; q++) {
+                        const char *label = jepa_model_label(m, best[q]);
+                        printf("%d\t%lld\t%lld\t%d\t%.4f\t%s\n", k, f0, f1, best[q], prob[best[q]], label ? label : "");
+                    }
                 }
             }
         }
@@ -579,6 +600,7 @@ int inputs_run_clips(struct inputs_reader *r, const jepa_model *m, jepa_ctx *c,
     rc = 0;
 done:
     npy_free(&clip);
-    free(tokens); free(pooled); free(cls); free(emb); free(hier); free(all); free(logits); free(prob); free(mean); free(best);
+    free(tokens); free(pooled); free(cls); free(emb); free(hier); free(xs); free(all); free(logits); free(prob);
+    free(mean); free(best);
     return rc;
 }

@@ -86,12 +86,14 @@ struct inputs_run_opts {
     const char *out;        /* embed: -o, one row block per clip */
     const char *logits_out; /* classify: [n_clips, K] logits */
     int topk, quiet, timing;
+    int batch;              /* embed: clips per forward pass (0, 1: one at a time) */
 };
 
 /* Encode every clip of r (embed / classify). Classify prints, for sampled clips, the
  * top-k of the mean of the per-clip softmax distributions (Meta's evaluation), and for
  * dense clips the top-k of every clip with its frame range. Embed writes the per-clip
- * outputs stacked on a leading clip axis. Returns the exit code. */
+ * outputs stacked on a leading clip axis (ro->batch clips per forward pass: the same
+ * outputs, in fewer passes). Returns the exit code. */
 int inputs_run_clips(struct inputs_reader *r, const jepa_model *m, jepa_ctx *c,
                      const struct inputs_run_opts *ro);
 

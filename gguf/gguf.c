@@ -657,6 +657,7 @@ uint32_t gguf_version(const struct gguf_file *g) { return g->version; }
 size_t gguf_alignment(const struct gguf_file *g) { return g->alignment; }
 size_t gguf_file_size(const struct gguf_file *g) { return g->size; }
 size_t gguf_data_offset(const struct gguf_file *g) { return g->data_offset; }
+const void *gguf_base(const struct gguf_file *g) { return g->base; }
 int64_t gguf_n_kv(const struct gguf_file *g) { return g->n_kv; }
 int64_t gguf_n_tensors(const struct gguf_file *g) { return g->n_tensors; }
 

@@ -117,6 +117,9 @@ uint32_t gguf_version(const struct gguf_file *g);
 size_t gguf_alignment(const struct gguf_file *g);
 size_t gguf_file_size(const struct gguf_file *g);
 size_t gguf_data_offset(const struct gguf_file *g);  /* start of the data section */
+/* The whole file in memory (the mapping, or gguf_open_memory's buffer): gguf_file_size()
+ * bytes; every tensor's data lies in [base + gguf_data_offset(), base + size). */
+const void *gguf_base(const struct gguf_file *g);
 
 int64_t gguf_n_kv(const struct gguf_file *g);
 const struct gguf_kv *gguf_kv_at(const struct gguf_file *g, int64_t i);

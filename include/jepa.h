@@ -7,17 +7,23 @@
  *   jepa_model   a loaded GGUF: weights memory-mapped read-only, hyper-parameters
  *                validated. Immutable after load, so one model may be shared by
  *                several threads, each with its own context.
- *   jepa_ctx     everything one forward needs that is not a weight: the activation
- *                arena (sized for the largest input seen so far, reused), the kernel
- *                table (chosen once for the CPU), the thread count, the last error.
+ *   jepa_ctx     everything one forward needs that is not a weight: the device it
+ *                runs on (the CPU, or a CUDA GPU), the activation arena (sized for the
+ *                largest input seen so far, reused), the kernel table (chosen once for
+ *                the device), the thread count, the last error. On a GPU the weights
+ *                are copied to device memory once per (model, GPU) and shared by every
+ *                context on that GPU; inputs and outputs are always host memory.
  *
  * Errors: every fallible call returns a jepa_status. A call that fails leaves a
  * one-line message that says what was wrong (file, key or tensor, expected vs found):
  * jepa_ctx_error() for context calls, the `err` buffer for jepa_model_load*(). The
  * library never prints, never exits and never aborts on bad input.
  *
- * Layouts: every array is float32, row-major, C-contiguous.
- *   clip   [C, T, H, W]  (C = 3, already preprocessed: resized, cropped, normalised)
+ * Layouts: every array is float32, row-major, C-contiguous, in host memory (also for a
+ * context on a GPU).
+ *   clip   [C, T, H, W]  (C = 3, already preprocessed: resized, cropped, normalised);
+ *                        a batch of B clips is [B, C, T, H, W] and its outputs gain a
+ *                        leading B axis
  *   tokens [N, D]        token i = t*gh*gw + h*gw + w (t counts tubelets), plus a CLS
  *                        row first for the families that have one.
  * There is no global mutable state.
@@ -46,6 +52,8 @@ typedef enum jepa_status {
     JEPA_ERR_UNSUPPORTED = 4, /* valid but not (yet) supported: tensor type, family, op */
     JEPA_ERR_ARG = 5,         /* bad argument: wrong shape, id out of range, NULL */
     JEPA_ERR_NOMEM = 6,       /* allocation failed */
+    JEPA_ERR_DEVICE = 7,      /* the compute device is unavailable or failed (no CUDA in this
+                                 build, no such GPU, a failed copy or kernel) */
 } jepa_status;
 
 /* A short English name of a status code ("format error", ...). */
@@ -93,20 +101,31 @@ JEPA_API jepa_status jepa_model_grid(const jepa_model *m, int T, int H, int W,
 /* ---- context ----------------------------------------------------------------- */
 
 typedef struct jepa_ctx_params {
-    int n_threads;     /* 0 = all cores */
-    const char *cpu;   /* cap the kernel ISA: NULL/"auto", "scalar", "avx2", "avx512", "neon";
-                          the environment variable JEPA_CPU does the same */
+    int n_threads;       /* 0 = all cores */
+    const char *cpu;     /* cap the kernel ISA: NULL/"auto", "scalar", "avx2", "avx512", "neon";
+                            the environment variable JEPA_CPU does the same */
+    const char *device;  /* NULL, "" or "cpu": the CPU; "cuda" (= "cuda:0") or "cuda:N": CUDA
+                            GPU number N. A zero-initialised struct means the CPU. */
 } jepa_ctx_params;
 
 JEPA_API jepa_ctx_params jepa_ctx_default_params(void);
-JEPA_API jepa_status jepa_ctx_new(jepa_ctx **out, const jepa_model *m, const jepa_ctx_params *p);
+/* Create a context for model m (which must outlive it). p may be NULL (defaults). On
+ * failure *out is NULL and err (if not NULL, JEPA_ERR_LEN bytes) holds a one-line reason:
+ * JEPA_ERR_ARG (unknown cpu level or device name), JEPA_ERR_DEVICE (no CUDA in this build,
+ * no such GPU, the weights could not be copied), JEPA_ERR_UNSUPPORTED (a weight type the
+ * device cannot run: q8_0 on a GPU), JEPA_ERR_NOMEM. */
+JEPA_API jepa_status jepa_ctx_new(jepa_ctx **out, const jepa_model *m, const jepa_ctx_params *p,
+                                  char *err);
 JEPA_API void jepa_ctx_free(jepa_ctx *c);
 JEPA_API const char *jepa_ctx_error(const jepa_ctx *c);
 JEPA_API void jepa_ctx_set_threads(jepa_ctx *c, int n_threads);
 JEPA_API int jepa_ctx_threads(const jepa_ctx *c);
-/* Which implementation fills the kernel slots ("avx512", "avx2", "neon", "scalar"). */
+/* Which implementation fills the kernel slots ("avx512", "avx2", "neon", "scalar", "cuda"). */
 JEPA_API const char *jepa_ctx_isa(const jepa_ctx *c);
-/* Bytes of activation arena the context holds now. */
+/* The device the context runs on: "cpu", or e.g. "cuda:0 NVIDIA H200 (sm_90, 139 GiB)". */
+JEPA_API const char *jepa_ctx_device(const jepa_ctx *c);
+/* Bytes of activation arena the context holds now (device memory on a GPU, plus the
+ * host staging of its tables). */
 JEPA_API size_t jepa_ctx_arena_bytes(const jepa_ctx *c);
 
 /* ---- embed ------------------------------------------------------------------- */
@@ -121,20 +140,27 @@ typedef enum jepa_input_kind {
 typedef struct jepa_embed_params {
     jepa_input_kind kind;
     const int32_t *ctx_ids;  /* optional masked encoder: keep only these token ids (with their
-                                true positions) before the first block */
+                                true positions) before the first block; the same ids for
+                                every clip of a batch */
     int n_ctx;
+    int batch;               /* clips B in x (0 or 1: one clip) */
 } jepa_embed_params;
 
+/* Every output is stacked over the B clips of a batch (B = 1: the shapes without it). */
 typedef struct jepa_embed_out {
-    float *tokens;   /* [n_tokens, D] after the final norm (or NULL) */
-    float *pooled;   /* [D] mean of the patch tokens (CLS excluded), or NULL */
-    float *cls;      /* [D] CLS row (families with CLS), or NULL */
-    float *hier;     /* [n_hier, n_tokens, D] (V-JEPA 2.1), or NULL */
-    float *emb;      /* [emb_dim] LeWM projector of the CLS, or NULL */
+    float *tokens;   /* [B, n_tokens, D] after the final norm (or NULL) */
+    float *pooled;   /* [B, D] mean of the patch tokens (CLS excluded), or NULL */
+    float *cls;      /* [B, D] CLS row (families with CLS), or NULL */
+    float *hier;     /* [B, n_hier, n_tokens, D] (V-JEPA 2.1), or NULL */
+    float *emb;      /* [B, emb_dim] LeWM projector of the CLS, or NULL */
 } jepa_embed_out;
 
-/* Encode one clip x[C, T, H, W]. Buffers in out are caller-owned, sized from
- * jepa_model_grid() (with ctx_ids: n_ctx tokens). */
+/* Encode x[B, C, T, H, W]: B = p->batch clips of one shape (x[C, T, H, W] when p is NULL
+ * or p->batch <= 1), in one pass (one matmul per layer over every clip's tokens). Each
+ * clip's outputs are those of a single call: the same bits with the reference kernels;
+ * the SIMD / GPU matmuls may sum in another order once the row count grows (differences
+ * near float rounding, ~1e-6 relative). Buffers in out are caller-owned, sized from
+ * jepa_model_grid() (with ctx_ids: n_ctx tokens) times B. */
 JEPA_API jepa_status jepa_ctx_embed(jepa_ctx *c, const float *x, int T, int H, int W,
                                     const jepa_embed_params *p, jepa_embed_out *out);
 

@@ -43,6 +43,8 @@ void jk_init_ref(struct jk_kernels *k) {
     k->softmax = softmax_ref;
     k->add = add_ref;
     k->patchify = patchify_ref;
+    k->gather = gather_ref;
+    k->mean_rows = mean_rows_ref;
     k->gemm_ws = gemm_ws_ref;
     k->attn_ws = attn_ws_ref;
 }

@@ -121,8 +121,19 @@ typedef void (*jk_add_fn)(float *y, size_t ldy, const float *x, size_t ldx, cons
 typedef void (*jk_patchify_fn)(float *out, const float *in, int C, int T, int H, int W,
                                int tubelet, int p, int nthreads);
 
+/* Row gather: y[i, :] = x[idx[i], :] for 0 <= i < n, rows of d floats (strides in
+ * floats). idx lives in the same memory as x (device memory for a GPU table); every
+ * idx[i] is a valid row. y and x must not overlap. Masked encoder: keep context rows. */
+typedef void (*jk_gather_fn)(float *y, size_t ldy, const float *x, size_t ldx,
+                             const int32_t *idx, int n, int d, int nthreads);
+
+/* Column mean: y[j] = (1/n) sum_i x[i, j], n >= 1 rows of d (row stride ldx floats).
+ * Mean pooling of the patch tokens. */
+typedef void (*jk_mean_rows_fn)(float *y, const float *x, size_t ldx, int n, int d,
+                                int nthreads);
+
 struct jk_kernels {
-    const char *isa;                 /* "scalar", "avx2", "avx512", "neon" */
+    const char *isa;                 /* "scalar", "avx2", "avx512", "neon", "cuda" */
     jk_gemm_fn gemm[JK_NDTYPES];
     jk_attn_fn attn;
     jk_rope_fn rope;
@@ -131,6 +142,8 @@ struct jk_kernels {
     jk_softmax_fn softmax;
     jk_add_fn add;
     jk_patchify_fn patchify;
+    jk_gather_fn gather;
+    jk_mean_rows_fn mean_rows;
     /* Workspace bytes for nthreads threads: gemm for any of the gemm slots with rows
      * of up to K weights; attention for the given head_dim and key count. */
     size_t (*gemm_ws)(int nthreads, int K);
@@ -148,5 +161,13 @@ void jk_init_ref(struct jk_kernels *k);
  * at once when the flags do not include their ISA). Called in order by jk_init. */
 void jk_init_x86(struct jk_kernels *k, unsigned cpu_flags);
 void jk_init_arm(struct jk_kernels *k, unsigned cpu_flags);
+
+/* The CUDA table (kernels/cuda/): every pointer argument is device memory of the
+ * device bound to the calling thread (kernels/device.h, jk_device.bind); slots are
+ * queued on that device's stream and return at once; nthreads is ignored. Slots the
+ * GPU does not implement are NULL (gemm[JK_Q8_0]). Defined only in builds with CUDA
+ * (or the SIMT emulator used by the tests); callers reach it through
+ * jk_device_open_cuda(). */
+void jk_init_cuda(struct jk_kernels *k);
 
 #endif

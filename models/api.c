@@ -1,7 +1,8 @@
 /*
  * api.c — the public API of include/jepa.h on top of the loader (models/loader.c) and
  * the family forwards (encoder.c, predictor.c, head.c). Checks arguments, owns the
- * context (kernel table, threads, arena, last error); never prints or exits.
+ * context (device, kernel table, threads, arenas, the reference on the model's device
+ * weights, last error); never prints or exits.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -100,7 +101,7 @@ jepa_status jepa_model_grid(const jepa_model *m, int T, int H, int W, int *gt, i
 /* ---- context ---- */
 
 jepa_ctx_params jepa_ctx_default_params(void) {
-    jepa_ctx_params p = {0, NULL};
+    jepa_ctx_params p = {.n_threads = 0, .cpu = NULL, .device = NULL};
     return p;
 }
 
@@ -112,26 +113,151 @@ static int default_threads(void) {
 #endif
 }
 
-jepa_status jepa_ctx_new(jepa_ctx **out, const jepa_model *m, const jepa_ctx_params *p) {
-    if (!out || !m) return JEPA_ERR_ARG;
+/* "cpu" (or NULL / ""): -1; "cuda": 0; "cuda:N": N; anything else: -2. */
+static int parse_device(const char *s) {
+    if (!s || !*s || !strcmp(s, "cpu")) return -1;
+    if (strncmp(s, "cuda", 4)) return -2;
+    if (!s[4]) return 0;
+    if (s[4] != ':' || !s[5]) return -2;
+    long v = 0;
+    for (const char *q = s + 5; *q; q++) {
+        if (*q < '0' || *q > '9' || v > 1000000) return -2;
+        v = v * 10 + (*q - '0');
+    }
+    return (int)v;
+}
+
+/* The first matmul weight of m whose dtype has no kernel in k (NULL: all run). */
+static const struct jm_linear *first_unsupported(const struct jepa_model *m,
+                                                 const struct jk_kernels *k) {
+#define TRY(L) do { if ((L).w && !k->gemm[(L).dt]) return &(L); } while (0)
+    const struct jm_vit *stacks[3] = {&m->enc.vit, m->has_pred ? &m->pred.vit : NULL,
+                                      m->head.kind != JM_HEAD_NONE ? &m->head.vit : NULL};
+    for (int s = 0; s < 3; s++) {
+        if (!stacks[s] || !stacks[s]->blk) continue;
+        for (int l = 0; l < stacks[s]->n_layer; l++) {
+            const struct jm_block *b = &stacks[s]->blk[l];
+            TRY(b->qkv); TRY(b->q); TRY(b->k); TRY(b->v); TRY(b->out); TRY(b->up); TRY(b->down);
+            TRY(b->adaln);
+        }
+    }
+    const struct jm_encoder *e = &m->enc;
+    TRY(e->patch_embed); TRY(e->patch_embed_img); TRY(e->proj0); TRY(e->proj2);
+    if (m->has_pred) {
+        const struct jm_predictor *p = &m->pred;
+        TRY(p->embed); TRY(p->embed0); TRY(p->embed2); TRY(p->proj); TRY(p->proj_context);
+        TRY(p->action_embed); TRY(p->state_embed); TRY(p->action_embed0); TRY(p->action_embed2);
+        TRY(p->proj0); TRY(p->proj2);
+    }
+    if (m->head.kind != JM_HEAD_NONE) {
+        const struct jm_head *h = &m->head;
+        TRY(h->q); TRY(h->k); TRY(h->v); TRY(h->up); TRY(h->down); TRY(h->cls);
+    }
+#undef TRY
+    return NULL;
+}
+
+/* The slots the forward functions call (gemm: per dtype, first_unsupported). */
+static const char *first_missing_slot(const struct jk_kernels *k) {
+    if (!k->attn) return "attn";
+    if (!k->rope) return "rope";
+    if (!k->layernorm) return "layernorm";
+    if (!k->gelu) return "gelu";
+    if (!k->gelu_tanh) return "gelu_tanh";
+    if (!k->silu) return "silu";
+    if (!k->add) return "add";
+    if (!k->patchify) return "patchify";
+    if (!k->gather) return "gather";
+    if (!k->mean_rows) return "mean_rows";
+    if (!k->gemm_ws) return "gemm_ws";
+    if (!k->attn_ws) return "attn_ws";
+    return NULL;
+}
+
+static void *arena_dev_alloc(void *ud, size_t n) {
+    struct jk_device *d = ud;
+    return d->alloc(d, n);
+}
+
+static void arena_dev_free(void *ud, void *p) {
+    struct jk_device *d = ud;
+    d->free(d, p);
+}
+
+/* Open the GPU, fill its table, check the model runs there, take the weights' copy. */
+static jepa_status open_gpu(struct jepa_ctx *c, int ordinal, unsigned flags) {
+    char why[JEPA_ERR_LEN];
+    c->dev = jk_device_open_cuda(ordinal, why, sizeof why);
+    if (!c->dev) return jerr_set(&c->err, JEPA_ERR_DEVICE, "%s", why);
+    c->dev->bind(c->dev);
+    c->dev->init_kernels(c->dev, &c->k, flags);
+    const char *slot = first_missing_slot(&c->k);
+    if (slot)
+        return jerr_set(&c->err, JEPA_ERR_UNSUPPORTED, "%s: kernel '%s' is not implemented there",
+                        c->dev->name, slot);
+    const struct jm_linear *L = first_unsupported(c->m, &c->k);
+    if (L)
+        return jerr_set(&c->err, JEPA_ERR_UNSUPPORTED,
+                        "tensor '%s' is %s: not supported on the GPU yet; use an f16, bf16 or f32 "
+                        "file", L->name, jk_dtype_name(L->dt));
+    jm_weights_range(c->m, &c->w_host, &c->w_size);
+    jepa_status st = jm_dev_weights_acquire(c->m, ordinal, &c->w_dev, &c->err);
+    if (st) c->w_dev = NULL;
+    return st;
+}
+
+jepa_status jepa_ctx_new(jepa_ctx **out, const jepa_model *m, const jepa_ctx_params *p, char *err) {
+    if (err) err[0] = '\0';
+    if (!out || !m) {
+        if (err) strcpy(err, "jepa_ctx_new: NULL argument");
+        if (out) *out = NULL;
+        return JEPA_ERR_ARG;
+    }
     *out = NULL;
     jepa_ctx_params dp = jepa_ctx_default_params();
     if (!p) p = &dp;
+    struct jerr e = {0};
     const char *cap = p->cpu && *p->cpu ? p->cpu : getenv("JEPA_CPU");
     long flags = jepa_cpu_cap(jepa_cpu_detect(), cap);
-    if (flags < 0) return JEPA_ERR_ARG;
+    const int ordinal = parse_device(p->device);
+    if (flags < 0)
+        jerr_set(&e, JEPA_ERR_ARG, "unknown cpu level '%s' (auto, scalar, avx2, avx512, neon)",
+                 cap);
+    else if (ordinal == -2)
+        jerr_set(&e, JEPA_ERR_ARG, "unknown device '%s' (cpu, cuda, cuda:N)", p->device);
+    if (e.status) {
+        if (err) memcpy(err, e.msg, JEPA_ERR_LEN);
+        return e.status;
+    }
     struct jepa_ctx *c = calloc(1, sizeof *c);
-    if (!c) return JEPA_ERR_NOMEM;
+    if (!c) {
+        if (err) strcpy(err, "out of memory");
+        return JEPA_ERR_NOMEM;
+    }
     c->m = m;
-    jk_init(&c->k, (unsigned)flags);
     c->nthreads = p->n_threads > 0 ? p->n_threads : default_threads();
+    if (ordinal < 0) {
+        c->dev = jk_device_cpu();
+        c->dev->init_kernels(c->dev, &c->k, (unsigned)flags);
+    } else if (open_gpu(c, ordinal, (unsigned)flags)) {
+        if (err) memcpy(err, c->err.msg, JEPA_ERR_LEN);
+        jepa_status st = c->err.status;
+        jepa_ctx_free(c);
+        return st;
+    }
+    c->arena.alloc = arena_dev_alloc;
+    c->arena.free = arena_dev_free;
+    c->arena.ud = c->dev;
     *out = c;
     return JEPA_OK;
 }
 
 void jepa_ctx_free(jepa_ctx *c) {
     if (!c) return;
-    arena_free(&c->arena);
+    if (c->dev) arena_free(&c->arena);
+    arena_free(&c->host);
+    if (c->w_dev) jm_dev_weights_release(c->m, c->dev->ordinal);
+    if (c->dev) c->dev->close(c->dev);
     free(c);
 }
 
@@ -139,23 +265,40 @@ const char *jepa_ctx_error(const jepa_ctx *c) { return c ? c->err.msg : "no cont
 void jepa_ctx_set_threads(jepa_ctx *c, int n) { c->nthreads = n > 0 ? n : default_threads(); }
 int jepa_ctx_threads(const jepa_ctx *c) { return c->nthreads; }
 const char *jepa_ctx_isa(const jepa_ctx *c) { return c->k.isa; }
-size_t jepa_ctx_arena_bytes(const jepa_ctx *c) { return c->arena.cap; }
+const char *jepa_ctx_device(const jepa_ctx *c) { return c->dev->name; }
+size_t jepa_ctx_arena_bytes(const jepa_ctx *c) { return c->arena.cap + c->host.cap; }
 
-jepa_status ctx_reserve(struct jepa_ctx *c, size_t bytes) {
-    if (arena_reserve(&c->arena, bytes))
-        return jerr_set(&c->err, JEPA_ERR_NOMEM, "cannot allocate %zu MiB of activations",
-                        bytes >> 20);
+jepa_status ctx_reserve(struct jepa_ctx *c, const struct plan *p) {
+    if (arena_reserve(&c->arena, p->dev.used))
+        return jerr_set(&c->err, JEPA_ERR_NOMEM, "cannot allocate %zu MiB of activations%s%s%s%s",
+                        p->dev.used >> 20, c->dev->host_memory ? "" : " on ",
+                        c->dev->host_memory ? "" : c->dev->name,
+                        c->dev->host_memory ? "" : ": ",
+                        c->dev->host_memory ? "" : c->dev->error(c->dev));
+    if (!c->dev->host_memory && arena_reserve(&c->host, p->host.used))
+        return jerr_set(&c->err, JEPA_ERR_NOMEM, "cannot allocate %zu MiB of host tables",
+                        p->host.used >> 20);
     return JEPA_OK;
 }
 
 /* ---- runs ---- */
+
+/* Every public run: bind the device to this thread, run, wait for the device. A run the
+ * forward refused keeps its own reason; otherwise a device failure (sticky: the device
+ * stays failed) is JEPA_ERR_DEVICE with the device's message. */
+static jepa_status finish(jepa_ctx *c, jepa_status st) {
+    if (c->dev->sync(c->dev) && st == JEPA_OK)
+        return jerr_set(&c->err, JEPA_ERR_DEVICE, "%s: %s", c->dev->name, c->dev->error(c->dev));
+    return st;
+}
 
 jepa_status jepa_ctx_embed(jepa_ctx *c, const float *x, int T, int H, int W,
                            const jepa_embed_params *p, jepa_embed_out *out) {
     if (!c) return JEPA_ERR_ARG;
     jerr_clear(&c->err);
     if (!x) return jerr_set(&c->err, JEPA_ERR_ARG, "embed: NULL input");
-    return encoder_forward(c, x, T, H, W, p, out);
+    c->dev->bind(c->dev);
+    return finish(c, encoder_forward(c, x, T, H, W, p, out));
 }
 
 jepa_status jepa_ctx_predict(jepa_ctx *c, const float *tokens, const jepa_predict_params *p,
@@ -163,12 +306,14 @@ jepa_status jepa_ctx_predict(jepa_ctx *c, const float *tokens, const jepa_predic
     if (!c) return JEPA_ERR_ARG;
     jerr_clear(&c->err);
     if (!tokens || !pred) return jerr_set(&c->err, JEPA_ERR_ARG, "predict: NULL buffer");
-    return predictor_forward(c, tokens, p, pred, ctx_out);
+    c->dev->bind(c->dev);
+    return finish(c, predictor_forward(c, tokens, p, pred, ctx_out));
 }
 
 jepa_status jepa_ctx_classify(jepa_ctx *c, const float *tokens, int n_tokens, float *logits) {
     if (!c) return JEPA_ERR_ARG;
     jerr_clear(&c->err);
     if (!tokens || !logits) return jerr_set(&c->err, JEPA_ERR_ARG, "classify: NULL buffer");
-    return head_forward(c, tokens, n_tokens, logits);
+    c->dev->bind(c->dev);
+    return finish(c, head_forward(c, tokens, n_tokens, logits));
 }

@@ -10,10 +10,10 @@
  *   logits = y Wcls^T + b                                      [n_classes], no final norm
  *
  * Every LayerNorm of the head uses jepa.head.ln_eps (1e-6 in Hugging Face files, 1e-5
- * in Meta's evaluation heads). Tested against Meta's fixture (case D).
+ * in Meta's evaluation heads). Tested against Meta's fixture (case D). Device-neutral
+ * like the encoder (forward.h).
  */
 #include <math.h>
-#include <string.h>
 
 #include "models/forward.h"
 
@@ -29,35 +29,53 @@ jepa_status head_forward(struct jepa_ctx *c, const float *tokens, int n, float *
         return jerr_set(&c->err, JEPA_ERR_UNSUPPORTED, "head kind linear_cls: not implemented yet");
     if (n < 1) return jerr_set(&c->err, JEPA_ERR_ARG, "classify needs at least one token");
 
+    struct jk_device *dev = c->dev;
+    const bool host = dev->host_memory;
     const int hdim = D / hd_->n_head, ffn = hd_->up.n_out;
     const int wide_cols = vit_wide_cols(vit) > ffn ? vit_wide_cols(vit) : ffn;
-    float *x = NULL, *h = NULL, *wide = NULL, *tmp = NULL, *q = NULL, *y = NULL, *yn = NULL, *mid = NULL;
+    /* the blocks update the tokens in place: a working copy, unless the CPU has no block
+     * to run (the caller's tokens are then read where they are) */
+    const bool copy_in = !host || vit->n_layer > 0;
+    const int ks[] = {D, vit->ffn, ffn};   /* K of every matmul: blocks, q/k/v/up/cls, down */
+    size_t wsb = vit_ws_bytes(c, n, hdim, ks, 3);   /* + the blocks' own attention */
+    const size_t wsa = vit->n_layer ? vit_ws_bytes(c, n, vit->head_dim, NULL, 0) : 0;
+    if (wsa > wsb) wsb = wsa;
+    float *x = NULL, *h = NULL, *wide = NULL, *tmp = NULL, *q = NULL, *y = NULL, *yn = NULL;
+    float *mid = NULL, *logits_d = NULL;
     void *ws = NULL;
     for (int pass = 0; pass < 2; pass++) {
-        struct arena_cursor cur = {pass ? c->arena.base : NULL, 0};
-        x = arena_take(&cur, sizeof(float) * (size_t)n * D);           /* [n, D] */
-        h = arena_take(&cur, sizeof(float) * (size_t)n * D);           /* [n, D] */
-        wide = arena_take(&cur, sizeof(float) * (size_t)n * wide_cols);/* [n, 3D | ffn] */
-        tmp = arena_take(&cur, sizeof(float) * (size_t)n * D);
-        q = arena_take(&cur, sizeof(float) * (size_t)D);               /* [1, D] */
-        y = arena_take(&cur, sizeof(float) * (size_t)D);
-        yn = arena_take(&cur, sizeof(float) * (size_t)D);
-        mid = arena_take(&cur, sizeof(float) * (size_t)ffn);           /* [1, ffn] */
-        ws = arena_take(&cur, vit_ws_bytes(c, n, hdim, ffn > D ? ffn : D));
+        struct plan pl = plan_begin(c, pass);
+        if (copy_in) x = plan_dev(&pl, sizeof(float) * (size_t)n * D);  /* [n, D] */
+        h = plan_dev(&pl, sizeof(float) * (size_t)n * D);           /* [n, D] */
+        wide = plan_dev(&pl, sizeof(float) * (size_t)n * wide_cols);/* [n, 3D | ffn] */
+        tmp = plan_dev(&pl, sizeof(float) * (size_t)n * D);
+        q = plan_dev(&pl, sizeof(float) * (size_t)D);               /* [1, D] */
+        y = plan_dev(&pl, sizeof(float) * (size_t)D);
+        yn = plan_dev(&pl, sizeof(float) * (size_t)D);
+        mid = plan_dev(&pl, sizeof(float) * (size_t)ffn);           /* [1, ffn] */
+        if (!host) logits_d = plan_dev(&pl, sizeof(float) * (size_t)hd_->n_classes);
+        ws = plan_dev(&pl, wsb);
         jepa_status st;
-        if (!pass && (st = ctx_reserve(c, cur.used))) return st;
+        if (!pass && (st = ctx_reserve(c, &pl))) return st;
     }
+    if (host) logits_d = logits;
 
     /* self-attention blocks over all tokens, no positions */
-    memcpy(x, tokens, sizeof(float) * (size_t)n * D);
+    const float *xs = tokens;   /* the tokens after the blocks, as kernels read them */
+    if (copy_in) {
+        dev->upload(dev, x, tokens, sizeof(float) * (size_t)n * D);
+        xs = x;
+    }
     struct vit_scratch s = {.h = h, .wide = wide, .tmp = tmp, .cos = NULL, .sin = NULL,
                             .mask_pos = NULL, .ws = ws};
-    for (int l = 0; l < vit->n_layer; l++) vit_block(c, vit, &vit->blk[l], x, n, &s);
+    for (int l = 0; l < vit->n_layer; l++) vit_block(c, vit, &vit->blk[l], x, n, 1, &s);
 
     /* cross-attention: the raw query attends to ln_kv(x) */
+    const float *query = dw(c, hd_->query);
     float *kmat = wide, *vmat = wide + D;          /* [n, D] each, row stride 2D */
-    c->k.layernorm(h, (size_t)D, x, (size_t)D, hd_->ln_kv.w, hd_->ln_kv.b, n, D, hd_->ln_eps, nt);
-    linear(c, q, (size_t)D, hd_->query, (size_t)D, &hd_->q, 1, JK_EPI_STORE, ws);
+    c->k.layernorm(h, (size_t)D, xs, (size_t)D, dw(c, hd_->ln_kv.w), dw(c, hd_->ln_kv.b), n, D,
+                   hd_->ln_eps, nt);
+    linear(c, q, (size_t)D, query, (size_t)D, &hd_->q, 1, JK_EPI_STORE, ws);
     linear(c, kmat, (size_t)2 * D, h, (size_t)D, &hd_->k, n, JK_EPI_STORE, ws);
     linear(c, vmat, (size_t)2 * D, h, (size_t)D, &hd_->v, n, JK_EPI_STORE, ws);
     struct jk_attn_args at = {
@@ -66,12 +84,14 @@ jepa_status head_forward(struct jepa_ctx *c, const float *tokens, int n, float *
         .head_dim = hdim, .scale = (float)(1.0 / sqrt((double)hdim)), .nthreads = nt, .ws = ws,
     };
     c->k.attn(&at);
-    for (int j = 0; j < D; j++) y[j] += hd_->query[j];      /* residual: the raw query */
+    c->k.add(y, (size_t)D, query, (size_t)D, NULL, 1, D, nt);   /* residual: the raw query */
 
     /* y += down(gelu(up(ln2 y))); logits = y Wcls^T + b */
-    c->k.layernorm(yn, (size_t)D, y, (size_t)D, hd_->ln2.w, hd_->ln2.b, 1, D, hd_->ln_eps, nt);
+    c->k.layernorm(yn, (size_t)D, y, (size_t)D, dw(c, hd_->ln2.w), dw(c, hd_->ln2.b), 1, D,
+                   hd_->ln_eps, nt);
     linear(c, mid, (size_t)ffn, yn, (size_t)D, &hd_->up, 1, JK_EPI_GELU, ws);
     linear(c, y, (size_t)D, mid, (size_t)ffn, &hd_->down, 1, JK_EPI_ADD, ws);
-    linear(c, logits, (size_t)hd_->n_classes, y, (size_t)D, &hd_->cls, 1, JK_EPI_STORE, ws);
+    linear(c, logits_d, (size_t)hd_->n_classes, y, (size_t)D, &hd_->cls, 1, JK_EPI_STORE, ws);
+    dev->download(dev, logits, logits_d, sizeof(float) * (size_t)hd_->n_classes);
     return JEPA_OK;
 }

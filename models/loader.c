@@ -904,6 +904,10 @@ jepa_status jm_load(struct jepa_model **out, struct gguf_file *g, struct jerr *e
         goto fail;
     count_tensors(&L);
     free(L.used);
+    if (!(L.m->dev_cache = jm_dev_cache_new())) {
+        free_model(L.m);
+        return jerr_set(err, JEPA_ERR_NOMEM, "out of memory");
+    }
     L.m->g = g;
     *out = L.m;
     return JEPA_OK;
@@ -915,6 +919,7 @@ fail:
 
 void jm_free(struct jepa_model *m) {
     if (!m) return;
+    jm_dev_cache_free(m->dev_cache);
     gguf_close(m->g);
     free_model(m);
 }

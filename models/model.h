@@ -169,12 +169,29 @@ struct jepa_model {
     /* tensors in the file that schema v1 does not name for this family (accepted) */
     int64_t n_unknown_tensors;
     const char *unknown_tensor;        /* the first of them, or NULL */
+    /* Device copies of the weights, shared by the contexts on each device (devcache.c).
+     * The only mutable part of a loaded model, behind its own lock. */
+    struct jm_dev_cache *dev_cache;
 };
 
 /* Build and validate the description of an open GGUF. On success the model owns g
  * (jm_free closes it); on failure g stays the caller's. */
 jepa_status jm_load(struct jepa_model **out, struct gguf_file *g, struct jerr *err);
 void jm_free(struct jepa_model *m);
+
+/* ---- device copies of the weights (models/devcache.c) ----
+ * The model's GGUF data section is uploaded whole, once per (model, CUDA ordinal), on
+ * the first context that asks, and freed when the last one releases it (or by jm_free).
+ * Every weight pointer p of the model then has the device address
+ * dev_base + (p - host_base) (forward.h, dw()). Thread-safe. */
+struct jm_dev_cache *jm_dev_cache_new(void);
+void jm_dev_cache_free(struct jm_dev_cache *dc);
+/* The host range that is mirrored: [*host_base, *host_base + *size). */
+void jm_weights_range(const struct jepa_model *m, const uint8_t **host_base, size_t *size);
+/* Take a reference on the copy on CUDA device `ordinal` (uploading it if needed). */
+jepa_status jm_dev_weights_acquire(const struct jepa_model *m, int ordinal, uint8_t **dev_base,
+                                   struct jerr *err);
+void jm_dev_weights_release(const struct jepa_model *m, int ordinal);
 
 const char *jm_family_name(enum jm_family f);
 const char *jm_act_name(enum jm_act a);

@@ -11,10 +11,9 @@
  *
  * Meta sorts the concatenated tokens by id and unsorts afterwards; attention is
  * permutation-equivariant, so the rows stay in caller order here. Tested against Meta's
- * fixtures (tests/models/test_parity.c).
+ * fixtures (tests/models/test_parity.c). Device-neutral like the encoder (forward.h): the
+ * mask-token rows are zeroed and the token added with a broadcast row.
  */
-#include <string.h>
-
 #include "models/forward.h"
 
 /* Image modality when every id lies in one temporal slice of the grid. */
@@ -30,6 +29,7 @@ jepa_status predictor_forward(struct jepa_ctx *c, const float *tokens,
     const struct jepa_model *m = c->m;
     const struct jm_predictor *pr = &m->pred;
     const struct jm_vit *vit = &pr->vit;
+    struct jk_device *dev = c->dev;
     const int pd = vit->d, hd = vit->head_dim, nt = c->nthreads;
 
     if (!m->has_pred)
@@ -51,55 +51,79 @@ jepa_status predictor_forward(struct jepa_ctx *c, const float *tokens,
                             i < p->n_ctx ? "context" : "target", id);
     }
 
-    const int nc = p->n_ctx, ntg = p->n_tgt, n = nc + ntg;
-    float *x = NULL, *h = NULL, *wide = NULL, *tmp = NULL, *cosb = NULL, *sinb = NULL;
+    const int nc = p->n_ctx, ntg = p->n_tgt, n = nc + ntg, D = m->enc.vit.d;
+    const bool host = dev->host_memory;
+    float *x = NULL, *h = NULL, *wide = NULL, *tmp = NULL, *tok_d = NULL, *pred_d = NULL,
+          *ctx_d = NULL;
     struct rope_pos *pos = NULL;
-    int32_t *ids = NULL;
+    struct staged cosb, sinb;
     void *ws = NULL;
-    const int max_k = vit->ffn > m->enc.vit.d ? vit->ffn : m->enc.vit.d;
+    const int ks[] = {pd, vit->ffn, D};   /* K of every matmul: blocks, embed (proj: pd) */
     for (int pass = 0; pass < 2; pass++) {
-        struct arena_cursor cur = {pass ? c->arena.base : NULL, 0};
-        x = arena_take(&cur, sizeof(float) * (size_t)n * pd);          /* [n, pd] */
-        h = arena_take(&cur, sizeof(float) * (size_t)n * pd);          /* [n, pd] */
-        wide = arena_take(&cur, sizeof(float) * (size_t)n * vit_wide_cols(vit));
-        tmp = arena_take(&cur, sizeof(float) * (size_t)n * pd);
-        pos = arena_take(&cur, sizeof(struct rope_pos) * (size_t)n);
-        ids = arena_take(&cur, sizeof(int32_t) * (size_t)n);
-        cosb = arena_take(&cur, sizeof(float) * (size_t)n * hd);
-        sinb = arena_take(&cur, sizeof(float) * (size_t)n * hd);
-        ws = arena_take(&cur, vit_ws_bytes(c, n, hd, max_k));
+        struct plan pl = plan_begin(c, pass);
+        if (!host) tok_d = plan_dev(&pl, sizeof(float) * (size_t)nc * D);  /* [n_ctx, D] */
+        x = plan_dev(&pl, sizeof(float) * (size_t)n * pd);          /* [n, pd] */
+        h = plan_dev(&pl, sizeof(float) * (size_t)n * pd);          /* [n, pd] */
+        wide = plan_dev(&pl, sizeof(float) * (size_t)n * vit_wide_cols(vit));
+        tmp = plan_dev(&pl, sizeof(float) * (size_t)n * pd);
+        pos = plan_host(&pl, sizeof(struct rope_pos) * (size_t)n);
+        cosb = plan_staged(&pl, sizeof(float) * (size_t)n * hd);
+        sinb = plan_staged(&pl, sizeof(float) * (size_t)n * hd);
+        if (!host) {
+            pred_d = plan_dev(&pl, sizeof(float) * (size_t)ntg * pr->out_dim);
+            if (ctx_out) ctx_d = plan_dev(&pl, sizeof(float) * (size_t)nc * pr->out_dim);
+        }
+        ws = plan_dev(&pl, vit_ws_bytes(c, n, hd, ks, 3));
         jepa_status st;
-        if (!pass && (st = ctx_reserve(c, cur.used))) return st;
+        if (!pass && (st = ctx_reserve(c, &pl))) return st;
+    }
+    const float *tok = tokens;   /* the input tokens as kernels read them */
+    if (host) {   /* the caller's buffers are the device buffers */
+        pred_d = pred;
+        ctx_d = ctx_out;
+    } else {
+        dev->upload(dev, tok_d, tokens, sizeof(float) * (size_t)nc * D);
+        tok = tok_d;
     }
 
     /* x = [embed(ctx tokens); mask tokens] (+ modality) */
-    linear(c, x, (size_t)pd, tokens, (size_t)m->enc.vit.d, &pr->embed, nc, JK_EPI_STORE, ws);
+    linear(c, x, (size_t)pd, tok, (size_t)D, &pr->embed, nc, JK_EPI_STORE, ws);
     int mi = p->mask_index % pr->n_mask_tokens;
     if (mi < 0) mi += pr->n_mask_tokens;
     const float *mask_tok = pr->mask_tokens + (size_t)mi * pd;
-    for (int i = 0; i < ntg; i++) memcpy(x + (size_t)(nc + i) * pd, mask_tok, sizeof(float) * (size_t)pd);
+    float *xt = x + (size_t)nc * pd;   /* target rows = 0 + the mask token (broadcast) */
+    dev->zero(dev, xt, sizeof(float) * (size_t)ntg * pd);
+    c->k.add(xt, (size_t)pd, dw(c, mask_tok), 0, NULL, ntg, pd, nt);
     if (pr->modality_embed) {
         int image = p->modality == JEPA_MODALITY_IMAGE ||
                     (p->modality == JEPA_MODALITY_AUTO && ids_in_one_slice(p, slice));
-        c->k.add(x, (size_t)pd, image ? pr->mod_embed_img : pr->mod_embed_video, 0, NULL, n, pd, nt);
+        c->k.add(x, (size_t)pd, dw(c, image ? pr->mod_embed_img : pr->mod_embed_video), 0, NULL, n,
+                 pd, nt);
     }
 
-    /* positions of the ids on the grid_size x grid_size grid (raw, not interpolated) */
-    memcpy(ids, p->ctx_ids, sizeof(int32_t) * (size_t)nc);
-    memcpy(ids + nc, p->tgt_ids, sizeof(int32_t) * (size_t)ntg);
-    rope_positions(pos, ids, n, pr->grid_size, pr->grid_size, pr->rope_interpolate, pr->rope_ref_grid);
-    rope_tables(cosb, sinb, pos, n, hd, pr->rope_theta, pr->rope_layout);
+    /* positions of [ctx_ids; tgt_ids] on the grid_size x grid_size grid (raw, not
+     * interpolated): tables on the host, uploaded */
+    rope_positions(pos, p->ctx_ids, nc, pr->grid_size, pr->grid_size, pr->rope_interpolate,
+                   pr->rope_ref_grid);
+    rope_positions(pos + nc, p->tgt_ids, ntg, pr->grid_size, pr->grid_size, pr->rope_interpolate,
+                   pr->rope_ref_grid);
+    rope_tables(cosb.host, sinb.host, pos, n, hd, pr->rope_theta, pr->rope_layout);
+    stage_upload(c, &cosb);
+    stage_upload(c, &sinb);
 
-    struct vit_scratch s = {.h = h, .wide = wide, .tmp = tmp, .cos = cosb, .sin = sinb,
+    struct vit_scratch s = {.h = h, .wide = wide, .tmp = tmp, .cos = cosb.dev, .sin = sinb.dev,
                             .mask_pos = NULL, .ws = ws};
-    for (int l = 0; l < vit->n_layer; l++) vit_block(c, vit, &vit->blk[l], x, n, &s);
+    for (int l = 0; l < vit->n_layer; l++) vit_block(c, vit, &vit->blk[l], x, n, 1, &s);
 
     /* x = norm(x); project the targets (and the context) */
-    c->k.layernorm(x, (size_t)pd, x, (size_t)pd, pr->norm.w, pr->norm.b, n, pd, vit->ln_eps, nt);
-    linear(c, pred, (size_t)pr->out_dim, x + (size_t)nc * pd, (size_t)pd, &pr->proj, ntg,
+    c->k.layernorm(x, (size_t)pd, x, (size_t)pd, dw(c, pr->norm.w), dw(c, pr->norm.b), n, pd,
+                   vit->ln_eps, nt);
+    linear(c, pred_d, (size_t)pr->out_dim, x + (size_t)nc * pd, (size_t)pd, &pr->proj, ntg,
            JK_EPI_STORE, ws);
     if (ctx_out)
-        linear(c, ctx_out, (size_t)pr->out_dim, x, (size_t)pd, &pr->proj_context, nc,
+        linear(c, ctx_d, (size_t)pr->out_dim, x, (size_t)pd, &pr->proj_context, nc,
                JK_EPI_STORE, ws);
+    dev->download(dev, pred, pred_d, sizeof(float) * (size_t)ntg * pr->out_dim);
+    if (ctx_out) dev->download(dev, ctx_out, ctx_d, sizeof(float) * (size_t)nc * pr->out_dim);
     return JEPA_OK;
 }

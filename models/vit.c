@@ -15,7 +15,8 @@
 void linear(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
             const struct jm_linear *L, int M, enum jk_epilogue epi, void *ws) {
     struct jk_gemm_args a = {
-        .y = y, .ldy = ldy, .x = x, .ldx = ldx, .w = L->w, .ldw = L->ldw, .bias = L->b,
+        .y = y, .ldy = ldy, .x = x, .ldx = ldx, .w = dw(c, L->w), .ldw = L->ldw,
+        .bias = dw(c, L->b),
         .M = M, .N = L->n_out, .K = L->n_in, .epi = epi, .nthreads = c->nthreads, .ws = ws,
     };
     c->k.gemm[L->dt](&a);
@@ -26,10 +27,13 @@ int vit_wide_cols(const struct jm_vit *vit) {
     return vit->ffn > w ? vit->ffn : w;
 }
 
-size_t vit_ws_bytes(const struct jepa_ctx *c, int n, int head_dim, int max_k) {
-    size_t g = c->k.gemm_ws(c->nthreads, max_k);
-    size_t a = c->k.attn_ws(c->nthreads, head_dim, n);
-    return g > a ? g : a;
+size_t vit_ws_bytes(const struct jepa_ctx *c, int n, int head_dim, const int *ks, int nk) {
+    size_t w = c->k.attn_ws(c->nthreads, head_dim, n);
+    for (int i = 0; i < nk; i++) {
+        size_t g = c->k.gemm_ws(c->nthreads, ks[i]);
+        if (g > w) w = g;
+    }
+    return w;
 }
 
 /* Apply the MLP activation in place when the matmul epilogue could not. */
@@ -50,47 +54,54 @@ static void residual_linear(const struct jepa_ctx *c, float *x, int d, const flo
         return;
     }
     linear(c, s->tmp, (size_t)d, in, ldin, L, n, JK_EPI_STORE, s->ws);
-    c->k.add(x, (size_t)d, s->tmp, (size_t)d, ls, n, d, c->nthreads);
+    c->k.add(x, (size_t)d, s->tmp, (size_t)d, dw(c, ls), n, d, c->nthreads);
 }
 
 void vit_block(const struct jepa_ctx *c, const struct jm_vit *vit, const struct jm_block *b,
-               float *x, int n, const struct vit_scratch *s) {
+               float *x, int n, int nb, const struct vit_scratch *s) {
     const int d = vit->d, hd = vit->head_dim, nh = vit->n_head, nt = c->nthreads;
+    const int rows = n * nb;  /* row-wise ops see the clips as one matrix */
     const size_t ld3 = (size_t)3 * d;
-    float *h = s->h;          /* [n, d]  */
-    float *qkv = s->wide;     /* [n, 3d] rows [q | k | v] */
+    float *h = s->h;          /* [rows, d]  */
+    float *qkv = s->wide;     /* [rows, 3d] rows [q | k | v] */
 
     /* attention branch: h = ln1(x); qkv = h W^T + b */
-    c->k.layernorm(h, (size_t)d, x, (size_t)d, b->ln1.w, b->ln1.b, n, d, vit->ln_eps, nt);
+    c->k.layernorm(h, (size_t)d, x, (size_t)d, dw(c, b->ln1.w), dw(c, b->ln1.b), rows, d,
+                   vit->ln_eps, nt);
     if (b->qkv_fused) {
-        linear(c, qkv, ld3, h, (size_t)d, &b->qkv, n, JK_EPI_STORE, s->ws);
+        linear(c, qkv, ld3, h, (size_t)d, &b->qkv, rows, JK_EPI_STORE, s->ws);
     } else {
-        linear(c, qkv, ld3, h, (size_t)d, &b->q, n, JK_EPI_STORE, s->ws);
-        linear(c, qkv + d, ld3, h, (size_t)d, &b->k, n, JK_EPI_STORE, s->ws);
-        linear(c, qkv + 2 * d, ld3, h, (size_t)d, &b->v, n, JK_EPI_STORE, s->ws);
+        linear(c, qkv, ld3, h, (size_t)d, &b->q, rows, JK_EPI_STORE, s->ws);
+        linear(c, qkv + d, ld3, h, (size_t)d, &b->k, rows, JK_EPI_STORE, s->ws);
+        linear(c, qkv + 2 * d, ld3, h, (size_t)d, &b->v, rows, JK_EPI_STORE, s->ws);
     }
-    if (s->cos) {   /* RoPE on q and k, before the 1/sqrt(hd) scaling */
-        c->k.rope(qkv, ld3, n, nh, hd, s->cos, s->sin, nt);
-        c->k.rope(qkv + d, ld3, n, nh, hd, s->cos, s->sin, nt);
+    /* per clip: RoPE on q and k (before the 1/sqrt(hd) scaling), then
+     * h = softmax(q k^T / sqrt(hd)) v per head (h is free again after the qkv matmul) */
+    for (int cl = 0; cl < nb; cl++) {
+        float *qc = qkv + (size_t)cl * n * ld3;
+        if (s->cos) {
+            c->k.rope(qc, ld3, n, nh, hd, s->cos, s->sin, nt);
+            c->k.rope(qc + d, ld3, n, nh, hd, s->cos, s->sin, nt);
+        }
+        struct jk_attn_args at = {
+            .o = h + (size_t)cl * n * d, .ldo = (size_t)d, .q = qc, .ldq = ld3, .k = qc + d,
+            .ldk = ld3, .v = qc + 2 * d, .ldv = ld3, .nq = n, .nkv = n, .n_head = nh,
+            .head_dim = hd, .scale = (float)(1.0 / sqrt((double)hd)), .q_pos = s->mask_pos,
+            .k_pos = s->mask_pos, .nthreads = nt, .ws = s->ws,
+        };
+        c->k.attn(&at);
     }
-    /* h = softmax(q k^T / sqrt(hd)) v, per head (h is free again after the qkv matmul) */
-    struct jk_attn_args at = {
-        .o = h, .ldo = (size_t)d, .q = qkv, .ldq = ld3, .k = qkv + d, .ldk = ld3,
-        .v = qkv + 2 * d, .ldv = ld3, .nq = n, .nkv = n, .n_head = nh, .head_dim = hd,
-        .scale = (float)(1.0 / sqrt((double)hd)), .q_pos = s->mask_pos, .k_pos = s->mask_pos,
-        .nthreads = nt, .ws = s->ws,
-    };
-    c->k.attn(&at);
-    residual_linear(c, x, d, h, (size_t)d, &b->out, b->ls1, n, s);
+    residual_linear(c, x, d, h, (size_t)d, &b->out, b->ls1, rows, s);
 
     /* MLP branch: x += down(act(up(ln2(x)))) */
-    float *mid = s->wide;     /* [n, ffn] */
-    c->k.layernorm(h, (size_t)d, x, (size_t)d, b->ln2.w, b->ln2.b, n, d, vit->ln_eps, nt);
+    float *mid = s->wide;     /* [rows, ffn] */
+    c->k.layernorm(h, (size_t)d, x, (size_t)d, dw(c, b->ln2.w), dw(c, b->ln2.b), rows, d,
+                   vit->ln_eps, nt);
     if (vit->act == JM_ACT_GELU_ERF) {
-        linear(c, mid, (size_t)vit->ffn, h, (size_t)d, &b->up, n, JK_EPI_GELU, s->ws);
+        linear(c, mid, (size_t)vit->ffn, h, (size_t)d, &b->up, rows, JK_EPI_GELU, s->ws);
     } else {
-        linear(c, mid, (size_t)vit->ffn, h, (size_t)d, &b->up, n, JK_EPI_STORE, s->ws);
-        activate(c, vit->act, mid, (size_t)n * (size_t)vit->ffn);
+        linear(c, mid, (size_t)vit->ffn, h, (size_t)d, &b->up, rows, JK_EPI_STORE, s->ws);
+        activate(c, vit->act, mid, (size_t)rows * (size_t)vit->ffn);
     }
-    residual_linear(c, x, d, mid, (size_t)vit->ffn, &b->down, b->ls2, n, s);
+    residual_linear(c, x, d, mid, (size_t)vit->ffn, &b->down, b->ls2, rows, s);
 }

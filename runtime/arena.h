@@ -6,6 +6,10 @@
  * (base == NULL) to learn the total, then, after arena_reserve() made the block big
  * enough, against the real block. The block only grows, so a context reused for inputs
  * of the same (or smaller) size never allocates again.
+ *
+ * The block comes from the arena's allocator: host memory by default, or whatever the
+ * alloc / free hooks return (a GPU context's arena lives in device memory; only the
+ * offsets are computed on the host, the bytes are never touched here).
  */
 #ifndef JEPA_RUNTIME_ARENA_H
 #define JEPA_RUNTIME_ARENA_H
@@ -18,6 +22,11 @@
 struct arena {
     uint8_t *base;   /* the block (NULL before the first reserve) */
     size_t cap;      /* its size in bytes */
+    /* Allocator of the block; both NULL: host memory aligned to ARENA_ALIGN. A hook's
+     * blocks must be aligned to ARENA_ALIGN too. */
+    void *(*alloc)(void *ud, size_t n);
+    void (*free)(void *ud, void *p);
+    void *ud;
 };
 
 /* A planning pass: base NULL counts, base = the block carves. */
@@ -33,7 +42,9 @@ static inline void *arena_take(struct arena_cursor *c, size_t n) {
     return c->base ? c->base + off : NULL;
 }
 
-/* Make the block at least n bytes (contents are not kept). 0 on success. */
+/* Make the block at least n bytes (contents are not kept: the old block is freed before
+ * the new one is allocated, which keeps the peak low on a GPU). 0 on success; on failure
+ * the arena is empty (cap 0). */
 int arena_reserve(struct arena *a, size_t n);
 void arena_free(struct arena *a);
 

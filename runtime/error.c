@@ -29,6 +29,7 @@ const char *jepa_status_str(jepa_status s) {
     case JEPA_ERR_UNSUPPORTED: return "unsupported";
     case JEPA_ERR_ARG: return "bad argument";
     case JEPA_ERR_NOMEM: return "out of memory";
+    case JEPA_ERR_DEVICE: return "device error";
     }
     return "unknown status";
 }

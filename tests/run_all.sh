@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/run_all.sh — every test of jepa.c, as CI runs them:
-#   1. release build (gcc), all suites
-#   2. AddressSanitizer + UndefinedBehaviorSanitizer build, all suites
-#   3. clang build with warnings as errors (compile check), all suites
+#   1. release build (gcc), all suites; the CUDA build must compile (nvcc, -Dcuda=enabled):
+#      its GPU tests skip without a GPU, the same kernels run under the SIMT emulator
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer build, all suites (CUDA emulated only)
+#   3. clang build with warnings as errors (compile check), all suites (CUDA emulated only)
 #   4. aarch64 cross build, kernel and model suites under qemu-aarch64 (NEON)
 #   5. GGUF byte-compatibility with ggml's own reader (the `gguf` Python package), when
 #      a Python venv with it can be made (tests/gguf/README.md)
@@ -47,11 +48,12 @@ run_suite() {
     fi
 }
 
-run_suite "release (gcc)" build-test-release --buildtype=release
+run_suite "release (gcc)" build-test-release --buildtype=release -Dcuda=enabled
 [ $quick = 1 ] || run_suite "asan+ubsan (gcc)" build-test-san --buildtype=debugoptimized \
-    -Db_sanitize=address,undefined -Db_lundef=false
+    -Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled
 if [ $quick = 0 ] && command -v clang >/dev/null; then
-    CC=clang run_suite "clang -Werror" build-test-clang --buildtype=release -Dwerror=true
+    CC=clang CXX=clang++ run_suite "clang -Werror" build-test-clang --buildtype=release -Dwerror=true \
+        -Dcuda=disabled
 fi
 if [ $quick = 0 ] && command -v aarch64-linux-gnu-gcc >/dev/null && command -v qemu-aarch64-static >/dev/null; then
     # meson runs test executables through the cross file's exe_wrapper itself; the shell-

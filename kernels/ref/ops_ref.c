@@ -1,7 +1,7 @@
 /*
  * ops_ref.c — reference element-wise and row ops: RoPE, LayerNorm, GELU (erf and
- * tanh), SiLU, softmax, residual add / layer-scale, patchify. Exact formulas in
- * double; parallel over rows (bits independent of the thread count).
+ * tanh), SiLU, softmax, residual add / layer-scale, patchify, row gather, column mean.
+ * Exact formulas in double; parallel over rows (bits independent of the thread count).
  */
 #include <math.h>
 
@@ -121,5 +121,30 @@ void patchify_ref(float *out, const float *in, int C, int T, int H, int W, int t
                                              (size_t)(h * p + dy)) * W + (size_t)w * p;
                     for (int dx = 0; dx < p; dx++) *o++ = src[dx];
                 }
+    }
+}
+
+void gather_ref(float *y, size_t ldy, const float *x, size_t ldx, const int32_t *idx, int n,
+                int d, int nthreads) {
+    int nt = nthreads > 0 ? nthreads : 1;
+    (void)nt;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int i = 0; i < n; i++) {
+        float *yi = y + (size_t)i * ldy;
+        const float *xi = x + (size_t)idx[i] * ldx;
+        for (int j = 0; j < d; j++) yi[j] = xi[j];
+    }
+}
+
+/* Each column summed in double, rows in order, then divided once and rounded: the
+ * result does not depend on n's split over threads (threads take columns). */
+void mean_rows_ref(float *y, const float *x, size_t ldx, int n, int d, int nthreads) {
+    int nt = nthreads > 0 ? nthreads : 1;
+    (void)nt;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int j = 0; j < d; j++) {
+        double acc = 0.0;
+        for (int i = 0; i < n; i++) acc += x[(size_t)i * ldx + j];
+        y[j] = (float)(acc / n);
     }
 }

@@ -29,6 +29,9 @@ void add_ref(float *y, size_t ldy, const float *x, size_t ldx, const float *s, i
              int nthreads);
 void patchify_ref(float *out, const float *in, int C, int T, int H, int W, int tubelet, int p,
                   int nthreads);
+void gather_ref(float *y, size_t ldy, const float *x, size_t ldx, const int32_t *idx, int n,
+                int d, int nthreads);
+void mean_rows_ref(float *y, const float *x, size_t ldx, int n, int d, int nthreads);
 
 /* Helpers shared by the references and the tests. */
 void ref_weight_row(float *dst, const void *w, size_t ldw, enum jk_dtype t, int n, int K);

@@ -1,8 +1,8 @@
 /*
  * test_ops.c — checkasm for every non-matmul slot of struct jk_kernels (attn + attn_ws,
- * rope, layernorm, gelu, gelu_tanh, silu, softmax, add, patchify) at every ISA level
- * this machine runs (avx2, avx512, neon; with -DCHECKASM_AVX512_EMU the AVX-512 level
- * through SIMDe, see tests/checkasm/meson.build), against the reference slots of
+ * rope, layernorm, gelu, gelu_tanh, silu, softmax, add, patchify, gather, mean_rows) at
+ * every ISA level this machine runs (avx2, avx512, neon; with -DCHECKASM_AVX512_EMU the
+ * AVX-512 level through SIMDe, see tests/checkasm/meson.build), against the reference slots of
  * jk_init_ref() (kernels/ref/), plus the references and the RoPE tables against
  * independent formulas:
  *
@@ -22,6 +22,9 @@
  *    with zeros, subnormals, huge values, and the GELU against erfc in double over a
  *    sweep of every binade of [-16, 16] (worst relative error printed; bound 6.1e-8);
  *    softmax rows with +-80 ranges; add with and without layer-scale; patchify (bits);
+ *  - gather (bits of x[idx], repeats, padded strides) and mean_rows (against a long double
+ *    mean, padding NaN, a 1e4 offset, up to 3136 rows) against these definitions: the
+ *    reference, and the table of every level (which inherits the reference today);
  *  - rope_tables against the §4 formulas of shared/reference/vjepa2-tensor-maps-and-rope.md
  *    written out independently here (both layouts, fractional positions, pass-through
  *    dims, identity rows) and rope_positions against hand-computed ids (interpolation
@@ -692,6 +695,83 @@ static void check_patchify(const struct jk_kernels *kt, const char *level) {
 }
 
 /* ======================================================================================
+ * gather (masked encoder rows) and mean_rows (mean pooling)
+ * ====================================================================================== */
+
+/* A row copy: bits must match the source rows; y's padding and guards stay NaN; idx with
+ * repeats, the first and the last row, out of order. */
+static void check_gather(const struct jk_kernels *kt, const char *level) {
+    static const int shapes[][2] = {{1, 1}, {1, 64}, {7, 9}, {17, 577}, {100, 8}, {300, 3}};
+    int fails = 0, cases = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const int nx = shapes[si][0] + 5, n = shapes[si][0], d = shapes[si][1];
+        const size_t ldx = (size_t)d + 3, ldy = (size_t)d + 2;
+        float *x = falloc((size_t)nx * ldx);
+        ca_fill(x, (size_t)nx * ldx, 1.0f);
+        int32_t *idx = (int32_t *)xmalloc(sizeof(int32_t) * (size_t)n);
+        for (int i = 0; i < n; i++) idx[i] = i == 0 ? nx - 1 : i == 1 ? 0 : ca_int(0, nx - 1);
+        float *y1 = ca_alloc_guarded((size_t)n * ldy), *y2 = ca_alloc_guarded((size_t)n * ldy);
+        kt->gather(y1, ldy, x, ldx, idx, n, d, 1);
+        kt->gather(y2, ldy, x, ldx, idx, n, d, 2);
+        int ok = 1;
+        for (int i = 0; i < n; i++)
+            ok &= !memcmp(y1 + (size_t)i * ldy, x + (size_t)idx[i] * ldx, sizeof(float) * (size_t)d);
+        char what[96];
+        snprintf(what, sizeof what, "%s gather n %d of %d rows, d %d", level, n, nx, d);
+        CA_CHECK(ok, "%s: rows differ from x[idx]", what);
+        CA_CHECK(!memcmp(y1, y2, (size_t)n * ldy * sizeof(float)), "%s: 1 and 2 threads differ", what);
+        CA_CHECK(gaps_ok(y1, n, ldy, (size_t)d), "%s: wrote outside y", what);
+        fails += !ok;
+        cases++;
+        free(x), free(idx);
+        ca_free_guarded(y1), ca_free_guarded(y2);
+    }
+    printf("  %s gather: %d cases, %d failed\n", level, cases, fails);
+}
+
+/* y[j] = mean_i x[i, j] against the mean in long double: the reference sums in double and
+ * rounds once, so within u |mean| (the final rounding) + n 2^-52 mean|x| (the double sum).
+ * Rows carry NaN padding that must not be read, columns a large common offset (1e4,
+ * where f32 accumulation would lose digits) or zero. 1 and 2 threads: the same bits. */
+static void check_mean_rows(const struct jk_kernels *kt, const char *level) {
+    static const int shapes[][2] = {{1, 1}, {1, 64}, {2, 7}, {16, 9}, {255, 80}, {3136, 128}, {577, 3}};
+    int fails = 0, cases = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+        for (int offset = 0; offset < 2; offset++) {
+            const int n = shapes[si][0], d = shapes[si][1];
+            const size_t ldx = (size_t)d + 5;
+            float *x = falloc((size_t)n * ldx);
+            for (int i = 0; i < n; i++)
+                for (size_t j = 0; j < ldx; j++)
+                    x[(size_t)i * ldx + j] = j < (size_t)d ? (offset ? 1e4f : 0.0f) + ca_normal() : NAN;
+            float *y1 = ca_alloc_guarded((size_t)d), *y2 = ca_alloc_guarded((size_t)d);
+            kt->mean_rows(y1, x, ldx, n, d, 1);
+            kt->mean_rows(y2, x, ldx, n, d, 2);
+            float *want = falloc((size_t)d);
+            double *tol = (double *)xmalloc(sizeof(double) * (size_t)d);
+            for (int j = 0; j < d; j++) {
+                long double acc = 0, mag = 0;
+                for (int i = 0; i < n; i++) {
+                    acc += x[(size_t)i * ldx + j];
+                    mag += fabsl((long double)x[(size_t)i * ldx + j]);
+                }
+                const double mean = (double)(acc / n);
+                want[j] = (float)mean;
+                tol[j] = U * fabs(mean) + n * 0x1p-52 * (double)(mag / n);
+            }
+            char what[96];
+            snprintf(what, sizeof what, "%s mean_rows n %d d %d%s", level, n, d, offset ? " +1e4" : "");
+            fails += check_tol(what, y1, want, tol, (size_t)d) != 0;
+            CA_CHECK(!memcmp(y1, y2, (size_t)d * sizeof(float)), "%s: 1 and 2 threads differ", what);
+            CA_CHECK(ca_guard_ok(y1, (size_t)d), "%s: wrote outside y", what);
+            cases++;
+            free(x), free(want), free(tol);
+            ca_free_guarded(y1), ca_free_guarded(y2);
+        }
+    printf("  %s mean_rows: %d cases, %d failed\n", level, cases, fails);
+}
+
+/* ======================================================================================
  * RoPE tables and positions (models/rope.c) against the §4 formulas
  * ====================================================================================== */
 #ifndef CHECKASM_AVX512_EMU
@@ -915,6 +995,9 @@ int main(int argc, char **argv) {
     check_rope_tables();
     check_rope_positions();
 #endif
+    /* the reference row gather and column mean against their definitions */
+    check_gather(&ref, "ref");
+    check_mean_rows(&ref, "ref");
 
     int tested = 0;
     for (int l = 0; l < nl; l++) {
@@ -941,6 +1024,9 @@ int main(int argc, char **argv) {
         if (kt.softmax != ref.softmax) check_softmax(&kt, n);
         if (kt.add != ref.add) check_add(&kt, n);
         if (kt.patchify != ref.patchify) check_patchify(&kt, n);
+        /* against their definitions, whatever fills the slots (the reference today) */
+        check_gather(&kt, n);
+        check_mean_rows(&kt, n);
     }
     if (!tested) printf("checkasm_ops: no slot above the reference at any level here; references checked\n");
     return ca_finish("checkasm_ops");

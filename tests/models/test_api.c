@@ -6,7 +6,10 @@
  *    second run returns the same bits as the first;
  *  - model queries (info, grid, labels) match the fixture's configuration;
  *  - bad arguments are refused with JEPA_ERR_ARG and a message that names the problem,
- *    and leave the context usable.
+ *    and leave the context usable;
+ *  - devices: NULL / "" / "cpu" / zero-initialised params are the CPU, malformed names are
+ *    refused naming the name, and "cuda", "cuda:N" in a build (or on a machine) without a
+ *    GPU fail with JEPA_ERR_DEVICE and a one-line reason.
  *
  * usage: test_api DATA_DIR
  */
@@ -17,6 +20,7 @@
 
 #include "cli/npy.h"
 #include "jepa.h"
+#include "kernels/device.h"
 
 static int failures;
 #define CHECK(cond, ...)                                    \
@@ -42,7 +46,7 @@ static void *encode_job(void *arg) {
     jepa_ctx *c = NULL;
     jepa_ctx_params p = jepa_ctx_default_params();
     p.n_threads = 1;
-    j->st = jepa_ctx_new(&c, j->m, &p);
+    j->st = jepa_ctx_new(&c, j->m, &p, NULL);
     if (j->st == JEPA_OK) {
         jepa_embed_out out = {.tokens = j->tokens};
         for (int rep = 0; rep < 3 && j->st == JEPA_OK; rep++)
@@ -94,7 +98,7 @@ int main(int argc, char **argv) {
     jepa_ctx *c = NULL;
     jepa_ctx_params p = jepa_ctx_default_params();
     p.n_threads = 2;
-    if (jepa_ctx_new(&c, m, &p)) {
+    if (jepa_ctx_new(&c, m, &p, NULL)) {
         printf("FAIL ctx\n");
         return 1;
     }
@@ -140,7 +144,55 @@ int main(int argc, char **argv) {
     jepa_ctx_params badp = jepa_ctx_default_params();
     badp.cpu = "z80";
     jepa_ctx *bc = NULL;
-    CHECK(jepa_ctx_new(&bc, m, &badp) == JEPA_ERR_ARG && !bc, "unknown cpu level refused");
+    char cerr[JEPA_ERR_LEN];
+    CHECK(jepa_ctx_new(&bc, m, &badp, cerr) == JEPA_ERR_ARG && !bc && strstr(cerr, "z80"),
+          "unknown cpu level refused: %s", cerr);
+
+    /* devices: the CPU by every name (and by a zero-initialised struct), bad names refused,
+     * a GPU in a build without one refused with the reason */
+    static const char *const cpu_names[] = {NULL, "", "cpu"};
+    for (int i = 0; i < 3; i++) {
+        jepa_ctx_params dp = jepa_ctx_default_params();
+        dp.device = cpu_names[i];
+        dp.n_threads = 1;
+        jepa_ctx *dc = NULL;
+        out.tokens = again;
+        st = jepa_ctx_new(&dc, m, &dp, cerr);
+        if (st == JEPA_OK) st = jepa_ctx_embed(dc, x.data, 4, 64, 64, NULL, &out);
+        CHECK(st == JEPA_OK && !strcmp(jepa_ctx_device(dc), "cpu") &&
+                  !memcmp(ref, again, sizeof(float) * 32 * 128),
+              "device %s%s%s is the CPU (same bits)", cpu_names[i] ? "'" : "NULL",
+              cpu_names[i] ? cpu_names[i] : "", cpu_names[i] ? "'" : "");
+        jepa_ctx_free(dc);
+    }
+    jepa_ctx_params zp;
+    memset(&zp, 0, sizeof zp);
+    CHECK(jepa_ctx_new(&bc, m, &zp, NULL) == JEPA_OK && bc && !strcmp(jepa_ctx_device(bc), "cpu"),
+          "zero-initialised params: the CPU");
+    jepa_ctx_free(bc);
+    bc = NULL;
+    static const char *const bad_devices[] = {"gpu", "cuda:", "cuda:x", "cuda:-1", "cuda0", "cpu:0"};
+    for (int i = 0; i < 6; i++) {
+        jepa_ctx_params dp = jepa_ctx_default_params();
+        dp.device = bad_devices[i];
+        st = jepa_ctx_new(&bc, m, &dp, cerr);
+        CHECK(st == JEPA_ERR_ARG && !bc && strstr(cerr, bad_devices[i]), "device '%s' refused: %s",
+              bad_devices[i], cerr);
+    }
+    if (jk_device_cuda_count() == 0) {
+        static const char *const gpus[] = {"cuda", "cuda:0", "cuda:3"};
+        for (int i = 0; i < 3; i++) {
+            jepa_ctx_params dp = jepa_ctx_default_params();
+            dp.device = gpus[i];
+            cerr[0] = 0;
+            st = jepa_ctx_new(&bc, m, &dp, cerr);
+            CHECK(st == JEPA_ERR_DEVICE && !bc && cerr[0] && !strchr(cerr, '\n') &&
+                      !strcmp(jepa_status_str(st), "device error"),
+                  "device '%s' without a GPU: %s", gpus[i], cerr);
+        }
+    } else {
+        printf("skip the no-GPU checks: this machine has %d CUDA device(s)\n", jk_device_cuda_count());
+    }
 
     /* one model, four threads, each with its own single-threaded context */
     enum { NJOBS = 4 };

@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_cli_run.sh — `jepa embed | predict | classify | synth | quantize` end to end on the
-# fixtures, and their error behaviour (one line on stderr, exit 1 for bad files and
-# values, 2 for usage, no output file left behind on failure).
+# fixtures, batches (--batch, 5-D inputs), -g without a GPU, and their error behaviour (one
+# line on stderr, exit 1 for bad files and values, 2 for usage, no output file left behind
+# on failure).
 # usage: test_cli_run.sh JEPA DATA_DIR WORK_DIR NPY_COMPARE
 set -u
 JEPA_BIN=$1 DATA=$2 WORK=$3/cli_run CMP_BIN=$4
@@ -80,6 +81,72 @@ expect 2 "unknown option" jepa embed -m "$V2/model.gguf" --frobnicate
 expect 2 "no input" jepa embed -m "$V2/model.gguf"
 expect 2 "--pool cls without CLS" jepa embed -m "$V2/model.gguf" --input-tensor "$V2/input.npy" --pool cls
 expect 2 "unknown cpu" jepa embed -m "$V2/model.gguf" --input-tensor "$V2/input.npy" --cpu z80
+
+# batches (--batch, 5-D input tensors): stacked outputs, the same values as single runs
+expect 0 "embed --test-pattern --batch 3" jepa embed -q -m "$V2/model.gguf" --test-pattern 4x64x64 --batch 3 \
+    --pool mean -o "$WORK/b3.npy"
+expect 0 "embed --batch 1 on a test pattern is a single run" jepa embed -q -m "$V2/model.gguf" \
+    --test-pattern 4x64x64 --batch 1 --pool mean -o "$WORK/b1.npy"
+expect 0 "embed single test pattern" jepa embed -q -m "$V2/model.gguf" --test-pattern 4x64x64 --pool mean \
+    -o "$WORK/b0.npy"
+npy_compare "$WORK/b1.npy" "$WORK/b0.npy" 0.999999 0 && ok "--batch 1 = no --batch" || bad "--batch 1 = no --batch"
+expect 0 "embed --repeat" jepa embed -q -m "$V2/model.gguf" --test-pattern 4x64x64 --batch 2 --repeat 2
+grep -q "repeat 2: median [0-9.]* ms ([0-9.]* ms per clip, [0-9.]* tokens/s, [0-9.]* GFLOP/s)" "$WORK/err.txt" &&
+    ok "--repeat prints the median" || { bad "--repeat prints the median"; cat "$WORK/err.txt"; }
+# a [B, C, T, H, W] tensor made of the fixture twice (python3 only to write the .npy)
+stack_npy() {   # OUT IN... : same-shape float32 .npy files stacked on a new leading axis
+    python3 - "$@" <<'PY'
+import ast, struct, sys
+def read(path):
+    b = open(path, "rb").read()
+    major = b[6]
+    hl, off = (struct.unpack("<H", b[8:10])[0], 10) if major == 1 else (struct.unpack("<I", b[8:12])[0], 12)
+    h = ast.literal_eval(b[off:off + hl].decode("latin1"))
+    return h, b[off + hl:]
+hs = [read(p) for p in sys.argv[2:]]
+h0 = hs[0][0]
+assert h0["descr"] == "<f4" and not h0["fortran_order"] and all(h["shape"] == h0["shape"] for h, _ in hs)
+shape = (len(hs),) + tuple(h0["shape"])
+head = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % (shape,)
+head += " " * ((64 - (10 + len(head) + 1) % 64) % 64) + "\n"
+with open(sys.argv[1], "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode("latin1"))
+    for _, data in hs:
+        f.write(data)
+PY
+}
+if command -v python3 >/dev/null && stack_npy "$WORK/x2.npy" "$V2/input.npy" "$V2/input.npy" &&
+   stack_npy "$WORK/t2.npy" "$V2/tokens.npy" "$V2/tokens.npy"; then
+    expect 0 "embed a 5-D input tensor" jepa embed -q -m "$V2/model.gguf" --input-tensor "$WORK/x2.npy" -o "$WORK/tok2.npy"
+    npy_compare "$WORK/tok2.npy" "$WORK/t2.npy" 0.99999 1e-4 && ok "[2, n, D] tokens match Meta's twice" ||
+        bad "[2, n, D] tokens match Meta's twice"
+    expect 0 "embed a 5-D input tensor, --batch 1" jepa embed -q -m "$V2/model.gguf" --input-tensor "$WORK/x2.npy" \
+        --batch 1 --cpu scalar -o "$WORK/tok2a.npy"
+    expect 0 "embed a 5-D input tensor, one pass" jepa embed -q -m "$V2/model.gguf" --input-tensor "$WORK/x2.npy" \
+        --cpu scalar -o "$WORK/tok2b.npy"
+    npy_compare "$WORK/tok2a.npy" "$WORK/tok2b.npy" 0.999999 0 && ok "one pass = one clip per pass (scalar: same bits)" ||
+        bad "one pass = one clip per pass (scalar: same bits)"
+    expect 1 "classify refuses a 5-D tensor" jepa classify -m "$V2/model.gguf" --input-tensor "$WORK/x2.npy"
+else
+    echo "skip the 5-D input checks: no python3 to write the .npy"
+fi
+expect 2 "--batch 2 on one clip" jepa embed -m "$V2/model.gguf" --input-tensor "$V2/input.npy" --batch 2
+expect 2 "--batch 0" jepa embed -m "$V2/model.gguf" --test-pattern 4x64x64 --batch 0
+expect 2 "--batch is embed's" jepa classify -m "$V2/model.gguf" --test-pattern 4x64x64 --batch 2
+expect 2 "-g takes a number" jepa embed -m "$V2/model.gguf" --test-pattern 4x64x64 -g x
+
+# GPUs: without one, -g N fails with one line (exit 1) on every command
+if jepa cpu | grep -q "^cuda devices: none"; then
+    expect 1 "embed -g 0 without a GPU" jepa embed -m "$V2/model.gguf" --test-pattern 4x64x64 -g 0 -o "$WORK/never.npy"
+    grep -q "cuda" "$WORK/err.txt" && ok "the reason names CUDA" || bad "the reason names CUDA"
+    [ ! -e "$WORK/never.npy" ] && ok "no output after a failure" || bad "no output after a failure"
+    expect 1 "classify -g 1 without a GPU" jepa classify -m "$V2/model.gguf" --test-pattern 4x64x64 --gpu 1
+    expect 1 "predict -g 0 without a GPU" jepa predict -m "$V2/model.gguf" --input-tensor "$V2/input.npy" \
+        --ctx "$V2/ctx_ids.npy" --tgt "$V2/tgt_ids.npy" -o "$WORK/never.npy" -g 0
+    expect 1 "bench gpu without a GPU" jepa bench gpu --quick
+else
+    echo "skip the no-GPU checks: this machine has a CUDA device"
+fi
 
 echo "cli_run: $fails failure(s)"
 [ "$fails" -eq 0 ]

@@ -58,7 +58,7 @@ static int run(const void *file, size_t size, const char *cpu, const struct npy 
     jepa_model_get_info(m, &info);
     int T = (int)x->shape[1], H = (int)x->shape[2], W = (int)x->shape[3];
     memset(o, 0, sizeof *o);
-    if (jepa_ctx_new(&c, m, &p) || jepa_model_grid(m, T, H, W, NULL, NULL, NULL, &o->n)) goto fail;
+    if (jepa_ctx_new(&c, m, &p, NULL) || jepa_model_grid(m, T, H, W, NULL, NULL, NULL, &o->n)) goto fail;
     o->d = info.embed_dim;
     o->tokens = malloc(sizeof(float) * (size_t)o->n * o->d);
     jepa_embed_out eo = {.tokens = o->tokens};

@@ -94,7 +94,7 @@ static jepa_ctx *open_ctx(const jepa_model *m, const char *cpu) {
     p.cpu = cpu;
     p.n_threads = 2;
     jepa_ctx *c = NULL;
-    jepa_ctx_new(&c, m, &p);
+    jepa_ctx_new(&c, m, &p, NULL);
     return c;
 }
 

@@ -67,8 +67,9 @@ static jepa_ctx *new_ctx(const jepa_model *m, const char *cpu, int threads) {
     p.cpu = cpu;
     p.n_threads = threads;
     jepa_ctx *c = NULL;
-    if (jepa_ctx_new(&c, m, &p)) {
-        fprintf(stderr, "cannot create a context for cpu '%s'\n", cpu);
+    char err[JEPA_ERR_LEN];
+    if (jepa_ctx_new(&c, m, &p, err)) {
+        fprintf(stderr, "cannot create a context for cpu '%s': %s\n", cpu, err);
         exit(1);
     }
     return c;

@@ -1,0 +1,227 @@
+/*
+ * bench_gpu.c — `jepa bench gpu`: the CUDA kernel table on the shapes of the V-JEPA 2
+ * encoders, in TFLOP/s.
+ *
+ *   matmul  f16 / bf16 / f32 weights (bf16x3 for f32) on the ViT-L and ViT-B layer shapes,
+ *           M = 2048 tokens (one 16-frame 256^2 clip) and 8 x 2048 (a batch of 8)
+ *   attn    2048 tokens, head_dim 64 x 16 heads (ViT-L) and head_dim 32 x 12 heads (the
+ *           V-JEPA 2 predictor), full and block-causal (8 frames of 256 tokens)
+ *
+ * Each case is queued `reps` times back to back on the device's stream and timed from
+ * the host around a final sync, so launch gaps count (as they do in a forward); the
+ * median of 5 such batches is reported. The baselines (cuBLAS through torch.matmul,
+ * PyTorch SDPA, the device's measured bf16 matrix peak) are measured by
+ * bench/gpu_torch.py in the same bench/gpu.sh run.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "kernels/device.h"
+#include "kernels/kernels.h"
+#include "runtime/dtype.h"
+
+static const struct { int N, K; const char *what; } gpu_mm_shapes[] = {
+    {3072, 1024, "ViT-L qkv"}, {1024, 1024, "ViT-L proj"}, {4096, 1024, "ViT-L fc1"},
+    {1024, 4096, "ViT-L fc2"}, {2304, 768, "ViT-B qkv"},   {3072, 768, "ViT-B fc1"},
+    {768, 3072, "ViT-B fc2"},
+};
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static float rnd(uint64_t *s) {   /* splitmix64 -> uniform in [-1, 1) */
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (float)((double)(z >> 11) * 0x1.0p-52 - 1.0);
+}
+
+/* Device buffer of n floats scaled random values (f32), or the same values as 16-bit. */
+static void *dev_random(struct jk_device *d, size_t n, enum jk_dtype t, float scale, uint64_t *seed) {
+    size_t bytes = n * (t == JK_F32 ? 4 : 2);
+    void *h = malloc(bytes ? bytes : 1);
+    if (!h) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        float v = scale * rnd(seed);
+        if (t == JK_F32) ((float *)h)[i] = v;
+        else if (t == JK_F16) ((uint16_t *)h)[i] = f32_to_f16(v);
+        else ((uint16_t *)h)[i] = f32_to_bf16(v);
+    }
+    void *p = d->alloc(d, bytes);
+    if (p && d->upload(d, p, h, bytes)) {
+        d->free(d, p);
+        p = NULL;
+    }
+    free(h);
+    return p;
+}
+
+typedef void (*gpu_case_fn)(const struct jk_kernels *k, void *ctx);
+
+/* Median seconds per call over 5 batches of reps calls (after one warm-up batch). */
+static double time_case(struct jk_device *d, const struct jk_kernels *k, gpu_case_fn fn, void *ctx,
+                        int reps) {
+    double t[5];
+    for (int b = -1; b < 5; b++) {
+        double t0 = bench_now();
+        for (int r = 0; r < reps; r++) fn(k, ctx);
+        if (d->sync(d)) return -1.0;
+        if (b >= 0) t[b] = (bench_now() - t0) / reps;
+    }
+    qsort(t, 5, sizeof t[0], cmp_double);
+    return t[2];
+}
+
+struct gemm_case {
+    enum jk_dtype t;
+    struct jk_gemm_args a;
+};
+static void run_gemm(const struct jk_kernels *k, void *ctx) {
+    const struct gemm_case *c = (const struct gemm_case *)ctx;
+    k->gemm[c->t](&c->a);
+}
+static void run_attn(const struct jk_kernels *k, void *ctx) {
+    k->attn((const struct jk_attn_args *)ctx);
+}
+
+static void report(const struct bench_opts *o, const char *op, const char *dtype, const char *what,
+                   int M, int N, int K, double sec, double flops, const char *devname) {
+    const double tf = flops / sec * 1e-12;
+    if (o->json)
+        printf("{\"op\":\"%s\",\"dtype\":\"%s\",\"what\":\"%s\",\"M\":%d,\"N\":%d,\"K\":%d,"
+               "\"ms\":%.4f,\"tflops\":%.2f,\"device\":\"%s\"}\n",
+               op, dtype, what, M, N, K, sec * 1e3, tf, devname);
+    else
+        printf("%-6s %-5s %-22s %6d %6d %5d %9.3f %8.1f\n", op, dtype, what, M, N, K, sec * 1e3, tf);
+    fflush(stdout);
+}
+
+static int bench_gpu_matmul(const struct bench_opts *o, struct jk_device *d, const struct jk_kernels *k) {
+    static const enum jk_dtype types[] = {JK_F16, JK_BF16, JK_F32};
+    const int Ms[] = {2048, 8 * 2048};
+    const int nshapes = o->quick ? 1 : (int)(sizeof gpu_mm_shapes / sizeof gpu_mm_shapes[0]);
+    const int nm = o->quick ? 1 : 2;
+    uint64_t seed = 11;
+    for (int ti = 0; ti < 3; ti++) {
+        const enum jk_dtype t = types[ti];
+        if (!k->gemm[t]) continue;
+        for (int mi = 0; mi < nm; mi++) {
+            for (int si = 0; si < nshapes; si++) {
+                const int M = o->quick ? 64 : Ms[mi], N = o->quick ? 96 : gpu_mm_shapes[si].N;
+                const int K = o->quick ? 80 : gpu_mm_shapes[si].K;
+                float *x = dev_random(d, (size_t)M * K, JK_F32, 1.0f, &seed);
+                void *w = dev_random(d, (size_t)N * K, t, 0.05f, &seed);
+                float *bias = dev_random(d, (size_t)N, JK_F32, 0.1f, &seed);
+                float *y = d->alloc(d, sizeof(float) * (size_t)M * N);
+                int rc = 0;
+                if (!x || !w || !bias || !y) {
+                    fprintf(stderr, "jepa bench gpu: %s\n", d->error(d));
+                    rc = 1;
+                } else {
+                    struct gemm_case a = {t, {
+                        .y = y, .ldy = (size_t)N, .x = x, .ldx = (size_t)K, .w = w,
+                        .ldw = jk_row_bytes(t, K), .bias = bias, .M = M, .N = N, .K = K,
+                        .epi = JK_EPI_STORE, .nthreads = 1, .ws = NULL,
+                    }};
+                    const double flops = 2.0 * M * N * K;
+                    const int reps = o->quick ? 2 : (int)fmax(3.0, fmin(200.0, 2e12 / flops));
+                    const double sec = time_case(d, k, run_gemm, &a, reps);
+                    if (sec < 0) {
+                        fprintf(stderr, "jepa bench gpu: %s\n", d->error(d));
+                        rc = 1;
+                    } else {
+                        char what[64];
+                        snprintf(what, sizeof what, "%s%s", o->quick ? "smoke" : gpu_mm_shapes[si].what,
+                                 M > 2048 ? " x8" : "");
+                        report(o, "matmul", jk_dtype_name(t), what, M, N, K, sec, flops, d->name);
+                    }
+                }
+                d->free(d, x), d->free(d, w), d->free(d, bias), d->free(d, y);
+                if (rc) return rc;
+            }
+        }
+    }
+    return 0;
+}
+
+static int bench_gpu_attn(const struct bench_opts *o, struct jk_device *d, const struct jk_kernels *k) {
+    static const struct { int hd, heads; const char *what; } cfg[] = {
+        {64, 16, "ViT-L hd64"}, {32, 12, "predictor hd32"},
+    };
+    uint64_t seed = 23;
+    for (int ci = 0; ci < 2; ci++) {
+        for (int masked = 0; masked < 2; masked++) {
+            const int N = o->quick ? 80 : 2048, hd = cfg[ci].hd, heads = cfg[ci].heads;
+            const int D = hd * heads, frames = 8;
+            /* a fused [N, 3D] qkv buffer, as in the forward */
+            float *qkv = dev_random(d, (size_t)N * 3 * D, JK_F32, 1.0f, &seed);
+            float *out = d->alloc(d, sizeof(float) * (size_t)N * D);
+            int32_t *pos = NULL, *hpos = malloc(sizeof(int32_t) * (size_t)N);
+            int rc = 0;
+            if (hpos && masked) {
+                for (int i = 0; i < N; i++) hpos[i] = i / (N / frames > 0 ? N / frames : 1);
+                pos = d->alloc(d, sizeof(int32_t) * (size_t)N);
+                if (pos && d->upload(d, pos, hpos, sizeof(int32_t) * (size_t)N)) rc = 1;
+            }
+            if (!qkv || !out || !hpos || (masked && !pos) || rc) {
+                fprintf(stderr, "jepa bench gpu: %s\n", hpos ? d->error(d) : "out of host memory");
+                rc = 1;
+            } else {
+                struct jk_attn_args a = {
+                    .o = out, .ldo = (size_t)D, .q = qkv, .ldq = (size_t)3 * D, .k = qkv + D,
+                    .ldk = (size_t)3 * D, .v = qkv + 2 * D, .ldv = (size_t)3 * D, .nq = N, .nkv = N,
+                    .n_head = heads, .head_dim = hd, .scale = 1.0f / sqrtf((float)hd),
+                    .q_pos = pos, .k_pos = pos, .nthreads = 1, .ws = NULL,
+                };
+                /* block-causal work: frame f sees frames 0..f, i.e. (frames + 1) / (2 frames) */
+                const double frac = masked ? (frames + 1.0) / (2.0 * frames) : 1.0;
+                const double flops = 4.0 * N * N * hd * heads * frac;
+                const int reps = o->quick ? 2 : 20;
+                const double sec = time_case(d, k, run_attn, &a, reps);
+                if (sec < 0) {
+                    fprintf(stderr, "jepa bench gpu: %s\n", d->error(d));
+                    rc = 1;
+                } else {
+                    char what[64];
+                    snprintf(what, sizeof what, "%s%s", cfg[ci].what, masked ? " block-causal" : "");
+                    report(o, "attn", "f32", what, N, N, hd, sec, flops, d->name);
+                }
+            }
+            d->free(d, qkv), d->free(d, out), d->free(d, pos);
+            free(hpos);
+            if (rc) return rc;
+        }
+    }
+    return 0;
+}
+
+int bench_gpu(const struct bench_opts *o, int ordinal) {
+    char err[256];
+    struct jk_device *d = jk_device_open_cuda(ordinal, err, sizeof err);
+    if (!d) {
+        fprintf(stderr, "jepa bench gpu: %s\n", err);
+        return 1;
+    }
+    struct jk_kernels k;
+    d->init_kernels(d, &k, 0);
+    d->bind(d);
+    FILE *info = o->json ? stderr : stdout;
+    fprintf(info, "jepa bench gpu: %s, kernels %s%s\n", d->name, k.isa,
+            o->quick ? " (smoke shapes: checks the harness, not the speed)" : "");
+    if (!o->json)
+        printf("\n%-6s %-5s %-22s %6s %6s %5s %9s %8s\n", "op", "dtype", "shape", "M", "N", "K",
+               "ms", "TFLOP/s");
+    fflush(info);
+    int rc = 0;
+    if (!strcmp(o->op, "all") || !strcmp(o->op, "matmul")) rc |= bench_gpu_matmul(o, d, &k);
+    if (!rc && (!strcmp(o->op, "all") || !strcmp(o->op, "attn"))) rc |= bench_gpu_attn(o, d, &k);
+    d->close(d);
+    return rc;
+}

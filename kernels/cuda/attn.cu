@@ -1,0 +1,452 @@
+/*
+ * attn.cu — fused attention for the CUDA table (kernels.h, struct jk_attn_args):
+ *
+ *   for each head h and query i:  o_i = sum_j softmax_j(scale q_i . k_j) v_j
+ *
+ * over the keys j visible to i (q_pos[i] >= k_pos[j] when both arrays are given), a zero
+ * row when none is. Two kernels:
+ *
+ *  attn_mma<HD>   flash attention on the tensor cores, HD = 32, 64, 80, 96, 128. A block
+ *                 is 4 warps x 16 query rows (64 queries) of one head. Q, multiplied by
+ *                 scale * log2(e), lives in registers as f16 A fragments; the keys are
+ *                 walked in tiles of 64, converted from f32 to f16 while being staged in
+ *                 shared memory (K row-major, V transposed, both laid out so that each
+ *                 mma B fragment is one 64-bit load). Per tile and warp: S = Q K^T
+ *                 (16 x 64, mma.m16n8k16, f32 accumulate: base-2 logits), mask, online
+ *                 softmax with f32 row statistics and exp2f, P rounded to f16 straight
+ *                 from the S accumulators (their layout is the A fragment layout of P V),
+ *                 O += P V in f32 registers, normalised once at the end. Key tiles that
+ *                 no query of the block may see are skipped (block-causal: later
+ *                 frames), tiles that every query sees entirely skip the per-element mask.
+ *  attn_f32<NPL>  f32 everywhere, any head_dim <= 32 NPL (up to 512, the reference's
+ *                 limit): one block per (query, head), each warp an online softmax over
+ *                 its share of the keys (lanes across head_dim, warp-shuffle dot
+ *                 products, several keys in flight), merged across warps at the end.
+ *                 Taken for nq < 16 (the attentive pooler: 1 query over every token; a
+ *                 64-query tile would be mostly empty and give only n_head blocks) and
+ *                 for head sizes the mma kernel is not instantiated for.
+ *
+ * Range assumption of the mma path: q scale log2(e), k and v are rounded to f16, so
+ * each must stay below 65504 in magnitude (larger values become inf and the row NaN);
+ * values below 2^-14 lose relative precision (absolute error <= 2^-25) but not range.
+ * f16 is chosen over bf16 for its 11-bit significand: q.k loses 2^-11 relative per
+ * operand instead of 2^-8. Post-LayerNorm projections are O(1..100), far inside.
+ * Error of the mma path against the exact result, for row i (E = scale sum_d |q_d k_d|
+ * over the visible keys, V = max |v| over them): |o - o_ref| <~ V (2^-9 E + 2^-10), see
+ * tests/cuda/test_cuda_attn.c for the full bound.
+ */
+#include <math.h>
+
+#include "kernels/cuda/internal.cuh"
+
+namespace {
+
+/* Everything a kernel needs, passed by value. scale2 = scale * log2(e): the softmax is
+ * computed in base 2 (exp2f) on scores already multiplied by it. */
+struct attn_params {
+    float *o;
+    const float *q, *k, *v;
+    size_t ldo, ldq, ldk, ldv;
+    const int32_t *qpos, *kpos;   /* both non-NULL, or both NULL (no mask) */
+    int nq, nkv, hd;
+    float scale2;
+};
+
+__host__ __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__host__ __device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
+
+/* Two f32 -> one register of two f16 (lo = the lower index). */
+__device__ __forceinline__ uint32_t pack_f16(float lo, float hi) {
+    return jkc_pack2(jkc_f32_to_f16(lo), jkc_f32_to_f16(hi));
+}
+
+/* ---- tensor-core flash kernel ------------------------------------------------------ */
+
+/* The two registers of an mma B fragment side by side, so that one 64-bit shared load
+ * fetches both. A row of K (or of V^T) is stored in groups of 8 such slots per 16
+ * elements along the mma k dimension: the f16 pair 4h + t of a group (t = 0..3, h = 0,1)
+ * goes to slot t, half h, which is where lane t wants b[h]. */
+struct alignas(8) bfrag {
+    uint32_t r0, r1;
+};
+__device__ __forceinline__ void bfrag_put(bfrag *row, int pair, uint32_t w) {
+    bfrag &d = row[pair / 8 * 4 + pair % 4];
+    *(pair % 8 < 4 ? &d.r0 : &d.r1) = w;   /* a select of the address, one store */
+}
+
+constexpr int MMA_WARPS = 4;
+constexpr int MMA_THREADS = 32 * MMA_WARPS;
+constexpr int MMA_BQ = 16 * MMA_WARPS;   /* queries per block */
+constexpr int MMA_BK = 64;               /* keys per tile */
+
+/* min and max over the 32 lanes of a warp (every lane ends with both). */
+__device__ __forceinline__ void warp_minmax(int &lo, int &hi) {
+    JKC_UNROLL
+    for (int off = 16; off > 0; off /= 2) {
+        lo = imin(lo, __shfl_xor_sync(0xffffffffu, lo, off));
+        hi = imax(hi, __shfl_xor_sync(0xffffffffu, hi, off));
+    }
+}
+
+template <int HD>
+__global__ void JKC_LAUNCH_BOUNDS(MMA_THREADS) attn_mma(const attn_params p) {
+    static_assert(HD % 16 == 0 && HD <= 128, "head_dim: a multiple of 16 up to 128");
+    constexpr int NC = HD / 16;       /* k-steps of Q K^T, 16 dims each */
+    constexpr int NO = HD / 8;        /* n-tiles of O, 8 dims each */
+    /* Row strides in bfrag slots (8 bytes), both 4 mod 8: a half-warp's fragment loads
+     * read slot row * stride + 4c + t of rows g = 0..3 (or 4..7), t = 0..3, which then
+     * cover 32 distinct banks. */
+    constexpr int KS = HD / 4 + (HD / 4 % 8 == 0 ? 4 : 0);   /* ks[key][dims]  */
+    constexpr int VS = MMA_BK / 4 + 4;                        /* vt[dim][keys] (V^T) */
+    __shared__ bfrag ks[MMA_BK * KS];
+    __shared__ bfrag vt[HD * VS];
+    __shared__ int32_t kps[MMA_BK];
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4;          /* mma fragment coordinates */
+    const int q0 = blockIdx.x * MMA_BQ;            /* first query of the block */
+    const int r0 = q0 + warp * 16 + g, r1 = r0 + 8; /* the two rows this thread holds */
+    const bool active = q0 + warp * 16 < p.nq;     /* the warp has a row to compute */
+    const bool masked = p.qpos != nullptr;
+    const size_t hoff = (size_t)blockIdx.y * HD;
+    const float *qh = p.q + hoff, *kh = p.k + hoff, *vh = p.v + hoff;
+
+    /* Q scale log2(e) as A fragments, f16 (the scores come out of the mma in base-2
+     * units, ready for exp2f), rows past nq zero. */
+    uint32_t qa[NC][4];
+    JKC_UNROLL
+    for (int c = 0; c < NC; c++) {
+        JKC_UNROLL
+        for (int x = 0; x < 4; x++) {
+            const int r = x & 1 ? r1 : r0, col = 16 * c + 2 * t + (x & 2 ? 8 : 0);
+            qa[c][x] = 0u;
+            if (r < p.nq) {
+                const float *s = qh + (size_t)r * p.ldq + col;
+                qa[c][x] = pack_f16(s[0] * p.scale2, s[1] * p.scale2);
+            }
+        }
+    }
+
+    /* Query positions: rows past nq see nothing (INT32_MIN; no real key carries it).
+     * [qlo, qhi]: the positions of the block's queries, for the tile tests below. */
+    int32_t qp0 = INT32_MIN, qp1 = INT32_MIN, qlo = INT32_MAX, qhi = INT32_MIN;
+    if (masked) {
+        if (r0 < p.nq) qp0 = p.qpos[r0];
+        if (r1 < p.nq) qp1 = p.qpos[r1];
+        JKC_UNROLL
+        for (int x = 0; x < MMA_BQ; x += 32)
+            if (q0 + x + lane < p.nq) {
+                const int32_t v = p.qpos[q0 + x + lane];
+                qlo = imin(qlo, v), qhi = imax(qhi, v);
+            }
+        warp_minmax(qlo, qhi);
+    }
+
+    float acc[NO][4];                  /* O, rows g and g + 8 */
+    JKC_UNROLL
+    for (int n = 0; n < NO; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+    float m0 = -INFINITY, m1 = -INFINITY;   /* running max (base-2 scores) */
+    float l0 = 0.0f, l1 = 0.0f;             /* this thread's part of the running sum */
+
+    for (int k0 = 0; k0 < p.nkv; k0 += MMA_BK) {
+        const bool ragged = k0 + MMA_BK > p.nkv;
+        bool need_mask = ragged;
+        if (masked) {
+            /* Every warp reduces the tile's key positions itself: the same data, so the
+             * same decision in every warp, and no barrier. */
+            int32_t klo = INT32_MAX, khi = INT32_MIN;
+            JKC_UNROLL
+            for (int x = 0; x < MMA_BK; x += 32)
+                if (k0 + x + lane < p.nkv) {
+                    const int32_t v = p.kpos[k0 + x + lane];
+                    klo = imin(klo, v), khi = imax(khi, v);
+                }
+            warp_minmax(klo, khi);
+            if (klo > qhi) continue;         /* no query of the block sees any key here */
+            need_mask = need_mask || khi > qlo;  /* some query misses some key */
+            if (need_mask && tid < MMA_BK)
+                kps[tid] = k0 + tid < p.nkv ? p.kpos[k0 + tid] : 0;
+        }
+
+        /* K tile -> ks as f16 pairs along the head dim; V tile -> vt transposed, as f16
+         * pairs of consecutive keys at one dim (a warp covers 8 dims x 4 key pairs:
+         * 32-byte global segments, at the price of 2-way bank conflicts on these
+         * stores; the fragment loads, 4x as many, have none). Keys past nkv are zero,
+         * never garbage: their weight is 0, but 0 * NaN is NaN. Each thread moves HD/4
+         * pairs of each, in batches of 4 whose 16 loads are issued before any store. */
+        for (int it0 = 0; it0 < HD / 4; it0 += 4) {
+            float kx[4][2], vx[4][2];
+            JKC_UNROLL
+            for (int b = 0; b < 4; b++) {
+                const int idx = (it0 + b) * MMA_THREADS + tid;   /* < 64 HD/2 = 32 HD */
+                const int key = k0 + idx / (HD / 2), pr = idx % (HD / 2);
+                kx[b][0] = kx[b][1] = 0.0f;
+                if (key < p.nkv) {
+                    const float *s = kh + (size_t)key * p.ldk + 2 * pr;
+                    kx[b][0] = s[0], kx[b][1] = s[1];
+                }
+                const int sub = idx % 32, blk = idx / 32;
+                const int e = blk % (HD / 8) * 8 + sub % 8;
+                const int j = k0 + 2 * (blk / (HD / 8) * 4 + sub / 8);
+                vx[b][0] = j < p.nkv ? vh[(size_t)j * p.ldv + e] : 0.0f;
+                vx[b][1] = j + 1 < p.nkv ? vh[(size_t)(j + 1) * p.ldv + e] : 0.0f;
+            }
+            JKC_UNROLL
+            for (int b = 0; b < 4; b++) {
+                const int idx = (it0 + b) * MMA_THREADS + tid;
+                bfrag_put(ks + idx / (HD / 2) * KS, idx % (HD / 2), pack_f16(kx[b][0], kx[b][1]));
+                const int sub = idx % 32, blk = idx / 32;
+                const int e = blk % (HD / 8) * 8 + sub % 8;
+                bfrag_put(vt + e * VS, blk / (HD / 8) * 4 + sub / 8, pack_f16(vx[b][0], vx[b][1]));
+            }
+        }
+        __syncthreads();
+
+        if (active) {
+            /* S = Q K^T: 8 n-tiles of 8 keys; b[0] = K[key][16c + 2t ..], b[1] = +8 */
+            float s[8][4];
+            JKC_UNROLL
+            for (int n = 0; n < 8; n++) {
+                s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+                const bfrag *kr = ks + (8 * n + g) * KS + t;
+                JKC_UNROLL
+                for (int c = 0; c < NC; c++) {
+                    const bfrag f = kr[4 * c];
+                    const uint32_t b[2] = {f.r0, f.r1};
+                    jkc_mma_f16(s[n], qa[c], b);
+                }
+            }
+            /* hidden keys (mask or past nkv) -inf. Element x of n-tile n is row
+             * x < 2 ? g : g + 8, key 8n + 2t + (x & 1). */
+            if (need_mask) {
+                JKC_UNROLL
+                for (int n = 0; n < 8; n++)
+                    JKC_UNROLL
+                    for (int x = 0; x < 4; x++) {
+                        const int col = 8 * n + 2 * t + (x & 1);
+                        bool vis = k0 + col < p.nkv;
+                        if (masked) vis = vis && (x < 2 ? qp0 : qp1) >= kps[col];
+                        if (!vis) s[n][x] = -INFINITY;
+                    }
+            }
+
+            /* online softmax: new row max over the quad (the 4 lanes of a row) */
+            float mx0 = m0, mx1 = m1;
+            JKC_UNROLL
+            for (int n = 0; n < 8; n++) {
+                mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
+                mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
+            }
+            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+            /* A row that has seen no key yet keeps max -inf; subtract 0 instead so that
+             * exp2(-inf - max) is 0, not NaN. alpha rescales what was accumulated. */
+            const float mu0 = mx0 == -INFINITY ? 0.0f : mx0;
+            const float mu1 = mx1 == -INFINITY ? 0.0f : mx1;
+            const float al0 = exp2f(m0 - mu0), al1 = exp2f(m1 - mu1);
+            m0 = mx0, m1 = mx1;
+            l0 *= al0, l1 *= al1;
+            JKC_UNROLL
+            for (int n = 0; n < NO; n++) {
+                acc[n][0] *= al0, acc[n][1] *= al0;
+                acc[n][2] *= al1, acc[n][3] *= al1;
+            }
+            /* P = exp2(S - max), f16 as the A fragments of P V: key chunk c (16 keys) is
+             * n-tiles 2c and 2c + 1, a[0..3] = {2c rows g, 2c rows g+8, 2c+1 g, 2c+1 g+8} */
+            uint32_t pa[4][4];
+            JKC_UNROLL
+            for (int n = 0; n < 8; n++) {
+                const float e0 = exp2f(s[n][0] - mu0), e1 = exp2f(s[n][1] - mu0);
+                const float e2 = exp2f(s[n][2] - mu1), e3 = exp2f(s[n][3] - mu1);
+                l0 += e0 + e1, l1 += e2 + e3;
+                pa[n / 2][(n % 2) * 2] = pack_f16(e0, e1);
+                pa[n / 2][(n % 2) * 2 + 1] = pack_f16(e2, e3);
+            }
+            /* O += P V: b[0] = V[16c + 2t ..][8n + g] (V^T row 8n + g), b[1] = keys + 8 */
+            JKC_UNROLL
+            for (int c = 0; c < 4; c++)
+                JKC_UNROLL
+                for (int n = 0; n < NO; n++) {
+                    const bfrag f = vt[(8 * n + g) * VS + 4 * c + t];
+                    const uint32_t b[2] = {f.r0, f.r1};
+                    jkc_mma_f16(acc[n], pa[c], b);
+                }
+        }
+        __syncthreads();   /* the tile is consumed before the next one overwrites it */
+    }
+
+    if (!active) return;
+    /* the row sums are split over the quad */
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    const float inv0 = l0 > 0.0f ? 1.0f / l0 : 0.0f;   /* no visible key: zero row */
+    const float inv1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+    float *o0 = p.o + (size_t)r0 * p.ldo + hoff + 2 * t;
+    float *o1 = p.o + (size_t)r1 * p.ldo + hoff + 2 * t;
+    JKC_UNROLL
+    for (int n = 0; n < NO; n++) {
+        if (r0 < p.nq) o0[8 * n] = acc[n][0] * inv0, o0[8 * n + 1] = acc[n][1] * inv0;
+        if (r1 < p.nq) o1[8 * n] = acc[n][2] * inv1, o1[8 * n + 1] = acc[n][3] * inv1;
+    }
+}
+
+/* ---- f32 fallback: one block per (query, head) --------------------------------------- */
+
+/* Warps per block at most: up to 32 (a whole block) for head_dim <= 128, where the
+ * per-warp partials of the merge fit in 16 KB of shared memory; 8 above. The pooler's
+ * few blocks (nq x n_head) need the width to keep enough loads in flight. */
+template <int NPL> __host__ __device__ constexpr int f32_max_warps() { return NPL <= 4 ? 32 : 8; }
+
+/* NPL: head-dim elements per lane (head_dim <= 32 NPL); U: keys in flight per warp. */
+template <int NPL>
+__global__ void JKC_LAUNCH_BOUNDS(32 * f32_max_warps<NPL>()) attn_f32(const attn_params p) {
+    constexpr int MAXW = f32_max_warps<NPL>();
+    constexpr int U = NPL <= 2 ? 4 : NPL <= 4 ? 2 : 1;
+    __shared__ float s_acc[MAXW][32 * NPL];
+    __shared__ float s_m[MAXW], s_l[MAXW];
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = blockDim.x / 32;
+    const int i = blockIdx.x, hd = p.hd;
+    const size_t hoff = (size_t)blockIdx.y * hd;
+    const float *kh = p.k + hoff, *vh = p.v + hoff;
+    const bool masked = p.qpos != nullptr;
+    const int32_t qp = masked ? p.qpos[i] : 0;
+
+    /* q scaled by scale * log2(e) once (one f32 rounding per element) */
+    float q[NPL], acc[NPL];
+    JKC_UNROLL
+    for (int e = 0; e < NPL; e++) {
+        const int d = lane + 32 * e;
+        q[e] = d < hd ? p.q[(size_t)i * p.ldq + hoff + d] * p.scale2 : 0.0f;
+        acc[e] = 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f;   /* identical in every lane of the warp */
+
+    /* warp w takes keys [(w + nw c) U, + U) for c = 0, 1, ...: the warps stream through
+     * K and V side by side */
+    for (int j0 = warp * U; j0 < p.nkv; j0 += nw * U) {
+        bool vis[U], any = false;
+        JKC_UNROLL
+        for (int u = 0; u < U; u++) {
+            const int j = j0 + u;
+            vis[u] = j < p.nkv && (!masked || qp >= p.kpos[j]);
+            any = any || vis[u];
+        }
+        if (!any) continue;   /* the same in every lane */
+
+        float s[U];
+        JKC_UNROLL
+        for (int u = 0; u < U; u++) {
+            s[u] = 0.0f;
+            if (vis[u]) {
+                const float *kr = kh + (size_t)(j0 + u) * p.ldk;
+                JKC_UNROLL
+                for (int e = 0; e < NPL; e++) {
+                    const int d = lane + 32 * e;
+                    if (d < hd) s[u] = fmaf(q[e], kr[d], s[u]);
+                }
+            }
+        }
+        /* butterfly sums: every lane ends with the same bits (each step adds the same
+         * two values in both lanes of a pair) */
+        JKC_UNROLL
+        for (int off = 16; off > 0; off /= 2)
+            JKC_UNROLL
+            for (int u = 0; u < U; u++) s[u] += __shfl_xor_sync(0xffffffffu, s[u], off);
+
+        float mx = m;
+        JKC_UNROLL
+        for (int u = 0; u < U; u++) {
+            if (!vis[u]) s[u] = -INFINITY;
+            mx = fmaxf(mx, s[u]);
+        }
+        const float alpha = exp2f(m - mx);   /* m = -inf: 0; mx is finite (any) */
+        m = mx;
+        l *= alpha;
+        JKC_UNROLL
+        for (int e = 0; e < NPL; e++) acc[e] *= alpha;
+        JKC_UNROLL
+        for (int u = 0; u < U; u++) {
+            if (!vis[u]) continue;
+            const float pu = exp2f(s[u] - mx);
+            l += pu;
+            const float *vr = vh + (size_t)(j0 + u) * p.ldv;
+            JKC_UNROLL
+            for (int e = 0; e < NPL; e++) {
+                const int d = lane + 32 * e;
+                if (d < hd) acc[e] = fmaf(pu, vr[d], acc[e]);
+            }
+        }
+    }
+
+    /* merge the warps: o = sum_w acc_w 2^(m_w - M) / sum_w l_w 2^(m_w - M) */
+    if (lane == 0) s_m[warp] = m, s_l[warp] = l;
+    JKC_UNROLL
+    for (int e = 0; e < NPL; e++)
+        if (lane + 32 * e < hd) s_acc[warp][lane + 32 * e] = acc[e];
+    __syncthreads();
+    float mall = -INFINITY;
+    for (int w = 0; w < nw; w++) mall = fmaxf(mall, s_m[w]);
+    float *o = p.o + (size_t)i * p.ldo + hoff;
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float lsum = 0.0f, a = 0.0f;
+        for (int w = 0; w < nw; w++) {
+            if (s_m[w] == -INFINITY) continue;   /* that warp saw no key */
+            const float f = exp2f(s_m[w] - mall);
+            lsum = fmaf(s_l[w], f, lsum);
+            a = fmaf(s_acc[w][d], f, a);
+        }
+        o[d] = lsum > 0.0f ? a / lsum : 0.0f;   /* no visible key: zero row */
+    }
+}
+
+template <int HD>
+void launch_mma(const attn_params &p, int n_head) {
+    const dim3 grid((unsigned)((p.nq + MMA_BQ - 1) / MMA_BQ), (unsigned)n_head);
+    JKC_LAUNCH(attn_mma<HD>, grid, dim3(MMA_THREADS), 0, jkc_stream(), p);
+    jkc_check_launch("attn (mma)");
+}
+
+template <int NPL>
+void launch_f32(const attn_params &p, int n_head) {
+    /* about 64 keys per warp before a second warp helps; the merge costs one barrier */
+    const int nw = imin(f32_max_warps<NPL>(), imax(1, (p.nkv + 63) / 64));
+    const dim3 grid((unsigned)p.nq, (unsigned)n_head);
+    JKC_LAUNCH(attn_f32<NPL>, grid, dim3((unsigned)(32 * nw)), 0, jkc_stream(), p);
+    jkc_check_launch("attn (f32)");
+}
+
+}  // namespace
+
+extern "C" void jkc_attn(const struct jk_attn_args *a) {
+    if (a->nq <= 0 || a->n_head <= 0 || a->head_dim <= 0 || a->head_dim > 512) return;
+    attn_params p;
+    p.o = a->o, p.q = a->q, p.k = a->k, p.v = a->v;
+    p.ldo = a->ldo, p.ldq = a->ldq, p.ldk = a->ldk, p.ldv = a->ldv;
+    const bool masked = a->q_pos && a->k_pos;
+    p.qpos = masked ? a->q_pos : nullptr;
+    p.kpos = masked ? a->k_pos : nullptr;
+    p.nq = a->nq, p.nkv = a->nkv > 0 ? a->nkv : 0, p.hd = a->head_dim;
+    p.scale2 = a->scale * 1.4426950408889634f;   /* log2(e) */
+    const int hd = a->head_dim, nh = a->n_head;
+
+    if (p.nq >= 16) {
+        switch (hd) {
+        case 32: launch_mma<32>(p, nh); return;
+        case 64: launch_mma<64>(p, nh); return;
+        case 80: launch_mma<80>(p, nh); return;
+        case 96: launch_mma<96>(p, nh); return;
+        case 128: launch_mma<128>(p, nh); return;
+        default: break;
+        }
+    }
+    if (hd <= 32) launch_f32<1>(p, nh);
+    else if (hd <= 64) launch_f32<2>(p, nh);
+    else if (hd <= 128) launch_f32<4>(p, nh);
+    else if (hd <= 256) launch_f32<8>(p, nh);
+    else launch_f32<16>(p, nh);
+}

@@ -1,0 +1,986 @@
+/*
+ * emu.cc — the SIMT emulator's scheduler, warp collectives and CUDA runtime subset
+ * (see emu.h for what it promises).
+ *
+ * Scheduling: each CUDA thread of a block is a fiber (coroutine) with its own stack.
+ * Fibers are created once per host thread and reused by every block of every launch:
+ * a fiber's main loop runs the current launch's kernel body, then parks until the
+ * next block needs it. Ready fibers wait in a FIFO; a fiber that reaches a barrier
+ * parks and switches straight to the next ready fiber (no round trip through a
+ * scheduler context), and the last arrival at a barrier requeues the others and
+ * carries on. When the FIFO is empty: every fiber done means the block is over
+ * (switch back to the host), anything else is a deadlock.
+ *
+ * Warp collectives exchange data through a per-warp double buffer indexed by the
+ * warp's barrier generation, so one barrier per op suffices: a lane can only overwrite
+ * a buffer again after the next op's barrier, which every lane reaches only once it
+ * has read the previous op's results.
+ *
+ * Context switch: a few lines of assembly on x86-64 and AArch64 (callee-saved
+ * registers + stack pointer; glibc's swapcontext would add a signal-mask system call
+ * to every switch), ucontext elsewhere or with -DJKC_EMU_UCONTEXT. Under
+ * AddressSanitizer every switch is announced with __sanitizer_start_switch_fiber /
+ * __sanitizer_finish_switch_fiber.
+ */
+#include "kernels/cuda/emu/emu.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define JKC_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define JKC_EMU_ASAN 1
+#endif
+#endif
+#if JKC_EMU_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+/* The assembly switch is written for ELF targets (Linux and the BSDs). */
+#if !defined(JKC_EMU_UCONTEXT) &&                                                          \
+    (!defined(__ELF__) || (!defined(__x86_64__) && !defined(__aarch64__)))
+#define JKC_EMU_UCONTEXT 1
+#endif
+#if defined(JKC_EMU_UCONTEXT)
+#include <ucontext.h>
+#endif
+
+uint3 threadIdx;
+uint3 blockIdx;
+dim3 blockDim;
+dim3 gridDim;
+
+namespace jkc_emu {
+unsigned char *dyn_smem;
+}
+
+namespace {
+
+/* ---- fibers and the context switch ------------------------------------------------ */
+
+enum : unsigned char { READY, AT_BLOCK_BARRIER, AT_WARP_OP, DONE };
+enum : unsigned char { OP_NONE, OP_SYNCWARP, OP_SHFL_XOR, OP_SHFL_IDX, OP_MMA_F16, OP_MMA_BF16 };
+
+const char *op_name(unsigned op) {
+    switch (op) {
+    case OP_SYNCWARP: return "__syncwarp";
+    case OP_SHFL_XOR: return "__shfl_xor_sync";
+    case OP_SHFL_IDX: return "__shfl_sync";
+    case OP_MMA_F16: return "jkc_mma_f16";
+    case OP_MMA_BF16: return "jkc_mma_bf16";
+    }
+    return "?";
+}
+
+struct Fiber {
+    void *sp = nullptr; /* saved stack pointer (assembly switch) */
+#if defined(JKC_EMU_UCONTEXT)
+    ucontext_t uc;
+#endif
+    char *stack = nullptr; /* lowest usable byte (above the guard page) */
+    size_t stack_size = 0;
+    void *asan_fake = nullptr;
+    uint3 tid{0, 0, 0};
+    unsigned warp = 0, lane = 0;
+    unsigned char state = READY;
+};
+
+extern "C" void jkc_emu_switch_ctx(void **save_sp, void *new_sp);
+extern "C" void jkc_emu_fiber_trampoline();
+
+#if !defined(JKC_EMU_UCONTEXT) && defined(__x86_64__)
+/* Save rbp rbx r12-r15 on the current stack, swap stacks, restore them from the new one.
+ * A new fiber's stack holds: r15 r14 r13 r12=entry rbx=arg rbp=0, then the trampoline's
+ * address for `ret`; the trampoline calls entry(arg) with a 16-byte aligned stack. */
+__asm__(".pushsection .text\n"
+        ".globl jkc_emu_switch_ctx\n"
+        ".hidden jkc_emu_switch_ctx\n"
+        ".type jkc_emu_switch_ctx,@function\n"
+        ".p2align 4\n"
+        "jkc_emu_switch_ctx:\n"
+        "    pushq %rbp\n"
+        "    pushq %rbx\n"
+        "    pushq %r12\n"
+        "    pushq %r13\n"
+        "    pushq %r14\n"
+        "    pushq %r15\n"
+        "    movq %rsp, (%rdi)\n"
+        "    movq %rsi, %rsp\n"
+        "    popq %r15\n"
+        "    popq %r14\n"
+        "    popq %r13\n"
+        "    popq %r12\n"
+        "    popq %rbx\n"
+        "    popq %rbp\n"
+        "    ret\n"
+        ".size jkc_emu_switch_ctx, .-jkc_emu_switch_ctx\n"
+        ".globl jkc_emu_fiber_trampoline\n"
+        ".hidden jkc_emu_fiber_trampoline\n"
+        ".type jkc_emu_fiber_trampoline,@function\n"
+        ".p2align 4\n"
+        "jkc_emu_fiber_trampoline:\n"
+        "    movq %rbx, %rdi\n"
+        "    callq *%r12\n"
+        "    ud2\n"
+        ".size jkc_emu_fiber_trampoline, .-jkc_emu_fiber_trampoline\n"
+        ".popsection\n");
+#elif !defined(JKC_EMU_UCONTEXT) && defined(__aarch64__)
+/* Save x19-x30 and d8-d15 in a 176-byte frame, swap stacks, restore. A new fiber's
+ * frame holds x19=arg, x20=entry, x29=0, x30=trampoline. */
+__asm__(".pushsection .text\n"
+        ".globl jkc_emu_switch_ctx\n"
+        ".hidden jkc_emu_switch_ctx\n"
+        ".type jkc_emu_switch_ctx,%function\n"
+        ".p2align 4\n"
+        "jkc_emu_switch_ctx:\n"
+        "    sub sp, sp, #176\n"
+        "    stp x19, x20, [sp, #0]\n"
+        "    stp x21, x22, [sp, #16]\n"
+        "    stp x23, x24, [sp, #32]\n"
+        "    stp x25, x26, [sp, #48]\n"
+        "    stp x27, x28, [sp, #64]\n"
+        "    stp x29, x30, [sp, #80]\n"
+        "    stp d8, d9, [sp, #96]\n"
+        "    stp d10, d11, [sp, #112]\n"
+        "    stp d12, d13, [sp, #128]\n"
+        "    stp d14, d15, [sp, #144]\n"
+        "    mov x2, sp\n"
+        "    str x2, [x0]\n"
+        "    mov sp, x1\n"
+        "    ldp x19, x20, [sp, #0]\n"
+        "    ldp x21, x22, [sp, #16]\n"
+        "    ldp x23, x24, [sp, #32]\n"
+        "    ldp x25, x26, [sp, #48]\n"
+        "    ldp x27, x28, [sp, #64]\n"
+        "    ldp x29, x30, [sp, #80]\n"
+        "    ldp d8, d9, [sp, #96]\n"
+        "    ldp d10, d11, [sp, #112]\n"
+        "    ldp d12, d13, [sp, #128]\n"
+        "    ldp d14, d15, [sp, #144]\n"
+        "    add sp, sp, #176\n"
+        "    ret\n"
+        ".size jkc_emu_switch_ctx, .-jkc_emu_switch_ctx\n"
+        ".globl jkc_emu_fiber_trampoline\n"
+        ".hidden jkc_emu_fiber_trampoline\n"
+        ".type jkc_emu_fiber_trampoline,%function\n"
+        ".p2align 4\n"
+        "jkc_emu_fiber_trampoline:\n"
+        "    mov x0, x19\n"
+        "    blr x20\n"
+        "    brk #0\n"
+        ".size jkc_emu_fiber_trampoline, .-jkc_emu_fiber_trampoline\n"
+        ".popsection\n");
+#endif
+
+/* The fibers of one host thread (fibers never move between host threads). */
+struct Pool {
+    std::vector<Fiber *> fibers;
+    Fiber host; /* the host thread's own context while a block runs */
+    const void *host_stack = nullptr;
+    size_t host_stack_size = 0;
+
+    ~Pool() {
+        for (Fiber *f : fibers) {
+            size_t page = (size_t)sysconf(_SC_PAGESIZE);
+#if JKC_EMU_ASAN
+            /* A parked fiber's frames leave poisoned shadow behind. */
+            ASAN_UNPOISON_MEMORY_REGION(f->stack, f->stack_size);
+#endif
+            munmap(f->stack - page, f->stack_size + page);
+            delete f;
+        }
+    }
+};
+
+thread_local Pool *t_pool;
+thread_local bool t_in_launch;
+
+/* ---- the state of the running launch (one at a time: g_launch_mutex) -------------- */
+
+struct WarpSlot {
+    uint32_t v[32];                /* shuffles */
+    /* mma: each lane stores its fragments straight into place (layout of compat.cuh) */
+    uint32_t A[16][8];             /* A, 16 rows of 16 halves (two per word, low first) */
+    uint32_t Bt[8][8];             /* B transposed: 8 columns of 16 halves */
+    float D[16][8];                /* accumulators in, results out */
+};
+
+struct Warp {
+    unsigned arrived;
+    unsigned gen;
+    unsigned char op;
+    bool partial;
+    WarpSlot slot[2];
+};
+
+struct Sched {
+    const jkc_emu::launch_desc *desc = nullptr;
+    Pool *pool = nullptr;
+    Fiber *cur = nullptr;
+    unsigned n = 0;          /* threads per block */
+    unsigned done = 0;       /* threads of this block that returned */
+    unsigned bar_arrived = 0;
+    std::vector<Fiber *> queue; /* ring buffer of ready fibers, capacity n */
+    unsigned qhead = 0, qcount = 0;
+    std::vector<Warp> warps;
+} S;
+
+std::mutex g_launch_mutex;
+
+[[noreturn]] void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("emu: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+    abort();
+}
+
+const char *kname() { return S.desc ? S.desc->name : "?"; }
+
+size_t stack_bytes() {
+    static size_t bytes = [] {
+        size_t kb = 256;
+        if (const char *e = getenv("JEPA_EMU_STACK_KB")) {
+            long v = atol(e);
+            if (v >= 16 && v <= 65536) kb = (size_t)v;
+        }
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        return (kb * 1024 + page - 1) / page * page;
+    }();
+    return bytes;
+}
+
+void fiber_main(Fiber *self);
+
+#if defined(JKC_EMU_UCONTEXT)
+Fiber *g_starting; /* the fiber makecontext's entry is about to run */
+void ucontext_entry() { fiber_main(g_starting); }
+#endif
+
+Fiber *new_fiber(unsigned index) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), size = stack_bytes();
+    /* Stack colouring: start each fiber's frames at a different offset within a page.
+     * Otherwise every fiber's hot frames share the same L1 cache sets, and a barrier over
+     * more fibers than the cache has ways misses on every switch. */
+    size_t color = (index % 64) * 64;
+    void *mem = mmap(nullptr, size + page, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mem == MAP_FAILED) die("cannot map a %zu-byte fiber stack", size + page);
+    mprotect(mem, page, PROT_NONE); /* guard: a stack overflow faults instead of corrupting */
+    Fiber *f = new Fiber;
+    f->stack = (char *)mem + page;
+    f->stack_size = size;
+#if defined(JKC_EMU_UCONTEXT)
+    getcontext(&f->uc);
+    f->uc.uc_stack.ss_sp = f->stack;
+    f->uc.uc_stack.ss_size = size - color;
+    f->uc.uc_link = nullptr;
+    makecontext(&f->uc, ucontext_entry, 0);
+#elif defined(__x86_64__)
+    void **sp = (void **)(f->stack + size - color - 56);
+    sp[0] = sp[1] = sp[2] = nullptr;                     /* r15 r14 r13 */
+    sp[3] = (void *)&fiber_main;                         /* r12: entry */
+    sp[4] = f;                                           /* rbx: its argument */
+    sp[5] = nullptr;                                     /* rbp */
+    sp[6] = (void *)&jkc_emu_fiber_trampoline;           /* ret */
+    f->sp = sp;
+#else
+    void **sp = (void **)(f->stack + size - color - 176);
+    memset(sp, 0, 176);
+    sp[0] = f;                                           /* x19: argument */
+    sp[1] = (void *)&fiber_main;                         /* x20: entry */
+    sp[11] = (void *)&jkc_emu_fiber_trampoline;          /* x30 */
+    f->sp = sp;
+#endif
+    return f;
+}
+
+Pool *pool() {
+    if (!t_pool) {
+        t_pool = new Pool;
+#if JKC_EMU_ASAN
+        pthread_attr_t attr;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            void *addr;
+            size_t size;
+            pthread_attr_getstack(&attr, &addr, &size);
+            t_pool->host_stack = addr;
+            t_pool->host_stack_size = size;
+            pthread_attr_destroy(&attr);
+        }
+#endif
+        /* Free the fibers when the host thread exits. */
+        static thread_local struct Reaper {
+            ~Reaper() {
+                delete t_pool;
+                t_pool = nullptr;
+            }
+        } reaper;
+        (void)reaper;
+    }
+    return t_pool;
+}
+
+inline void raw_switch(Fiber *from, Fiber *to) {
+#if JKC_EMU_ASAN
+    const void *bottom = to->stack;
+    size_t size = to->stack_size;
+    if (to == &S.pool->host) {
+        bottom = S.pool->host_stack;
+        size = S.pool->host_stack_size;
+    }
+    __sanitizer_start_switch_fiber(&from->asan_fake, bottom, size);
+#endif
+#if defined(JKC_EMU_UCONTEXT)
+    g_starting = to;
+    swapcontext(&from->uc, &to->uc);
+#else
+    jkc_emu_switch_ctx(&from->sp, to->sp);
+#endif
+#if JKC_EMU_ASAN
+    __sanitizer_finish_switch_fiber(from->asan_fake, nullptr, nullptr);
+#endif
+}
+
+/* Resume `to` (a fiber, or the host) from `from`. */
+inline void switch_to(Fiber *from, Fiber *to) {
+    S.cur = to;
+    threadIdx = to->tid;
+    raw_switch(from, to);
+}
+
+inline void push_ready(Fiber *f) {
+    unsigned i = S.qhead + S.qcount;
+    if (i >= S.n) i -= S.n;
+    S.queue[i] = f;
+    S.qcount++;
+}
+
+inline Fiber *pop_ready() {
+    if (!S.qcount) return nullptr;
+    Fiber *f = S.queue[S.qhead];
+    if (++S.qhead == S.n) S.qhead = 0;
+    S.qcount--;
+    return f;
+}
+
+[[noreturn]] void deadlock() {
+    unsigned at_bar = 0, at_warp = 0, done = 0;
+    const Fiber *first_bar = nullptr, *first_warp = nullptr, *first_done = nullptr;
+    for (unsigned i = 0; i < S.n; i++) {
+        const Fiber *f = S.pool->fibers[i];
+        switch (f->state) {
+        case AT_BLOCK_BARRIER: at_bar++, first_bar = first_bar ? first_bar : f; break;
+        case AT_WARP_OP: at_warp++, first_warp = first_warp ? first_warp : f; break;
+        case DONE: done++, first_done = first_done ? first_done : f; break;
+        default: break;
+        }
+    }
+    /* One example thread per state, and the warps stuck in a collective. */
+    char detail[640] = "";
+    size_t len = 0;
+    const struct {
+        const Fiber *f;
+        const char *what;
+    } ex[] = {{first_bar, "waits at __syncthreads"}, {first_warp, "waits at a warp op"},
+              {first_done, "returned"}};
+    for (const auto &e : ex)
+        if (e.f)
+            len += (size_t)snprintf(detail + len, sizeof detail - len, "; thread (%u,%u,%u) %s",
+                                    e.f->tid.x, e.f->tid.y, e.f->tid.z, e.what);
+    for (unsigned w = 0; w < S.warps.size() && len + 80 < sizeof detail; w++)
+        if (S.warps[w].arrived)
+            len += (size_t)snprintf(detail + len, sizeof detail - len,
+                                    "; warp %u: %u/32 lanes in %s", w, S.warps[w].arrived,
+                                    op_name(S.warps[w].op));
+    die("deadlock in kernel %s block (%u,%u,%u): of %u threads, %u wait at __syncthreads, "
+        "%u at warp ops, %u returned (a barrier that not every thread of the block, or lane "
+        "of the warp, reaches)%s",
+        kname(), blockIdx.x, blockIdx.y, blockIdx.z, S.n, at_bar, at_warp, done, detail);
+}
+
+/* Park the running fiber (its state already says why) and run the next ready one. */
+inline void park(Fiber *self) {
+    Fiber *next = pop_ready();
+    if (!next) deadlock();
+    switch_to(self, next);
+}
+
+void fiber_main(Fiber *self) {
+#if JKC_EMU_ASAN
+    __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
+#endif
+    for (;;) {
+        S.desc->body(S.desc->ctx);
+        /* Returned: hand over to the next ready thread, or back to the host when the
+         * block is over. Resumed from here when a later block needs this fiber. */
+        self->state = DONE;
+        S.done++;
+        Fiber *next = pop_ready();
+        if (next) switch_to(self, next);
+        else if (S.done == S.n) switch_to(self, &S.pool->host);
+        else deadlock();
+    }
+}
+
+inline Fiber *current(const char *what) {
+    Fiber *f = S.cur;
+    if (!f || !t_in_launch || f == &S.pool->host) die("%s called outside a kernel", what);
+    return f;
+}
+
+Warp *warp_of(Fiber *f, unsigned op) {
+    Warp *w = &S.warps[f->warp];
+    if (w->partial)
+        die("kernel %s: %s in a partial warp (blockDim (%u,%u,%u) = %u threads is not a "
+            "multiple of 32)", kname(), op_name(op), blockDim.x, blockDim.y, blockDim.z, S.n);
+    return w;
+}
+
+void check_mask(unsigned mask, unsigned op) {
+    if (mask != 0xffffffffu)
+        die("kernel %s: %s with mask 0x%08x (only full-warp masks are supported)", kname(),
+            op_name(op), mask);
+}
+
+/* The warp's whole mma, done once by the lane that completes the barrier: D += A.B with
+ * exact f32 products added to each accumulator in k order. Four rows at a time so the
+ * additions form 8 independent vector chains instead of one long dependent one. */
+template <bool BF16> inline float cvt16(uint32_t h) {
+    return BF16 ? jkc_bf16_to_f32((uint16_t)h) : jkc_f16_to_f32((uint16_t)h);
+}
+
+template <bool BF16> void warp_mma(WarpSlot &s) {
+    float A[16][16], B[16][8];
+    for (unsigned r = 0; r < 16; r++)
+        for (unsigned j = 0; j < 8; j++) {
+            A[r][2 * j] = cvt16<BF16>(s.A[r][j] & 0xffffu);
+            A[r][2 * j + 1] = cvt16<BF16>(s.A[r][j] >> 16);
+        }
+    for (unsigned c = 0; c < 8; c++)
+        for (unsigned j = 0; j < 8; j++) {
+            B[2 * j][c] = cvt16<BF16>(s.Bt[c][j] & 0xffffu);
+            B[2 * j + 1][c] = cvt16<BF16>(s.Bt[c][j] >> 16);
+        }
+    for (unsigned r0 = 0; r0 < 16; r0 += 4) {
+        float acc[4][8];
+        memcpy(acc, s.D[r0], sizeof acc);
+        for (unsigned k = 0; k < 16; k++)
+            for (unsigned i = 0; i < 4; i++)
+                for (unsigned c = 0; c < 8; c++) acc[i][c] += A[r0 + i][k] * B[k][c];
+        memcpy(s.D[r0], acc, sizeof acc);
+    }
+}
+
+/* The warp barrier: park until all 32 lanes have arrived at the same kind of op. */
+void warp_sync(Fiber *self, Warp *w, unsigned op) {
+    if (w->arrived == 0) {
+        w->op = (unsigned char)op;
+    } else if (w->op != op) {
+        die("kernel %s block (%u,%u,%u) warp %u: lane %u is in %s while %u lane(s) are in %s "
+            "(divergent warp ops)", kname(), blockIdx.x, blockIdx.y, blockIdx.z, self->warp,
+            self->lane, op_name(op), w->arrived, op_name(w->op));
+    }
+    if (++w->arrived < 32) {
+        self->state = AT_WARP_OP;
+        park(self);
+        return;
+    }
+    w->arrived = 0;
+    if (op == OP_MMA_F16) warp_mma<false>(w->slot[w->gen & 1]);
+    else if (op == OP_MMA_BF16) warp_mma<true>(w->slot[w->gen & 1]);
+    w->gen++;
+    Fiber **lanes = &S.pool->fibers[self->warp * 32];
+    for (unsigned l = 0; l < 32; l++) {
+        if (lanes[l] != self) {
+            lanes[l]->state = READY;
+            push_ready(lanes[l]);
+        }
+    }
+}
+
+uint32_t shuffle(unsigned mask, uint32_t v, int arg, int width, unsigned op) {
+    Fiber *self = current(op_name(op));
+    check_mask(mask, op);
+    if (width < 1 || width > 32 || (width & (width - 1)))
+        die("kernel %s: %s with width %d (must be a power of 2 up to 32)", kname(), op_name(op),
+            width);
+    Warp *w = warp_of(self, op);
+    WarpSlot &s = w->slot[w->gen & 1];
+    s.v[self->lane] = v;
+    warp_sync(self, w, op);
+    unsigned lane = self->lane, base = lane & ~(unsigned)(width - 1), src;
+    if (op == OP_SHFL_XOR) {
+        src = lane ^ (unsigned)arg;
+        if (src >= base + (unsigned)width) src = lane; /* beyond the group: own value */
+    } else {
+        src = base + ((unsigned)arg & (unsigned)(width - 1));
+    }
+    return s.v[src];
+}
+
+void mma(float d[4], const uint32_t a[4], const uint32_t b[2], unsigned op) {
+    Fiber *self = current(op_name(op));
+    Warp *w = warp_of(self, op);
+    WarpSlot &s = w->slot[w->gen & 1];
+    unsigned g = self->lane >> 2, t = self->lane & 3;
+    s.A[g][t] = a[0];          /* A[g][2t..2t+1] */
+    s.A[g + 8][t] = a[1];      /* A[g+8][2t..2t+1] */
+    s.A[g][t + 4] = a[2];      /* A[g][2t+8..2t+9] */
+    s.A[g + 8][t + 4] = a[3];  /* A[g+8][2t+8..2t+9] */
+    s.Bt[g][t] = b[0];         /* B[2t..2t+1][g] */
+    s.Bt[g][t + 4] = b[1];     /* B[2t+8..2t+9][g] */
+    s.D[g][2 * t] = d[0];
+    s.D[g][2 * t + 1] = d[1];
+    s.D[g + 8][2 * t] = d[2];
+    s.D[g + 8][2 * t + 1] = d[3];
+    warp_sync(self, w, op);
+    d[0] = s.D[g][2 * t];
+    d[1] = s.D[g][2 * t + 1];
+    d[2] = s.D[g + 8][2 * t];
+    d[3] = s.D[g + 8][2 * t + 1];
+}
+
+/* ---- runtime state ----------------------------------------------------------------- */
+
+thread_local cudaError_t t_last_error = cudaSuccess;
+
+inline cudaError_t fail(cudaError_t e) {
+    t_last_error = e;
+    return e;
+}
+
+bool no_device() {
+    const char *e = getenv("JEPA_EMU_NO_DEVICE");
+    return e && *e && strcmp(e, "0") != 0;
+}
+
+std::mutex g_mem_mutex;
+std::map<uintptr_t, size_t> g_allocs;   /* cudaMalloc blocks: start -> size */
+std::map<uintptr_t, int> g_max_dyn_smem; /* per kernel, cudaFuncSetAttribute */
+
+/* The emulated device's memory: the host's. */
+size_t total_mem() {
+    static size_t bytes = [] {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : (size_t)1 << 34;
+    }();
+    return bytes;
+}
+
+const size_t kDefaultDynSmem = 48 * 1024;
+const size_t kOptinSmem = 227 * 1024;
+
+/* Whether [p, p+n) lies inside one cudaMalloc block. */
+bool is_device_range(const void *p, size_t n) {
+    if (n == 0) return true;
+    uintptr_t a = (uintptr_t)p;
+    std::lock_guard<std::mutex> lock(g_mem_mutex);
+    auto it = g_allocs.upper_bound(a);
+    if (it == g_allocs.begin()) return false;
+    --it;
+    return a - it->first <= it->second && n <= it->second - (a - it->first);
+}
+
+} // namespace
+
+/* ---- barriers, shuffles, mma (the kernel-side API) -------------------------------- */
+
+void __syncthreads() {
+    Fiber *self = current("__syncthreads");
+    if (++S.bar_arrived < S.n) {
+        self->state = AT_BLOCK_BARRIER;
+        park(self);
+        return;
+    }
+    /* Last arrival: every other thread of the block is parked here; requeue them. */
+    S.bar_arrived = 0;
+    Fiber **f = S.pool->fibers.data();
+    for (unsigned i = 0; i < S.n; i++) {
+        if (f[i] != self) {
+            f[i]->state = READY;
+            push_ready(f[i]);
+        }
+    }
+}
+
+void __syncwarp(unsigned mask) {
+    Fiber *self = current("__syncwarp");
+    check_mask(mask, OP_SYNCWARP);
+    warp_sync(self, warp_of(self, OP_SYNCWARP), OP_SYNCWARP);
+}
+
+float __shfl_xor_sync(unsigned mask, float v, int lane_mask, int width) {
+    return jkc_emu_float(shuffle(mask, jkc_emu_bits(v), lane_mask, width, OP_SHFL_XOR));
+}
+int __shfl_xor_sync(unsigned mask, int v, int lane_mask, int width) {
+    return (int)shuffle(mask, (uint32_t)v, lane_mask, width, OP_SHFL_XOR);
+}
+unsigned __shfl_xor_sync(unsigned mask, unsigned v, int lane_mask, int width) {
+    return shuffle(mask, v, lane_mask, width, OP_SHFL_XOR);
+}
+float __shfl_sync(unsigned mask, float v, int src_lane, int width) {
+    return jkc_emu_float(shuffle(mask, jkc_emu_bits(v), src_lane, width, OP_SHFL_IDX));
+}
+int __shfl_sync(unsigned mask, int v, int src_lane, int width) {
+    return (int)shuffle(mask, (uint32_t)v, src_lane, width, OP_SHFL_IDX);
+}
+unsigned __shfl_sync(unsigned mask, unsigned v, int src_lane, int width) {
+    return shuffle(mask, v, src_lane, width, OP_SHFL_IDX);
+}
+
+void jkc_mma_f16(float d[4], const uint32_t a[4], const uint32_t b[2]) { mma(d, a, b, OP_MMA_F16); }
+void jkc_mma_bf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+    mma(d, a, b, OP_MMA_BF16);
+}
+
+/* ---- launches ---------------------------------------------------------------------- */
+
+namespace jkc_emu {
+
+cudaError_t func_set_attribute(uintptr_t key, cudaFuncAttribute attr, int value) {
+    if (no_device()) return fail(cudaErrorNoDevice);
+    if (!key) return fail(cudaErrorInvalidDeviceFunction);
+    if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) return cudaSuccess;
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
+        (size_t)value > kOptinSmem)
+        return fail(cudaErrorInvalidValue);
+    std::lock_guard<std::mutex> lock(g_mem_mutex);
+    g_max_dyn_smem[key] = value;
+    return cudaSuccess;
+}
+
+void launch(const launch_desc &d) {
+    if (no_device()) {
+        fail(cudaErrorNoDevice);
+        return;
+    }
+    const dim3 g = d.grid, b = d.block;
+    uint64_t nthreads = (uint64_t)b.x * b.y * b.z;
+    if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z || b.x > 1024 || b.y > 1024 || b.z > 64 ||
+        nthreads > 1024 || g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535) {
+        fail(cudaErrorInvalidConfiguration);
+        return;
+    }
+    size_t max_smem = kDefaultDynSmem;
+    {
+        std::lock_guard<std::mutex> lock(g_mem_mutex);
+        auto it = g_max_dyn_smem.find(d.key);
+        if (it != g_max_dyn_smem.end()) max_smem = (size_t)it->second;
+    }
+    if (d.smem > max_smem) {
+        fail(cudaErrorInvalidValue);
+        return;
+    }
+    if (t_in_launch) die("kernel %s launched from inside kernel %s", d.name, kname());
+
+    Pool *p = pool();
+    std::lock_guard<std::mutex> lock(g_launch_mutex);
+    t_in_launch = true;
+    const unsigned n = (unsigned)nthreads;
+    while (p->fibers.size() < n) p->fibers.push_back(new_fiber((unsigned)p->fibers.size()));
+    for (unsigned i = 0; i < n; i++) {
+        Fiber *f = p->fibers[i];
+        f->tid = uint3{i % b.x, i / b.x % b.y, i / (b.x * b.y)};
+        f->warp = i / 32;
+        f->lane = i % 32;
+    }
+    S.desc = &d;
+    S.pool = p;
+    S.n = n;
+    S.queue.assign(n, nullptr);
+    S.warps.resize((n + 31) / 32);
+    for (unsigned w = 0; w < S.warps.size(); w++) S.warps[w].partial = (w + 1) * 32 > n;
+    blockDim = b;
+    gridDim = g;
+    unsigned char *smem = d.smem ? (unsigned char *)malloc(d.smem) : nullptr;
+    if (d.smem && !smem)
+        die("kernel %s: cannot allocate %zu bytes of shared memory", d.name, d.smem);
+    jkc_emu::dyn_smem = smem;
+
+    for (unsigned z = 0; z < g.z; z++)
+        for (unsigned y = 0; y < g.y; y++)
+            for (unsigned x = 0; x < g.x; x++) {
+                blockIdx = uint3{x, y, z};
+                if (smem) memset(smem, 0xff, d.smem);
+                S.done = 0;
+                S.bar_arrived = 0;
+                for (Warp &w : S.warps) {
+                    w.arrived = 0;
+                    w.gen = 0;
+                    w.op = OP_NONE;
+                }
+                S.qhead = 0;
+                S.qcount = 0;
+                for (unsigned i = 0; i < n; i++) {
+                    p->fibers[i]->state = READY;
+                    push_ready(p->fibers[i]);
+                }
+                switch_to(&p->host, pop_ready());
+            }
+
+    free(smem);
+    jkc_emu::dyn_smem = nullptr;
+    S.cur = nullptr;
+    S.desc = nullptr;
+    t_in_launch = false;
+}
+
+} // namespace jkc_emu
+
+/* ---- the runtime subset ------------------------------------------------------------ */
+
+struct CUstream_st {
+    unsigned flags;
+};
+struct CUevent_st {
+    std::chrono::steady_clock::time_point t;
+    bool recorded;
+};
+
+cudaError_t cudaGetDeviceCount(int *count) {
+    if (!count) return fail(cudaErrorInvalidValue);
+    if (no_device()) {
+        *count = 0;
+        return fail(cudaErrorNoDevice);
+    }
+    *count = 1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) {
+    if (no_device()) return fail(cudaErrorNoDevice);
+    return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice);
+}
+
+cudaError_t cudaGetDevice(int *device) {
+    if (!device) return fail(cudaErrorInvalidValue);
+    if (no_device()) return fail(cudaErrorNoDevice);
+    *device = 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
+    if (!prop) return fail(cudaErrorInvalidValue);
+    if (no_device()) return fail(cudaErrorNoDevice);
+    if (device != 0) return fail(cudaErrorInvalidDevice);
+    memset(prop, 0, sizeof *prop);
+    snprintf(prop->name, sizeof prop->name, "jepa.c SIMT emulator");
+    prop->totalGlobalMem = total_mem();
+    prop->sharedMemPerBlock = kDefaultDynSmem;
+    prop->regsPerBlock = 65536;
+    prop->warpSize = 32;
+    prop->maxThreadsPerBlock = 1024;
+    prop->maxThreadsDim[0] = 1024;
+    prop->maxThreadsDim[1] = 1024;
+    prop->maxThreadsDim[2] = 64;
+    prop->maxGridSize[0] = 0x7fffffff;
+    prop->maxGridSize[1] = 65535;
+    prop->maxGridSize[2] = 65535;
+    prop->major = 9;
+    prop->minor = 0;
+    prop->multiProcessorCount = 132;
+    prop->sharedMemPerMultiprocessor = 228 * 1024;
+    prop->sharedMemPerBlockOptin = kOptinSmem;
+    prop->l2CacheSize = 50 * 1024 * 1024;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize() { return no_device() ? fail(cudaErrorNoDevice) : cudaSuccess; }
+
+cudaError_t cudaGetLastError() {
+    cudaError_t e = t_last_error;
+    t_last_error = cudaSuccess;
+    return e;
+}
+
+cudaError_t cudaPeekAtLastError() { return t_last_error; }
+
+const char *cudaGetErrorName(cudaError_t err) {
+    switch (err) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInitializationError: return "cudaErrorInitializationError";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    case cudaErrorLaunchOutOfResources: return "cudaErrorLaunchOutOfResources";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorNotSupported: return "cudaErrorNotSupported";
+    case cudaErrorUnknown: return "cudaErrorUnknown";
+    }
+    return "unrecognized error code";
+}
+
+const char *cudaGetErrorString(cudaError_t err) {
+    switch (err) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInitializationError: return "initialization error";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorInvalidDeviceFunction: return "invalid device function";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
+    case cudaErrorNotSupported: return "operation not supported";
+    case cudaErrorUnknown: return "unknown error";
+    }
+    return "unrecognized error code";
+}
+
+cudaError_t cudaMalloc(void **ptr, size_t size) {
+    if (!ptr) return fail(cudaErrorInvalidValue);
+    *ptr = nullptr;
+    if (no_device()) return fail(cudaErrorNoDevice);
+    if (size == 0) return cudaSuccess;
+    /* More than the device has fails like on a GPU (and before ASan's allocator, which
+     * would abort on absurd sizes rather than return NULL). */
+    if (size > total_mem()) return fail(cudaErrorMemoryAllocation);
+    void *p = nullptr;
+    /* posix_memalign: the exact size, so ASan's redzone starts right after the block. */
+    if (posix_memalign(&p, 256, size) != 0 || !p) return fail(cudaErrorMemoryAllocation);
+    std::lock_guard<std::mutex> lock(g_mem_mutex);
+    g_allocs[(uintptr_t)p] = size;
+    *ptr = p;
+    return cudaSuccess;
+}
+
+cudaError_t cudaFree(void *ptr) {
+    if (!ptr) return cudaSuccess;
+    {
+        std::lock_guard<std::mutex> lock(g_mem_mutex);
+        auto it = g_allocs.find((uintptr_t)ptr);
+        if (it == g_allocs.end()) {
+            fprintf(stderr, "emu: cudaFree(%p): not a cudaMalloc block\n", ptr);
+            return fail(cudaErrorInvalidValue);
+        }
+        g_allocs.erase(it);
+    }
+    free(ptr);
+    return cudaSuccess;
+}
+
+static cudaError_t check_copy(const char *what, void *dst, const void *src, size_t n,
+                              cudaMemcpyKind kind) {
+    if ((unsigned)kind > cudaMemcpyDefault) return fail(cudaErrorInvalidMemcpyDirection);
+    if (no_device()) return fail(cudaErrorNoDevice);
+    if (n && (!dst || !src)) return fail(cudaErrorInvalidValue);
+    bool dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+    bool src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+    if (dst_dev && !is_device_range(dst, n)) {
+        fprintf(stderr, "emu: %s: destination [%p, +%zu) is not inside a cudaMalloc block\n",
+                what, dst, n);
+        return fail(cudaErrorInvalidValue);
+    }
+    if (src_dev && !is_device_range(src, n)) {
+        fprintf(stderr, "emu: %s: source [%p, +%zu) is not inside a cudaMalloc block\n", what,
+                src, n);
+        return fail(cudaErrorInvalidValue);
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
+    cudaError_t e = check_copy("cudaMemcpy", dst, src, n, kind);
+    if (e != cudaSuccess) return e;
+    if (n && dst != src) memmove(dst, src, n);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
+    (void)stream;
+    cudaError_t e = check_copy("cudaMemcpyAsync", dst, src, n, kind);
+    if (e != cudaSuccess) return e;
+    if (n && dst != src) memmove(dst, src, n);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void *dst, int value, size_t n, cudaStream_t stream) {
+    (void)stream;
+    if (no_device()) return fail(cudaErrorNoDevice);
+    if (!is_device_range(dst, n)) {
+        fprintf(stderr, "emu: cudaMemsetAsync: [%p, +%zu) is not inside a cudaMalloc block\n",
+                dst, n);
+        return fail(cudaErrorInvalidValue);
+    }
+    if (n) memset(dst, value, n);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags) {
+    if (!stream || flags > cudaStreamNonBlocking) return fail(cudaErrorInvalidValue);
+    if (no_device()) return fail(cudaErrorNoDevice);
+    *stream = new (std::nothrow) CUstream_st{flags};
+    return *stream ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+    if (!stream) return fail(cudaErrorInvalidResourceHandle);
+    delete stream;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+    (void)stream;
+    return no_device() ? fail(cudaErrorNoDevice) : cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *event) {
+    if (!event) return fail(cudaErrorInvalidValue);
+    if (no_device()) return fail(cudaErrorNoDevice);
+    *event = new (std::nothrow) CUevent_st{std::chrono::steady_clock::time_point(), false};
+    return *event ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+    (void)stream;
+    if (!event) return fail(cudaErrorInvalidResourceHandle);
+    event->t = std::chrono::steady_clock::now();
+    event->recorded = true;
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+    return event ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+    if (!ms) return fail(cudaErrorInvalidValue);
+    if (!start || !end || !start->recorded || !end->recorded)
+        return fail(cudaErrorInvalidResourceHandle);
+    *ms = std::chrono::duration<float, std::milli>(end->t - start->t).count();
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+    if (!event) return fail(cudaErrorInvalidResourceHandle);
+    delete event;
+    return cudaSuccess;
+}

@@ -1,0 +1,2 @@
+/* attn.cu compiled by the host C++ compiler against the SIMT emulator (README.md). */
+#include "kernels/cuda/attn.cu"

@@ -1,0 +1,379 @@
+/*
+ * test_cuda_gemm.c — the CUDA table's matmul slots gemm[JK_F16], gemm[JK_BF16] and
+ * gemm[JK_F32] (kernels/cuda/gemm.cu) against the reference gemm (kernels/ref, exact
+ * weight conversion, double accumulation) on the host.
+ *
+ * Cases, for each of the three dtypes:
+ *  - random shapes M, N, K in 1..300 (a quarter with M <= 8, the GEMV kernel), each with
+ *    a random epilogue (store / GELU / residual add), bias or NULL, and either "aligned"
+ *    (x and w at the start of their allocation, ldx % 4 == 0, ldw % 16 == 0: the 16-byte
+ *    load variants) or "odd" (x and w offset by a few elements, ldx > K, ldy > N and
+ *    ldw > row bytes by odd amounts: the element-wise variants); the tensor-core tile
+ *    is left to the shape or forced to 64 x 64 or 128 x 128 (jkc_gemm_force_tile);
+ *    some with X over a wide dynamic range (2^-16 .. 2^6, f16 subnormals included);
+ *  - edge shapes (K = 1, N = 1, M = 9, sizes one past a tile or a K step) and ViT-like
+ *    shapes scaled down for the emulator (qkv, fc1, fc2 of a 192-wide ViT at 197 tokens,
+ *    the attentive-pool query M = 1 at K = 1024);
+ *  - every output written exactly once: Y is NaN before the call (ADD: random values),
+ *    the padding between N and ldy and 16 floats either side of Y are NaN and must stay
+ *    NaN; the padding of X and of the W rows is NaN too, so a read past K shows.
+ *
+ * Which arithmetic a case gets is mirrored from gemm.cu: M <= 8 takes the GEMV kernel
+ * (f32 products of the exact weights, f32 sums); larger M the tensor cores, where X is
+ * rounded to the weight type (f16 / bf16, nearest even), or for f32 weights split as
+ * x = xh + xl, w = wh + wl in bf16 and summed as xl wh + xh wl + xh wh ("bf16x3").
+ *
+ * Tolerance, from the arithmetic (u = 2^-24). Per output, t = sum_k x_k w_k + b and
+ * S = sum_k |x_k w_k| + |b| + |y_old| (y_old only for ADD). Two checks:
+ *
+ *  1. Against the model: the test computes in double exactly what the kernel is meant to
+ *     sum (the rounded or split operands above; their products are exact in f32: 11 + 11
+ *     or 8 + 8 significant bits), t~ and S~ = the sum of the |terms| + |b| + |y_old|.
+ *     The kernel's only freedom is the f32 summation of n = K terms (3K for bf16x3) plus
+ *     bias and y_old: each addition rounds by at most 2u relative to a partial sum
+ *     <= S~ (2u, not u: tensor cores truncate instead of rounding to nearest), so
+ *         |y - y~| <= (n + 4) 2u S~ + u |y~|.
+ *     A lost or doubled term costs ~S~/n, far above this for every n here, as does a
+ *     lost bias or residual: this is the check that catches indexing bugs.
+ *  2. Against the reference: the model's own error adds, per product,
+ *         f16 X: 2^-11 |x w| (+ 2^-25 |w| below 2^-14, f16's subnormal spacing / 2),
+ *         bf16 X: 2^-8 |x w|,
+ *         bf16x3: (2^-16 (1 + 2^-8)^2 + 2^-16 (1 + 2^-8) + 2^-16) |x w| <= 3.05 2^-16 |x w|
+ *           (|x - xh - xl| <= 2^-16 |x|, likewise w, and the dropped xl wl),
+ *         GEMV: 0,
+ *     so |y - y_ref| <= rep + (n + 4) 2u S + u |y_ref|, rep = sum of those.
+ *  GELU outputs: |gelu'| <= 1.13 multiplies the pre-activation bound, and evaluating
+ *  0.5 t (1 + erf(t / sqrt 2)) in f32 with erff within 2 ulp adds 1.5e-7 |t| + 4u |y|.
+ *
+ * Printed per dtype: the worst |y - y_ref| / S over all cases (the componentwise
+ * accuracy) and, for the f32 slot, what plain bf16 (x and w rounded) would have given
+ * on the same data. Exit 0: passed, 1: failed, 77: no CUDA device (skipped).
+ * JEPA_SEED=... replays a run.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/device.h"
+#include "kernels/kernels.h"
+#include "kernels/ref/ref.h"
+#include "runtime/dtype.h"
+#include "tests/checkasm/checkasm.h"
+#include "tests/cuda/cuda_test.h"
+
+/* gemm.cu's test hook: 0 = tile chosen by the shape, 64 or 128 = forced. */
+void jkc_gemm_force_tile(int tile);
+
+#define U (1.0 / 16777216.0)   /* 2^-24 */
+#define GEMV_MAX_M 8           /* gemm.cu: M <= this takes the f32 GEMV kernel */
+
+static struct jk_kernels kt, kref;
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) { fprintf(stderr, "out of memory\n"); exit(1); }
+    return p;
+}
+
+/* Uniform on [-sqrt 3, sqrt 3): unit variance. */
+static float rnd(void) { return (float)((2.0 * ca_uniform() - 1.0) * 1.7320508075688772); }
+
+static const char *epi_name(enum jk_epilogue e) {
+    return e == JK_EPI_STORE ? "store" : e == JK_EPI_GELU ? "gelu" : "add";
+}
+
+static double round_f16(float v) { return f16_to_f32(f32_to_f16(v)); }
+static double round_bf16(float v) { return bf16_to_f32(f32_to_bf16(v)); }
+static void split_bf16(float v, double *hi, double *lo) {
+    const float h = bf16_to_f32(f32_to_bf16(v));
+    *hi = h;
+    *lo = bf16_to_f32(f32_to_bf16(v - h));
+}
+
+struct gcase {
+    enum jk_dtype t;
+    int M, N, K;
+    enum jk_epilogue epi;
+    int bias;
+    int odd;      /* offsets and odd strides: the element-wise load variants */
+    int tile;     /* 0 (by shape), 64, 128 */
+    int wide;     /* X over 2^-16 .. 2^6 */
+    int report;   /* print this case's accuracy */
+};
+
+/* Worst |y - y_ref| / S per dtype, and for f32 weights what plain bf16 would give. */
+static double acc_worst[JK_NDTYPES], bf16_plain_worst;
+/* Worst err / tol of the two checks per dtype: how much margin the bounds leave. */
+static double q1_worst[JK_NDTYPES], q2_worst[JK_NDTYPES];
+
+static double gelu(double t) { return ref_gelu_erf(t); }
+
+static int run_case(const struct gcase *c) {
+    const int M = c->M, N = c->N, K = c->K;
+    const enum jk_dtype t = c->t;
+    const size_t esz = t == JK_F32 ? 4 : 2;
+    size_t ldx = (size_t)K, ldy = (size_t)N, ldw = (size_t)K * esz, xoff = 0, woff = 0;
+    if (c->odd) {
+        ldx += (size_t)ca_int(1, 9);
+        ldy += (size_t)ca_int(1, 9);
+        ldw += esz * (size_t)ca_int(1, 9);
+        xoff = (size_t)ca_int(1, 3);                  /* floats */
+        woff = esz * (size_t)ca_int(1, 16 / esz - 1); /* bytes: never 16-byte aligned */
+    } else {
+        ldx = (ldx + 3) / 4 * 4 + 4 * (size_t)ca_int(0, 1);
+        ldw = (ldw + 15) / 16 * 16 + 16 * (size_t)ca_int(0, 1);
+        ldy += (size_t)ca_int(0, 3);
+    }
+
+    /* host data: X (NaN padding), W (0xff = NaN padding), bias, y_old */
+    float *x = (float *)xmalloc((xoff + (size_t)M * ldx) * sizeof(float));
+    for (size_t i = 0; i < xoff + (size_t)M * ldx; i++) x[i] = NAN;
+    float *xm = x + xoff;
+    for (int m = 0; m < M; m++)
+        for (int k = 0; k < K; k++)
+            xm[(size_t)m * ldx + k] = c->wide ? ldexpf(rnd(), ca_int(-16, 6)) : rnd();
+    uint8_t *w = (uint8_t *)xmalloc(woff + (size_t)N * ldw);
+    memset(w, 0xff, woff + (size_t)N * ldw);
+    uint8_t *wm = w + woff;
+    const float ws = 1.0f / sqrtf((float)K);
+    float *wf = (float *)xmalloc((size_t)N * K * sizeof(float)); /* W as f32 [N, K] */
+    for (int n = 0; n < N; n++) {
+        for (int k = 0; k < K; k++) {
+            const float v = ws * rnd();
+            uint8_t *dst = wm + (size_t)n * ldw + (size_t)k * esz;
+            if (t == JK_F32) memcpy(dst, &v, 4);
+            else {
+                const uint16_t h = t == JK_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+                memcpy(dst, &h, 2);
+            }
+        }
+        ref_weight_row(wf + (size_t)n * K, wm, ldw, t, n, K);
+    }
+    float *bias = (float *)xmalloc((size_t)N * sizeof(float));
+    for (int n = 0; n < N; n++) bias[n] = rnd();
+    const size_t ny = (size_t)M * ldy;
+    float *yold = ca_alloc_guarded(ny), *yr = ca_alloc_guarded(ny), *yg = ca_alloc_guarded(ny);
+    for (size_t i = 0; i < ny; i++)
+        if (c->epi == JK_EPI_ADD && i % ldy < (size_t)N) yold[i] = 3.0f * rnd();
+
+    /* reference on the host */
+    memcpy(yr - CA_GUARD, yold - CA_GUARD, (ny + 2 * CA_GUARD) * sizeof(float));
+    void *wsr = xmalloc(kref.gemm_ws(1, K));
+    struct jk_gemm_args a = {
+        .y = yr, .ldy = ldy, .x = xm, .ldx = ldx, .w = wm, .ldw = ldw,
+        .bias = c->bias ? bias : NULL, .M = M, .N = N, .K = K, .epi = c->epi,
+        .nthreads = 1, .ws = wsr,
+    };
+    kref.gemm[t](&a);
+
+    /* the same on the device */
+    float *dx = ct_upload_f(x, xoff + (size_t)M * ldx);
+    uint8_t *dw = (uint8_t *)ct_upload(w, woff + (size_t)N * ldw);
+    float *db = ct_upload_f(bias, (size_t)N);
+    float *dy = ct_upload_guarded(yold, ny);
+    a.y = dy, a.x = dx + xoff, a.w = dw + woff, a.bias = c->bias ? db : NULL, a.ws = NULL;
+    jkc_gemm_force_tile(c->tile);
+    kt.gemm[t](&a);
+    jkc_gemm_force_tile(0);
+    ct_download_guarded(yg, dy, ny);
+    ct_free(dx), ct_free(dw), ct_free(db), ct_free_guarded(dy);
+
+    /* element by element: the model (check 1) and the reference (check 2) */
+    const int gemv = M <= GEMV_MAX_M;
+    const int nterms = gemv || t != JK_F32 ? K : 3 * K;
+    double rep_rel = 0.0, rep_sub = 0.0;
+    if (!gemv) {
+        rep_rel = t == JK_F16 ? 1.0 / 2048 : t == JK_BF16 ? 1.0 / 256 : 3.05 / 65536;
+        rep_sub = t == JK_F16 ? 1.0 / 33554432 : 0.0;
+    }
+    int bad1 = 0, bad2 = 0, w1m = 0, w1n = 0, w2m = 0, w2n = 0;
+    double q1 = -1.0, q2 = -1.0, y1w = 0.0, accw = 0.0, plainw = 0.0;
+    double emax = 0.0, pmax = 0.0, rsq = 0.0;   /* max |y - y_ref|, plain bf16's, sum y_ref^2 */
+    for (int m = 0; m < M; m++) {
+        const float *xr = xm + (size_t)m * ldx;
+        for (int n = 0; n < N; n++) {
+            const float *wr = wf + (size_t)n * K;
+            double tm = 0.0, sm = 0.0, sxw = 0.0, sw = 0.0, tp = 0.0;
+            for (int k = 0; k < K; k++) {
+                const double xv = xr[k], wv = wr[k];
+                sxw += fabs(xv * wv);
+                sw += fabs(wv);
+                if (gemv) {
+                    tm += xv * wv, sm += fabs(xv * wv);
+                } else if (t == JK_F32) {
+                    double xh, xl, wh, wl;
+                    split_bf16(xr[k], &xh, &xl);
+                    split_bf16(wr[k], &wh, &wl);
+                    tm += xl * wh + xh * wl + xh * wh;
+                    sm += fabs(xl * wh) + fabs(xh * wl) + fabs(xh * wh);
+                    tp += round_bf16(xr[k]) * round_bf16(wr[k]);
+                } else {
+                    const double xq = t == JK_F16 ? round_f16(xr[k]) : round_bf16(xr[k]);
+                    tm += xq * wv, sm += fabs(xq * wv);
+                }
+            }
+            const size_t i = (size_t)m * ldy + (size_t)n;
+            const double b = c->bias ? bias[n] : 0.0;
+            const double yo = c->epi == JK_EPI_ADD ? yold[i] : 0.0;
+            tm += b, sm += fabs(b) + fabs(yo);
+            tp += b;
+            const double s = sxw + fabs(b) + fabs(yo);
+            double ymod, yplain;
+            switch (c->epi) {
+            case JK_EPI_GELU: ymod = gelu(tm), yplain = gelu(tp); break;
+            case JK_EPI_ADD: ymod = yo + tm, yplain = yo + tp; break;
+            default: ymod = tm, yplain = tp; break;
+            }
+            const double g = yg[i], r = yr[i];
+            const double gf = c->epi == JK_EPI_GELU ? 1.13 : 1.0;
+            const double ev = c->epi == JK_EPI_GELU ? 1.5e-7 * fabs(tm) + 4 * U * fabs(ymod) : 0.0;
+            const double tol1 = gf * (nterms + 4) * 2 * U * sm + U * fabs(ymod) + ev + 1e-37;
+            const double tol2 = gf * (rep_rel * sxw + rep_sub * sw + (nterms + 4) * 2 * U * s) +
+                                U * fabs(r) + ev + 1e-37;
+            const double d1 = fabs(g - ymod), d2 = fabs(g - r);
+            if (!(d1 <= tol1)) bad1++;
+            if (!(d2 <= tol2)) bad2++;
+            if (!(d1 / tol1 <= q1)) q1 = d1 / tol1, w1m = m, w1n = n, y1w = ymod;
+            if (!(d2 / tol2 <= q2)) q2 = d2 / tol2, w2m = m, w2n = n;
+            if (s > 0 && d2 / s > accw) accw = d2 / s;
+            if (d2 > emax) emax = d2;
+            if (fabs(yplain - r) > pmax) pmax = fabs(yplain - r);
+            rsq += r * r;
+            if (t == JK_F32 && !gemv && s > 0 && fabs(yplain - r) / s > plainw)
+                plainw = fabs(yplain - r) / s;
+        }
+    }
+    if (!c->wide && accw > acc_worst[t]) acc_worst[t] = accw;
+    if (q1 > q1_worst[t]) q1_worst[t] = q1;
+    if (q2 > q2_worst[t]) q2_worst[t] = q2;
+    if (!c->wide && plainw > bf16_plain_worst) bf16_plain_worst = plainw;
+
+    char what[160];
+    snprintf(what, sizeof what, "%s M=%d N=%d K=%d %s%s%s%s tile=%d", jk_dtype_name(t), M, N, K,
+             epi_name(c->epi), c->bias ? " bias" : "", c->odd ? " odd" : " aligned",
+             c->wide ? " wide" : "", c->tile);
+    int bad = 0;
+    if (bad1) {
+        const size_t i = (size_t)w1m * ldy + (size_t)w1n;
+        printf("FAIL %s: %d outside the model's tolerance; worst [%d,%d] got %.9g model %.9g "
+               "(err/tol %.3g)\n", what, bad1, w1m, w1n, (double)yg[i], y1w, q1);
+        bad = 1;
+    }
+    if (bad2) {
+        const size_t i = (size_t)w2m * ldy + (size_t)w2n;
+        printf("FAIL %s: %d outside the reference's tolerance; worst [%d,%d] got %.9g ref %.9g "
+               "(err/tol %.3g)\n", what, bad2, w2m, w2n, (double)yg[i], (double)yr[i], q2);
+        bad = 1;
+    }
+    /* nothing written outside the M x N window */
+    int outside = !ca_guard_ok(yg, ny);
+    for (int m = 0; m < M; m++)
+        for (size_t n = (size_t)N; n < ldy; n++)
+            if (!isnan(yg[(size_t)m * ldy + n])) outside++;
+    if (outside) {
+        printf("FAIL %s: wrote outside Y[M, N]\n", what);
+        bad = 1;
+    }
+    if (bad) ca_failures++;
+    if (c->report) {
+        const double rms = sqrt(rsq / ((double)M * N));
+        printf("    %-5s M=%d N=%d K=%d %-5s: max |err| / S %.3g, max |err| / rms(y) %.3g", 
+               jk_dtype_name(t), M, N, K, epi_name(c->epi), accw, emax / rms);
+        if (t == JK_F32 && !gemv) printf(" (plain bf16: %.3g, %.3g)", plainw, pmax / rms);
+        printf("\n");
+    }
+
+    free(x), free(w), free(wf), free(bias), free(wsr);
+    ca_free_guarded(yold), ca_free_guarded(yr), ca_free_guarded(yg);
+    return bad;
+}
+
+static struct gcase random_case(enum jk_dtype t) {
+    struct gcase c;
+    c.t = t;
+    const int r = ca_int(0, 3);
+    c.M = r == 0 ? ca_int(1, GEMV_MAX_M) : r == 1 ? ca_int(9, 40) : ca_int(1, 300);
+    c.N = ca_int(1, 300);
+    c.K = ca_int(1, 300);
+    c.epi = (enum jk_epilogue)ca_int(0, 2);
+    c.bias = ca_int(0, 1);
+    c.odd = ca_int(0, 1);
+    static const int tiles[] = {0, 64, 128};
+    c.tile = tiles[ca_int(0, 2)];
+    c.wide = ca_int(0, 4) == 0;
+    c.report = 0;
+    return c;
+}
+
+/* `test_cuda_gemm vit`: the full-size ViT-B / ViT-L matmuls at 197 and 257 tokens, every
+ * dtype, accuracy printed per shape (minutes on the emulator; not part of the test run). */
+static int run_vit(void) {
+    static const int shapes[][3] = {
+        {197, 2304, 768}, {197, 3072, 768}, {197, 768, 3072}, {257, 3072, 1024}, {257, 1024, 4096},
+        {1, 1024, 1024},
+    };
+    for (int ti = 0; ti < 3; ti++) {
+        const enum jk_dtype t = ti == 0 ? JK_F16 : ti == 1 ? JK_BF16 : JK_F32;
+        for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+            struct gcase c = {t, shapes[i][0], shapes[i][1], shapes[i][2],
+                              (enum jk_epilogue)(i % 3), 1, 0, 0, 0, 1};
+            run_case(&c);
+        }
+    }
+    ct_close();
+    return ca_finish("test_cuda_gemm");
+}
+
+int main(int argc, char **argv) {
+    ca_seed("test_cuda_gemm");
+    /* argument: random cases per dtype (default 24: ~10 s on the emulator), or "vit" */
+    const int vit = argc > 1 && !strcmp(argv[1], "vit");
+    const int nrand = argc > 1 && !vit ? atoi(argv[1]) : 24;
+    struct jk_device *d = ct_open("test_cuda_gemm");
+    d->init_kernels(d, &kt, 0);
+    jk_init_ref(&kref);
+    if (vit) return run_vit();
+
+    /* M, N, K: edges of every tile and K step, then ViT-like shapes scaled down */
+    static const int fixed[][4] = {
+        /* M, N, K, tile */
+        {9, 1, 1, 0},      {1, 1, 1, 0},      {8, 3, 5, 0},      {2, 300, 31, 0},
+        {17, 3, 33, 64},   {65, 65, 31, 64},  {64, 64, 32, 64},  {129, 129, 33, 128},
+        {128, 128, 64, 128}, {16, 8, 16, 0},  {3, 40, 1024, 0},  {1, 96, 1024, 0},
+        {197, 576, 192, 0}, {197, 192, 96, 128}, {50, 768, 192, 0}, {197, 192, 768, 0},
+    };
+    const int nfixed = (int)(sizeof fixed / sizeof *fixed);
+    int cases = 0, fails = 0;
+    for (int ti = 0; ti < 3; ti++) {
+        const enum jk_dtype t = ti == 0 ? JK_F16 : ti == 1 ? JK_BF16 : JK_F32;
+        if (!kt.gemm[t]) {
+            printf("FAIL: the CUDA table has no gemm[%s]\n", jk_dtype_name(t));
+            ca_failures++;
+            continue;
+        }
+        int tc = 0, tf = 0;
+        for (int f = 0; f < nfixed; f++) {
+            struct gcase c = {t, fixed[f][0], fixed[f][1], fixed[f][2],
+                              (enum jk_epilogue)((f + ti) % 3), (f + ti) & 1, f % 3 == 1,
+                              fixed[f][3], 0, fixed[f][2] >= 96};
+            tf += run_case(&c);
+            tc++;
+        }
+        for (int r = 0; r < nrand; r++) {
+            struct gcase c = random_case(t);
+            tf += run_case(&c);
+            tc++;
+        }
+        printf("  %s: %d shapes, %d failed; worst |y - y_ref| / S = %.3g (X not wide); "
+               "worst err/tol %.2g (model), %.2g (reference)\n",
+               jk_dtype_name(t), tc, tf, acc_worst[t], q1_worst[t], q2_worst[t]);
+        cases += tc, fails += tf;
+    }
+    printf("  f32 as plain bf16 (x and w rounded) would give %.3g on the same data (M > 8)\n",
+           bf16_plain_worst);
+    (void)cases, (void)fails;
+    ct_close();
+    return ca_finish("test_cuda_gemm");
+}

@@ -1,0 +1,746 @@
+/*
+ * test_emu.cc — self-test of the SIMT emulator (kernels/cuda/emu/): the dialect of
+ * kernels/cuda/compat.cuh run on the CPU. Exit 0 pass, 1 fail; prints what it checks.
+ *
+ *   g++ -std=c++17 -I. -O2 tests/cuda/test_emu.cc kernels/cuda/emu/emu.cc -lpthread
+ *
+ * JEPA_SEED=n replays the random tiles; JEPA_EMU_EXHAUSTIVE=1 checks the f32 -> f16 /
+ * bf16 conversions on all 2^32 inputs (a few tens of seconds) instead of a sample.
+ */
+#include "kernels/cuda/compat.cuh"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+/* runtime/dtype.h is C; g++ does not know _Static_assert in C++. */
+#define _Static_assert static_assert
+#include "runtime/dtype.h"
+#undef _Static_assert
+
+static int g_failures;
+
+#define CHECK(cond, ...)                                                                    \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            g_failures++;                                                                   \
+            printf("  FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            printf(__VA_ARGS__);                                                            \
+            printf("\n");                                                                   \
+        }                                                                                   \
+    } while (0)
+
+static uint64_t g_rng;
+static uint32_t rnd() {
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (uint32_t)(g_rng >> 16);
+}
+static float rndf(float lo, float hi) {
+    return lo + (hi - lo) * (float)(rnd() & 0xffffff) / 16777216.0f;
+}
+
+template <class T> static T *dev_alloc(size_t n) {
+    T *p = nullptr;
+    if (cudaMalloc(&p, n * sizeof(T)) != cudaSuccess) {
+        printf("  FAIL cudaMalloc(%zu)\n", n * sizeof(T));
+        exit(1);
+    }
+    return p;
+}
+
+/* ---- kernels ------------------------------------------------------------------------- */
+
+/* Every thread writes its coordinates: checks threadIdx/blockIdx/blockDim/gridDim. */
+__global__ void k_coords(unsigned *out) {
+    unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    unsigned nt = blockDim.x * blockDim.y * blockDim.z;
+    out[b * nt + t] = (b << 16) | t;
+}
+
+/* Tree reduction in static shared memory: each step reads values other threads wrote
+ * before the barrier. Block size n (a power of 2, <= 1024), one sum per block. */
+__global__ void k_reduce(float *out, const float *in, int n) {
+    __shared__ float buf[1024];
+    unsigned t = threadIdx.x;
+    buf[t] = in[blockIdx.x * (unsigned)n + t];
+    __syncthreads();
+    for (unsigned s = (unsigned)n / 2; s > 0; s >>= 1) {
+        if (t < s) buf[t] += buf[t + s];
+        __syncthreads();
+    }
+    if (t == 0) out[blockIdx.x] = buf[0];
+}
+
+/* Ring exchange: thread t reads what thread t+1 wrote before the barrier, twice in a row
+ * (the second round checks that nobody ran past the first barrier early). */
+__global__ void k_ring(int *out) {
+    __shared__ int a[1024];
+    unsigned n = blockDim.x * blockDim.y, t = threadIdx.x + blockDim.x * threadIdx.y;
+    a[t] = (int)(t * 3 + blockIdx.x);
+    __syncthreads();
+    int v = a[(t + 1) % n];
+    __syncthreads();
+    a[t] = v + 1;
+    __syncthreads();
+    out[blockIdx.x * n + t] = a[(t + 1) % n];
+}
+
+/* Warp shuffles: butterfly sums (float, int, unsigned), a broadcast, a rotation, and
+ * sub-warp widths; lane ids follow the linear thread id (2-D blocks included). */
+__global__ void k_shfl(float *fs, int *is, unsigned *us, float *bc, float *rot, float *w8) {
+    unsigned t = threadIdx.x + blockDim.x * threadIdx.y;
+    unsigned g = blockIdx.x * blockDim.x * blockDim.y + t;
+    unsigned lane = t % 32;
+    float f = (float)(g % 97) * 0.5f;
+    int i = (int)(g % 13) - 6;
+    unsigned u = g * 2654435761u;
+    for (int o = 16; o > 0; o >>= 1) {
+        f += __shfl_xor_sync(0xffffffffu, f, o);
+        i += __shfl_xor_sync(0xffffffffu, i, o);
+        u += __shfl_xor_sync(0xffffffffu, u, o);
+    }
+    fs[g] = f;
+    is[g] = i;
+    us[g] = u;
+    bc[g] = __shfl_sync(0xffffffffu, (float)g, 5);
+    rot[g] = __shfl_sync(0xffffffffu, (float)g, (int)(lane + 1) % 32);
+    float s = (float)lane;
+    for (int o = 4; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o, 8);
+    w8[g] = s + __shfl_sync(0xffffffffu, 0.0f, 0, 8); /* width 8: source lane 0 of the group */
+}
+
+/* Dynamic shared memory: reads the poison, then a block-wide reversal through it. */
+__global__ void k_dyn(int *out, unsigned *poison, int n) {
+    JKC_DYN_SMEM(int, sm);
+    unsigned t = threadIdx.x;
+    if (t == 0) poison[blockIdx.x] = (unsigned)sm[n - 1];
+    __syncthreads();
+    for (int i = (int)t; i < n; i += (int)blockDim.x) sm[i] = i + (int)blockIdx.x;
+    __syncthreads();
+    for (int i = (int)t; i < n; i += (int)blockDim.x) out[blockIdx.x * n + i] = sm[n - 1 - i];
+}
+
+/* One mma per warp on fragments given per lane (the layout is built on the host from the
+ * documentation in compat.cuh), `steps` times in a row over different tiles, with a
+ * shuffle and a __syncwarp between them to mix warp ops. */
+__global__ void k_mma(float *d_out, const uint32_t *af, const uint32_t *bf, const float *c,
+                      int steps, int bf16) {
+    unsigned t = threadIdx.x, warp = t / 32, lane = t % 32;
+    float d[4];
+    for (int i = 0; i < 4; i++) d[i] = c[(warp * 32 + lane) * 4 + i];
+    for (int s = 0; s < steps; s++) {
+        const uint32_t *ap = af + (((size_t)warp * steps + s) * 32 + lane) * 4;
+        const uint32_t *bp = bf + (((size_t)warp * steps + s) * 32 + lane) * 2;
+        uint32_t a[4] = {ap[0], ap[1], ap[2], ap[3]}, b[2] = {bp[0], bp[1]};
+        if (bf16) jkc_mma_bf16(d, a, b);
+        else jkc_mma_f16(d, a, b);
+        float z = __shfl_xor_sync(0xffffffffu, 0.0f, 1);
+        __syncwarp();
+        d[0] += z;
+    }
+    for (int i = 0; i < 4; i++) d_out[(warp * 32 + lane) * 4 + i] = d[i];
+}
+
+__global__ void k_flag(int *flag) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) *flag = 1;
+}
+
+__global__ void k_bar_loop(int iters) {
+    for (int i = 0; i < iters; i++) __syncthreads();
+}
+
+__global__ void k_shfl_loop(int iters, float *out) {
+    float v = (float)threadIdx.x;
+    for (int i = 0; i < iters; i++) v = __shfl_xor_sync(0xffffffffu, v, 1);
+    if (threadIdx.x == 0) out[0] = v;
+}
+
+__global__ void k_mma_loop(int iters, float *out) {
+    uint32_t a[4] = {0x3c003c00u, threadIdx.x, 0x3c00u, 1u}, b[2] = {0x3c003c00u, 0x3c00u};
+    float d[4] = {0, 0, 0, 0};
+    for (int i = 0; i < iters; i++) jkc_mma_f16(d, a, b);
+    if (threadIdx.x == 0) out[0] = d[0];
+}
+
+__global__ void k_args(int *out, int a, float b, size_t c) {
+    if (threadIdx.x == 0) {
+        out[0] = a;
+        out[1] = (int)b;
+        out[2] = (int)c;
+    }
+}
+
+/* Kernel bugs the emulator must catch (run in forked children). */
+__global__ void k_divergent_sync(int *out) {
+    if (threadIdx.x < 100) __syncthreads(); /* only part of the block */
+    out[threadIdx.x] = 1;
+}
+__global__ void k_early_return(int *out, int n) {
+    if ((int)threadIdx.x >= n) return;
+    __syncthreads();
+    out[threadIdx.x] = 1;
+}
+__global__ void k_partial_warp(float *out) {
+    out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
+}
+__global__ void k_divergent_warp(float *out) {
+    float v = 1.0f;
+    if (threadIdx.x % 2) v = __shfl_xor_sync(0xffffffffu, v, 1);
+    else __syncwarp();
+    out[threadIdx.x] = v;
+}
+__global__ void k_oob(float *out, int n) { out[threadIdx.x] = (float)n; }
+
+/* ---- checks ---------------------------------------------------------------------------- */
+
+static void test_coords() {
+    printf("coordinates: threadIdx/blockIdx/blockDim/gridDim over 3-D grids and blocks\n");
+    const dim3 grids[] = {dim3(1), dim3(3, 2), dim3(2, 2, 3)};
+    const dim3 blocks[] = {dim3(1), dim3(32), dim3(7, 5), dim3(4, 3, 5), dim3(1024)};
+    for (dim3 g : grids)
+        for (dim3 b : blocks) {
+            size_t nb = (size_t)g.x * g.y * g.z, nt = (size_t)b.x * b.y * b.z;
+            unsigned *d = dev_alloc<unsigned>(nb * nt);
+            JKC_LAUNCH(k_coords, g, b, 0, 0, d);
+            CHECK(cudaGetLastError() == cudaSuccess, "launch failed");
+            std::vector<unsigned> h(nb * nt);
+            cudaMemcpy(h.data(), d, h.size() * 4, cudaMemcpyDeviceToHost);
+            size_t bad = 0;
+            for (size_t i = 0; i < h.size(); i++)
+                bad += h[i] != (unsigned)(((i / nt) << 16) | (i % nt));
+            CHECK(bad == 0, "grid (%u,%u,%u) block (%u,%u,%u): %zu wrong ids", g.x, g.y, g.z, b.x,
+                  b.y, b.z, bad);
+            cudaFree(d);
+        }
+}
+
+static void test_barrier() {
+    printf("__syncthreads: shared-memory tree reduction (32..1024 threads), ring exchange\n");
+    for (int n = 32; n <= 1024; n *= 2) {
+        const int blocks = 3;
+        std::vector<float> h((size_t)n * blocks);
+        for (float &v : h) v = (float)(rnd() % 100);
+        float *in = dev_alloc<float>(h.size()), *out = dev_alloc<float>(blocks);
+        cudaMemcpy(in, h.data(), h.size() * 4, cudaMemcpyHostToDevice);
+        JKC_LAUNCH(k_reduce, blocks, n, 0, 0, out, in, n);
+        float r[blocks];
+        cudaMemcpy(r, out, sizeof r, cudaMemcpyDeviceToHost);
+        for (int b = 0; b < blocks; b++) {
+            double want = 0;
+            for (int i = 0; i < n; i++) want += h[(size_t)b * n + i];
+            CHECK(r[b] == (float)want, "reduce n=%d block %d: %g, want %g", n, b, r[b], want);
+        }
+        cudaFree(in);
+        cudaFree(out);
+    }
+    const dim3 shapes[] = {dim3(64), dim3(16, 16), dim3(96, 2), dim3(1024), dim3(5, 3)};
+    for (dim3 b : shapes) {
+        unsigned n = b.x * b.y;
+        int *d = dev_alloc<int>(2 * n);
+        JKC_LAUNCH(k_ring, 2, b, 0, 0, d);
+        std::vector<int> h(2 * n);
+        cudaMemcpy(h.data(), d, h.size() * 4, cudaMemcpyDeviceToHost);
+        size_t bad = 0;
+        for (unsigned blk = 0; blk < 2; blk++)
+            for (unsigned t = 0; t < n; t++)
+                bad += h[blk * n + t] != (int)(((t + 2) % n) * 3 + blk + 1);
+        CHECK(bad == 0, "ring block (%u,%u): %zu wrong", b.x, b.y, bad);
+        cudaFree(d);
+    }
+}
+
+static void test_shuffles() {
+    printf("shuffles: xor butterfly (float/int/unsigned), broadcast, rotation, width 8\n");
+    const dim3 shapes[] = {dim3(32), dim3(256), dim3(8, 8), dim3(32, 4)};
+    for (dim3 b : shapes) {
+        const unsigned blocks = 2, n = b.x * b.y, tot = blocks * n;
+        float *fs = dev_alloc<float>(tot), *bc = dev_alloc<float>(tot);
+        float *rot = dev_alloc<float>(tot), *w8 = dev_alloc<float>(tot);
+        int *is = dev_alloc<int>(tot);
+        unsigned *us = dev_alloc<unsigned>(tot);
+        JKC_LAUNCH(k_shfl, blocks, b, 0, 0, fs, is, us, bc, rot, w8);
+        CHECK(cudaGetLastError() == cudaSuccess, "launch failed");
+        std::vector<float> hf(tot), hb(tot), hr(tot), hw(tot);
+        std::vector<int> hi(tot);
+        std::vector<unsigned> hu(tot);
+        cudaMemcpy(hf.data(), fs, tot * 4, cudaMemcpyDeviceToHost);
+        cudaMemcpy(hb.data(), bc, tot * 4, cudaMemcpyDeviceToHost);
+        cudaMemcpy(hr.data(), rot, tot * 4, cudaMemcpyDeviceToHost);
+        cudaMemcpy(hw.data(), w8, tot * 4, cudaMemcpyDeviceToHost);
+        cudaMemcpy(hi.data(), is, tot * 4, cudaMemcpyDeviceToHost);
+        cudaMemcpy(hu.data(), us, tot * 4, cudaMemcpyDeviceToHost);
+        size_t bad = 0;
+        for (unsigned g = 0; g < tot; g++) {
+            unsigned w0 = g / 32 * 32, lane = g % 32;
+            float sf = 0;
+            int si = 0;
+            unsigned su = 0;
+            for (unsigned l = 0; l < 32; l++) {
+                sf += (float)((w0 + l) % 97) * 0.5f;
+                si += (int)((w0 + l) % 13) - 6;
+                su += (w0 + l) * 2654435761u;
+            }
+            unsigned grp = lane / 8 * 8;
+            float s8 = (float)(grp * 8 + 28); /* sum of lanes grp..grp+7 */
+            bad += hf[g] != sf || hi[g] != si || hu[g] != su;
+            bad += hb[g] != (float)(w0 + 5) || hr[g] != (float)(w0 + (lane + 1) % 32);
+            bad += hw[g] != s8;
+        }
+        CHECK(bad == 0, "block (%u,%u): %zu wrong values", b.x, b.y, bad);
+        cudaFree(fs);
+        cudaFree(bc);
+        cudaFree(rot);
+        cudaFree(w8);
+        cudaFree(is);
+        cudaFree(us);
+    }
+}
+
+static void test_dyn_smem() {
+    printf("dynamic shared memory: 0xff poison per block, exchange, 48 KiB default limit, "
+           "cudaFuncSetAttribute\n");
+    for (int n : {1, 100, 4096, 12288}) {
+        const int blocks = 3;
+        int *out = dev_alloc<int>((size_t)n * blocks);
+        unsigned *poison = dev_alloc<unsigned>(blocks);
+        JKC_LAUNCH(k_dyn, blocks, 128, (size_t)n * 4, 0, out, poison, n);
+        CHECK(cudaGetLastError() == cudaSuccess, "n=%d: launch failed", n);
+        std::vector<int> h((size_t)n * blocks);
+        unsigned p[blocks];
+        cudaMemcpy(h.data(), out, h.size() * 4, cudaMemcpyDeviceToHost);
+        cudaMemcpy(p, poison, sizeof p, cudaMemcpyDeviceToHost);
+        size_t bad = 0;
+        for (int b = 0; b < blocks; b++) {
+            bad += p[b] != 0xffffffffu;
+            for (int i = 0; i < n; i++) bad += h[(size_t)b * n + i] != n - 1 - i + b;
+        }
+        CHECK(bad == 0, "n=%d: %zu wrong", n, bad);
+        cudaFree(out);
+        cudaFree(poison);
+    }
+    /* 64 KiB needs the attribute, like on a GPU. */
+    const int n = 16384;
+    int *out = dev_alloc<int>(n);
+    unsigned *poison = dev_alloc<unsigned>(1);
+    cudaMemsetAsync(out, 0, n * 4, 0);
+    JKC_LAUNCH(k_dyn, 1, 256, (size_t)n * 4, 0, out, poison, n);
+    CHECK(cudaGetLastError() == cudaErrorInvalidValue, "64 KiB without the attribute: not refused");
+    int first = -1;
+    cudaMemcpy(&first, out, 4, cudaMemcpyDeviceToHost);
+    CHECK(first == 0, "refused launch ran anyway");
+    CHECK(cudaFuncSetAttribute(k_dyn, cudaFuncAttributeMaxDynamicSharedMemorySize, n * 4) ==
+              cudaSuccess, "cudaFuncSetAttribute 64 KiB failed");
+    JKC_LAUNCH(k_dyn, 1, 256, (size_t)n * 4, 0, out, poison, n);
+    CHECK(cudaGetLastError() == cudaSuccess, "64 KiB with the attribute: refused");
+    cudaMemcpy(&first, out, 4, cudaMemcpyDeviceToHost);
+    CHECK(first == n - 1, "64 KiB launch: out[0] = %d", first);
+    CHECK(cudaFuncSetAttribute(k_dyn, cudaFuncAttributeMaxDynamicSharedMemorySize, 228 * 1024) ==
+              cudaErrorInvalidValue, "an attribute above 227 KiB was accepted");
+    cudaGetLastError();
+    cudaFree(out);
+    cudaFree(poison);
+}
+
+/* Fragments of compat.cuh's documented layout, built independently of the emulator. */
+static void make_fragments(const uint16_t A[16][16], const uint16_t B[16][8], uint32_t *af,
+                           uint32_t *bf) {
+    for (int lane = 0; lane < 32; lane++) {
+        int g = lane / 4, t = lane % 4;
+        af[lane * 4 + 0] = jkc_pack2(A[g][2 * t], A[g][2 * t + 1]);
+        af[lane * 4 + 1] = jkc_pack2(A[g + 8][2 * t], A[g + 8][2 * t + 1]);
+        af[lane * 4 + 2] = jkc_pack2(A[g][2 * t + 8], A[g][2 * t + 9]);
+        af[lane * 4 + 3] = jkc_pack2(A[g + 8][2 * t + 8], A[g + 8][2 * t + 9]);
+        bf[lane * 2 + 0] = jkc_pack2(B[2 * t][g], B[2 * t + 1][g]);
+        bf[lane * 2 + 1] = jkc_pack2(B[2 * t + 8][g], B[2 * t + 9][g]);
+    }
+}
+
+static void test_mma() {
+    printf("mma m16n8k16 (f16, bf16): random and small-integer tiles vs a naive matmul, "
+           "1 and 3 warps, 2 and 4 chained steps\n");
+    for (int bf16 = 0; bf16 < 2; bf16++)
+        for (int ints = 0; ints < 2; ints++)
+            for (int warps : {1, 3}) {
+                const int steps = ints ? 4 : 2;
+                std::vector<uint32_t> af((size_t)warps * steps * 128);
+                std::vector<uint32_t> bf((size_t)warps * steps * 64);
+                std::vector<float> c((size_t)warps * 128), want((size_t)warps * 128);
+                for (int w = 0; w < warps; w++) {
+                    double D[16][8];
+                    for (int r = 0; r < 16; r++)
+                        for (int n = 0; n < 8; n++)
+                            D[r][n] = ints ? (int)(rnd() % 9) - 4 : rndf(-1, 1);
+                    for (int lane = 0; lane < 32; lane++) {
+                        int g = lane / 4, t = lane % 4;
+                        float *cd = &c[((size_t)w * 32 + lane) * 4];
+                        cd[0] = (float)D[g][2 * t];
+                        cd[1] = (float)D[g][2 * t + 1];
+                        cd[2] = (float)D[g + 8][2 * t];
+                        cd[3] = (float)D[g + 8][2 * t + 1];
+                    }
+                    for (int s = 0; s < steps; s++) {
+                        uint16_t A[16][16], B[16][8];
+                        double Af[16][16], Bf[16][8];
+                        for (int r = 0; r < 16; r++)
+                            for (int k = 0; k < 16; k++) {
+                                float v = ints ? (float)((int)(rnd() % 7) - 3) : rndf(-2, 2);
+                                A[r][k] = bf16 ? f32_to_bf16(v) : f32_to_f16(v);
+                                Af[r][k] = bf16 ? bf16_to_f32(A[r][k]) : f16_to_f32(A[r][k]);
+                            }
+                        for (int k = 0; k < 16; k++)
+                            for (int n = 0; n < 8; n++) {
+                                float v = ints ? (float)((int)(rnd() % 7) - 3) : rndf(-2, 2);
+                                B[k][n] = bf16 ? f32_to_bf16(v) : f32_to_f16(v);
+                                Bf[k][n] = bf16 ? bf16_to_f32(B[k][n]) : f16_to_f32(B[k][n]);
+                            }
+                        make_fragments(A, B, &af[((size_t)w * steps + s) * 128],
+                                       &bf[((size_t)w * steps + s) * 64]);
+                        for (int r = 0; r < 16; r++)
+                            for (int n = 0; n < 8; n++)
+                                for (int k = 0; k < 16; k++) D[r][n] += Af[r][k] * Bf[k][n];
+                    }
+                    for (int lane = 0; lane < 32; lane++) {
+                        int g = lane / 4, t = lane % 4;
+                        float *wd = &want[((size_t)w * 32 + lane) * 4];
+                        wd[0] = (float)D[g][2 * t];
+                        wd[1] = (float)D[g][2 * t + 1];
+                        wd[2] = (float)D[g + 8][2 * t];
+                        wd[3] = (float)D[g + 8][2 * t + 1];
+                    }
+                }
+                uint32_t *daf = dev_alloc<uint32_t>(af.size());
+                uint32_t *dbf = dev_alloc<uint32_t>(bf.size());
+                float *dc = dev_alloc<float>(c.size()), *dd = dev_alloc<float>(c.size());
+                cudaMemcpy(daf, af.data(), af.size() * 4, cudaMemcpyHostToDevice);
+                cudaMemcpy(dbf, bf.data(), bf.size() * 4, cudaMemcpyHostToDevice);
+                cudaMemcpy(dc, c.data(), c.size() * 4, cudaMemcpyHostToDevice);
+                JKC_LAUNCH(k_mma, 2, 32 * warps, 0, 0, dd, daf, dbf, dc, steps, bf16);
+                std::vector<float> got(c.size());
+                cudaMemcpy(got.data(), dd, got.size() * 4, cudaMemcpyDeviceToHost);
+                double worst = 0;
+                for (size_t i = 0; i < got.size(); i++) {
+                    double e = fabs((double)got[i] - want[i]);
+                    worst = e > worst ? e : worst;
+                }
+                /* Integer tiles are exact; random ones: f32 rounding of 16..64 terms ~ 4. */
+                double tol = ints ? 0 : 1e-5;
+                CHECK(worst <= tol, "%s %s warps=%d: max error %g", bf16 ? "bf16" : "f16",
+                      ints ? "integers" : "random", warps, worst);
+                cudaFree(daf);
+                cudaFree(dbf);
+                cudaFree(dc);
+                cudaFree(dd);
+            }
+}
+
+static bool same_f32(float a, float b) { return f32_bits(a) == f32_bits(b); }
+
+static void test_conversions() {
+    bool full = getenv("JEPA_EMU_EXHAUSTIVE") && atoi(getenv("JEPA_EMU_EXHAUSTIVE")) != 0;
+    printf("conversions vs runtime/dtype.h (NaN -> CUDA's canonical 0x7fff): all f16 -> f32; "
+           "f32 -> f16/bf16 on %s\n",
+           full ? "all 2^32 inputs" : "every f16/bf16 value, its neighbours and midpoints, "
+                                      "and a stride through all inputs");
+    size_t bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float want = f16_to_f32((uint16_t)h), got = jkc_f16_to_f32((uint16_t)h);
+        if (want != want) bad += f32_bits(got) != 0x7fffffffu;
+        else bad += !same_f32(got, want);
+        bad += !same_f32(jkc_bf16_to_f32((uint16_t)h), bf16_to_f32((uint16_t)h));
+    }
+    CHECK(bad == 0, "16 -> 32 bit: %zu mismatches", bad);
+
+    size_t checked = 0;
+    bad = 0;
+    auto check = [&](uint32_t u) {
+        float f = f32_from_bits(u);
+        bool nan = (u & 0x7fffffffu) > 0x7f800000u;
+        uint16_t wh = nan ? 0x7fff : f32_to_f16(f), wb = nan ? 0x7fff : f32_to_bf16(f);
+        uint16_t gh = jkc_f32_to_f16(f), gb = jkc_f32_to_bf16(f);
+        if (gh != wh || gb != wb) {
+            if (bad < 5)
+                printf("  f32 0x%08x: f16 0x%04x want 0x%04x, bf16 0x%04x want 0x%04x\n", u, gh,
+                       wh, gb, wb);
+            bad++;
+        }
+        checked++;
+    };
+    if (full) {
+        uint32_t u = 0;
+        do check(u); while (++u != 0);
+    } else {
+        for (uint32_t h = 0; h < 65536; h++) {
+            /* the f32 images of every f16 and bf16 value, +-1 ulp, and the midpoints
+             * between neighbours (ties: round to even) +-1 ulp */
+            uint32_t hb = f32_bits(f16_to_f32((uint16_t)h)), bb = h << 16;
+            for (uint32_t base : {hb, bb})
+                for (int32_t d : {-1, 0, 1}) check(base + (uint32_t)d);
+            uint32_t mid_b = bb + 0x8000u;
+            for (int32_t d : {-1, 0, 1}) check(mid_b + (uint32_t)d);
+            if ((h & 0x7c00) != 0x7c00) {
+                float lo = f16_to_f32((uint16_t)h), hi = f16_to_f32((uint16_t)(h + 1));
+                if ((h & 0x7fff) != 0x7bff && lo == lo && hi == hi) {
+                    uint32_t mid = f32_bits((lo + hi) * 0.5f);
+                    for (int32_t d : {-1, 0, 1}) check(mid + (uint32_t)d);
+                }
+            }
+        }
+        for (uint64_t u = 0; u < (1ull << 32); u += 4099) check((uint32_t)u);
+        for (int i = 0; i < 1000000; i++) check(rnd() ^ (rnd() << 16));
+    }
+    CHECK(bad == 0, "f32 -> 16 bit: %zu of %zu mismatch", bad, checked);
+    /* Spot values: overflow, subnormals, signed zero, NaN. */
+    CHECK(jkc_f32_to_f16(65519.0f) == 0x7bff && jkc_f32_to_f16(65520.0f) == 0x7c00 &&
+              jkc_f32_to_f16(-1e9f) == 0xfc00 && jkc_f32_to_f16(0x1p-24f) == 0x0001 &&
+              jkc_f32_to_f16(0x1p-25f) == 0x0000 && jkc_f32_to_f16(-0.0f) == 0x8000 &&
+              jkc_f32_to_f16(-NAN) == 0x7fff && jkc_f32_to_bf16(-NAN) == 0x7fff &&
+              jkc_f32_to_bf16(INFINITY) == 0x7f80 && jkc_f32_to_bf16(3.4e38f) == 0x7f80,
+          "spot values");
+}
+
+static void test_launch_errors() {
+    printf("launch configuration: >1024 threads, zero grid/block, bad dims refused like CUDA; "
+           "cudaGetLastError clears, cudaPeekAtLastError does not; args converted once\n");
+    int *flag = dev_alloc<int>(1);
+    auto expect = [&](dim3 g, dim3 b, size_t smem, cudaError_t want, const char *what) {
+        cudaMemsetAsync(flag, 0, 4, 0);
+        JKC_LAUNCH(k_flag, g, b, smem, 0, flag);
+        cudaError_t peek = cudaPeekAtLastError();
+        cudaError_t e = cudaGetLastError();
+        int ran = -1;
+        cudaMemcpy(&ran, flag, 4, cudaMemcpyDeviceToHost);
+        CHECK(e == want && peek == want, "%s: got %s, want %s", what, cudaGetErrorName(e),
+              cudaGetErrorName(want));
+        CHECK(cudaGetLastError() == cudaSuccess, "%s: error not cleared", what);
+        CHECK(ran == (want == cudaSuccess), "%s: kernel %s", what, ran ? "ran" : "did not run");
+    };
+    expect(dim3(1), dim3(1024), 0, cudaSuccess, "1024 threads");
+    expect(dim3(1), dim3(1025), 0, cudaErrorInvalidConfiguration, "1025 threads");
+    expect(dim3(1), dim3(64, 32), 0, cudaErrorInvalidConfiguration, "64x32 threads");
+    expect(dim3(1), dim3(1, 1, 65), 0, cudaErrorInvalidConfiguration, "blockDim.z 65");
+    expect(dim3(0), dim3(32), 0, cudaErrorInvalidConfiguration, "zero grid");
+    expect(dim3(2, 0), dim3(32), 0, cudaErrorInvalidConfiguration, "zero grid.y");
+    expect(dim3(1), dim3(0), 0, cudaErrorInvalidConfiguration, "zero block");
+    expect(dim3(1, 65536), dim3(32), 0, cudaErrorInvalidConfiguration, "grid.y 65536");
+    expect(dim3(1), dim3(32), 48 * 1024, cudaSuccess, "48 KiB dynamic smem");
+    expect(dim3(1), dim3(32), 48 * 1024 + 1, cudaErrorInvalidValue, "48 KiB + 1 dynamic smem");
+
+    int *out = dev_alloc<int>(3);
+    int counter = 7;
+    JKC_LAUNCH(k_args, 2, 64, 0, 0, out, counter++, 2.75, (unsigned)9);
+    int h[3];
+    cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
+    CHECK(counter == 8 && h[0] == 7 && h[1] == 2 && h[2] == 9,
+          "arguments: counter %d, got %d %d %d", counter, h[0], h[1], h[2]);
+    cudaFree(out);
+    cudaFree(flag);
+}
+
+static void test_runtime() {
+    printf("runtime: device properties, copies checked against cudaMalloc blocks (3 'emu:' "
+           "lines on stderr are expected), streams, events, JEPA_EMU_NO_DEVICE\n");
+    int count = -1, dev = -1;
+    CHECK(cudaGetDeviceCount(&count) == cudaSuccess && count == 1, "device count %d", count);
+    CHECK(cudaSetDevice(0) == cudaSuccess && cudaGetDevice(&dev) == cudaSuccess && dev == 0,
+          "set/get device");
+    CHECK(cudaSetDevice(1) == cudaErrorInvalidDevice, "cudaSetDevice(1) accepted");
+    cudaGetLastError();
+    cudaDeviceProp p;
+    CHECK(cudaGetDeviceProperties(&p, 0) == cudaSuccess && p.major == 9 && p.minor == 0 &&
+              p.multiProcessorCount == 132 && p.sharedMemPerBlockOptin == 227 * 1024 &&
+              strcmp(p.name, "jepa.c SIMT emulator") == 0 && p.totalGlobalMem > 0,
+          "device properties");
+
+    void *huge = nullptr;
+    CHECK(cudaMalloc(&huge, (size_t)1 << 60) == cudaErrorMemoryAllocation && !huge,
+          "cudaMalloc(2^60) did not fail with cudaErrorMemoryAllocation");
+    CHECK(cudaGetLastError() == cudaErrorMemoryAllocation, "allocation error not recorded");
+    float *d = dev_alloc<float>(16), host[16] = {0};
+    CHECK(cudaMemcpy(host, host + 1, 8, cudaMemcpyHostToDevice) == cudaErrorInvalidValue,
+          "host pointer accepted as a copy destination");
+    CHECK(cudaGetLastError() == cudaErrorInvalidValue, "copy error not recorded");
+    CHECK(cudaMemcpy(d + 8, host, 9 * 4, cudaMemcpyHostToDevice) == cudaErrorInvalidValue,
+          "copy past the end of a block accepted");
+    CHECK(cudaMemcpy(d + 8, host, 8 * 4, cudaMemcpyHostToDevice) == cudaSuccess,
+          "copy to the tail of a block refused");
+    CHECK(cudaMemcpy(d, d + 8, 8 * 4, cudaMemcpyDeviceToDevice) == cudaSuccess, "D2D refused");
+    CHECK(cudaFree(host) == cudaErrorInvalidValue, "cudaFree of a host pointer accepted");
+    cudaGetLastError();
+
+    cudaStream_t s = nullptr;
+    cudaEvent_t e0 = nullptr, e1 = nullptr;
+    float ms = -1;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess, "stream");
+    CHECK(cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess, "events");
+    cudaEventRecord(e0, s);
+    CHECK(cudaMemsetAsync(d, 0, 64, s) == cudaSuccess, "memset");
+    JKC_LAUNCH(k_bar_loop, 2, 64, 0, s, 10);
+    cudaEventRecord(e1, s);
+    CHECK(cudaStreamSynchronize(s) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
+              cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess && ms >= 0,
+          "event timing %g ms", ms);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaStreamDestroy(s);
+    cudaFree(d);
+
+    setenv("JEPA_EMU_NO_DEVICE", "1", 1);
+    count = -1;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    CHECK(e == cudaErrorNoDevice && count == 0, "JEPA_EMU_NO_DEVICE: %s, count %d",
+          cudaGetErrorName(e), count);
+    void *m = nullptr;
+    CHECK(cudaSetDevice(0) == cudaErrorNoDevice && cudaMalloc(&m, 16) == cudaErrorNoDevice,
+          "JEPA_EMU_NO_DEVICE: calls succeed");
+    unsetenv("JEPA_EMU_NO_DEVICE");
+    cudaGetLastError();
+    CHECK(cudaGetDeviceCount(&count) == cudaSuccess && count == 1, "device not back");
+}
+
+static void test_threads() {
+    printf("host threads: 4 threads launching concurrently (serialized, own fibers)\n");
+    std::vector<std::thread> th;
+    int fails[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 4; i++)
+        th.emplace_back([i, &fails] {
+            for (int rep = 0; rep < 20; rep++) {
+                unsigned n = 64u << (i % 3);
+                int *d = nullptr;
+                cudaMalloc(&d, 2 * n * 4);
+                JKC_LAUNCH(k_ring, 2, n, 0, 0, d);
+                std::vector<int> h(2 * n);
+                cudaMemcpy(h.data(), d, h.size() * 4, cudaMemcpyDeviceToHost);
+                for (unsigned blk = 0; blk < 2; blk++)
+                    for (unsigned t = 0; t < n; t++)
+                        fails[i] += h[blk * n + t] != (int)(((t + 2) % n) * 3 + blk + 1);
+                cudaFree(d);
+            }
+        });
+    for (auto &t : th) t.join();
+    CHECK(fails[0] + fails[1] + fails[2] + fails[3] == 0, "wrong results from threads");
+}
+
+/* Run fn in a child; it must die (abort, or an ASan report) with `want` on stderr. */
+template <class F> static void expect_abort(const char *what, const char *want, F fn) {
+    int fd[2];
+    if (pipe(fd) != 0) {
+        CHECK(false, "pipe");
+        return;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        close(fd[0]);
+        fn();
+        fprintf(stderr, "(returned)\n");
+        _exit(0);
+    }
+    close(fd[1]);
+    std::string err;
+    char buf[4096];
+    ssize_t r;
+    while ((r = read(fd[0], buf, sizeof buf)) > 0) err.append(buf, (size_t)r);
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    /* abort() from the emulator; ASan reports end the process with exit code 1 */
+    bool aborted = (WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT) ||
+                   (WIFEXITED(status) && WEXITSTATUS(status) != 0);
+    CHECK(aborted && err.find(want) != std::string::npos, "%s: %s, stderr: %s", what,
+          aborted ? "aborted" : "did not abort", err.c_str());
+}
+
+static void test_bug_detection() {
+    printf("kernel bugs abort with a message: divergent __syncthreads, early return before a "
+           "barrier, partial warp, divergent warp ops\n");
+    int *out = dev_alloc<int>(1024);
+    float *fo = dev_alloc<float>(1024);
+    expect_abort("divergent __syncthreads",
+                 "emu: deadlock in kernel k_divergent_sync block (0,0,0)",
+                 [&] { JKC_LAUNCH(k_divergent_sync, dim3(2), dim3(128), 0, 0, out); });
+    expect_abort("early return", "emu: deadlock in kernel k_early_return block (0,0,0)",
+                 [&] { JKC_LAUNCH(k_early_return, 1, 256, 0, 0, out, 200); });
+    expect_abort("partial warp", "partial warp",
+                 [&] { JKC_LAUNCH(k_partial_warp, 1, 48, 0, 0, fo); });
+    expect_abort("divergent warp ops", "divergent warp ops",
+                 [&] { JKC_LAUNCH(k_divergent_warp, 1, 64, 0, 0, fo); });
+#if defined(__SANITIZE_ADDRESS__)
+    printf("ASan: an out-of-bounds store in a kernel is reported\n");
+    expect_abort("out of bounds", "heap-buffer-overflow",
+                 [&] {
+                     float *small = dev_alloc<float>(32);
+                     JKC_LAUNCH(k_oob, 1, 64, 0, 0, small, 1);
+                 });
+#endif
+    cudaFree(out);
+    cudaFree(fo);
+}
+
+static void test_speed() {
+    printf("speed:\n");
+    const int iters = 2000;
+    auto t0 = std::chrono::steady_clock::now();
+    JKC_LAUNCH(k_bar_loop, 1, 256, 0, 0, iters);
+    auto t1 = std::chrono::steady_clock::now();
+    double us = std::chrono::duration<double, std::micro>(t1 - t0).count() / iters;
+    printf("  __syncthreads over 256 threads: %.2f us (%.1f ns per thread)\n", us, us * 1e3 / 256);
+    float *o = dev_alloc<float>(1);
+    t0 = std::chrono::steady_clock::now();
+    JKC_LAUNCH(k_shfl_loop, 1, 256, 0, 0, iters, o);
+    t1 = std::chrono::steady_clock::now();
+    us = std::chrono::duration<double, std::micro>(t1 - t0).count() / iters;
+    printf("  __shfl_xor_sync over 256 threads: %.2f us (%.1f ns per thread)\n", us,
+           us * 1e3 / 256);
+    t0 = std::chrono::steady_clock::now();
+    JKC_LAUNCH(k_mma_loop, 1, 256, 0, 0, iters, o);
+    t1 = std::chrono::steady_clock::now();
+    us = std::chrono::duration<double, std::micro>(t1 - t0).count() / iters / 8;
+    printf("  jkc_mma_f16: %.2f us per warp-wide mma (8 warps)\n", us);
+    int *f = dev_alloc<int>(1);
+    t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 200; i++) JKC_LAUNCH(k_flag, 64, 128, 0, 0, f);
+    t1 = std::chrono::steady_clock::now();
+    us = std::chrono::duration<double, std::micro>(t1 - t0).count() / 200;
+    printf("  empty launch of 64 blocks x 128 threads: %.1f us\n", us);
+    cudaFree(o);
+    cudaFree(f);
+}
+
+int main() {
+    const char *seed = getenv("JEPA_SEED");
+    uint64_t s = seed ? strtoull(seed, nullptr, 0) : (uint64_t)time(nullptr);
+    printf("test_emu: JEPA_SEED=%llu\n", (unsigned long long)s);
+    g_rng = s * 0x9e3779b97f4a7c15ull | 1;
+    unsetenv("JEPA_EMU_NO_DEVICE");
+
+    test_coords();
+    test_barrier();
+    test_shuffles();
+    test_dyn_smem();
+    test_mma();
+    test_conversions();
+    test_launch_errors();
+    test_runtime();
+    test_threads();
+    test_bug_detection();
+    test_speed();
+
+    if (g_failures) {
+        printf("test_emu: %d FAILED\n", g_failures);
+        return 1;
+    }
+    printf("test_emu: all passed\n");
+    return 0;
+}
