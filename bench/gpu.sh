@@ -79,7 +79,10 @@ grep '^{' "$out/bench_gpu.log" >"$out/bench_gpu.jsonl" 2>/dev/null
 # ---- end to end: random-weight models at real sizes (jepa synth), GPU vs CPU ----
 # name | synth arch | dtype | test pattern | batch
 if [ "$quick" = 1 ]; then
-    cases="tiny|vjepa2-tiny|f16|4x64x64|2"
+    cases="
+tiny|vjepa2-tiny|f16|4x64x64|1
+tiny|vjepa2-tiny|bf16|4x64x64|2
+"
 else
     cases="
 vitl256-clip16|vjepa2-vitl-256|f16|16x256x256|1
@@ -105,7 +108,7 @@ echo "$cases" | while IFS='|' read -r name arch dtype pattern batch; do
     # parity against the CPU path on the same file and input (batch 1 only: one CPU run)
     if [ "$batch" = 1 ]; then
         step "cpu-$tag" 240 "$jepa" embed -m "$gguf" --test-pattern "$pattern" -o "$out/cpu-$tag.npy" &&
-            step "parity-$tag" 60 "$cmp" "$out/gpu-$tag.npy" "$out/cpu-$tag.npy" 0.9999 0.05
+            step "parity-$tag" 60 "$cmp" "$out/gpu-$tag.npy" "$out/cpu-$tag.npy" 0.9999 0.01
         rm -f "$out/cpu-$tag.npy"
     fi
     rm -f "$out/gpu-$tag.npy"
