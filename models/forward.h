@@ -126,9 +126,10 @@ void vit_block(const struct jepa_ctx *c, const struct jm_vit *vit, const struct 
                float *x, int n, int nb, const struct vit_scratch *s);
 
 /* Bytes of kernel workspace for attention over n keys of head_dim and for matmuls with
- * rows of each K in ks[0 .. nk). Every K used must be listed, not only the widest: a
- * gemm's workspace need not grow with K (x86: the K block is K split evenly, so K = 320
- * needs more than K = 588). */
+ * rows of each K in ks[0 .. nk). kernels.h promises that gemm_ws(nt, K) covers every
+ * K' <= K (checkasm_gemm tests it since an x86 kernel once broke it: its K block is K
+ * split evenly, so K = 320 needed more than K = 588); taking the maximum over every K
+ * used keeps the forward safe even against a table that breaks the promise. */
 size_t vit_ws_bytes(const struct jepa_ctx *c, int n, int head_dim, const int *ks, int nk);
 
 /* Column count of the `wide` buffer for a stack. */

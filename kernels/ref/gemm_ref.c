@@ -50,7 +50,12 @@ void ref_weight_row(float *dst, const void *w, size_t ldw, enum jk_dtype t, int 
     }
 }
 
-double ref_gelu_erf(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440)); }
+/* 0.5 x (1 + erf(x / sqrt 2)); for x < 0 as 0.5 x erfc(-x / sqrt 2), which does not cancel
+ * (1 + erf loses every digit below x = -8 even in double). */
+double ref_gelu_erf(double x) {
+    const double z = x * 0.70710678118654752440;
+    return x >= 0.0 ? 0.5 * x * (1.0 + erf(z)) : 0.5 * x * erfc(-z);
+}
 
 static void gemm_ref(const struct jk_gemm_args *a, enum jk_dtype t) {
     const int M = a->M, N = a->N, K = a->K;

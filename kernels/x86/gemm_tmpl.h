@@ -145,9 +145,13 @@ static inline int gt_kc_step(int K) {
 }
 
 /* Workspace: per thread a W panel (KC x NC) and an X block (MC x KC); the small-M path
- * uses the same slice for 8 or more W rows converted to f32 (>= 8 K). */
+ * uses the same slice for 8 or more W rows converted to f32 (>= 8 K). Sized with
+ * min(K rounded up to 8, GT_KC), which bounds gt_kc_step(K') for every K' <= K (the step
+ * itself is not monotonic: K = 320 takes one block of 320, K = 588 two of 296), so that
+ * gemm_ws(nt, K) covers every matmul with rows of up to K weights, as kernels.h promises. */
 static inline size_t gt_thread_bytes(int K) {
-    size_t kc = (size_t)gt_min(gt_kc_step(K > 0 ? K : 1), GT_KC);
+    const int k8 = ((K > 0 ? K : 1) + 7) & ~7;
+    size_t kc = (size_t)gt_min(k8, GT_KC);
     size_t blis = kc * (size_t)GT_NC + (size_t)GT_MC * kc, small = 8 * (size_t)(K > 0 ? K : 1);
     return ((blis > small ? blis : small) * sizeof(float) + 63) & ~(size_t)63;
 }

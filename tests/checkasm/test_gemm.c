@@ -323,6 +323,16 @@ int main(void) {
                 fails += run_case(&kt, lv[l].name, &ref, &c);
                 cases++;
             }
+            if (t == 0) {   /* gemm_ws(nt, K) must cover every K' <= K (kernels.h) */
+                size_t prev = 0;
+                int bad_k = 0;
+                for (int K = 1; K <= 4096 && !bad_k; K++) {
+                    const size_t w = kt.gemm_ws(3, K);
+                    if (w < prev) bad_k = K;
+                    prev = w;
+                }
+                CA_CHECK(!bad_k, "%s gemm_ws(3, K) shrinks at K = %d", lv[l].name, bad_k);
+            }
             check_gelu(&kt, lv[l].name, &ref, (enum jk_dtype)t, 577);
             check_gelu(&kt, lv[l].name, &ref, (enum jk_dtype)t, 3);
             printf("  %s %s: %d shapes, %d failed; gelu epilogue checked\n", lv[l].name,

@@ -16,14 +16,17 @@
  *    +-80 after scaling; the padding between rows and 16 floats either side of o are
  *    NaN and must stay NaN; 1 and 2 threads must give the same bits (ws from the
  *    table's attn_ws, deliberately misaligned);
- *  - rope on the q and the k part of a fused qkv buffer (v untouched), odd head dims,
- *    identity rows; layernorm affine / scale-only / none, in place, strided, constant
- *    rows (must give b exactly), large means; gelu / gelu_tanh / silu on ragged lengths
- *    with zeros, subnormals, huge values, and the GELU against erfc in double over a
- *    sweep of every binade of [-16, 16] (worst relative error printed; bound 6.1e-8);
- *    softmax rows with +-80 ranges; add with and without layer-scale; patchify (bits);
+ *  - the row and element-wise slots on the cases of ops_check.h (shared with
+ *    tests/cuda/test_cuda_ops.c): rope on the q and the k part of a fused qkv buffer (v
+ *    untouched), odd head dims, identity rows, pass-through dims; layernorm affine /
+ *    scale-only / none, in place, strided, constant rows (must give b exactly), large
+ *    means; gelu / gelu_tanh / silu on ragged lengths with zeros, subnormals, huge values,
+ *    and against their exact formulas in double over a sweep of every binade of
+ *    [-16, 16] (worst relative error printed; bound 6.1e-8); softmax rows with +-80
+ *    ranges; add with and without layer-scale, strided or one broadcast row; patchify
+ *    (bits);
  *  - gather (bits of x[idx], repeats, padded strides) and mean_rows (against a long double
- *    mean, padding NaN, a 1e4 offset, up to 3136 rows) against these definitions: the
+ *    mean, padding NaN, offsets 1 and 1e4, up to 3136 rows) against these definitions: the
  *    reference, and the table of every level (which inherits the reference today);
  *  - rope_tables against the §4 formulas of shared/reference/vjepa2-tensor-maps-and-rope.md
  *    written out independently here (both layouts, fractional positions, pass-through
@@ -33,7 +36,6 @@
  * Tolerances are derived beside each check (u = 2^-24). `checkasm_ops --bench` times the
  * attention (GFLOP/s, flops = 4 nq nkv head_dim heads) and the row ops at every level.
  */
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,48 +47,10 @@
 #include "kernels/kernels.h"
 #include "kernels/ref/ref.h"
 #include "tests/checkasm/checkasm.h"
+#include "tests/checkasm/ops_check.h"
 #ifndef CHECKASM_AVX512_EMU
 #include "models/rope.h"
 #endif
-
-#define U (1.0 / 16777216.0) /* 2^-24 */
-
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) { fprintf(stderr, "out of memory\n"); exit(1); }
-    return p;
-}
-static float *falloc(size_t n) { return (float *)xmalloc(n * sizeof(float)); }
-/* max of two doubles (not fmax: gcc 12 for aarch64 crashes vectorising fmax reductions) */
-static double dmax(double a, double b) { return b > a ? b : a; }
-
-/* Every element of p[0 .. rows*ld) outside columns [0, cols) of each row is NaN, and the
- * guard bands around it too. */
-static int gaps_ok(const float *p, int rows, size_t ld, size_t cols) {
-    if (!ca_guard_ok(p, (size_t)rows * ld)) return 0;
-    for (int r = 0; r < rows; r++)
-        for (size_t c = cols; c < ld; c++)
-            if (!isnan(p[(size_t)r * ld + c])) return 0;
-    return 1;
-}
-
-/* |got - ref| <= tol elementwise (NaN never passes); prints the worst under `what`. */
-static int check_tol(const char *what, const float *got, const float *ref, const double *tol, size_t n) {
-    size_t bad = 0, worst = 0;
-    double wr = -1.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - (double)ref[i]);
-        double r = d / (tol[i] > 0 ? tol[i] : 1e-300);
-        if (!(d <= tol[i])) bad++;
-        if (!(r <= wr)) wr = r, worst = i;
-    }
-    if (bad) {
-        ca_failures++;
-        printf("FAIL %s: %zu of %zu outside tolerance; worst [%zu] got %.9g ref %.9g tol %.3g\n",
-               what, bad, n, worst, (double)got[worst], (double)ref[worst], tol[worst]);
-    }
-    return (int)bad;
-}
 
 /* ======================================================================================
  * attention
@@ -182,7 +146,7 @@ static int visible(const struct attn_data *t, int i, int j) {
 /* The naive definition in double: the score row is materialised, softmax, then P V. */
 static void attn_naive(const struct attn_data *t, double *o /* [nq][D] */) {
     const int hd = t->c.hd, D = t->c.n_head * hd;
-    double *s = (double *)xmalloc((size_t)t->c.nkv * sizeof(double));
+    double *s = dalloc((size_t)t->c.nkv);
     for (int h = 0; h < t->c.n_head; h++)
         for (int i = 0; i < t->c.nq; i++) {
             double mx = -INFINITY, l = 0.0;
@@ -212,7 +176,7 @@ static void check_attn_ref(const struct attn_case *c) {
     struct attn_data t;
     attn_make(&t, c);
     const int D = c->n_head * c->hd;
-    double *on = (double *)xmalloc((size_t)c->nq * D * sizeof(double));
+    double *on = dalloc((size_t)c->nq * D);
     float *o = ca_alloc_guarded((size_t)c->nq * t.ldo);
     struct jk_attn_args a = attn_args(&t, o, 1, NULL);
     attn_ref(&a);
@@ -264,7 +228,7 @@ static int check_attn_case(const struct jk_kernels *kt, const char *level, const
     kt->attn(&a);
 
     float *got = falloc((size_t)c->nq * D), *ref = falloc((size_t)c->nq * D);
-    double *tol = (double *)xmalloc((size_t)c->nq * D * sizeof(double));
+    double *tol = dalloc((size_t)c->nq * D);
     for (int h = 0; h < c->n_head; h++)
         for (int i = 0; i < c->nq; i++) {
             double emax = 0.0, smin = INFINITY, smax = -INFINITY;
@@ -298,7 +262,7 @@ static int check_attn_case(const struct jk_kernels *kt, const char *level, const
     int bad = check_tol(what, got, ref, tol, (size_t)c->nq * D);
     CA_CHECK(gaps_ok(o1, c->nq, t.ldo, (size_t)D) && gaps_ok(o2, c->nq, t.ldo, (size_t)D),
              "%s: wrote outside o (padding or guard bands)", what);
-    CA_CHECK(!memcmp(o1 - CA_GUARD, o2 - CA_GUARD, (no + 2 * CA_GUARD) * sizeof(float)),
+    CA_CHECK(same_bits(o1 - CA_GUARD, o2 - CA_GUARD, no + 2 * CA_GUARD),
              "%s: 1 and 2 threads differ", what);
     free(got), free(ref), free(tol), free(wsbuf);
     ca_free_guarded(o1), ca_free_guarded(o2), ca_free_guarded(or);
@@ -342,432 +306,187 @@ static void check_attn(const struct jk_kernels *kt, const char *level) {
 }
 
 /* ======================================================================================
- * RoPE (the slot): x = x cos + rot90(x) sin on the q and k parts of a fused qkv buffer
+ * the row and element-wise slots: each case (inputs, reference, checks) is ops_check.h's;
+ * here the slot runs with 1 and then 2 threads, which must give the same bits
  * ====================================================================================== */
 
-/* The kernel rounds x*cos, then the FMA: |y - y_ref| <= 2u (|x c| + |x' s|) <= 3u (...)
- * with x' the pair partner; the reference rounds once. */
+/* RoPE on the q and k parts of a fused qkv buffer: the kernel rounds x*cos, then the FMA,
+ * so ops_rope_finish's 3u (|x c| + |x' s|) holds. */
 static void check_rope(const struct jk_kernels *kt, const char *level) {
-    static const int ns[] = {1, 2, 17, 577};
-    static const int hds[][2] = {{64, 16}, {32, 12}, {80, 3}, {6, 2}, {7, 3}, {66, 1}};
     int fails = 0, cases = 0;
-    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
-        for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++) {
-            const int n = ns[ni], hd = hds[hi][0], nh = hds[hi][1], D = hd * nh;
-            const size_t ld = 3 * (size_t)D + 3;
-            float *x0 = falloc((size_t)n * ld), *cs = falloc((size_t)n * hd), *sn = falloc((size_t)n * hd);
-            ca_fill(x0, (size_t)n * ld, 1.0f);
-            for (int i = 0; i < n; i++)
-                for (int j = 0; j < hd; j++) {
-                    double ang = 6.283185307179586 * ca_uniform();
-                    int ident = i % 5 == 0;   /* identity rows (CLS) */
-                    cs[(size_t)i * hd + j] = ident ? 1.0f : (float)cos(ang);
-                    sn[(size_t)i * hd + j] = ident ? 0.0f : (float)sin(ang);
-                }
-            float *xr = ca_alloc_guarded((size_t)n * ld), *x1 = ca_alloc_guarded((size_t)n * ld),
-                  *x2 = ca_alloc_guarded((size_t)n * ld);
-            memcpy(xr, x0, (size_t)n * ld * sizeof(float));
-            memcpy(x1, x0, (size_t)n * ld * sizeof(float));
-            memcpy(x2, x0, (size_t)n * ld * sizeof(float));
-            for (int part = 0; part < 2; part++) {   /* q then k */
-                rope_ref(xr + part * D, ld, n, nh, hd, cs, sn, 1);
-                kt->rope(x1 + part * D, ld, n, nh, hd, cs, sn, 1);
-                kt->rope(x2 + part * D, ld, n, nh, hd, cs, sn, 2);
-            }
-            double *tol = (double *)xmalloc((size_t)n * ld * sizeof(double));
-            for (int i = 0; i < n; i++)
-                for (size_t e = 0; e < ld; e++) {
-                    size_t x = (size_t)i * ld + e;
-                    tol[x] = 0.0;                      /* v and the padding: untouched */
-                    if (e < 2 * (size_t)D) {
-                        int j = (int)(e % hd), pj = j ^ 1;
-                        double xp = pj < hd ? fabs(x0[x - j + pj]) : 0.0;
-                        tol[x] = 3 * U * (fabs(x0[x] * cs[(size_t)i * hd + j]) + xp * fabs(sn[(size_t)i * hd + j]));
-                    }
-                }
-            char what[160];
-            snprintf(what, sizeof what, "%s rope n %d heads %d hd %d", level, n, nh, hd);
-            fails += check_tol(what, x1, xr, tol, (size_t)n * ld) != 0;
-            CA_CHECK(!memcmp(x1, x2, (size_t)n * ld * sizeof(float)), "%s: 1 and 2 threads differ", what);
-            CA_CHECK(ca_guard_ok(x1, (size_t)n * ld), "%s: wrote outside x", what);
-            cases++;
-            free(tol), free(x0), free(cs), free(sn);
-            ca_free_guarded(xr), ca_free_guarded(x1), ca_free_guarded(x2);
+    struct ops_rope c;
+    for (size_t i = 0; ops_rope_make(&c, i, 577); i++) {
+        float *x1 = ops_dup(c.x0, (size_t)c.n * c.ld), *x2 = ops_dup(c.x0, (size_t)c.n * c.ld);
+        for (int part = 0; part < 2; part++) {   /* q then k */
+            kt->rope(x1 + part * c.D, c.ld, c.n, c.nh, c.hd, c.cs, c.sn, 1);
+            kt->rope(x2 + part * c.D, c.ld, c.n, c.nh, c.hd, c.cs, c.sn, 2);
         }
+        fails += ops_rope_finish(&c, level, x1, x2, "1 and 2 threads");
+        cases++;
+        ca_free_guarded(x1), ca_free_guarded(x2);
+    }
     printf("  %s rope: %d cases, %d failed\n", level, cases, fails);
 }
 
-/* ======================================================================================
- * LayerNorm
- * ====================================================================================== */
-
-/* Tolerance: the mean is known to about u (|mean| + sigma) after the corrected two-pass
+/* LayerNorm: the mean is known to about u (|mean| + sigma) after the corrected two-pass
  * sum, x - mean, the product by rstd (itself good to ~2u) and the affine add each round
- * once: |y - y_ref| <= 8u (|y_ref| + |w_j| rstd (|x_j - mean| + |mean| + sigma)).
- * Constant rows must give exactly the reference (b, or 0). */
+ * once: |y - y_ref| <= 8u (|y_ref| + |w_j| rstd (|x_j - mean| + |mean| + sigma)), so
+ * ops_ln_finish with a = b = cm = 8. Constant rows must give exactly the reference. */
 static void check_layernorm(const struct jk_kernels *kt, const char *level) {
     static const int ds[] = {1, 2, 7, 17, 64, 577, 1024};
     int fails = 0, cases = 0;
     for (size_t di = 0; di < sizeof ds / sizeof *ds; di++)
-        for (int kind = 0; kind < 4; kind++)         /* normal, large mean, constant, in place */
-            for (int aff = 0; aff < 3; aff++) {      /* w and b, w only, none */
-                const int d = ds[di], n = kind == 2 ? 6 : 17;
-                const size_t ldx = (size_t)d + 3, ldy = kind == 3 ? ldx : (size_t)d + 5;
-                const float eps = kind == 1 ? 1e-5f : 1e-6f;
-                float *x = ca_alloc_guarded((size_t)n * ldx), *w = falloc((size_t)d), *b = falloc((size_t)d);
-                ca_fill(w, (size_t)d, 1.0f), ca_fill(b, (size_t)d, 1.0f);
-                static const float consts[] = {0.0f, 1.0f, 0.1f, -3.3f, 1000.1f, 1e-20f};
-                for (int i = 0; i < n; i++)
-                    for (size_t j = 0; j < ldx; j++) {
-                        float v = j < (size_t)d ? ca_normal() : NAN;
-                        if (kind == 1 && j < (size_t)d) v = 1000.0f + v;
-                        if (kind == 2 && j < (size_t)d) v = consts[i];
-                        x[(size_t)i * ldx + j] = v;
-                    }
-                const float *wa = aff < 2 ? w : NULL, *ba = aff == 0 ? b : NULL;
-                float *yr = ca_alloc_guarded((size_t)n * ldy), *y1, *y2;
-                layernorm_ref(yr, ldy, x, ldx, wa, ba, n, d, eps, 1);
-                if (kind == 3) {   /* in place: y = x */
-                    y1 = ca_alloc_guarded((size_t)n * ldx), y2 = ca_alloc_guarded((size_t)n * ldx);
-                    memcpy(y1, x, (size_t)n * ldx * sizeof(float));
-                    memcpy(y2, x, (size_t)n * ldx * sizeof(float));
-                    kt->layernorm(y1, ldx, y1, ldx, wa, ba, n, d, eps, 1);
-                    kt->layernorm(y2, ldx, y2, ldx, wa, ba, n, d, eps, 2);
+        for (int kind = 0; kind < OPS_LN_KINDS; kind++)
+            for (int aff = 0; aff < 3; aff++) {
+                struct ops_ln c;
+                ops_ln_make(&c, kind == OPS_LN_CONSTANT ? 6 : 17, ds[di], kind, aff);
+                const int n = c.n, d = c.d;
+                float *y1, *y2;
+                if (kind == OPS_LN_INPLACE) {   /* y = x */
+                    y1 = ops_dup(c.x, (size_t)n * c.ldx), y2 = ops_dup(c.x, (size_t)n * c.ldx);
+                    kt->layernorm(y1, c.ldx, y1, c.ldx, c.wa, c.ba, n, d, c.eps, 1);
+                    kt->layernorm(y2, c.ldx, y2, c.ldx, c.wa, c.ba, n, d, c.eps, 2);
                 } else {
-                    y1 = ca_alloc_guarded((size_t)n * ldy), y2 = ca_alloc_guarded((size_t)n * ldy);
-                    kt->layernorm(y1, ldy, x, ldx, wa, ba, n, d, eps, 1);
-                    kt->layernorm(y2, ldy, x, ldx, wa, ba, n, d, eps, 2);
+                    y1 = ca_alloc_guarded((size_t)n * c.ldy), y2 = ca_alloc_guarded((size_t)n * c.ldy);
+                    kt->layernorm(y1, c.ldy, c.x, c.ldx, c.wa, c.ba, n, d, c.eps, 1);
+                    kt->layernorm(y2, c.ldy, c.x, c.ldx, c.wa, c.ba, n, d, c.eps, 2);
                 }
-                double *tol = (double *)xmalloc((size_t)n * d * sizeof(double));
-                float *g = falloc((size_t)n * d), *r = falloc((size_t)n * d);
-                for (int i = 0; i < n; i++) {
-                    const float *xi = x + (size_t)i * ldx;
-                    double mean = 0.0, var = 0.0;
-                    for (int j = 0; j < d; j++) mean += xi[j];
-                    mean /= d;
-                    for (int j = 0; j < d; j++) var += (xi[j] - mean) * (xi[j] - mean);
-                    var /= d;
-                    double rstd = 1.0 / sqrt(var + eps);
-                    for (int j = 0; j < d; j++) {
-                        size_t k = (size_t)i * d + j;
-                        g[k] = y1[(size_t)i * ldy + j], r[k] = yr[(size_t)i * ldy + j];
-                        double wj = wa ? fabs(wa[j]) : 1.0;
-                        tol[k] = kind == 2 ? 0.0
-                                           : 8 * U * (fabs(r[k]) + wj * rstd * (fabs(xi[j] - mean) + fabs(mean) + sqrt(var)));
-                    }
-                }
-                char what[160];
-                snprintf(what, sizeof what, "%s layernorm d %d %s %s", level, d,
-                         (const char *[]){"normal", "mean 1000", "constant rows", "in place"}[kind],
-                         (const char *[]){"w+b", "w", "no affine"}[aff]);
-                fails += check_tol(what, g, r, tol, (size_t)n * d) != 0;
-                CA_CHECK(!memcmp(y1, y2, (size_t)n * (kind == 3 ? ldx : ldy) * sizeof(float)),
-                         "%s: 1 and 2 threads differ", what);
-                CA_CHECK(gaps_ok(y1, n, kind == 3 ? ldx : ldy, (size_t)d), "%s: wrote outside y", what);
+                fails += ops_ln_finish(&c, level, y1, y2, "1 and 2 threads", 8.0, 8.0, 8.0);
                 cases++;
-                free(tol), free(g), free(r), free(w), free(b);
-                ca_free_guarded(x), ca_free_guarded(yr), ca_free_guarded(y1), ca_free_guarded(y2);
+                ca_free_guarded(y1), ca_free_guarded(y2);
             }
     printf("  %s layernorm: %d cases, %d failed\n", level, cases, fails);
 }
 
-/* ======================================================================================
- * element-wise activations
- * ====================================================================================== */
-
-/* Inputs: normals of several scales, then the adversarial ones. */
-static void unary_inputs(float *x, size_t n) {
-    static const float special[] = {0.0f, -0.0f, 1e-40f, -1e-40f, 1.4e-45f, -1.4e-45f, 1e-20f, -1e-20f,
-                                    FLT_MIN, -FLT_MIN, 5.0f, -5.0f, 9.0f, -9.0f, 13.5f, -13.5f,
-                                    14.9f, -14.9f, 15.1f, -15.1f, 20.0f, -20.0f, 50.0f, -50.0f,
-                                    88.0f, -88.0f, 100.0f, -100.0f, 1e4f, -1e4f, 1e30f, -1e30f};
-    const size_t ns = sizeof special / sizeof *special;
-    for (size_t i = 0; i < n; i++) {
-        if (i % 3 == 2 && i / 3 < ns) x[i] = special[i / 3];
-        else x[i] = ca_normal() * (float)(i % 4 == 0 ? 8.0 : i % 4 == 1 ? 0.5 : 3.0);
-    }
-}
-
-/* Both sides evaluate in double and round once, so they agree to one float ulp
- * (2u |ref|) -- except where the reference itself cancels: gelu's 1 + erf(x/sqrt2) and
- * gelu_tanh's 1 + tanh(u) lose ~|x| 2^-53 absolute for x < 0 (the kernels do not).
- * Subnormal results may differ by one subnormal step, 2^-149. */
+/* The activations against the reference: both sides evaluate in double and round once,
+ * so they agree to one float ulp (2u |ref|: ops_unary_finish with rel 2) but for the
+ * reference's own cancellation (which ops_unary_finish allows for). Slots still holding
+ * the reference are skipped. */
 static void check_unary(const struct jk_kernels *kt, const struct jk_kernels *rt, const char *level) {
     static const size_t ns[] = {1, 7, 8, 9, 15, 16, 17, 100, 20001};
-    const struct { const char *name; jk_unary_fn fn, rf; double cancel; } ops[] = {
-        {"gelu", kt->gelu, rt->gelu, 4.0}, {"gelu_tanh", kt->gelu_tanh, rt->gelu_tanh, 4.0},
-        {"silu", kt->silu, rt->silu, 0.0}};
-    for (int o = 0; o < 3; o++) {
+    for (int o = 0; o < OPS_NACT; o++) {
+        const jk_unary_fn fn = ops_act_slot(kt, o);
         int fails = 0, cases = 0;
-        if (ops[o].fn == ops[o].rf) continue;
+        if (fn == ops_act_slot(rt, o)) continue;
         for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
-            const size_t n = ns[ni];
-            float *x0 = falloc(n), *xr = falloc(n), *x1 = ca_alloc_guarded(n), *x2 = ca_alloc_guarded(n);
-            unary_inputs(x0, n);
-            memcpy(xr, x0, n * sizeof(float)), memcpy(x1, x0, n * sizeof(float)), memcpy(x2, x0, n * sizeof(float));
-            ops[o].rf(xr, n, 1);
-            ops[o].fn(x1, n, 1);
-            ops[o].fn(x2, n, 2);
-            double *tol = (double *)xmalloc(n * sizeof(double));
-            for (size_t i = 0; i < n; i++)
-                tol[i] = 2 * U * fabs(xr[i]) + ops[o].cancel * 0x1p-53 * fabs(x0[i]) + 0x1p-149;
-            char what[120];
-            snprintf(what, sizeof what, "%s %s n %zu", level, ops[o].name, n);
-            fails += check_tol(what, x1, xr, tol, n) != 0;
-            CA_CHECK(!memcmp(x1, x2, n * sizeof(float)), "%s: 1 and 2 threads differ", what);
-            CA_CHECK(ca_guard_ok(x1, n), "%s: wrote outside x", what);
+            struct ops_unary c;
+            ops_unary_make(&c, rt, o, ns[ni]);
+            float *x1 = ops_dup(c.x0, c.n), *x2 = ops_dup(c.x0, c.n);
+            fn(x1, c.n, 1);
+            fn(x2, c.n, 2);
+            fails += ops_unary_finish(&c, level, x1, x2, "1 and 2 threads", 2.0);
             cases++;
-            free(tol), free(x0), free(xr);
             ca_free_guarded(x1), ca_free_guarded(x2);
         }
-        printf("  %s %s: %d cases, %d failed\n", level, ops[o].name, cases, fails);
+        printf("  %s %s: %d cases, %d failed\n", level, ops_act_name[o], cases, fails);
     }
 }
 
-/* GELU against the exact formula 0.5 x erfc(-x / sqrt 2) in double (no cancellation for
- * any sign) over every binade of [-16, 16]: every 127th float bit pattern from the
- * smallest subnormal up to 16, both signs (~9 million values). The kernel evaluates in
- * double with a relative error ~4e-10 and rounds once, so for a normal result
- * |y - gelu(x)| / |gelu(x)| <= 2^-24 + 4e-10 < 6.1e-8; a subnormal result is within one
- * subnormal step (2^-149). */
-static void check_gelu_accuracy(const struct jk_kernels *kt, const char *level) {
-    const uint32_t top = 0x41800000u;    /* 16.0f */
-    const uint32_t step = 127;
-    const size_t n = 2 * (size_t)(top / step + 1);
-    float *x = falloc(n);
-    size_t k = 0;
-    for (uint32_t b = 0; b <= top && k + 1 < n; b += step) {
-        float f;
-        memcpy(&f, &b, 4);
-        x[k++] = f, x[k++] = -f;
+/* The three activations against their exact formulas (ops_act_exact, no cancellation
+ * for either sign) over every binade of [-16, 16]: every 127th float bit pattern from
+ * the smallest subnormal up to 16, both signs (17 million values). The kernels evaluate
+ * in double with a relative error ~4e-10 (the GELU fit; ~1e-15 for the others) and round
+ * once, so for a normal result |y - f(x)| / |f(x)| <= 2^-24 + 4e-10 < 6.1e-8; a
+ * subnormal result is within one subnormal step (2^-149: sub_rel 0). Slots still holding
+ * the reference are skipped. */
+static void check_act_accuracy(const struct jk_kernels *kt, const struct jk_kernels *rt, const char *level) {
+    size_t m;
+    float *x = ops_act_sweep(127, &m), *y = falloc(m);
+    for (int o = 0; o < OPS_NACT; o++) {
+        if (ops_act_slot(kt, o) == ops_act_slot(rt, o)) continue;
+        memcpy(y, x, m * sizeof(float));
+        ops_act_slot(kt, o)(y, m, 2);
+        ops_act_check(level, o, x, y, m, 6.1e-8, 0.0);
     }
-    float *y = falloc(k);
-    memcpy(y, x, k * sizeof(float));
-    kt->gelu(y, k, 2);
-    double worst = 0.0, wx = 0.0;
-    size_t bad = 0;
-    for (size_t i = 0; i < k; i++) {
-        double xd = x[i], e = 0.5 * xd * erfc(-xd * 0.70710678118654752440);
-        double d = fabs((double)y[i] - e);
-        if (fabs(e) >= FLT_MIN) {
-            double r = d / fabs(e);
-            if (r > worst) worst = r, wx = xd;
-            if (!(r <= 6.1e-8)) bad++;
-        } else if (!(d <= 0x1p-149)) {
-            bad++;
-        }
-    }
-    printf("  %s gelu: worst relative error %.3g (at x = %.9g) over %zu floats in [-16, 16]\n",
-           level, worst, wx, k);
-    CA_CHECK(!bad, "%s gelu vs 0.5 x erfc(-x/sqrt2): %zu values beyond 6.1e-8 relative (or 2^-149)",
-             level, bad);
     free(x), free(y);
 }
 
-/* ======================================================================================
- * softmax
- * ====================================================================================== */
-
-/* e^(x - m) with the argument rounded (|x - m| u), the polynomial (~2u), the sum of d
- * positive terms (d u relative) and the division (u):
- *   |y - y_ref| <= u |y_ref| (|x_j - m| + d + 8) + 2^-140  (subnormal results). */
+/* Softmax: the argument rounded, the polynomial (~2u), a row sum of d terms added in
+ * turn (depth d) and the division: ops_sm_finish with depth d. */
 static void check_softmax(const struct jk_kernels *kt, const char *level) {
     static const int ds[] = {1, 2, 7, 8, 9, 17, 64, 577, 1000};
     int fails = 0, cases = 0;
     for (size_t di = 0; di < sizeof ds / sizeof *ds; di++)
-        for (int kind = 0; kind < 3; kind++) {     /* normal, +-80, one dominant */
-            const int d = ds[di], n = 5;
-            float *x0 = falloc((size_t)n * d), *xr = falloc((size_t)n * d);
-            float *x1 = ca_alloc_guarded((size_t)n * d), *x2 = ca_alloc_guarded((size_t)n * d);
-            for (int i = 0; i < n * d; i++) {
-                x0[i] = kind == 1 ? (float)(160.0 * ca_uniform() - 80.0) : 2.0f * ca_normal();
-                if (kind == 2 && i % d == 0) x0[i] = 60.0f;
-            }
-            memcpy(xr, x0, (size_t)n * d * sizeof(float));
-            memcpy(x1, x0, (size_t)n * d * sizeof(float));
-            memcpy(x2, x0, (size_t)n * d * sizeof(float));
-            softmax_ref(xr, n, d, 1);
-            kt->softmax(x1, n, d, 1);
-            kt->softmax(x2, n, d, 2);
-            double *tol = (double *)xmalloc((size_t)n * d * sizeof(double));
-            for (int i = 0; i < n; i++) {
-                float m = -INFINITY;
-                for (int j = 0; j < d; j++) m = (float)dmax(m, x0[(size_t)i * d + j]);
-                for (int j = 0; j < d; j++) {
-                    size_t k = (size_t)i * d + j;
-                    tol[k] = U * fabs(xr[k]) * (fabs((double)x0[k] - m) + d + 8) + 0x1p-140;
-                }
-            }
-            char what[120];
-            snprintf(what, sizeof what, "%s softmax d %d %s", level, d,
-                     (const char *[]){"normal", "+-80", "one dominant"}[kind]);
-            fails += check_tol(what, x1, xr, tol, (size_t)n * d) != 0;
-            CA_CHECK(!memcmp(x1, x2, (size_t)n * d * sizeof(float)), "%s: 1 and 2 threads differ", what);
-            CA_CHECK(ca_guard_ok(x1, (size_t)n * d), "%s: wrote outside x", what);
+        for (int kind = 0; kind < OPS_SM_KINDS; kind++) {
+            struct ops_sm c;
+            ops_sm_make(&c, 5, ds[di], kind);
+            const size_t nx = (size_t)c.n * c.d;
+            float *x1 = ops_dup(c.x0, nx), *x2 = ops_dup(c.x0, nx);
+            kt->softmax(x1, c.n, c.d, 1);
+            kt->softmax(x2, c.n, c.d, 2);
+            fails += ops_sm_finish(&c, level, x1, x2, "1 and 2 threads", c.d);
             cases++;
-            free(tol), free(x0), free(xr);
             ca_free_guarded(x1), ca_free_guarded(x2);
         }
     printf("  %s softmax: %d cases, %d failed\n", level, cases, fails);
 }
 
-/* ======================================================================================
- * add (residual, layer-scale)
- * ====================================================================================== */
-
-/* y + s x with the product and the sum rounded (the reference may fuse them when the
- * compiler contracts): within 2u (|y| + |s x|). */
+/* Residual add and layer-scale, x strided or one broadcast row (ldx 0). */
 static void check_add(const struct jk_kernels *kt, const char *level) {
     static const int ds[] = {1, 7, 8, 9, 64, 577};
     int fails = 0, cases = 0;
     for (size_t di = 0; di < sizeof ds / sizeof *ds; di++)
-        for (int scaled = 0; scaled < 2; scaled++) {
-            const int d = ds[di], n = 17;
-            const size_t ldy = (size_t)d + 3, ldx = 3 * (size_t)d + 1;
-            float *x = falloc((size_t)n * ldx), *s = falloc((size_t)d), *y0 = falloc((size_t)n * ldy);
-            ca_fill(x, (size_t)n * ldx, 1.0f), ca_fill(s, (size_t)d, 0.1f);
-            for (int i = 0; i < n; i++)
-                for (size_t j = 0; j < ldy; j++) y0[(size_t)i * ldy + j] = j < (size_t)d ? ca_normal() : NAN;
-            float *yr = ca_alloc_guarded((size_t)n * ldy), *y1 = ca_alloc_guarded((size_t)n * ldy),
-                  *y2 = ca_alloc_guarded((size_t)n * ldy);
-            memcpy(yr, y0, (size_t)n * ldy * sizeof(float));
-            memcpy(y1, y0, (size_t)n * ldy * sizeof(float));
-            memcpy(y2, y0, (size_t)n * ldy * sizeof(float));
-            const float *sa = scaled ? s : NULL;
-            add_ref(yr, ldy, x, ldx, sa, n, d, 1);
-            kt->add(y1, ldy, x, ldx, sa, n, d, 1);
-            kt->add(y2, ldy, x, ldx, sa, n, d, 2);
-            double *tol = (double *)xmalloc((size_t)n * ldy * sizeof(double));
-            for (int i = 0; i < n; i++)
-                for (size_t j = 0; j < ldy; j++) {
-                    size_t k = (size_t)i * ldy + j;
-                    tol[k] = j < (size_t)d ? 2 * U * (fabs(y0[k]) + fabs((sa ? s[j] : 1.0f) * x[(size_t)i * ldx + j])) : 0.0;
-                }
-            /* the padding is NaN on both sides: compare only the rows' elements */
-            float *g = falloc((size_t)n * d), *r = falloc((size_t)n * d);
-            double *t = (double *)xmalloc((size_t)n * d * sizeof(double));
-            for (int i = 0; i < n; i++)
-                for (int j = 0; j < d; j++)
-                    g[(size_t)i * d + j] = y1[(size_t)i * ldy + j], r[(size_t)i * d + j] = yr[(size_t)i * ldy + j],
-                    t[(size_t)i * d + j] = tol[(size_t)i * ldy + j];
-            char what[120];
-            snprintf(what, sizeof what, "%s add d %d %s", level, d, scaled ? "layer-scale" : "residual");
-            fails += check_tol(what, g, r, t, (size_t)n * d) != 0;
-            CA_CHECK(!memcmp(y1, y2, (size_t)n * ldy * sizeof(float)), "%s: 1 and 2 threads differ", what);
-            CA_CHECK(gaps_ok(y1, n, ldy, (size_t)d), "%s: wrote outside y", what);
-            cases++;
-            free(x), free(s), free(y0), free(tol), free(g), free(r), free(t);
-            ca_free_guarded(yr), ca_free_guarded(y1), ca_free_guarded(y2);
-        }
+        for (int scaled = 0; scaled < 2; scaled++)
+            for (int bcast = 0; bcast < 2; bcast++) {
+                struct ops_add c;
+                ops_add_make(&c, 17, ds[di], scaled, bcast);
+                const size_t ny = (size_t)c.n * c.ldy;
+                float *y1 = ops_dup(c.y0, ny), *y2 = ops_dup(c.y0, ny);
+                kt->add(y1, c.ldy, c.x, c.ldx, c.sa, c.n, c.d, 1);
+                kt->add(y2, c.ldy, c.x, c.ldx, c.sa, c.n, c.d, 2);
+                fails += ops_add_finish(&c, level, y1, y2, "1 and 2 threads");
+                cases++;
+                ca_free_guarded(y1), ca_free_guarded(y2);
+            }
     printf("  %s add: %d cases, %d failed\n", level, cases, fails);
 }
 
-/* ======================================================================================
- * patchify: a permutation, so the bits must match
- * ====================================================================================== */
-
+/* Patchify: a permutation, so the bits must match. */
 static void check_patchify(const struct jk_kernels *kt, const char *level) {
-    static const int shapes[][6] = {   /* C, T, tubelet, p, gh, gw */
-        {3, 2, 2, 16, 2, 3}, {3, 1, 1, 16, 3, 2}, {3, 4, 2, 14, 2, 2}, {1, 3, 1, 3, 5, 4},
-        {3, 2, 1, 2, 7, 1}, {2, 2, 2, 9, 1, 1}, {3, 16, 2, 16, 4, 4}};
     int fails = 0, cases = 0;
-    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
-        const int C = shapes[si][0], T = shapes[si][1], tub = shapes[si][2], p = shapes[si][3];
-        const int H = p * shapes[si][4], W = p * shapes[si][5];
-        const size_t nin = (size_t)C * T * H * W;
-        const size_t nout = (size_t)(T / tub) * (H / p) * (W / p) * C * tub * p * p;
-        float *in = falloc(nin);
-        ca_fill(in, nin, 1.0f);
-        float *orf = ca_alloc_guarded(nout), *o1 = ca_alloc_guarded(nout), *o2 = ca_alloc_guarded(nout);
-        patchify_ref(orf, in, C, T, H, W, tub, p, 1);
-        kt->patchify(o1, in, C, T, H, W, tub, p, 1);
-        kt->patchify(o2, in, C, T, H, W, tub, p, 2);
-        int ok = !memcmp(o1, orf, nout * sizeof(float)) && !memcmp(o2, orf, nout * sizeof(float));
-        CA_CHECK(ok, "%s patchify C %d T %d tubelet %d p %d H %d W %d: differs from the reference",
-                 level, C, T, tub, p, H, W);
-        CA_CHECK(ca_guard_ok(o1, nout) && ca_guard_ok(o2, nout), "%s patchify: wrote outside out", level);
-        fails += !ok;
+    struct ops_patchify c;
+    for (size_t si = 0; ops_patchify_make(&c, si); si++) {
+        float *o1 = ca_alloc_guarded(c.nout), *o2 = ca_alloc_guarded(c.nout);
+        kt->patchify(o1, c.in, c.C, c.T, c.H, c.W, c.tub, c.p, 1);
+        kt->patchify(o2, c.in, c.C, c.T, c.H, c.W, c.tub, c.p, 2);
+        fails += ops_patchify_finish(&c, level, o1, o2);
         cases++;
-        free(in);
-        ca_free_guarded(orf), ca_free_guarded(o1), ca_free_guarded(o2);
+        ca_free_guarded(o1), ca_free_guarded(o2);
     }
     printf("  %s patchify: %d cases, %d failed\n", level, cases, fails);
 }
 
-/* ======================================================================================
- * gather (masked encoder rows) and mean_rows (mean pooling)
- * ====================================================================================== */
-
-/* A row copy: bits must match the source rows; y's padding and guards stay NaN; idx with
- * repeats, the first and the last row, out of order. */
+/* Gather (masked encoder rows): a row copy, the bits of x[idx]. */
 static void check_gather(const struct jk_kernels *kt, const char *level) {
-    static const int shapes[][2] = {{1, 1}, {1, 64}, {7, 9}, {17, 577}, {100, 8}, {300, 3}};
     int fails = 0, cases = 0;
-    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
-        const int nx = shapes[si][0] + 5, n = shapes[si][0], d = shapes[si][1];
-        const size_t ldx = (size_t)d + 3, ldy = (size_t)d + 2;
-        float *x = falloc((size_t)nx * ldx);
-        ca_fill(x, (size_t)nx * ldx, 1.0f);
-        int32_t *idx = (int32_t *)xmalloc(sizeof(int32_t) * (size_t)n);
-        for (int i = 0; i < n; i++) idx[i] = i == 0 ? nx - 1 : i == 1 ? 0 : ca_int(0, nx - 1);
-        float *y1 = ca_alloc_guarded((size_t)n * ldy), *y2 = ca_alloc_guarded((size_t)n * ldy);
-        kt->gather(y1, ldy, x, ldx, idx, n, d, 1);
-        kt->gather(y2, ldy, x, ldx, idx, n, d, 2);
-        int ok = 1;
-        for (int i = 0; i < n; i++)
-            ok &= !memcmp(y1 + (size_t)i * ldy, x + (size_t)idx[i] * ldx, sizeof(float) * (size_t)d);
-        char what[96];
-        snprintf(what, sizeof what, "%s gather n %d of %d rows, d %d", level, n, nx, d);
-        CA_CHECK(ok, "%s: rows differ from x[idx]", what);
-        CA_CHECK(!memcmp(y1, y2, (size_t)n * ldy * sizeof(float)), "%s: 1 and 2 threads differ", what);
-        CA_CHECK(gaps_ok(y1, n, ldy, (size_t)d), "%s: wrote outside y", what);
-        fails += !ok;
+    struct ops_gather c;
+    for (size_t si = 0; ops_gather_make(&c, si); si++) {
+        float *y1 = ca_alloc_guarded((size_t)c.n * c.ldy), *y2 = ca_alloc_guarded((size_t)c.n * c.ldy);
+        kt->gather(y1, c.ldy, c.x, c.ldx, c.idx, c.n, c.d, 1);
+        kt->gather(y2, c.ldy, c.x, c.ldx, c.idx, c.n, c.d, 2);
+        fails += ops_gather_finish(&c, level, y1, y2, "1 and 2 threads");
         cases++;
-        free(x), free(idx);
         ca_free_guarded(y1), ca_free_guarded(y2);
     }
     printf("  %s gather: %d cases, %d failed\n", level, cases, fails);
 }
 
-/* y[j] = mean_i x[i, j] against the mean in long double: the reference sums in double and
- * rounds once, so within u |mean| (the final rounding) + n 2^-52 mean|x| (the double sum).
- * Rows carry NaN padding that must not be read, columns a large common offset (1e4,
- * where f32 accumulation would lose digits) or zero. 1 and 2 threads: the same bits. */
+/* mean_rows (mean pooling) against the exact mean: the reference sums in double and
+ * rounds once, so within u |mean| (the final rounding) + n 2^-52 mean|x| (the double
+ * sum), whatever the offset of the columns. */
 static void check_mean_rows(const struct jk_kernels *kt, const char *level) {
-    static const int shapes[][2] = {{1, 1}, {1, 64}, {2, 7}, {16, 9}, {255, 80}, {3136, 128}, {577, 3}};
     int fails = 0, cases = 0;
-    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
-        for (int offset = 0; offset < 2; offset++) {
-            const int n = shapes[si][0], d = shapes[si][1];
-            const size_t ldx = (size_t)d + 5;
-            float *x = falloc((size_t)n * ldx);
-            for (int i = 0; i < n; i++)
-                for (size_t j = 0; j < ldx; j++)
-                    x[(size_t)i * ldx + j] = j < (size_t)d ? (offset ? 1e4f : 0.0f) + ca_normal() : NAN;
-            float *y1 = ca_alloc_guarded((size_t)d), *y2 = ca_alloc_guarded((size_t)d);
-            kt->mean_rows(y1, x, ldx, n, d, 1);
-            kt->mean_rows(y2, x, ldx, n, d, 2);
-            float *want = falloc((size_t)d);
-            double *tol = (double *)xmalloc(sizeof(double) * (size_t)d);
-            for (int j = 0; j < d; j++) {
-                long double acc = 0, mag = 0;
-                for (int i = 0; i < n; i++) {
-                    acc += x[(size_t)i * ldx + j];
-                    mag += fabsl((long double)x[(size_t)i * ldx + j]);
-                }
-                const double mean = (double)(acc / n);
-                want[j] = (float)mean;
-                tol[j] = U * fabs(mean) + n * 0x1p-52 * (double)(mag / n);
-            }
-            char what[96];
-            snprintf(what, sizeof what, "%s mean_rows n %d d %d%s", level, n, d, offset ? " +1e4" : "");
-            fails += check_tol(what, y1, want, tol, (size_t)d) != 0;
-            CA_CHECK(!memcmp(y1, y2, (size_t)d * sizeof(float)), "%s: 1 and 2 threads differ", what);
-            CA_CHECK(ca_guard_ok(y1, (size_t)d), "%s: wrote outside y", what);
-            cases++;
-            free(x), free(want), free(tol);
-            ca_free_guarded(y1), ca_free_guarded(y2);
-        }
+    struct ops_mr c;
+    for (size_t ci = 0; ops_mr_make(&c, ci); ci++) {
+        const int n = c.n, d = c.d;
+        for (int j = 0; j < d; j++) c.tol[j] = U * fabs(c.mean[j]) + n * 0x1p-52 * c.mag[j];
+        float *y1 = ca_alloc_guarded((size_t)d), *y2 = ca_alloc_guarded((size_t)d);
+        kt->mean_rows(y1, c.x, c.ldx, n, d, 1);
+        kt->mean_rows(y2, c.x, c.ldx, n, d, 2);
+        fails += ops_mr_finish(&c, level, y1, y2, "1 and 2 threads");
+        cases++;
+        ca_free_guarded(y1), ca_free_guarded(y2);
+    }
     printf("  %s mean_rows: %d cases, %d failed\n", level, cases, fails);
 }
 
@@ -1020,7 +739,7 @@ int main(int argc, char **argv) {
         if (kt.rope != ref.rope) check_rope(&kt, n);
         if (kt.layernorm != ref.layernorm) check_layernorm(&kt, n);
         check_unary(&kt, &ref, n);
-        if (kt.gelu != ref.gelu) check_gelu_accuracy(&kt, n);
+        check_act_accuracy(&kt, &ref, n);
         if (kt.softmax != ref.softmax) check_softmax(&kt, n);
         if (kt.add != ref.add) check_add(&kt, n);
         if (kt.patchify != ref.patchify) check_patchify(&kt, n);
