@@ -242,6 +242,7 @@ jepa_status gguf_writer_copy_kv(struct gguf_writer *w, const struct gguf_file *g
         } else {
             uint8_t b[8];
             size_t n = gguf_vtype_size(kv->type);
+            if (n == 0 || n > sizeof b) return JEPA_ERR_FORMAT;   /* the reader never gives one */
             if (kv->type == GGUF_V_F32) {
                 float f = (float)kv->v.f;
                 uint32_t u;
