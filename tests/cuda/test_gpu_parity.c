@@ -187,6 +187,32 @@ static void encoder_case(const char *tag, const jepa_model *m, const char *dir, 
     npy_free(&x);
 }
 
+/* Masked encoder (context ids kept before the first block: a device gather): the GPU
+ * rows against the CPU path, which test_parity ties to the full encoding. */
+static void masked_case(const jepa_model *m, const char *dir, const char *input, const char *ids) {
+    struct npy x = load(dir, input, 0), ci = load(dir, ids, 1);
+    jepa_model_info info;
+    jepa_model_get_info(m, &info);
+    const int T = (int)x.shape[1], H = (int)x.shape[2], W = (int)x.shape[3], nc = (int)ci.count;
+    float *tg = malloc(sizeof(float) * (size_t)nc * info.embed_dim);
+    float *tc = malloc(sizeof(float) * (size_t)nc * info.embed_dim);
+    jepa_embed_params p = {0};
+    p.ctx_ids = ci.data;
+    p.n_ctx = nc;
+    jepa_ctx *g = new_ctx(m, "cuda:0"), *c = new_ctx(m, NULL);
+    jepa_embed_out og = {.tokens = tg}, oc = {.tokens = tc};
+    if (jepa_ctx_embed(g, x.data, T, H, W, &p, &og) || jepa_ctx_embed(c, x.data, T, H, W, &p, &oc)) {
+        printf("FAIL masked encoder: %s / %s\n", jepa_ctx_error(g), jepa_ctx_error(c));
+        failures++;
+    } else {
+        check("vjepa2 masked encoder (20 ids) vs CPU path", tg, tc, nc, info.embed_dim, TOKEN_COS,
+              REL_BAR);
+    }
+    free(tg), free(tc);
+    jepa_ctx_free(g), jepa_ctx_free(c);
+    npy_free(&x), npy_free(&ci);
+}
+
 /* Two different clips in one batched GPU forward == two single GPU forwards. */
 static void batch_case(const jepa_model *m, const char *dir, const char *input) {
     struct npy x = load(dir, input, 0);
@@ -220,9 +246,11 @@ static void batch_case(const jepa_model *m, const char *dir, const char *input) 
     npy_free(&x);
 }
 
-/* Masked predictor on the GPU vs the reference (tokens from the reference file). */
+/* Masked predictor on the GPU vs the reference (tokens from the reference file); with
+ * ref_ctx, also V-JEPA 2.1's context projection. */
 static void predict_case(const char *tag, const jepa_model *m, const char *dir, const char *tokens,
-                         const char *ctx_ids, const char *tgt_ids, int mask_index, const char *ref) {
+                         const char *ctx_ids, const char *tgt_ids, int mask_index, const char *ref,
+                         const char *ref_ctx, jepa_modality mod) {
     struct npy tk = load(dir, tokens, 0), ci = load(dir, ctx_ids, 1), ti = load(dir, tgt_ids, 1);
     struct npy r = load(dir, ref, 0);
     jepa_model_info info;
@@ -235,16 +263,23 @@ static void predict_case(const char *tag, const jepa_model *m, const char *dir, 
         memcpy(ctx_tok + (size_t)i * D, (const float *)tk.data + (size_t)((int32_t *)ci.data)[i] * D,
                sizeof(float) * (size_t)D);
     float *pred = malloc(sizeof(float) * (size_t)nt * info.pred_out_dim);
-    jepa_predict_params p = {ci.data, nc, ti.data, nt, mask_index, JEPA_MODALITY_AUTO};
-    if (jepa_ctx_predict(g, ctx_tok, &p, pred, NULL)) {
+    float *cout = ref_ctx ? malloc(sizeof(float) * (size_t)nc * info.pred_out_dim) : NULL;
+    jepa_predict_params p = {ci.data, nc, ti.data, nt, mask_index, mod};
+    if (jepa_ctx_predict(g, ctx_tok, &p, pred, cout)) {
         printf("FAIL predict on GPU: %s\n", jepa_ctx_error(g));
         failures++;
     } else {
         char what[160];
         snprintf(what, sizeof what, "%s predictor vs reference", tag);
         check(what, pred, r.data, nt, info.pred_out_dim, TOKEN_COS, REL_BAR);
+        if (ref_ctx) {
+            struct npy rc = load(dir, ref_ctx, 0);
+            snprintf(what, sizeof what, "%s context projection vs reference", tag);
+            check(what, cout, rc.data, nc, info.pred_out_dim, TOKEN_COS, REL_BAR);
+            npy_free(&rc);
+        }
     }
-    free(ctx_tok), free(pred);
+    free(ctx_tok), free(pred), free(cout);
     jepa_ctx_free(g);
     npy_free(&tk), npy_free(&ci), npy_free(&ti), npy_free(&r);
 }
@@ -296,9 +331,10 @@ int main(int argc, char **argv) {
     jepa_model *m = load_model("vjepa2_tiny", "model.gguf");
     encoder_case("vjepa2 tiny (f32)", m, "vjepa2_tiny", "input.npy", "tokens.npy", NULL, NULL, NULL);
     predict_case("vjepa2 tiny all ids", m, "vjepa2_tiny", "tokens.npy", "ctx_all.npy", "ctx_all.npy", 1,
-                 "pred_all.npy");
+                 "pred_all.npy", NULL, JEPA_MODALITY_AUTO);
     predict_case("vjepa2 tiny 20/12", m, "vjepa2_tiny", "tokens.npy", "ctx_ids.npy", "tgt_ids.npy", 0,
-                 "pred_split.npy");
+                 "pred_split.npy", NULL, JEPA_MODALITY_AUTO);
+    masked_case(m, "vjepa2_tiny", "input.npy", "ctx_ids.npy");
     classify_case("vjepa2 tiny head", m, "vjepa2_tiny", "tokens.npy", "logits.npy");
     batch_case(m, "vjepa2_tiny", "input.npy");
     jepa_model_free(m);
@@ -308,6 +344,10 @@ int main(int argc, char **argv) {
                  NULL, "hier_video.npy", NULL);
     encoder_case("vjepa2.1 tiny image (f32)", m, "vjepa2_1_tiny", "input_image.npy", "tokens_image.npy",
                  NULL, "hier_image.npy", NULL);
+    predict_case("vjepa2.1 tiny video 20/12", m, "vjepa2_1_tiny", "tokens_video.npy", "h_ctx_ids.npy",
+                 "h_tgt_ids.npy", 1, "h_pred.npy", "h_ctx_out.npy", JEPA_MODALITY_VIDEO);
+    predict_case("vjepa2.1 tiny image 10/6", m, "vjepa2_1_tiny", "tokens_image.npy", "h_ctx_ids_img.npy",
+                 "h_tgt_ids_img.npy", 1, "h_pred_img.npy", "h_ctx_out_img.npy", JEPA_MODALITY_IMAGE);
     jepa_model_free(m);
 
     m = load_model("hf_vjepa2", "model.gguf");
