@@ -296,58 +296,20 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
     }
 }
 
-/* Columns n0 .. n1 for all M rows: W rows in blocks of ~64 KiB of f32 that stay in L2
- * while every chunk of up to 3 X rows passes over them; with more than one chunk (M > 3)
- * f16 / bf16 / q8_0 blocks are converted into the thread's scratch first (each weight
- * converted once), with one chunk in registers. */
-/* Every chunk of up to 3 X rows against W rows nb .. ne of type t at wb (stride ldwb). */
-static ALWAYS_INLINE void small_rows(const struct jk_gemm_args *a, enum jk_dtype t,
-                                     const uint8_t *wb, size_t ldwb, int nb, int ne) {
-    for (int m = 0; m < a->M; m += 3) {
-        const int mt = gt_min(3, a->M - m);
-        for (int n = nb; n < ne;) {
-            const uint8_t *w = wb + (size_t)(n - nb) * ldwb;
-            if (mt == 1) {
-                small_tile(a, t, 1, 8, m, w, ldwb, n, gt_min(8, ne - n));
-                n += 8;
-            } else if (mt == 2) {
-                small_tile(a, t, 2, 4, m, w, ldwb, n, gt_min(4, ne - n));
-                n += 4;
-            } else {
-                small_tile(a, t, 3, 4, m, w, ldwb, n, gt_min(4, ne - n));
-                n += 4;
-            }
-        }
+/* One W row of K weights of type t (f16 / bf16 / q8_0) widened to f32 in d: the hook of
+ * the small-M driver (x86/gemm_small_tmpl.h, ISA-neutral). */
+static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float *d, int K) {
+    int k = 0;
+    for (; k + 8 <= K; k += 8) {
+        float32x4_t lo, hi;
+        ld8(t, row, k, &lo, &hi);
+        vst1q_f32(d + k, lo);
+        vst1q_f32(d + k + 4, hi);
     }
+    for (; k < K; k++) d[k] = ld1(t, row, k);
 }
 
-static ALWAYS_INLINE void small_m(const struct jk_gemm_args *a, enum jk_dtype t, int n0, int n1,
-                                  float *scratch, size_t nscratch) {
-    const int K = a->K;
-    int rb = (int)(65536 / ((size_t)K * 4)) & ~7;
-    const int rmax = (int)(nscratch / (size_t)K) & ~7; /* >= 8: the slice holds >= 8 K */
-    rb = rb < 8 ? 8 : rb > rmax ? rmax : rb;
-    for (int nb = n0; nb < n1; nb += rb) {
-        const int ne = gt_min(n1, nb + rb);
-        if (t != JK_F32 && a->M > 3) {
-            for (int n = nb; n < ne; n++) {
-                const uint8_t *row = (const uint8_t *)a->w + (size_t)n * a->ldw;
-                float *d = scratch + (size_t)(n - nb) * K;
-                int k = 0;
-                for (; k + 8 <= K; k += 8) {
-                    float32x4_t lo, hi;
-                    ld8(t, row, k, &lo, &hi);
-                    vst1q_f32(d + k, lo);
-                    vst1q_f32(d + k + 4, hi);
-                }
-                for (; k < K; k++) d[k] = ld1(t, row, k);
-            }
-            small_rows(a, JK_F32, (const uint8_t *)scratch, (size_t)K * sizeof(float), nb, ne);
-        } else {
-            small_rows(a, t, (const uint8_t *)a->w + (size_t)nb * a->ldw, a->ldw, nb, ne);
-        }
-    }
-}
+#include "kernels/x86/gemm_small_tmpl.h"
 
 /* ---- the slots ---------------------------------------------------------------------- */
 
