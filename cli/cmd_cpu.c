@@ -40,30 +40,14 @@ int cmd_cpu(int argc, char **argv) {
         nl++;
     }
     jk_init(&use, (unsigned)capped);
-#define SLOT(field, label)                                                            \
-    do {                                                                              \
-        const char *isa = "?";                                                        \
-        for (int i = 0; i < nl; i++)                                                  \
-            if ((const void *)tab[i].field == (const void *)use.field) { isa = tab[i].isa; break; } \
-        printf("  %-10s %s\n", label, isa);                                           \
-    } while (0)
     printf("kernels:\n");
-    SLOT(gemm[JK_F32], "gemm_f32");
-    SLOT(gemm[JK_F16], "gemm_f16");
-    SLOT(gemm[JK_BF16], "gemm_bf16");
-    SLOT(gemm[JK_Q8_0], "gemm_q8_0");
-    SLOT(attn, "attn");
-    SLOT(rope, "rope");
-    SLOT(layernorm, "layernorm");
-    SLOT(gelu, "gelu");
-    SLOT(gelu_tanh, "gelu_tanh");
-    SLOT(silu, "silu");
-    SLOT(softmax, "softmax");
-    SLOT(add, "add");
-    SLOT(patchify, "patchify");
-    SLOT(gather, "gather");
-    SLOT(mean_rows, "mean_rows");
-#undef SLOT
+    for (int s = 0; s < jk_nslots; s++) {
+        const void *fn = jk_slot_fn(&use, &jk_slots[s]);
+        const char *isa = "?";
+        for (int i = 0; i < nl; i++)
+            if (jk_slot_fn(&tab[i], &jk_slots[s]) == fn) { isa = tab[i].isa; break; }
+        printf("  %-10s %s\n", jk_slots[s].name, isa);
+    }
     /* GPUs (-g N / jepa_ctx_params.device "cuda:N"); opening one names it */
     int ng = jk_device_cuda_count();
     if (ng == 0) {

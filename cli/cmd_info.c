@@ -3,7 +3,7 @@
  * GGUF (family, encoder / predictor / head dims, positions, preprocessing, weight
  * types and size, licence), optionally every metadata pair and every tensor.
  *
- * The file is opened with gguf_open and described with jm_load, so `info` refuses
+ * The file is opened with jg_open and described with jm_load, so `info` refuses
  * exactly what the runtime refuses (one line on stderr, exit 1); with --kv or
  * --tensors the raw listing is still printed for a file the loader refuses, which is
  * what one wants when looking into why.
@@ -151,11 +151,11 @@ static void print_weights(const struct jepa_model *m) {
     int n = 0;
     for (uint32_t t = 0; t < GGUF_TYPE_COUNT; t++) {
         if (!m->n_tensors_by_type[t]) continue;
-        const struct gguf_type_info *ti = gguf_type_info(t);
+        const struct jg_type_info *ti = jg_type_info(t);
         printf("%s%lld %s", n++ ? ", " : "", (long long)m->n_tensors_by_type[t], ti ? ti->name : "?");
     }
     printf("; %.2f MiB", (double)m->weight_bytes / MIB);
-    if (gguf_find_kv(m->g, "general.file_type")) printf(" (general.file_type %u)", m->file_type);
+    if (jg_find_kv(m->g, "general.file_type")) printf(" (general.file_type %u)", m->file_type);
     printf("\n");
     if (m->n_unknown_tensors)
         printf("  unknown   %lld tensor%s not named by schema v1 for this family (first: %s), ignored\n",
@@ -165,8 +165,8 @@ static void print_weights(const struct jepa_model *m) {
 static void print_summary(const char *path, const struct jepa_model *m) {
     const struct gguf_file *g = m->g;
     printf("file        %s (%.2f MiB, GGUF v%u, %lld tensors, %lld keys)\n", path,
-           (double)gguf_file_size(g) / MIB, gguf_version(g), (long long)gguf_n_tensors(g),
-           (long long)gguf_n_kv(g));
+           (double)jg_file_size(g) / MIB, jg_version(g), (long long)jg_n_tensors(g),
+           (long long)jg_n_kv(g));
     const char *name = m->name ? m->name : "(no general.name)";
     printf("name        %s%s\n", name, strstr(name, "random") ? "   *** RANDOM WEIGHTS ***" : "");
     printf("family      %s, modality %s\n", m->family_name, m->modality);
@@ -181,30 +181,30 @@ static void print_summary(const char *path, const struct jepa_model *m) {
 
 static void print_kv(const struct gguf_file *g) {
     char buf[512], type[48];
-    printf("\nmetadata (%lld keys):\n", (long long)gguf_n_kv(g));
-    for (int64_t i = 0; i < gguf_n_kv(g); i++) {
-        const struct gguf_kv *kv = gguf_kv_at(g, i);
+    printf("\nmetadata (%lld keys):\n", (long long)jg_n_kv(g));
+    for (int64_t i = 0; i < jg_n_kv(g); i++) {
+        const struct gguf_kv *kv = jg_kv_at(g, i);
         if (kv->type == GGUF_V_ARRAY)
-            snprintf(type, sizeof type, "%s[%llu]", gguf_vtype_name(kv->arr_type),
+            snprintf(type, sizeof type, "%s[%llu]", jg_vtype_name(kv->arr_type),
                      (unsigned long long)kv->arr_n);
         else
-            snprintf(type, sizeof type, "%s", gguf_vtype_name(kv->type));
-        gguf_kv_format(kv, buf, sizeof buf, 16);
+            snprintf(type, sizeof type, "%s", jg_vtype_name(kv->type));
+        jg_kv_format(kv, buf, sizeof buf, 16);
         printf("  %-32s %-12s %s\n", kv->key, type, buf);
     }
 }
 
 static void print_tensors(const struct gguf_file *g) {
     int w = 4;
-    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
-        int len = (int)strlen(gguf_tensor_at(g, i)->name);
+    for (int64_t i = 0; i < jg_n_tensors(g); i++) {
+        int len = (int)strlen(jg_tensor_at(g, i)->name);
         if (len > w) w = len;
     }
     printf("\ntensors (%lld; shape in PyTorch order, i.e. ggml ne reversed):\n",
-           (long long)gguf_n_tensors(g));
-    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
-        const struct gguf_tensor *t = gguf_tensor_at(g, i);
-        const struct gguf_type_info *ti = gguf_type_info(t->type);
+           (long long)jg_n_tensors(g));
+    for (int64_t i = 0; i < jg_n_tensors(g); i++) {
+        const struct gguf_tensor *t = jg_tensor_at(g, i);
+        const struct jg_type_info *ti = jg_type_info(t->type);
         char shape[96];
         size_t len = (size_t)snprintf(shape, sizeof shape, "[");
         for (int d = t->n_dims - 1; d >= 0 && len < sizeof shape; d--)
@@ -249,12 +249,12 @@ int cmd_info(int argc, char **argv) {
     struct jerr err = {0};
     struct gguf_file *g = NULL;
     struct jepa_model *m = NULL;
-    if (gguf_open(&g, path, &err)) return fail(path, err.msg);
+    if (jg_open(&g, path, &err)) return fail(path, err.msg);
     if (jm_load(&m, g, &err)) {
         if (kv) print_kv(g);
         if (tensors) print_tensors(g);
         fflush(stdout);
-        gguf_close(g);
+        jg_close(g);
         return fail(path, err.msg);
     }
     print_summary(path, m);

@@ -44,19 +44,19 @@ int cmd_quantize(int argc, char **argv) {
     int rc = CLI_EXIT_FAIL;
     char err[JEPA_ERR_LEN];
     jepa_model *check = NULL;
-    if (gguf_open(&g, in, &e)) { cli_fail(in, "%s", e.msg); goto done; }
+    if (jg_open(&g, in, &e)) { cli_fail(in, "%s", e.msg); goto done; }
     if (jepa_model_load(&check, in, err)) { cli_fail(in, "%s", err); goto done; }
     jepa_model_free(check);
     check = NULL;
-    if (!(w = gguf_writer_new())) { cli_fail(NULL, "out of memory"); goto done; }
+    if (!(w = jg_writer_new())) { cli_fail(NULL, "out of memory"); goto done; }
     if (jm_quantize(g, w, target, false, &e)) { cli_fail(in, "%s", e.msg); goto done; }
-    if (gguf_writer_write(w, out, &e)) { cli_fail(out, "%s", e.msg); goto done; }
+    if (jg_writer_write(w, out, &e)) { cli_fail(out, "%s", e.msg); goto done; }
     if (jepa_model_load(&check, out, err)) { cli_fail(out, "written file does not load: %s", err); goto done; }
     jepa_model_free(check);
     printf("wrote %s (matmul weights %s)\n", out, type);
     rc = 0;
 done:
-    gguf_writer_free(w);
-    gguf_close(g);
+    jg_writer_free(w);
+    jg_close(g);
     return rc;
 }

@@ -113,11 +113,11 @@ static int add(struct synth *s, const char *name, int rows, int cols, enum fill 
         data = h, nbytes = (size_t)n * 2;
     } else if (type == GGUF_TYPE_Q8_0) {
         struct block_q8_0 *q = s->qbuf;
-        quantize_row_q8_0(s->buf, q, n);
+        jr_quantize_row_q8_0(s->buf, q, n);
         data = q, nbytes = (size_t)(n / QK8_0) * sizeof(struct block_q8_0);
     }
     int64_t ne[2] = {cols ? cols : rows, cols ? rows : 1};
-    return gguf_writer_add_tensor(s->w, name, type, cols ? 2 : 1, ne, data, nbytes, &s->err) != JEPA_OK;
+    return jg_writer_add_tensor(s->w, name, type, cols ? 2 : 1, ne, data, nbytes, &s->err) != JEPA_OK;
 }
 
 /* The tensors of one pre-LN block under prefix ("enc.blk.3"). */
@@ -207,76 +207,76 @@ int cmd_synth(int argc, char **argv) {
     if ((int64_t)A->proj_hidden * A->d > big) big = (int64_t)A->proj_hidden * A->d;
     s.buf = malloc(sizeof(float) * (size_t)big);
     s.qbuf = malloc(sizeof(float) * (size_t)big);
-    s.w = gguf_writer_new();
-    if (!s.buf || !s.qbuf || !s.w) { free(s.buf); free(s.qbuf); gguf_writer_free(s.w); return cli_fail(NULL, "out of memory"); }
+    s.w = jg_writer_new();
+    if (!s.buf || !s.qbuf || !s.w) { free(s.buf); free(s.qbuf); jg_writer_free(s.w); return cli_fail(NULL, "out of memory"); }
 
     struct gguf_writer *w = s.w;
     char name[160];
     snprintf(name, sizeof name, "random-%s-%s", A->name, dtype);
-    gguf_writer_set_str(w, "general.architecture", "jepa");
-    gguf_writer_set_str(w, "general.name", name);
-    gguf_writer_set_str(w, "general.license", "mit");
-    gguf_writer_set_str(w, "general.source_url", "jepa synth (random weights, not a trained model)");
-    gguf_writer_set_u32(w, "general.file_type", ftype);
-    gguf_writer_set_u32(w, "jepa.schema_version", 1);
-    gguf_writer_set_str(w, "jepa.family", A->family);
-    gguf_writer_set_str(w, "jepa.modality", A->modality);
-    gguf_writer_set_u32(w, "jepa.enc.embed_dim", (uint32_t)A->d);
-    gguf_writer_set_u32(w, "jepa.enc.n_layer", (uint32_t)A->layers);
-    gguf_writer_set_u32(w, "jepa.enc.n_head", (uint32_t)A->heads);
-    gguf_writer_set_u32(w, "jepa.enc.ffn_dim", (uint32_t)A->ffn);
-    gguf_writer_set_u32(w, "jepa.enc.patch_size", (uint32_t)A->patch);
-    gguf_writer_set_u32(w, "jepa.enc.tubelet_size", (uint32_t)A->tubelet);
-    gguf_writer_set_u32(w, "jepa.enc.img_size", (uint32_t)A->img);
-    gguf_writer_set_u32(w, "jepa.enc.n_frames", (uint32_t)A->frames);
-    gguf_writer_set_u32(w, "jepa.enc.in_chans", 3);
-    gguf_writer_set_f32(w, "jepa.enc.ln_eps", A->ln_eps);
-    gguf_writer_set_str(w, "jepa.enc.act", "gelu_erf");
-    gguf_writer_set_str(w, "jepa.enc.pos_type", A->pos);
+    jg_writer_set_str(w, "general.architecture", "jepa");
+    jg_writer_set_str(w, "general.name", name);
+    jg_writer_set_str(w, "general.license", "mit");
+    jg_writer_set_str(w, "general.source_url", "jepa synth (random weights, not a trained model)");
+    jg_writer_set_u32(w, "general.file_type", ftype);
+    jg_writer_set_u32(w, "jepa.schema_version", 1);
+    jg_writer_set_str(w, "jepa.family", A->family);
+    jg_writer_set_str(w, "jepa.modality", A->modality);
+    jg_writer_set_u32(w, "jepa.enc.embed_dim", (uint32_t)A->d);
+    jg_writer_set_u32(w, "jepa.enc.n_layer", (uint32_t)A->layers);
+    jg_writer_set_u32(w, "jepa.enc.n_head", (uint32_t)A->heads);
+    jg_writer_set_u32(w, "jepa.enc.ffn_dim", (uint32_t)A->ffn);
+    jg_writer_set_u32(w, "jepa.enc.patch_size", (uint32_t)A->patch);
+    jg_writer_set_u32(w, "jepa.enc.tubelet_size", (uint32_t)A->tubelet);
+    jg_writer_set_u32(w, "jepa.enc.img_size", (uint32_t)A->img);
+    jg_writer_set_u32(w, "jepa.enc.n_frames", (uint32_t)A->frames);
+    jg_writer_set_u32(w, "jepa.enc.in_chans", 3);
+    jg_writer_set_f32(w, "jepa.enc.ln_eps", A->ln_eps);
+    jg_writer_set_str(w, "jepa.enc.act", "gelu_erf");
+    jg_writer_set_str(w, "jepa.enc.pos_type", A->pos);
     const int rope = !strcmp(A->pos, "rope3d");
     if (rope) {
-        gguf_writer_set_f32(w, "jepa.enc.rope_theta", 10000.0f);
-        gguf_writer_set_bool(w, "jepa.enc.rope_interpolate", A->interpolate);
-        gguf_writer_set_str(w, "jepa.enc.rope_freq_layout", A->layout);
-        if (A->interpolate) gguf_writer_set_u32(w, "jepa.enc.rope_ref_grid", (uint32_t)(256 / A->patch));
+        jg_writer_set_f32(w, "jepa.enc.rope_theta", 10000.0f);
+        jg_writer_set_bool(w, "jepa.enc.rope_interpolate", A->interpolate);
+        jg_writer_set_str(w, "jepa.enc.rope_freq_layout", A->layout);
+        if (A->interpolate) jg_writer_set_u32(w, "jepa.enc.rope_ref_grid", (uint32_t)(256 / A->patch));
     }
-    if (A->block_causal) gguf_writer_set_str(w, "jepa.enc.attn_mode", "block_causal");
-    if (A->proj_hidden) gguf_writer_set_str(w, "jepa.enc.proj_act", "gelu_erf");
-    gguf_writer_set_bool(w, "jepa.enc.cls_token", (bool)A->cls);
-    gguf_writer_set_u32(w, "jepa.enc.n_registers", 0);
-    gguf_writer_set_bool(w, "jepa.enc.qkv_fused", 1);
-    gguf_writer_set_bool(w, "jepa.enc.modality_embed", A->image_embed);
-    gguf_writer_set_bool(w, "jepa.enc.image_patch_embed", A->image_embed);
+    if (A->block_causal) jg_writer_set_str(w, "jepa.enc.attn_mode", "block_causal");
+    if (A->proj_hidden) jg_writer_set_str(w, "jepa.enc.proj_act", "gelu_erf");
+    jg_writer_set_bool(w, "jepa.enc.cls_token", (bool)A->cls);
+    jg_writer_set_u32(w, "jepa.enc.n_registers", 0);
+    jg_writer_set_bool(w, "jepa.enc.qkv_fused", 1);
+    jg_writer_set_bool(w, "jepa.enc.modality_embed", A->image_embed);
+    jg_writer_set_bool(w, "jepa.enc.image_patch_embed", A->image_embed);
     if (A->n_hier) {
         uint32_t h[4];
         for (int i = 0; i < A->n_hier; i++) h[i] = (uint32_t)A->hier[i];
-        gguf_writer_set_arr(w, "jepa.enc.hier_layers", GGUF_V_U32, h, (uint64_t)A->n_hier);
+        jg_writer_set_arr(w, "jepa.enc.hier_layers", GGUF_V_U32, h, (uint64_t)A->n_hier);
     }
-    gguf_writer_set_bool(w, "jepa.enc.layer_scale", 0);
+    jg_writer_set_bool(w, "jepa.enc.layer_scale", 0);
     if (A->pd) {
-        gguf_writer_set_str(w, "jepa.pred.kind", "masked");
-        gguf_writer_set_u32(w, "jepa.pred.embed_dim", (uint32_t)A->pd);
-        gguf_writer_set_u32(w, "jepa.pred.n_layer", (uint32_t)A->p_layers);
-        gguf_writer_set_u32(w, "jepa.pred.n_head", (uint32_t)A->p_heads);
-        gguf_writer_set_u32(w, "jepa.pred.ffn_dim", (uint32_t)A->p_ffn);
-        gguf_writer_set_u32(w, "jepa.pred.n_mask_tokens", (uint32_t)A->p_mask);
-        gguf_writer_set_u32(w, "jepa.pred.out_dim", (uint32_t)A->p_out);
-        gguf_writer_set_str(w, "jepa.pred.rope_freq_layout", A->layout);
-        gguf_writer_set_bool(w, "jepa.pred.rope_interpolate", 0);
-        gguf_writer_set_u32(w, "jepa.pred.grid_size", (uint32_t)(A->img / A->patch));
+        jg_writer_set_str(w, "jepa.pred.kind", "masked");
+        jg_writer_set_u32(w, "jepa.pred.embed_dim", (uint32_t)A->pd);
+        jg_writer_set_u32(w, "jepa.pred.n_layer", (uint32_t)A->p_layers);
+        jg_writer_set_u32(w, "jepa.pred.n_head", (uint32_t)A->p_heads);
+        jg_writer_set_u32(w, "jepa.pred.ffn_dim", (uint32_t)A->p_ffn);
+        jg_writer_set_u32(w, "jepa.pred.n_mask_tokens", (uint32_t)A->p_mask);
+        jg_writer_set_u32(w, "jepa.pred.out_dim", (uint32_t)A->p_out);
+        jg_writer_set_str(w, "jepa.pred.rope_freq_layout", A->layout);
+        jg_writer_set_bool(w, "jepa.pred.rope_interpolate", 0);
+        jg_writer_set_u32(w, "jepa.pred.grid_size", (uint32_t)(A->img / A->patch));
         if (A->image_embed) {
-            gguf_writer_set_u32(w, "jepa.pred.n_hier_in", 1);
-            gguf_writer_set_bool(w, "jepa.pred.modality_embed", 1);
-            gguf_writer_set_bool(w, "jepa.pred.context_proj", (bool)A->p_ctx_proj);
+            jg_writer_set_u32(w, "jepa.pred.n_hier_in", 1);
+            jg_writer_set_bool(w, "jepa.pred.modality_embed", 1);
+            jg_writer_set_bool(w, "jepa.pred.context_proj", (bool)A->p_ctx_proj);
         }
-        gguf_writer_set_f32(w, "jepa.pred.ln_eps", 1e-6f);
-        gguf_writer_set_str(w, "jepa.pred.act", "gelu_erf");
-        gguf_writer_set_bool(w, "jepa.pred.qkv_bias", 1);
+        jg_writer_set_f32(w, "jepa.pred.ln_eps", 1e-6f);
+        jg_writer_set_str(w, "jepa.pred.act", "gelu_erf");
+        jg_writer_set_bool(w, "jepa.pred.qkv_bias", 1);
     }
     if (A->n_classes) {
-        gguf_writer_set_str(w, "jepa.head.kind", "attentive_pool");
-        gguf_writer_set_u32(w, "jepa.head.n_classes", (uint32_t)A->n_classes);
-        gguf_writer_set_u32(w, "jepa.head.n_pool_layers", (uint32_t)A->pool_layers);
+        jg_writer_set_str(w, "jepa.head.kind", "attentive_pool");
+        jg_writer_set_u32(w, "jepa.head.n_classes", (uint32_t)A->n_classes);
+        jg_writer_set_u32(w, "jepa.head.n_pool_layers", (uint32_t)A->pool_layers);
         char **labels = malloc(sizeof(char *) * (size_t)A->n_classes);
         char *store = malloc((size_t)A->n_classes * 24);
         if (labels && store) {
@@ -284,22 +284,22 @@ int cmd_synth(int argc, char **argv) {
                 labels[i] = store + (size_t)i * 24;
                 snprintf(labels[i], 24, "class_%d", i);
             }
-            gguf_writer_set_arr_str(w, "jepa.head.labels", (const char *const *)labels, (uint64_t)A->n_classes);
+            jg_writer_set_arr_str(w, "jepa.head.labels", (const char *const *)labels, (uint64_t)A->n_classes);
         }
         free(labels);
         free(store);
     } else {
-        gguf_writer_set_str(w, "jepa.head.kind", "none");
+        jg_writer_set_str(w, "jepa.head.kind", "none");
     }
     float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
     if (A->mean) mean[0] = mean[1] = mean[2] = A->mean, std[0] = std[1] = std[2] = A->std;
-    gguf_writer_set_arr(w, "jepa.pre.mean", GGUF_V_F32, mean, 3);
-    gguf_writer_set_arr(w, "jepa.pre.std", GGUF_V_F32, std, 3);
-    gguf_writer_set_u32(w, "jepa.pre.resize_short", (uint32_t)A->resize_short);
-    gguf_writer_set_u32(w, "jepa.pre.crop", (uint32_t)A->crop);
-    gguf_writer_set_str(w, "jepa.pre.resample", A->resample);
-    gguf_writer_set_str(w, "jepa.pre.resize_mode", A->resize_mode);
-    gguf_writer_set_f32(w, "jepa.pre.rescale", 1.0f / 255.0f);
+    jg_writer_set_arr(w, "jepa.pre.mean", GGUF_V_F32, mean, 3);
+    jg_writer_set_arr(w, "jepa.pre.std", GGUF_V_F32, std, 3);
+    jg_writer_set_u32(w, "jepa.pre.resize_short", (uint32_t)A->resize_short);
+    jg_writer_set_u32(w, "jepa.pre.crop", (uint32_t)A->crop);
+    jg_writer_set_str(w, "jepa.pre.resample", A->resample);
+    jg_writer_set_str(w, "jepa.pre.resize_mode", A->resize_mode);
+    jg_writer_set_f32(w, "jepa.pre.rescale", 1.0f / 255.0f);
 
     /* encoder tensors */
     const int d = A->d, P = A->patch;
@@ -359,9 +359,9 @@ int cmd_synth(int argc, char **argv) {
     }
     int rc = 0;
     if (bad) rc = cli_fail(out, "%s", s.err.msg[0] ? s.err.msg : "cannot build the model (out of memory?)");
-    else if (gguf_writer_write(w, out, &s.err)) rc = cli_fail(out, "%s", s.err.msg);
+    else if (jg_writer_write(w, out, &s.err)) rc = cli_fail(out, "%s", s.err.msg);
     else printf("wrote %s: %s, RANDOM weights, matmul weights %s\n", out, A->about, dtype);
-    gguf_writer_free(w);
+    jg_writer_free(w);
     free(s.buf);
     free(s.qbuf);
     return rc;

@@ -34,31 +34,31 @@ jepa_status npy_load(struct npy *a, const char *path, struct jerr *err) {
     memset(a, 0, sizeof *a);
     FILE *f = fopen(path, "rb");
     char *hdr = NULL;
-    if (!f) return jerr_set(err, JEPA_ERR_IO, "cannot open: %s", strerror(errno));
+    if (!f) return jr_err_set(err, JEPA_ERR_IO, "cannot open: %s", strerror(errno));
     unsigned char pre[12];
     jepa_status st = JEPA_ERR_FORMAT;
     if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6)) {
-        jerr_set(err, st, "not a .npy file (bad magic)");
+        jr_err_set(err, st, "not a .npy file (bad magic)");
         goto fail;
     }
     size_t hlen;
     if (pre[6] == 1) {
         hlen = (size_t)pre[8] | (size_t)pre[9] << 8;
     } else if (pre[6] == 2 || pre[6] == 3) {
-        if (fread(pre + 10, 1, 2, f) != 2) { jerr_set(err, st, "truncated .npy header"); goto fail; }
+        if (fread(pre + 10, 1, 2, f) != 2) { jr_err_set(err, st, "truncated .npy header"); goto fail; }
         hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
-        if (hlen > (1u << 20)) { jerr_set(err, st, ".npy header of %zu bytes is too long", hlen); goto fail; }
+        if (hlen > (1u << 20)) { jr_err_set(err, st, ".npy header of %zu bytes is too long", hlen); goto fail; }
     } else {
-        jerr_set(err, st, "unsupported .npy version %d", pre[6]);
+        jr_err_set(err, st, "unsupported .npy version %d", pre[6]);
         goto fail;
     }
     hdr = malloc(hlen + 1);
-    if (!hdr) { st = jerr_set(err, JEPA_ERR_NOMEM, "out of memory"); goto fail; }
-    if (fread(hdr, 1, hlen, f) != hlen) { jerr_set(err, st, "truncated .npy header"); goto fail; }
+    if (!hdr) { st = jr_err_set(err, JEPA_ERR_NOMEM, "out of memory"); goto fail; }
+    if (fread(hdr, 1, hlen, f) != hlen) { jr_err_set(err, st, "truncated .npy header"); goto fail; }
     hdr[hlen] = '\0';
 
     const char *d = dict_value(hdr, "descr");
-    if (!d) { jerr_set(err, st, ".npy header has no 'descr'"); goto fail; }
+    if (!d) { jr_err_set(err, st, ".npy header has no 'descr'"); goto fail; }
     static const struct { const char *s; enum npy_dtype t; } types[] = {
         {"'<f4'", NPY_F32}, {"'<f8'", NPY_F64}, {"'<i4'", NPY_I32}, {"'<i8'", NPY_I64},
         {"'|u1'", NPY_U8}, {"'<u1'", NPY_U8},
@@ -68,13 +68,13 @@ jepa_status npy_load(struct npy *a, const char *path, struct jerr *err) {
         if (!strncmp(d, types[i].s, strlen(types[i].s))) { a->dtype = types[i].t; found = 1; }
     if (!found) {
         st = JEPA_ERR_UNSUPPORTED;
-        jerr_set(err, st, "unsupported .npy dtype %.8s (float32/float64/int32/int64/uint8 little-endian only)", d);
+        jr_err_set(err, st, "unsupported .npy dtype %.8s (float32/float64/int32/int64/uint8 little-endian only)", d);
         goto fail;
     }
     const char *fo = dict_value(hdr, "fortran_order");
-    if (!fo || strncmp(fo, "False", 5)) { jerr_set(err, st, ".npy array is not in C order"); goto fail; }
+    if (!fo || strncmp(fo, "False", 5)) { jr_err_set(err, st, ".npy array is not in C order"); goto fail; }
     const char *sh = dict_value(hdr, "shape");
-    if (!sh || *sh != '(') { jerr_set(err, st, ".npy header has no 'shape'"); goto fail; }
+    if (!sh || *sh != '(') { jr_err_set(err, st, ".npy header has no 'shape'"); goto fail; }
     sh++;
     a->count = 1;
     while (*sh && *sh != ')') {
@@ -84,21 +84,21 @@ jepa_status npy_load(struct npy *a, const char *path, struct jerr *err) {
         errno = 0;
         long long v = strtoll(sh, &end, 10);
         if (end == sh || errno || v < 0 || v > (1LL << 40) || a->ndim == 8) {
-            jerr_set(err, st, "bad .npy shape");
+            jr_err_set(err, st, "bad .npy shape");
             goto fail;
         }
         a->shape[a->ndim++] = v;
         if (__builtin_mul_overflow(a->count, (int64_t)v, &a->count) || a->count > (1LL << 40)) {
-            jerr_set(err, st, ".npy shape is too large");
+            jr_err_set(err, st, ".npy shape is too large");
             goto fail;
         }
         sh = end;
     }
     size_t bytes = (size_t)a->count * dtype_size(a->dtype);
     a->data = malloc(bytes ? bytes : 1);
-    if (!a->data) { st = jerr_set(err, JEPA_ERR_NOMEM, "out of memory for %zu bytes", bytes); goto fail; }
+    if (!a->data) { st = jr_err_set(err, JEPA_ERR_NOMEM, "out of memory for %zu bytes", bytes); goto fail; }
     if (fread(a->data, 1, bytes, f) != bytes) {
-        jerr_set(err, st, "truncated .npy data (expected %zu bytes)", bytes);
+        jr_err_set(err, st, "truncated .npy data (expected %zu bytes)", bytes);
         goto fail;
     }
     free(hdr);
@@ -117,10 +117,10 @@ jepa_status npy_load_f32(struct npy *a, const char *path, struct jerr *err) {
     if (a->dtype == NPY_F32) return JEPA_OK;
     if (a->dtype != NPY_F64) {
         npy_free(a);
-        return jerr_set(err, JEPA_ERR_FORMAT, "expected a float32 or float64 array");
+        return jr_err_set(err, JEPA_ERR_FORMAT, "expected a float32 or float64 array");
     }
     float *f = malloc(sizeof(float) * (size_t)(a->count ? a->count : 1));
-    if (!f) { npy_free(a); return jerr_set(err, JEPA_ERR_NOMEM, "out of memory"); }
+    if (!f) { npy_free(a); return jr_err_set(err, JEPA_ERR_NOMEM, "out of memory"); }
     for (int64_t i = 0; i < a->count; i++) f[i] = (float)((double *)a->data)[i];
     free(a->data);
     a->data = f;
@@ -134,16 +134,16 @@ jepa_status npy_load_i32(struct npy *a, const char *path, struct jerr *err) {
     if (a->dtype == NPY_I32) return JEPA_OK;
     if (a->dtype != NPY_I64) {
         npy_free(a);
-        return jerr_set(err, JEPA_ERR_FORMAT, "expected an int32 or int64 array of token ids");
+        return jr_err_set(err, JEPA_ERR_FORMAT, "expected an int32 or int64 array of token ids");
     }
     int32_t *v = malloc(sizeof(int32_t) * (size_t)(a->count ? a->count : 1));
-    if (!v) { npy_free(a); return jerr_set(err, JEPA_ERR_NOMEM, "out of memory"); }
+    if (!v) { npy_free(a); return jr_err_set(err, JEPA_ERR_NOMEM, "out of memory"); }
     for (int64_t i = 0; i < a->count; i++) {
         int64_t x = ((int64_t *)a->data)[i];
         if (x < INT32_MIN || x > INT32_MAX) {
             free(v);
             npy_free(a);
-            return jerr_set(err, JEPA_ERR_FORMAT, "id %lld at index %lld does not fit in 32 bits",
+            return jr_err_set(err, JEPA_ERR_FORMAT, "id %lld at index %lld does not fit in 32 bits",
                             (long long)x, (long long)i);
         }
         v[i] = (int32_t)x;
@@ -179,12 +179,12 @@ jepa_status npy_save_f32(const char *path, const float *data, int ndim, const in
     const int direct = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 5);
-    if (!tmp) return jerr_set(err, JEPA_ERR_NOMEM, "out of memory");
+    if (!tmp) return jr_err_set(err, JEPA_ERR_NOMEM, "out of memory");
     memcpy(tmp, path, plen);
     memcpy(tmp + plen, direct ? "" : ".tmp", direct ? 1 : 5);
     FILE *f = fopen(tmp, "wb");
     if (!f) {
-        jepa_status st = jerr_set(err, JEPA_ERR_IO, "cannot write: %s", strerror(errno));
+        jepa_status st = jr_err_set(err, JEPA_ERR_IO, "cannot write: %s", strerror(errno));
         free(tmp);
         return st;
     }
@@ -197,7 +197,7 @@ jepa_status npy_save_f32(const char *path, const float *data, int ndim, const in
     ok = ok && fwrite(data, sizeof(float), (size_t)count, f) == (size_t)count;
     ok = (fclose(f) == 0) && ok;
     if (!ok || (!direct && rename(tmp, path) != 0)) {
-        jepa_status st = jerr_set(err, JEPA_ERR_IO, "write failed: %s", strerror(errno));
+        jepa_status st = jr_err_set(err, JEPA_ERR_IO, "write failed: %s", strerror(errno));
         if (!direct) unlink(tmp);
         free(tmp);
         return st;

@@ -67,7 +67,7 @@ static void *arena_alloc(struct arena_blk **head, size_t n) {
     return b->data + at;
 }
 
-static void arena_free(struct arena_blk *b) {
+static void jr_arena_free(struct arena_blk *b) {
     while (b) {
         struct arena_blk *next = b->next;
         free(b);
@@ -80,7 +80,7 @@ static void arena_free(struct arena_blk *b) {
 struct gguf_file {
     const uint8_t *base;
     size_t size;
-    void *map;              /* gguf_open's mapping (NULL for gguf_open_memory) */
+    void *map;              /* jg_open's mapping (NULL for jg_open_memory) */
     size_t map_size;
     uint32_t version;
     size_t alignment;
@@ -131,7 +131,7 @@ static jepa_status fail(struct jerr *e, jepa_status s, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    return jerr_set(e, s, "%s", buf);
+    return jr_err_set(e, s, "%s", buf);
 }
 
 /* "truncated file: <what> needs N bytes at offset P, only L left (file is S bytes)" */
@@ -248,9 +248,9 @@ static jepa_status read_kv(struct gguf_file *g, struct rd *r, struct jerr *e, in
     if (vt == GGUF_V_STRING) return read_string(g, r, e, ctx, -1, false, &kv->v.s);
 
     if (vt != GGUF_V_ARRAY) {
-        size_t n = gguf_vtype_size(vt);
+        size_t n = jg_vtype_size(vt);
         if (rd_left(r) < n) {
-            snprintf(what, sizeof what, "%s %s value", ctx, gguf_vtype_name(vt));
+            snprintf(what, sizeof what, "%s %s value", ctx, jg_vtype_name(vt));
             return truncated(e, r, n, what);
         }
         const uint8_t *p = r->p + r->pos;
@@ -299,11 +299,11 @@ static jepa_status read_kv(struct gguf_file *g, struct rd *r, struct jerr *e, in
         kv->arr_str = v;
         return JEPA_OK;
     }
-    size_t es = gguf_vtype_size(et), bytes;
+    size_t es = jg_vtype_size(et), bytes;
     if (__builtin_mul_overflow((uint64_t)n, (uint64_t)es, &bytes) || bytes > rd_left(r))
         return fail(e, JEPA_ERR_FORMAT,
                     "%s: array of %llu %s at offset %zu runs past the end of the file (%zu bytes)",
-                    ctx, (unsigned long long)n, gguf_vtype_name(et), r->pos, r->size);
+                    ctx, (unsigned long long)n, jg_vtype_name(et), r->pos, r->size);
     const uint8_t *p = r->p + r->pos;
     if (et == GGUF_V_BOOL) {
         for (size_t k = 0; k < bytes; k++)
@@ -359,7 +359,7 @@ static jepa_status read_tensor_info(struct gguf_file *g, struct rd *r, struct je
         snprintf(what, sizeof what, "%s type", ctx);
         return truncated(e, r, 4, what);
     }
-    const struct gguf_type_info *ti = gguf_type_info(t->type);
+    const struct jg_type_info *ti = jg_type_info(t->type);
     if (!ti) {
         /* ids ggml has used: 0..39 except the retired 4, 5, 31..33, 36..38 */
         bool ggml_known = t->type < GGUF_TYPE_COUNT && t->type != 4 && t->type != 5 &&
@@ -377,7 +377,7 @@ static jepa_status read_tensor_info(struct gguf_file *g, struct rd *r, struct je
         return fail(e, JEPA_ERR_FORMAT,
                     "%s: ne[0] = %lld is not a multiple of the %s block size %lld", ctx,
                     (long long)t->ne[0], ti->name, (long long)ti->block_size);
-    size_t row = gguf_row_bytes(t->type, t->ne[0]);
+    size_t row = jg_row_bytes(t->type, t->ne[0]);
     if (row == 0 || __builtin_mul_overflow(row, (uint64_t)(nel / t->ne[0]), &t->nbytes))
         return fail(e, JEPA_ERR_FORMAT, "%s: data size overflows (%lld elements of %s)", ctx,
                     (long long)nel, ti->name);
@@ -494,11 +494,11 @@ static jepa_status parse(struct gguf_file *g, struct jerr *e) {
 
     /* alignment */
     g->alignment = GGUF_DEFAULT_ALIGNMENT;
-    const struct gguf_kv *al = gguf_find_kv(g, "general.alignment");
+    const struct gguf_kv *al = jg_find_kv(g, "general.alignment");
     if (al) {
         if (al->type != GGUF_V_U32)
             return fail(e, JEPA_ERR_FORMAT, "general.alignment: expected type u32, found %s",
-                        gguf_vtype_name(al->type));
+                        jg_vtype_name(al->type));
         if (al->v.u == 0 || (al->v.u & (al->v.u - 1)) != 0)
             return fail(e, JEPA_ERR_FORMAT,
                         "general.alignment: expected a non-zero power of two, found %llu",
@@ -568,56 +568,56 @@ static jepa_status parse(struct gguf_file *g, struct jerr *e) {
 static jepa_status open_common(struct gguf_file *g, struct gguf_file **out, struct jerr *err) {
     jepa_status st = parse(g, err);
     if (st) {
-        gguf_close(g);
+        jg_close(g);
         return st;
     }
     *out = g;
     return JEPA_OK;
 }
 
-jepa_status gguf_open_memory(struct gguf_file **out, const void *data, size_t size,
+jepa_status jg_open_memory(struct gguf_file **out, const void *data, size_t size,
                              struct jerr *err) {
-    if (!out) return jerr_set(err, JEPA_ERR_ARG, "gguf_open_memory: out is NULL");
+    if (!out) return jr_err_set(err, JEPA_ERR_ARG, "jg_open_memory: out is NULL");
     *out = NULL;
-    if (!data && size) return jerr_set(err, JEPA_ERR_ARG, "gguf_open_memory: data is NULL");
+    if (!data && size) return jr_err_set(err, JEPA_ERR_ARG, "jg_open_memory: data is NULL");
     struct gguf_file *g = calloc(1, sizeof *g);
-    if (!g) return jerr_set(err, JEPA_ERR_NOMEM, "gguf_open_memory: out of memory");
+    if (!g) return jr_err_set(err, JEPA_ERR_NOMEM, "jg_open_memory: out of memory");
     g->base = data;
     g->size = size;
     return open_common(g, out, err);
 }
 
-jepa_status gguf_open(struct gguf_file **out, const char *path, struct jerr *err) {
-    if (!out || !path) return jerr_set(err, JEPA_ERR_ARG, "gguf_open: NULL argument");
+jepa_status jg_open(struct gguf_file **out, const char *path, struct jerr *err) {
+    if (!out || !path) return jr_err_set(err, JEPA_ERR_ARG, "jg_open: NULL argument");
     *out = NULL;
     struct gguf_file *g = NULL;
     struct jerr inner = {0};
     jepa_status st;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return jerr_set(err, JEPA_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    if (fd < 0) return jr_err_set(err, JEPA_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
-        st = jerr_set(err, JEPA_ERR_IO, "cannot stat '%s': %s", path, strerror(errno));
+        st = jr_err_set(err, JEPA_ERR_IO, "cannot stat '%s': %s", path, strerror(errno));
         goto fail;
     }
     if (!S_ISREG(sb.st_mode)) {
-        st = jerr_set(err, JEPA_ERR_IO, "'%s' is not a regular file", path);
+        st = jr_err_set(err, JEPA_ERR_IO, "'%s' is not a regular file", path);
         goto fail;
     }
     if ((uint64_t)sb.st_size > SIZE_MAX) {
-        st = jerr_set(err, JEPA_ERR_IO, "'%s' is too large to map", path);
+        st = jr_err_set(err, JEPA_ERR_IO, "'%s' is too large to map", path);
         goto fail;
     }
     g = calloc(1, sizeof *g);
     if (!g) {
-        st = jerr_set(err, JEPA_ERR_NOMEM, "'%s': out of memory", path);
+        st = jr_err_set(err, JEPA_ERR_NOMEM, "'%s': out of memory", path);
         goto fail;
     }
     g->size = (size_t)sb.st_size;
     if (g->size > 0) {
         void *m = mmap(NULL, g->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED) {
-            st = jerr_set(err, JEPA_ERR_IO, "cannot map '%s' (%zu bytes): %s", path, g->size,
+            st = jr_err_set(err, JEPA_ERR_IO, "cannot map '%s' (%zu bytes): %s", path, g->size,
                           strerror(errno));
             goto fail;
         }
@@ -629,47 +629,47 @@ jepa_status gguf_open(struct gguf_file **out, const char *path, struct jerr *err
     fd = -1;
     st = parse(g, &inner);
     if (st) {
-        jerr_set(err, st, "%s: %s", path, inner.msg);
+        jr_err_set(err, st, "%s: %s", path, inner.msg);
         goto fail;
     }
     *out = g;
     return JEPA_OK;
 fail:
     if (fd >= 0) close(fd);
-    gguf_close(g);
+    jg_close(g);
     return st;
 }
 
-void gguf_close(struct gguf_file *g) {
+void jg_close(struct gguf_file *g) {
     if (!g) return;
     if (g->map) munmap(g->map, g->map_size);
     free(g->kv);
     free(g->kv_sorted);
     free(g->tensors);
     free(g->tensor_sorted);
-    arena_free(g->arena);
+    jr_arena_free(g->arena);
     free(g);
 }
 
 /* ---- accessors ------------------------------------------------------------------------ */
 
-uint32_t gguf_version(const struct gguf_file *g) { return g->version; }
-size_t gguf_alignment(const struct gguf_file *g) { return g->alignment; }
-size_t gguf_file_size(const struct gguf_file *g) { return g->size; }
-size_t gguf_data_offset(const struct gguf_file *g) { return g->data_offset; }
-const void *gguf_base(const struct gguf_file *g) { return g->base; }
-int64_t gguf_n_kv(const struct gguf_file *g) { return g->n_kv; }
-int64_t gguf_n_tensors(const struct gguf_file *g) { return g->n_tensors; }
+uint32_t jg_version(const struct gguf_file *g) { return g->version; }
+size_t jg_alignment(const struct gguf_file *g) { return g->alignment; }
+size_t jg_file_size(const struct gguf_file *g) { return g->size; }
+size_t jg_data_offset(const struct gguf_file *g) { return g->data_offset; }
+const void *jg_base(const struct gguf_file *g) { return g->base; }
+int64_t jg_n_kv(const struct gguf_file *g) { return g->n_kv; }
+int64_t jg_n_tensors(const struct gguf_file *g) { return g->n_tensors; }
 
-const struct gguf_kv *gguf_kv_at(const struct gguf_file *g, int64_t i) {
+const struct gguf_kv *jg_kv_at(const struct gguf_file *g, int64_t i) {
     return (i >= 0 && i < g->n_kv) ? &g->kv[i] : NULL;
 }
 
-const struct gguf_tensor *gguf_tensor_at(const struct gguf_file *g, int64_t i) {
+const struct gguf_tensor *jg_tensor_at(const struct gguf_file *g, int64_t i) {
     return (i >= 0 && i < g->n_tensors) ? &g->tensors[i] : NULL;
 }
 
-const struct gguf_kv *gguf_find_kv(const struct gguf_file *g, const char *key) {
+const struct gguf_kv *jg_find_kv(const struct gguf_file *g, const char *key) {
     if (!key) return NULL;
     size_t lo = 0, hi = (size_t)g->n_kv;
     while (lo < hi) {
@@ -682,7 +682,7 @@ const struct gguf_kv *gguf_find_kv(const struct gguf_file *g, const char *key) {
     return NULL;
 }
 
-const struct gguf_tensor *gguf_find_tensor(const struct gguf_file *g, const char *name) {
+const struct gguf_tensor *jg_find_tensor(const struct gguf_file *g, const char *name) {
     if (!name) return NULL;
     size_t lo = 0, hi = (size_t)g->n_tensors;
     while (lo < hi) {
@@ -702,7 +702,7 @@ struct elem { int kind; uint64_t u; int64_t i; double f; };   /* kind: 0 u, 1 i,
 
 static bool arr_elem(const struct gguf_kv *kv, uint64_t i, struct elem *x) {
     if (!kv || kv->type != GGUF_V_ARRAY || i >= kv->arr_n || !kv->arr_data) return false;
-    size_t es = gguf_vtype_size(kv->arr_type);
+    size_t es = jg_vtype_size(kv->arr_type);
     if (es == 0) return false;
     struct gguf_kv tmp = {0};
     load_scalar(&tmp, kv->arr_type, (const uint8_t *)kv->arr_data + i * es);
@@ -717,7 +717,7 @@ static bool arr_elem(const struct gguf_kv *kv, uint64_t i, struct elem *x) {
     return true;
 }
 
-uint64_t gguf_arr_u64(const struct gguf_kv *kv, uint64_t i) {
+uint64_t jg_arr_u64(const struct gguf_kv *kv, uint64_t i) {
     struct elem x;
     if (!arr_elem(kv, i, &x)) return 0;
     if (x.kind == 0) return x.u;
@@ -727,7 +727,7 @@ uint64_t gguf_arr_u64(const struct gguf_kv *kv, uint64_t i) {
     return (uint64_t)x.f;
 }
 
-int64_t gguf_arr_i64(const struct gguf_kv *kv, uint64_t i) {
+int64_t jg_arr_i64(const struct gguf_kv *kv, uint64_t i) {
     struct elem x;
     if (!arr_elem(kv, i, &x)) return 0;
     if (x.kind == 1) return x.i;
@@ -738,7 +738,7 @@ int64_t gguf_arr_i64(const struct gguf_kv *kv, uint64_t i) {
     return (int64_t)x.f;
 }
 
-double gguf_arr_f64(const struct gguf_kv *kv, uint64_t i) {
+double jg_arr_f64(const struct gguf_kv *kv, uint64_t i) {
     struct elem x;
     if (!arr_elem(kv, i, &x)) return 0;
     if (x.kind == 0) return (double)x.u;
@@ -802,7 +802,7 @@ static void sb_scalar(struct sbuf *b, uint32_t vt, const struct gguf_kv *kv) {
     }
 }
 
-void gguf_kv_format(const struct gguf_kv *kv, char *buf, size_t size, int max_items) {
+void jg_kv_format(const struct gguf_kv *kv, char *buf, size_t size, int max_items) {
     if (!buf || size == 0) return;
     struct sbuf b = {buf, size, 0};
     buf[0] = '\0';
@@ -814,7 +814,7 @@ void gguf_kv_format(const struct gguf_kv *kv, char *buf, size_t size, int max_it
     bool strs = kv->arr_type == GGUF_V_STRING;
     if (max_items <= 0 && kv->arr_n > 0) {
         if (strs) sb_add(&b, "[%llu strings]", (unsigned long long)kv->arr_n);
-        else sb_add(&b, "[%llu x %s]", (unsigned long long)kv->arr_n, gguf_vtype_name(kv->arr_type));
+        else sb_add(&b, "[%llu x %s]", (unsigned long long)kv->arr_n, jg_vtype_name(kv->arr_type));
         return;
     }
     sb_add(&b, "[");
@@ -825,7 +825,7 @@ void gguf_kv_format(const struct gguf_kv *kv, char *buf, size_t size, int max_it
             sb_quoted(&b, kv->arr_str && kv->arr_str[i] ? kv->arr_str[i] : "");
         } else {
             struct gguf_kv one = {0};
-            size_t es = gguf_vtype_size(kv->arr_type);
+            size_t es = jg_vtype_size(kv->arr_type);
             if (!kv->arr_data || es == 0) break;
             load_scalar(&one, kv->arr_type, (const uint8_t *)kv->arr_data + i * es);
             sb_scalar(&b, kv->arr_type, &one);

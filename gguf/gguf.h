@@ -51,7 +51,7 @@ enum gguf_type {
     GGUF_TYPE_COUNT = 40,   /* upper bound of ids the table knows */
 };
 
-struct gguf_type_info {
+struct jg_type_info {
     const char *name;       /* "f32", "q8_0", ... */
     int64_t block_size;     /* elements per block (1 for float types) */
     size_t type_size;       /* bytes per block */
@@ -59,10 +59,10 @@ struct gguf_type_info {
 };
 
 /* NULL when t is not a type this build knows. */
-const struct gguf_type_info *gguf_type_info(uint32_t t);
+const struct jg_type_info *jg_type_info(uint32_t t);
 /* Bytes of a row of n elements of type t, or 0 if n is not a multiple of the block size
  * or t is unknown. */
-size_t gguf_row_bytes(uint32_t t, int64_t n);
+size_t jg_row_bytes(uint32_t t, int64_t n);
 
 /* Metadata value types (GGUF on-disk ids). */
 enum gguf_vtype {
@@ -73,7 +73,7 @@ enum gguf_vtype {
     GGUF_V_COUNT = 13,
 };
 
-const char *gguf_vtype_name(uint32_t vt);
+const char *jg_vtype_name(uint32_t vt);
 
 struct gguf_kv {
     const char *key;            /* NUL-terminated */
@@ -107,72 +107,72 @@ struct gguf_tensor {
 struct gguf_file;
 
 /* Open and validate. *out is NULL on failure. */
-jepa_status gguf_open(struct gguf_file **out, const char *path, struct jerr *err);
+jepa_status jg_open(struct gguf_file **out, const char *path, struct jerr *err);
 /* The same on a caller's buffer (not copied; must outlive the gguf_file). */
-jepa_status gguf_open_memory(struct gguf_file **out, const void *data, size_t size,
+jepa_status jg_open_memory(struct gguf_file **out, const void *data, size_t size,
                              struct jerr *err);
-void gguf_close(struct gguf_file *g);
+void jg_close(struct gguf_file *g);
 
-uint32_t gguf_version(const struct gguf_file *g);
-size_t gguf_alignment(const struct gguf_file *g);
-size_t gguf_file_size(const struct gguf_file *g);
-size_t gguf_data_offset(const struct gguf_file *g);  /* start of the data section */
-/* The whole file in memory (the mapping, or gguf_open_memory's buffer): gguf_file_size()
- * bytes; every tensor's data lies in [base + gguf_data_offset(), base + size). */
-const void *gguf_base(const struct gguf_file *g);
+uint32_t jg_version(const struct gguf_file *g);
+size_t jg_alignment(const struct gguf_file *g);
+size_t jg_file_size(const struct gguf_file *g);
+size_t jg_data_offset(const struct gguf_file *g);  /* start of the data section */
+/* The whole file in memory (the mapping, or jg_open_memory's buffer): jg_file_size()
+ * bytes; every tensor's data lies in [base + jg_data_offset(), base + size). */
+const void *jg_base(const struct gguf_file *g);
 
-int64_t gguf_n_kv(const struct gguf_file *g);
-const struct gguf_kv *gguf_kv_at(const struct gguf_file *g, int64_t i);
-const struct gguf_kv *gguf_find_kv(const struct gguf_file *g, const char *key); /* NULL if absent */
+int64_t jg_n_kv(const struct gguf_file *g);
+const struct gguf_kv *jg_kv_at(const struct gguf_file *g, int64_t i);
+const struct gguf_kv *jg_find_kv(const struct gguf_file *g, const char *key); /* NULL if absent */
 
-int64_t gguf_n_tensors(const struct gguf_file *g);
-const struct gguf_tensor *gguf_tensor_at(const struct gguf_file *g, int64_t i);
-const struct gguf_tensor *gguf_find_tensor(const struct gguf_file *g, const char *name);
+int64_t jg_n_tensors(const struct gguf_file *g);
+const struct gguf_tensor *jg_tensor_at(const struct gguf_file *g, int64_t i);
+const struct gguf_tensor *jg_find_tensor(const struct gguf_file *g, const char *name);
 
 /* Element i of a numeric array, converted. Caller checks i < arr_n and the type. */
-uint64_t gguf_arr_u64(const struct gguf_kv *kv, uint64_t i);
-int64_t gguf_arr_i64(const struct gguf_kv *kv, uint64_t i);
-double gguf_arr_f64(const struct gguf_kv *kv, uint64_t i);
+uint64_t jg_arr_u64(const struct gguf_kv *kv, uint64_t i);
+int64_t jg_arr_i64(const struct gguf_kv *kv, uint64_t i);
+double jg_arr_f64(const struct gguf_kv *kv, uint64_t i);
 
 /* Print a value for humans ("42", "\"vjepa2\"", "[2, 5, 8, 11]", "[174 strings]"). */
-void gguf_kv_format(const struct gguf_kv *kv, char *buf, size_t size, int max_items);
+void jg_kv_format(const struct gguf_kv *kv, char *buf, size_t size, int max_items);
 
 /* ---- writer ------------------------------------------------------------------ */
 
 struct gguf_writer;
 
-struct gguf_writer *gguf_writer_new(void);      /* NULL on allocation failure */
-void gguf_writer_free(struct gguf_writer *w);
+struct gguf_writer *jg_writer_new(void);      /* NULL on allocation failure */
+void jg_writer_free(struct gguf_writer *w);
 
 /* Setting a key that exists replaces its value. Strings are copied. Each returns
  * JEPA_OK or JEPA_ERR_NOMEM. */
-jepa_status gguf_writer_set_u32(struct gguf_writer *w, const char *key, uint32_t v);
-jepa_status gguf_writer_set_i32(struct gguf_writer *w, const char *key, int32_t v);
-jepa_status gguf_writer_set_u64(struct gguf_writer *w, const char *key, uint64_t v);
-jepa_status gguf_writer_set_f32(struct gguf_writer *w, const char *key, float v);
-jepa_status gguf_writer_set_bool(struct gguf_writer *w, const char *key, bool v);
-jepa_status gguf_writer_set_str(struct gguf_writer *w, const char *key, const char *v);
+jepa_status jg_writer_set_u32(struct gguf_writer *w, const char *key, uint32_t v);
+jepa_status jg_writer_set_i32(struct gguf_writer *w, const char *key, int32_t v);
+jepa_status jg_writer_set_u64(struct gguf_writer *w, const char *key, uint64_t v);
+jepa_status jg_writer_set_f32(struct gguf_writer *w, const char *key, float v);
+jepa_status jg_writer_set_bool(struct gguf_writer *w, const char *key, bool v);
+jepa_status jg_writer_set_str(struct gguf_writer *w, const char *key, const char *v);
 /* Any scalar type: raw little-endian value bytes of the given vtype. */
-jepa_status gguf_writer_set_scalar(struct gguf_writer *w, const char *key, uint32_t vtype,
+jepa_status jg_writer_set_scalar(struct gguf_writer *w, const char *key, uint32_t vtype,
                                    const void *value);
 /* Numeric array of n elements of vtype elem (data: n packed little-endian values). */
-jepa_status gguf_writer_set_arr(struct gguf_writer *w, const char *key, uint32_t elem,
+jepa_status jg_writer_set_arr(struct gguf_writer *w, const char *key, uint32_t elem,
                                 const void *data, uint64_t n);
-jepa_status gguf_writer_set_arr_str(struct gguf_writer *w, const char *key,
+jepa_status jg_writer_set_arr_str(struct gguf_writer *w, const char *key,
                                     const char *const *v, uint64_t n);
 /* Copy every key/value of an open file (e.g. for quantize). */
-jepa_status gguf_writer_copy_kv(struct gguf_writer *w, const struct gguf_file *g);
+jepa_status jg_writer_copy_kv(struct gguf_writer *w, const struct gguf_file *g);
 
-/* Add a tensor; data (nbytes = gguf_row_bytes(type, ne[0]) * rows) is copied. ne in ggml
+/* Add a tensor; data (nbytes = jg_row_bytes(type, ne[0]) * rows) is copied. ne in ggml
  * order. JEPA_ERR_ARG for a duplicate name, bad dims or wrong nbytes. */
-jepa_status gguf_writer_add_tensor(struct gguf_writer *w, const char *name, uint32_t type,
+jepa_status jg_writer_add_tensor(struct gguf_writer *w, const char *name, uint32_t type,
                                    int n_dims, const int64_t *ne, const void *data,
                                    size_t nbytes, struct jerr *err);
 
 /* Write everything to path (via path.tmp + rename). */
-jepa_status gguf_writer_write(const struct gguf_writer *w, const char *path, struct jerr *err);
+jepa_status jg_writer_write(const struct gguf_writer *w, const char *path, struct jerr *err);
 /* Or to a malloc'ed buffer (caller frees). */
-jepa_status gguf_writer_write_mem(const struct gguf_writer *w, void **data, size_t *size,
+jepa_status jg_writer_write_mem(const struct gguf_writer *w, void **data, size_t *size,
                                   struct jerr *err);
 
 
@@ -185,11 +185,11 @@ jepa_status gguf_writer_write_mem(const struct gguf_writer *w, void **data, size
 #define GGUF_GGML_MAX_NAME 63
 
 /* Bytes of one scalar of value type vt (1, 2, 4 or 8), 0 for string, array or unknown. */
-size_t gguf_vtype_size(uint32_t vt);
+size_t jg_vtype_size(uint32_t vt);
 
 /*
  * What the reader refuses, and with which status:
- *   JEPA_ERR_IO           gguf_open: cannot open, stat or map the file; not a regular file
+ *   JEPA_ERR_IO           jg_open: cannot open, stat or map the file; not a regular file
  *   JEPA_ERR_UNSUPPORTED  version 1 or a byte-swapped (big-endian) header; a tensor type
  *                         ggml knows but schema v1 does not allow (q8_1, q2_K, iq*, ...)
  *   JEPA_ERR_FORMAT       everything else: truncation, bad magic or version, absurd counts,
@@ -197,7 +197,7 @@ size_t gguf_vtype_size(uint32_t vt);
  *                         bad names or duplicates, bad dims, misplaced tensor data
  *   JEPA_ERR_NOMEM        an allocation failed (its size is bounded by the file size)
  * Versions 2 and 3 are read (same layout). Data pointers are aligned to the file's
- * alignment relative to the start of the buffer; gguf_open's mapping is page-aligned.
+ * alignment relative to the start of the buffer; jg_open's mapping is page-aligned.
  * Value strings are NUL-terminated copies; a value with an embedded NUL reads as its
  * prefix (keys and tensor names with one are refused).
  */

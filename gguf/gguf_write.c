@@ -9,9 +9,9 @@
  *   zero padding to the alignment (general.alignment if set, else 32)
  *   tensor data, each tensor followed by zero padding to the alignment
  *
- * gguf_writer_write streams into PATH.tmp, fsyncs it, renames it over PATH and
+ * jg_writer_write streams into PATH.tmp, fsyncs it, renames it over PATH and
  * fsyncs the directory; on any failure the .tmp is removed, so a file at PATH is
- * always complete. gguf_writer_write_mem produces the same bytes in memory.
+ * always complete. jg_writer_write_mem produces the same bytes in memory.
  *
  * Tested by tests/gguf/test_gguf_roundtrip.c (every value type and every allowed tensor
  * type through the reader, memory and file, byte-identical; replace-in-place; .tmp
@@ -55,7 +55,7 @@ struct gguf_writer {
     size_t n_t, cap_t;
 };
 
-struct gguf_writer *gguf_writer_new(void) { return calloc(1, sizeof(struct gguf_writer)); }
+struct gguf_writer *jg_writer_new(void) { return calloc(1, sizeof(struct gguf_writer)); }
 
 static void wkv_clear_value(struct wkv *kv) {
     free(kv->s);
@@ -71,7 +71,7 @@ static void wkv_clear_value(struct wkv *kv) {
     memset(kv->scalar, 0, sizeof kv->scalar);
 }
 
-void gguf_writer_free(struct gguf_writer *w) {
+void jg_writer_free(struct gguf_writer *w) {
     if (!w) return;
     for (size_t i = 0; i < w->n_kv; i++) {
         wkv_clear_value(&w->kv[i]);
@@ -128,9 +128,9 @@ fail:
     return JEPA_ERR_NOMEM;
 }
 
-jepa_status gguf_writer_set_scalar(struct gguf_writer *w, const char *key, uint32_t vtype,
+jepa_status jg_writer_set_scalar(struct gguf_writer *w, const char *key, uint32_t vtype,
                                    const void *value) {
-    size_t n = gguf_vtype_size(vtype);
+    size_t n = jg_vtype_size(vtype);
     if (!w || !key_ok(key) || !value || n == 0) return JEPA_ERR_ARG;
     if (vtype == GGUF_V_BOOL && *(const uint8_t *)value > 1) return JEPA_ERR_ARG;
     struct wkv v = {0};
@@ -144,38 +144,38 @@ static void st_le(uint8_t *p, uint64_t v, size_t n) {
     for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
-jepa_status gguf_writer_set_u32(struct gguf_writer *w, const char *key, uint32_t v) {
+jepa_status jg_writer_set_u32(struct gguf_writer *w, const char *key, uint32_t v) {
     uint8_t b[4];
     st_le(b, v, 4);
-    return gguf_writer_set_scalar(w, key, GGUF_V_U32, b);
+    return jg_writer_set_scalar(w, key, GGUF_V_U32, b);
 }
 
-jepa_status gguf_writer_set_i32(struct gguf_writer *w, const char *key, int32_t v) {
+jepa_status jg_writer_set_i32(struct gguf_writer *w, const char *key, int32_t v) {
     uint8_t b[4];
     st_le(b, (uint32_t)v, 4);
-    return gguf_writer_set_scalar(w, key, GGUF_V_I32, b);
+    return jg_writer_set_scalar(w, key, GGUF_V_I32, b);
 }
 
-jepa_status gguf_writer_set_u64(struct gguf_writer *w, const char *key, uint64_t v) {
+jepa_status jg_writer_set_u64(struct gguf_writer *w, const char *key, uint64_t v) {
     uint8_t b[8];
     st_le(b, v, 8);
-    return gguf_writer_set_scalar(w, key, GGUF_V_U64, b);
+    return jg_writer_set_scalar(w, key, GGUF_V_U64, b);
 }
 
-jepa_status gguf_writer_set_f32(struct gguf_writer *w, const char *key, float v) {
+jepa_status jg_writer_set_f32(struct gguf_writer *w, const char *key, float v) {
     uint32_t u;
     memcpy(&u, &v, 4);
     uint8_t b[4];
     st_le(b, u, 4);
-    return gguf_writer_set_scalar(w, key, GGUF_V_F32, b);
+    return jg_writer_set_scalar(w, key, GGUF_V_F32, b);
 }
 
-jepa_status gguf_writer_set_bool(struct gguf_writer *w, const char *key, bool v) {
+jepa_status jg_writer_set_bool(struct gguf_writer *w, const char *key, bool v) {
     uint8_t b = v ? 1 : 0;
-    return gguf_writer_set_scalar(w, key, GGUF_V_BOOL, &b);
+    return jg_writer_set_scalar(w, key, GGUF_V_BOOL, &b);
 }
 
-jepa_status gguf_writer_set_str(struct gguf_writer *w, const char *key, const char *v) {
+jepa_status jg_writer_set_str(struct gguf_writer *w, const char *key, const char *v) {
     if (!w || !key_ok(key) || !v) return JEPA_ERR_ARG;
     struct wkv kv = {0};
     kv.type = GGUF_V_STRING;
@@ -184,9 +184,9 @@ jepa_status gguf_writer_set_str(struct gguf_writer *w, const char *key, const ch
     return put_kv(w, key, &kv);
 }
 
-jepa_status gguf_writer_set_arr(struct gguf_writer *w, const char *key, uint32_t elem,
+jepa_status jg_writer_set_arr(struct gguf_writer *w, const char *key, uint32_t elem,
                                 const void *data, uint64_t n) {
-    size_t es = gguf_vtype_size(elem), bytes;
+    size_t es = jg_vtype_size(elem), bytes;
     if (!w || !key_ok(key) || es == 0 || (n && !data)) return JEPA_ERR_ARG;
     if (__builtin_mul_overflow(n, (uint64_t)es, &bytes)) return JEPA_ERR_ARG;
     if (elem == GGUF_V_BOOL)
@@ -204,7 +204,7 @@ jepa_status gguf_writer_set_arr(struct gguf_writer *w, const char *key, uint32_t
     return put_kv(w, key, &kv);
 }
 
-jepa_status gguf_writer_set_arr_str(struct gguf_writer *w, const char *key,
+jepa_status jg_writer_set_arr_str(struct gguf_writer *w, const char *key,
                                     const char *const *v, uint64_t n) {
     if (!w || !key_ok(key) || (n && !v) || n > SIZE_MAX / sizeof(char *)) return JEPA_ERR_ARG;
     for (uint64_t i = 0; i < n; i++)
@@ -227,21 +227,21 @@ jepa_status gguf_writer_set_arr_str(struct gguf_writer *w, const char *key,
     return put_kv(w, key, &kv);
 }
 
-jepa_status gguf_writer_copy_kv(struct gguf_writer *w, const struct gguf_file *g) {
+jepa_status jg_writer_copy_kv(struct gguf_writer *w, const struct gguf_file *g) {
     if (!w || !g) return JEPA_ERR_ARG;
-    for (int64_t i = 0; i < gguf_n_kv(g); i++) {
-        const struct gguf_kv *kv = gguf_kv_at(g, i);
+    for (int64_t i = 0; i < jg_n_kv(g); i++) {
+        const struct gguf_kv *kv = jg_kv_at(g, i);
         jepa_status st;
         if (kv->type == GGUF_V_STRING) {
-            st = gguf_writer_set_str(w, kv->key, kv->v.s);
+            st = jg_writer_set_str(w, kv->key, kv->v.s);
         } else if (kv->type == GGUF_V_ARRAY && kv->arr_type == GGUF_V_STRING) {
-            st = gguf_writer_set_arr_str(w, kv->key, kv->arr_str, kv->arr_n);
+            st = jg_writer_set_arr_str(w, kv->key, kv->arr_str, kv->arr_n);
         } else if (kv->type == GGUF_V_ARRAY) {
             /* the reader's arr_data is the file's little-endian bytes: copy them as is */
-            st = gguf_writer_set_arr(w, kv->key, kv->arr_type, kv->arr_data, kv->arr_n);
+            st = jg_writer_set_arr(w, kv->key, kv->arr_type, kv->arr_data, kv->arr_n);
         } else {
             uint8_t b[8];
-            size_t n = gguf_vtype_size(kv->type);
+            size_t n = jg_vtype_size(kv->type);
             if (n == 0 || n > sizeof b) return JEPA_ERR_FORMAT;   /* the reader never gives one */
             if (kv->type == GGUF_V_F32) {
                 float f = (float)kv->v.f;
@@ -258,57 +258,57 @@ jepa_status gguf_writer_copy_kv(struct gguf_writer *w, const struct gguf_file *g
             } else {
                 st_le(b, kv->v.u, n);
             }
-            st = gguf_writer_set_scalar(w, kv->key, kv->type, b);
+            st = jg_writer_set_scalar(w, kv->key, kv->type, b);
         }
         if (st) return st;
     }
     return JEPA_OK;
 }
 
-jepa_status gguf_writer_add_tensor(struct gguf_writer *w, const char *name, uint32_t type,
+jepa_status jg_writer_add_tensor(struct gguf_writer *w, const char *name, uint32_t type,
                                    int n_dims, const int64_t *ne, const void *data,
                                    size_t nbytes, struct jerr *err) {
     if (!w || !name || !ne || !data)
-        return jerr_set(err, JEPA_ERR_ARG, "gguf_writer_add_tensor: NULL argument");
+        return jr_err_set(err, JEPA_ERR_ARG, "jg_writer_add_tensor: NULL argument");
     size_t len = strlen(name);
-    if (len == 0) return jerr_set(err, JEPA_ERR_ARG, "gguf_writer_add_tensor: empty tensor name");
+    if (len == 0) return jr_err_set(err, JEPA_ERR_ARG, "jg_writer_add_tensor: empty tensor name");
     if (len > GGUF_GGML_MAX_NAME)
-        return jerr_set(err, JEPA_ERR_ARG,
+        return jr_err_set(err, JEPA_ERR_ARG,
                         "tensor '%.64s...': name is %zu bytes, ggml allows at most %d", name, len,
                         GGUF_GGML_MAX_NAME);
     for (size_t i = 0; i < w->n_t; i++)
         if (strcmp(w->t[i].name, name) == 0)
-            return jerr_set(err, JEPA_ERR_ARG, "tensor '%s': duplicate name", name);
-    const struct gguf_type_info *ti = gguf_type_info(type);
+            return jr_err_set(err, JEPA_ERR_ARG, "tensor '%s': duplicate name", name);
+    const struct jg_type_info *ti = jg_type_info(type);
     if (!ti || !ti->schema_allowed)
-        return jerr_set(err, JEPA_ERR_ARG, "tensor '%s': type %u is not a schema v1 type", name,
+        return jr_err_set(err, JEPA_ERR_ARG, "tensor '%s': type %u is not a schema v1 type", name,
                         type);
     if (n_dims < 1 || n_dims > GGUF_MAX_DIMS)
-        return jerr_set(err, JEPA_ERR_ARG, "tensor '%s': n_dims %d (expected 1..%d)", name,
+        return jr_err_set(err, JEPA_ERR_ARG, "tensor '%s': n_dims %d (expected 1..%d)", name,
                         n_dims, GGUF_MAX_DIMS);
     int64_t nel = 1;
     for (int d = 0; d < n_dims; d++) {
         if (ne[d] < 1)
-            return jerr_set(err, JEPA_ERR_ARG, "tensor '%s': ne[%d] = %lld (expected >= 1)", name,
+            return jr_err_set(err, JEPA_ERR_ARG, "tensor '%s': ne[%d] = %lld (expected >= 1)", name,
                             d, (long long)ne[d]);
         if (__builtin_mul_overflow(nel, ne[d], &nel))
-            return jerr_set(err, JEPA_ERR_ARG, "tensor '%s': element count overflows", name);
+            return jr_err_set(err, JEPA_ERR_ARG, "tensor '%s': element count overflows", name);
     }
     if (ne[0] % ti->block_size)
-        return jerr_set(err, JEPA_ERR_ARG,
+        return jr_err_set(err, JEPA_ERR_ARG,
                         "tensor '%s': ne[0] = %lld is not a multiple of the %s block size %lld",
                         name, (long long)ne[0], ti->name, (long long)ti->block_size);
     size_t want;
-    if (__builtin_mul_overflow(gguf_row_bytes(type, ne[0]), (uint64_t)(nel / ne[0]), &want))
-        return jerr_set(err, JEPA_ERR_ARG, "tensor '%s': size overflows", name);
+    if (__builtin_mul_overflow(jg_row_bytes(type, ne[0]), (uint64_t)(nel / ne[0]), &want))
+        return jr_err_set(err, JEPA_ERR_ARG, "tensor '%s': size overflows", name);
     if (nbytes != want)
-        return jerr_set(err, JEPA_ERR_ARG, "tensor '%s': %zu bytes of data, expected %zu for %s",
+        return jr_err_set(err, JEPA_ERR_ARG, "tensor '%s': %zu bytes of data, expected %zu for %s",
                         name, nbytes, want, ti->name);
 
     if (w->n_t == w->cap_t) {
         size_t cap = w->cap_t ? 2 * w->cap_t : 16;
         struct wtensor *t = realloc(w->t, cap * sizeof *t);
-        if (!t) return jerr_set(err, JEPA_ERR_NOMEM, "tensor '%s': out of memory", name);
+        if (!t) return jr_err_set(err, JEPA_ERR_NOMEM, "tensor '%s': out of memory", name);
         w->t = t;
         w->cap_t = cap;
     }
@@ -318,7 +318,7 @@ jepa_status gguf_writer_add_tensor(struct gguf_writer *w, const char *name, uint
     if (!t.name || !t.data) {
         free(t.name);
         free(t.data);
-        return jerr_set(err, JEPA_ERR_NOMEM, "tensor '%s': cannot copy %zu bytes", name, nbytes);
+        return jr_err_set(err, JEPA_ERR_NOMEM, "tensor '%s': cannot copy %zu bytes", name, nbytes);
     }
     memcpy(t.data, data, nbytes);
     t.type = type;
@@ -383,14 +383,14 @@ static size_t file_alignment(const struct gguf_writer *w, struct jerr *err) {
     for (size_t i = 0; i < w->n_kv; i++) {
         if (strcmp(w->kv[i].key, "general.alignment") != 0) continue;
         if (w->kv[i].type != GGUF_V_U32) {
-            jerr_set(err, JEPA_ERR_ARG, "general.alignment: must be a u32, is %s",
-                     gguf_vtype_name(w->kv[i].type));
+            jr_err_set(err, JEPA_ERR_ARG, "general.alignment: must be a u32, is %s",
+                     jg_vtype_name(w->kv[i].type));
             return 0;
         }
         const uint8_t *b = w->kv[i].scalar;
         uint32_t a = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
         if (a == 0 || (a & (a - 1)) || a > (1u << 30)) {
-            jerr_set(err, JEPA_ERR_ARG,
+            jr_err_set(err, JEPA_ERR_ARG,
                      "general.alignment: %u is not a power of two in 1..2^30", a);
             return 0;
         }
@@ -414,9 +414,9 @@ static size_t layout(const struct gguf_writer *w, size_t align, uint64_t *offs, 
             if (kv->arr_type == GGUF_V_STRING)
                 for (uint64_t k = 0; k < kv->arr_n; k++) n += str_bytes(kv->arr_str[k]);
             else
-                n += (size_t)kv->arr_n * gguf_vtype_size(kv->arr_type);
+                n += (size_t)kv->arr_n * jg_vtype_size(kv->arr_type);
         } else {
-            n += gguf_vtype_size(kv->type);
+            n += jg_vtype_size(kv->type);
         }
     }
     for (size_t i = 0; i < w->n_t; i++) n += str_bytes(w->t[i].name) + 4 + 8 * (size_t)w->t[i].n_dims + 4 + 8;
@@ -450,9 +450,9 @@ static void serialise(const struct gguf_writer *w, struct sink *s, size_t align,
             if (kv->arr_type == GGUF_V_STRING)
                 for (uint64_t k = 0; k < kv->arr_n; k++) put_str(s, kv->arr_str[k]);
             else
-                put(s, kv->arr_data, (size_t)kv->arr_n * gguf_vtype_size(kv->arr_type));
+                put(s, kv->arr_data, (size_t)kv->arr_n * jg_vtype_size(kv->arr_type));
         } else {
-            put(s, kv->scalar, gguf_vtype_size(kv->type));
+            put(s, kv->scalar, jg_vtype_size(kv->type));
         }
     }
     for (size_t i = 0; i < w->n_t; i++) {
@@ -476,19 +476,19 @@ static jepa_status plan(const struct gguf_writer *w, uint64_t **offs, size_t *da
     *align = file_alignment(w, err);
     if (*align == 0) return JEPA_ERR_ARG;
     *offs = malloc((w->n_t ? w->n_t : 1) * sizeof **offs);
-    if (!*offs) return jerr_set(err, JEPA_ERR_NOMEM, "gguf writer: out of memory");
+    if (!*offs) return jr_err_set(err, JEPA_ERR_NOMEM, "gguf writer: out of memory");
     *total = layout(w, *align, *offs, data_off);
     if (*total == 0) {
         free(*offs);
         *offs = NULL;
-        return jerr_set(err, JEPA_ERR_ARG, "gguf writer: file size overflows");
+        return jr_err_set(err, JEPA_ERR_ARG, "gguf writer: file size overflows");
     }
     return JEPA_OK;
 }
 
-jepa_status gguf_writer_write_mem(const struct gguf_writer *w, void **data, size_t *size,
+jepa_status jg_writer_write_mem(const struct gguf_writer *w, void **data, size_t *size,
                                   struct jerr *err) {
-    if (!w || !data || !size) return jerr_set(err, JEPA_ERR_ARG, "gguf_writer_write_mem: NULL argument");
+    if (!w || !data || !size) return jr_err_set(err, JEPA_ERR_ARG, "jg_writer_write_mem: NULL argument");
     *data = NULL;
     *size = 0;
     uint64_t *offs = NULL;
@@ -499,7 +499,7 @@ jepa_status gguf_writer_write_mem(const struct gguf_writer *w, void **data, size
     s.mem = malloc(total);
     if (!s.mem) {
         free(offs);
-        return jerr_set(err, JEPA_ERR_NOMEM, "gguf writer: cannot allocate %zu bytes", total);
+        return jr_err_set(err, JEPA_ERR_NOMEM, "gguf writer: cannot allocate %zu bytes", total);
     }
     serialise(w, &s, align, offs, data_off);
     free(offs);
@@ -523,8 +523,8 @@ static void sync_dir(const char *path) {
     }
 }
 
-jepa_status gguf_writer_write(const struct gguf_writer *w, const char *path, struct jerr *err) {
-    if (!w || !path || !*path) return jerr_set(err, JEPA_ERR_ARG, "gguf_writer_write: NULL argument");
+jepa_status jg_writer_write(const struct gguf_writer *w, const char *path, struct jerr *err) {
+    if (!w || !path || !*path) return jr_err_set(err, JEPA_ERR_ARG, "jg_writer_write: NULL argument");
     uint64_t *offs = NULL;
     char *tmp = NULL;
     struct sink s = {0};
@@ -534,14 +534,14 @@ jepa_status gguf_writer_write(const struct gguf_writer *w, const char *path, str
      * `-o /dev/null` would become a regular file): only regular files are written. */
     struct stat sb;
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
-        return jerr_set(err, JEPA_ERR_IO, "refusing to replace '%s': not a regular file", path);
+        return jr_err_set(err, JEPA_ERR_IO, "refusing to replace '%s': not a regular file", path);
     jepa_status st = plan(w, &offs, &data_off, &total, &align, err);
     if (st) return st;
 
     size_t plen = strlen(path);
     tmp = malloc(plen + 5);
     if (!tmp) {
-        st = jerr_set(err, JEPA_ERR_NOMEM, "gguf writer: out of memory");
+        st = jr_err_set(err, JEPA_ERR_NOMEM, "gguf writer: out of memory");
         goto fail;
     }
     memcpy(tmp, path, plen);
@@ -549,33 +549,33 @@ jepa_status gguf_writer_write(const struct gguf_writer *w, const char *path, str
 
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        st = jerr_set(err, JEPA_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
+        st = jr_err_set(err, JEPA_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
         goto fail;
     }
     created = true;
     s.f = fdopen(fd, "wb");
     if (!s.f) {
-        st = jerr_set(err, JEPA_ERR_IO, "cannot open '%s': %s", tmp, strerror(errno));
+        st = jr_err_set(err, JEPA_ERR_IO, "cannot open '%s': %s", tmp, strerror(errno));
         close(fd);
         goto fail;
     }
     serialise(w, &s, align, offs, data_off);
     if (s.failed || fflush(s.f) != 0) {
-        st = jerr_set(err, JEPA_ERR_IO, "cannot write '%s': %s", tmp, strerror(errno));
+        st = jr_err_set(err, JEPA_ERR_IO, "cannot write '%s': %s", tmp, strerror(errno));
         goto fail;
     }
     if (fsync(fileno(s.f)) != 0) {
-        st = jerr_set(err, JEPA_ERR_IO, "cannot sync '%s': %s", tmp, strerror(errno));
+        st = jr_err_set(err, JEPA_ERR_IO, "cannot sync '%s': %s", tmp, strerror(errno));
         goto fail;
     }
     FILE *f = s.f;
     s.f = NULL;
     if (fclose(f) != 0) {
-        st = jerr_set(err, JEPA_ERR_IO, "cannot close '%s': %s", tmp, strerror(errno));
+        st = jr_err_set(err, JEPA_ERR_IO, "cannot close '%s': %s", tmp, strerror(errno));
         goto fail;
     }
     if (rename(tmp, path) != 0) {
-        st = jerr_set(err, JEPA_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+        st = jr_err_set(err, JEPA_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
         goto fail;
     }
     sync_dir(path);

@@ -7,12 +7,12 @@
  * and block bytes are ggml's (ggml-common.h block_* structs): e.g. q4_K is one f16 d,
  * one f16 dmin, 12 bytes of 6-bit scales and 128 bytes of nibbles = 144 bytes per 256.
  *
- * Tested by tests/gguf/test_gguf_roundtrip.c (table entries and gguf_row_bytes against
+ * Tested by tests/gguf/test_gguf_roundtrip.c (table entries and jg_row_bytes against
  * the block layouts written out by hand) and, through the reader, by every gguf test.
  */
 #include "gguf/gguf.h"
 
-static const struct gguf_type_info type_table[GGUF_TYPE_COUNT] = {
+static const struct jg_type_info type_table[GGUF_TYPE_COUNT] = {
     [GGUF_TYPE_F32]  = {"f32", 1, 4, true},
     [GGUF_TYPE_F16]  = {"f16", 1, 2, true},
     [GGUF_TYPE_Q4_0] = {"q4_0", 32, 2 + 16, true},                 /* d, 32 nibbles */
@@ -30,13 +30,13 @@ static const struct gguf_type_info type_table[GGUF_TYPE_COUNT] = {
     [GGUF_TYPE_BF16] = {"bf16", 1, 2, true},
 };
 
-const struct gguf_type_info *gguf_type_info(uint32_t t) {
+const struct jg_type_info *jg_type_info(uint32_t t) {
     if (t >= GGUF_TYPE_COUNT || type_table[t].name == NULL) return NULL;
     return &type_table[t];
 }
 
-size_t gguf_row_bytes(uint32_t t, int64_t n) {
-    const struct gguf_type_info *ti = gguf_type_info(t);
+size_t jg_row_bytes(uint32_t t, int64_t n) {
+    const struct jg_type_info *ti = jg_type_info(t);
     if (!ti || n < 0 || n % ti->block_size != 0) return 0;
     size_t bytes;
     if (__builtin_mul_overflow((uint64_t)(n / ti->block_size), (uint64_t)ti->type_size, &bytes))
@@ -52,11 +52,11 @@ static const char *const vtype_names[GGUF_V_COUNT] = {
     [GGUF_V_F64] = "f64",
 };
 
-const char *gguf_vtype_name(uint32_t vt) {
+const char *jg_vtype_name(uint32_t vt) {
     return vt < GGUF_V_COUNT ? vtype_names[vt] : "unknown";
 }
 
-size_t gguf_vtype_size(uint32_t vt) {
+size_t jg_vtype_size(uint32_t vt) {
     switch (vt) {
     case GGUF_V_U8: case GGUF_V_I8: case GGUF_V_BOOL: return 1;
     case GGUF_V_U16: case GGUF_V_I16: return 2;

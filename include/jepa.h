@@ -26,7 +26,8 @@
  *                        leading B axis
  *   tokens [N, D]        token i = t*gh*gw + h*gw + w (t counts tubelets), plus a CLS
  *                        row first for the families that have one.
- * There is no global mutable state.
+ * Library-wide state: only the CPU features, detected once per process (pthread_once)
+ * and constant after; a model owns its GPU weight copies (locked, reference-counted).
  */
 #ifndef JEPA_H
 #define JEPA_H

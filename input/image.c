@@ -1,6 +1,6 @@
 /*
  * image.c — stb_image decoding to packed RGB (see image.h). The one translation unit
- * that compiles stb_image's implementation. Tested by tests/input/test_image.c.
+ * that compiles stb_image's implementation. Tested by tests/input/test_preprocess.c.
  */
 #include "input/image.h"
 
@@ -37,10 +37,10 @@
 
 static jepa_status finish(unsigned char *px, int x, int y, const char *what, uint8_t **rgb, int *h,
                           int *w, struct jerr *e) {
-    if (!px) return jerr_set(e, JEPA_ERR_FORMAT, "%s: cannot decode the image (%s)", what, stbi_failure_reason());
+    if (!px) return jr_err_set(e, JEPA_ERR_FORMAT, "%s: cannot decode the image (%s)", what, stbi_failure_reason());
     if (x < 1 || y < 1 || x > MAX_SIDE || y > MAX_SIDE || (uint64_t)x * (uint64_t)y > MAX_PIXELS) {
         stbi_image_free(px);
-        return jerr_set(e, JEPA_ERR_UNSUPPORTED, "%s: %dx%d image is too large", what, x, y);
+        return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: %dx%d image is too large", what, x, y);
     }
     *rgb = px, *h = y, *w = x;
     return JEPA_OK;
@@ -49,7 +49,7 @@ static jepa_status finish(unsigned char *px, int x, int y, const char *what, uin
 jepa_status image_load_rgb(const char *path, uint8_t **rgb, int *h, int *w, struct jerr *e) {
     *rgb = NULL;
     FILE *f = fopen(path, "rb");
-    if (!f) return jerr_set(e, JEPA_ERR_IO, "%s: cannot open", path);
+    if (!f) return jr_err_set(e, JEPA_ERR_IO, "%s: cannot open", path);
     int x = 0, y = 0, n = 0;
     unsigned char *px = stbi_load_from_file(f, &x, &y, &n, 3);
     fclose(f);
@@ -59,7 +59,7 @@ jepa_status image_load_rgb(const char *path, uint8_t **rgb, int *h, int *w, stru
 jepa_status image_decode_rgb(const void *data, size_t size, uint8_t **rgb, int *h, int *w,
                              struct jerr *e) {
     *rgb = NULL;
-    if (!data || size == 0 || size > 0x7fffffff) return jerr_set(e, JEPA_ERR_ARG, "image: bad buffer");
+    if (!data || size == 0 || size > 0x7fffffff) return jr_err_set(e, JEPA_ERR_ARG, "image: bad buffer");
     int x = 0, y = 0, n = 0;
     unsigned char *px = stbi_load_from_memory(data, (int)size, &x, &y, &n, 3);
     return finish(px, x, y, "image", rgb, h, w, e);
@@ -69,7 +69,7 @@ jepa_status image_decode_rgb(const void *data, size_t size, uint8_t **rgb, int *
 
 static jepa_status no_stb(const char *what, uint8_t **rgb, struct jerr *e) {
     *rgb = NULL;
-    return jerr_set(e, JEPA_ERR_UNSUPPORTED,
+    return jr_err_set(e, JEPA_ERR_UNSUPPORTED,
                     "%s: this build has no image decoding (stb_image.h not found; install libstb-dev)", what);
 }
 

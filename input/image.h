@@ -6,7 +6,8 @@
  * PIL's convert("RGB") does); 16-bit PNGs are reduced to 8 bits by stb. EXIF orientation
  * is not applied (neither PIL's Image.open nor the HF processors apply it).
  *
- * Tested by tests/input/test_image.c (a committed PNG against PIL's decode).
+ * Tested by tests/input/test_preprocess.c (a committed PNG against PIL's decode, and a
+ * corrupt file) and end to end by tests/input/test_cli_input.sh.
  */
 #ifndef JEPA_INPUT_IMAGE_H
 #define JEPA_INPUT_IMAGE_H

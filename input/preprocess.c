@@ -158,7 +158,7 @@ static jepa_status tv_taps(int in, int out, int o0, int n, enum pre_filter f, st
     double scale = (double)in / (double)out;
     double support = aa ? (scale >= 1.0 ? interp * 0.5 * scale : interp * 0.5) : interp * 0.5;
     double Kd = aa ? ceil(support) * 2 + 1 : interp;
-    if (Kd > 4.0 * MAX_SIDE + 1) return jerr_set(e, JEPA_ERR_ARG, "resize %d -> %d: filter too wide", in, out);
+    if (Kd > 4.0 * MAX_SIDE + 1) return jr_err_set(e, JEPA_ERR_ARG, "resize %d -> %d: filter too wide", in, out);
     int K = (int)Kd;
     memset(t, 0, sizeof *t);
     double *w = malloc(sizeof(double) * (size_t)K * ((size_t)n + 1));
@@ -168,7 +168,7 @@ static jepa_status tv_taps(int in, int out, int o0, int n, enum pre_filter f, st
     if (!w || !t->start || !t->len || !t->w) {
         free(w);
         taps_free(t);
-        return jerr_set(e, JEPA_ERR_NOMEM, "resize %d -> %d: out of memory for the filter taps", in, out);
+        return jr_err_set(e, JEPA_ERR_NOMEM, "resize %d -> %d: out of memory for the filter taps", in, out);
     }
     t->K = K;
     /* the precision depends on the largest weight over every output position */
@@ -234,7 +234,7 @@ static jepa_status resize_tv(const uint8_t *src, int h, int w, size_t stride, in
     if (need_h) {
         if ((st = tv_taps(w, ow, x0, nx, f, &th, e))) goto done;
         tmp = malloc(row * (size_t)(r1 - r0));
-        if (!tmp) { st = jerr_set(e, JEPA_ERR_NOMEM, "resize: out of memory"); goto done; }
+        if (!tmp) { st = jr_err_set(e, JEPA_ERR_NOMEM, "resize: out of memory"); goto done; }
         const int K = th.K, prec = th.prec;
         const int32_t half = (int32_t)1 << (prec - 1);
 #pragma omp parallel for schedule(static) if ((r1 - r0) * row > 65536)
@@ -277,7 +277,7 @@ static jepa_status resize_tv(const uint8_t *src, int h, int w, size_t stride, in
         /* row-wise: acc[x] += k_j * row_j[x] streams through the rows (exact integer sums,
          * so the order of the taps does not matter) */
         int32_t *accs = malloc(sizeof(int32_t) * row * (size_t)ny);
-        if (!accs) { st = jerr_set(e, JEPA_ERR_NOMEM, "resize: out of memory"); goto done; }
+        if (!accs) { st = jr_err_set(e, JEPA_ERR_NOMEM, "resize: out of memory"); goto done; }
 #pragma omp parallel for schedule(static) if ((size_t)ny * row > 65536)
         for (int y = 0; y < ny; y++) {
             const int16_t *k = tv.w + (size_t)y * (size_t)K;
@@ -327,7 +327,7 @@ static jepa_status resize_cv2(const uint8_t *src, int h, int w, size_t stride, i
     int16_t *xa = malloc(sizeof(int16_t) * 2 * (size_t)nx), *ya = malloc(sizeof(int16_t) * 2 * (size_t)ny);
     int32_t *hor = NULL;
     jepa_status st = JEPA_OK;
-    if (!xs || !ys || !xa || !ya) { st = jerr_set(e, JEPA_ERR_NOMEM, "resize: out of memory"); goto done; }
+    if (!xs || !ys || !xa || !ya) { st = jr_err_set(e, JEPA_ERR_NOMEM, "resize: out of memory"); goto done; }
     for (int x = 0; x < nx; x++) cv2_coeffs(w, ow, x0 + x, true, &xs[x], &xa[2 * x]);
     for (int y = 0; y < ny; y++) cv2_coeffs(h, oh, y0 + y, false, &ys[y], &ya[2 * y]);
     /* source rows read: clamp(s), clamp(s + 1) */
@@ -339,7 +339,7 @@ static jepa_status resize_cv2(const uint8_t *src, int h, int w, size_t stride, i
         if (b + 1 > r1) r1 = b + 1;
     }
     hor = malloc(sizeof(int32_t) * row * (size_t)(r1 - r0));
-    if (!hor) { st = jerr_set(e, JEPA_ERR_NOMEM, "resize: out of memory"); goto done; }
+    if (!hor) { st = jr_err_set(e, JEPA_ERR_NOMEM, "resize: out of memory"); goto done; }
 #pragma omp parallel for schedule(static) if ((r1 - r0) * row > 65536)
     for (int y = r0; y < r1; y++) {
         const uint8_t *s = src + (size_t)y * stride;
@@ -372,47 +372,47 @@ done:
 
 /* ---- public pieces ------------------------------------------------------------------- */
 
-jepa_status pre_resize_u8(const uint8_t *src, int h, int w, size_t src_stride, int ch,
+jepa_status ji_pre_resize_u8(const uint8_t *src, int h, int w, size_t src_stride, int ch,
                           enum pre_filter f, int oh, int ow, int y0, int x0, int ny, int nx,
                           uint8_t *dst, struct jerr *e) {
     if (!src || !dst || h < 1 || w < 1 || ch < 1 || oh < 1 || ow < 1 || src_stride < (size_t)w * ch)
-        return jerr_set(e, JEPA_ERR_ARG, "resize: bad source (%dx%dx%d) or target (%dx%d)", h, w, ch, oh, ow);
+        return jr_err_set(e, JEPA_ERR_ARG, "resize: bad source (%dx%dx%d) or target (%dx%d)", h, w, ch, oh, ow);
     if (oh > MAX_SIDE || ow > MAX_SIDE || h > MAX_SIDE || w > MAX_SIDE)
-        return jerr_set(e, JEPA_ERR_ARG, "resize %dx%d -> %dx%d: sides are limited to %d", h, w, oh, ow, MAX_SIDE);
+        return jr_err_set(e, JEPA_ERR_ARG, "resize %dx%d -> %dx%d: sides are limited to %d", h, w, oh, ow, MAX_SIDE);
     if (y0 < 0 || x0 < 0 || ny < 1 || nx < 1 || y0 + ny > oh || x0 + nx > ow)
-        return jerr_set(e, JEPA_ERR_ARG, "resize: window %d+%d x %d+%d outside the %dx%d result", y0, ny, x0, nx, oh, ow);
+        return jr_err_set(e, JEPA_ERR_ARG, "resize: window %d+%d x %d+%d outside the %dx%d result", y0, ny, x0, nx, oh, ow);
     if (f == PRE_CV2_LINEAR) return resize_cv2(src, h, w, src_stride, ch, oh, ow, y0, x0, ny, nx, dst, e);
     return resize_tv(src, h, w, src_stride, ch, f, oh, ow, y0, x0, ny, nx, dst, e);
 }
 
-jepa_status pre_geometry(const struct pre_cfg *c, int h, int w, struct pre_geom *g, struct jerr *e) {
-    if (h < 1 || w < 1) return jerr_set(e, JEPA_ERR_ARG, "empty %dx%d frame", h, w);
+jepa_status ji_pre_geometry(const struct pre_cfg *c, int h, int w, struct pre_geom *g, struct jerr *e) {
+    if (h < 1 || w < 1) return jr_err_set(e, JEPA_ERR_ARG, "empty %dx%d frame", h, w);
     int S = c->resize_short;
-    if (S < 1 || c->crop < 1) return jerr_set(e, JEPA_ERR_ARG, "resize %d / crop %d must be positive", S, c->crop);
+    if (S < 1 || c->crop < 1) return jr_err_set(e, JEPA_ERR_ARG, "resize %d / crop %d must be positive", S, c->crop);
     if (c->mode == PRE_SQUASH) {
         g->rh = g->rw = S;
     } else {
         int sh = w <= h ? w : h, lg = w <= h ? h : w;
         double L = (double)((int64_t)S * lg) / (double)sh;   /* int(S * long / short) */
         if (L > MAX_SIDE)
-            return jerr_set(e, JEPA_ERR_ARG, "a %dx%d frame resized to short side %d is too long", h, w, S);
+            return jr_err_set(e, JEPA_ERR_ARG, "a %dx%d frame resized to short side %d is too long", h, w, S);
         int nl = (int)L;
         if (w <= h) g->rw = S, g->rh = nl;
         else g->rh = S, g->rw = nl;
     }
     if (c->crop > g->rh || c->crop > g->rw)
-        return jerr_set(e, JEPA_ERR_ARG, "crop %d does not fit the %dx%d resized frame", c->crop, g->rh, g->rw);
+        return jr_err_set(e, JEPA_ERR_ARG, "crop %d does not fit the %dx%d resized frame", c->crop, g->rh, g->rw);
     g->ch = g->cw = c->crop;
     g->top = (g->rh - c->crop) / 2;
     g->left = (g->rw - c->crop) / 2;
     return JEPA_OK;
 }
 
-jepa_status pre_frame_u8(const struct pre_cfg *c, const uint8_t *rgb, int h, int w, size_t stride,
+jepa_status ji_pre_frame_u8(const struct pre_cfg *c, const uint8_t *rgb, int h, int w, size_t stride,
                          uint8_t *out, struct pre_geom *g, struct jerr *e) {
-    jepa_status st = pre_geometry(c, h, w, g, e);
+    jepa_status st = ji_pre_geometry(c, h, w, g, e);
     if (st) return st;
-    return pre_resize_u8(rgb, h, w, stride, 3, c->filter, g->rh, g->rw, g->top, g->left, g->ch, g->cw,
+    return ji_pre_resize_u8(rgb, h, w, stride, 3, c->filter, g->rh, g->rw, g->top, g->left, g->ch, g->cw,
                          out, e);
 }
 
@@ -425,7 +425,7 @@ static double inverse_rescale(float rescale, bool *integral) {
     return *integral ? r : k;
 }
 
-void pre_normalize(const struct pre_cfg *c, const uint8_t *rgb, size_t n, float *out, size_t plane_stride) {
+void ji_pre_normalize(const struct pre_cfg *c, const uint8_t *rgb, size_t n, float *out, size_t plane_stride) {
     bool integral;
     double k = inverse_rescale(c->rescale, &integral);
     for (int ch = 0; ch < 3; ch++) {
@@ -444,7 +444,7 @@ void pre_normalize(const struct pre_cfg *c, const uint8_t *rgb, size_t n, float 
     }
 }
 
-jepa_status pre_cfg_from_model(const jepa_model *m, const struct jepa_preprocess_params *p,
+jepa_status ji_pre_cfg_from_model(const jepa_model *m, const struct jepa_preprocess_params *p,
                                struct pre_cfg *c, struct jerr *e) {
     jepa_preprocess_params dp = jepa_preprocess_default_params();
     if (!p) p = &dp;
@@ -458,12 +458,12 @@ jepa_status pre_cfg_from_model(const jepa_model *m, const struct jepa_preprocess
     case JEPA_RESIZE_BICUBIC_AA: c->filter = PRE_TV_BICUBIC_AA; break;
     case JEPA_RESIZE_BILINEAR: c->filter = PRE_TV_BILINEAR; break;
     case JEPA_RESIZE_CV2_LINEAR: c->filter = PRE_CV2_LINEAR; break;
-    default: return jerr_set(e, JEPA_ERR_ARG, "preprocess: unknown resize filter %d", (int)p->filter);
+    default: return jr_err_set(e, JEPA_ERR_ARG, "preprocess: unknown resize filter %d", (int)p->filter);
     }
     if (p->norm != JEPA_NORM_FUSED && p->norm != JEPA_NORM_SEQUENTIAL)
-        return jerr_set(e, JEPA_ERR_ARG, "preprocess: unknown normalisation %d", (int)p->norm);
+        return jr_err_set(e, JEPA_ERR_ARG, "preprocess: unknown normalisation %d", (int)p->norm);
     if (p->resize_short < 0 || p->crop < 0 || p->resize_short > MAX_SIDE || p->crop > MAX_SIDE)
-        return jerr_set(e, JEPA_ERR_ARG, "preprocess: resize_short %d / crop %d out of range", p->resize_short, p->crop);
+        return jr_err_set(e, JEPA_ERR_ARG, "preprocess: resize_short %d / crop %d out of range", p->resize_short, p->crop);
     c->mode = pre->resize_mode == JM_RESIZE_SQUASH ? PRE_SQUASH : PRE_SHORTEST_EDGE;
     c->resize_short = p->resize_short ? p->resize_short : pre->resize_short;
     c->crop = p->crop ? p->crop : pre->crop;
@@ -472,7 +472,7 @@ jepa_status pre_cfg_from_model(const jepa_model *m, const struct jepa_preprocess
     c->rescale = pre->rescale;
     c->norm = p->norm == JEPA_NORM_SEQUENTIAL ? PRE_NORM_SEQUENTIAL : PRE_NORM_FUSED;
     if (c->crop > c->resize_short)
-        return jerr_set(e, JEPA_ERR_ARG, "preprocess: crop %d is larger than the resize %d", c->crop, c->resize_short);
+        return jr_err_set(e, JEPA_ERR_ARG, "preprocess: crop %d is larger than the resize %d", c->crop, c->resize_short);
     return JEPA_OK;
 }
 
@@ -493,7 +493,7 @@ jepa_status jepa_preprocess_size(const jepa_model *m, const jepa_preprocess_para
     struct jerr e = {0};
     struct pre_cfg c;
     if (!m) return JEPA_ERR_ARG;
-    if (pre_cfg_from_model(m, p, &c, &e)) return e.status;
+    if (ji_pre_cfg_from_model(m, p, &c, &e)) return e.status;
     if (out_h) *out_h = c.crop;
     if (out_w) *out_w = c.crop;
     return JEPA_OK;
@@ -506,22 +506,22 @@ jepa_status jepa_preprocess_rgb(const jepa_model *m, const uint8_t *rgb, int h, 
     struct pre_geom g;
     if (err) err[0] = '\0';
     if (!m || !rgb || !out) {
-        jerr_set(&e, JEPA_ERR_ARG, "jepa_preprocess_rgb: NULL argument");
+        jr_err_set(&e, JEPA_ERR_ARG, "jepa_preprocess_rgb: NULL argument");
         return report(&e, err);
     }
     if (T < 1 || t < 0 || t >= T || h < 1 || w < 1) {
-        jerr_set(&e, JEPA_ERR_ARG, "jepa_preprocess_rgb: frame %d of %d, size %dx%d", t, T, h, w);
+        jr_err_set(&e, JEPA_ERR_ARG, "jepa_preprocess_rgb: frame %d of %d, size %dx%d", t, T, h, w);
         return report(&e, err);
     }
-    if (pre_cfg_from_model(m, p, &c, &e)) return report(&e, err);
+    if (ji_pre_cfg_from_model(m, p, &c, &e)) return report(&e, err);
     const size_t n = (size_t)c.crop * (size_t)c.crop;
     uint8_t *tmp = malloc(n * 3);
     if (!tmp) {
-        jerr_set(&e, JEPA_ERR_NOMEM, "jepa_preprocess_rgb: out of memory");
+        jr_err_set(&e, JEPA_ERR_NOMEM, "jepa_preprocess_rgb: out of memory");
         return report(&e, err);
     }
-    if (pre_frame_u8(&c, rgb, h, w, (size_t)w * 3, tmp, &g, &e) == JEPA_OK)
-        pre_normalize(&c, tmp, n, out + (size_t)t * n, (size_t)T * n);
+    if (ji_pre_frame_u8(&c, rgb, h, w, (size_t)w * 3, tmp, &g, &e) == JEPA_OK)
+        ji_pre_normalize(&c, tmp, n, out + (size_t)t * n, (size_t)T * n);
     free(tmp);
     return e.status == JEPA_OK ? JEPA_OK : report(&e, err);
 }

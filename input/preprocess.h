@@ -56,19 +56,19 @@ struct pre_geom {
  * get_resize_output_image_size (long side = int(short_side * long / short), truncated —
  * torchvision's and Meta's get_resize_sizes agree); the crop is HF's torchvision backend
  * (top = (rh - crop) / 2, rounded down). JEPA_ERR_ARG when the crop does not fit. */
-jepa_status pre_geometry(const struct pre_cfg *c, int h, int w, struct pre_geom *g,
+jepa_status ji_pre_geometry(const struct pre_cfg *c, int h, int w, struct pre_geom *g,
                          struct jerr *e);
 
 /* Resize src (h x w x ch interleaved u8, row stride src_stride bytes) to oh x ow and
  * write only the window rows [y0, y0 + ny) x columns [x0, x0 + nx) of the result into
  * dst (ny x nx x ch, packed). The window is bit-identical to cropping the full resize:
  * the torchvision weight precision is taken over every output position, as torch does. */
-jepa_status pre_resize_u8(const uint8_t *src, int h, int w, size_t src_stride, int ch,
+jepa_status ji_pre_resize_u8(const uint8_t *src, int h, int w, size_t src_stride, int ch,
                           enum pre_filter f, int oh, int ow, int y0, int x0, int ny, int nx,
                           uint8_t *dst, struct jerr *e);
 
 /* Resize + crop one frame: rgb (h x w x 3, stride) -> out (g.ch x g.cw x 3, packed). */
-jepa_status pre_frame_u8(const struct pre_cfg *c, const uint8_t *rgb, int h, int w, size_t stride,
+jepa_status ji_pre_frame_u8(const struct pre_cfg *c, const uint8_t *rgb, int h, int w, size_t stride,
                          uint8_t *out, struct pre_geom *g, struct jerr *e);
 
 /* Normalise a packed n-pixel RGB u8 frame into three planes out + c * plane_stride:
@@ -77,11 +77,11 @@ jepa_status pre_frame_u8(const struct pre_cfg *c, const uint8_t *rgb, int h, int
  *   sequential  (px / k - mean) / std (Meta's ClipToTensor + Normalize).
  * k is snapped to the nearest integer when rescale is 1/integer up to float rounding, as
  * the Python side holds it in double. */
-void pre_normalize(const struct pre_cfg *c, const uint8_t *rgb, size_t n, float *out,
+void ji_pre_normalize(const struct pre_cfg *c, const uint8_t *rgb, size_t n, float *out,
                    size_t plane_stride);
 
 /* Fill a pre_cfg from the model's jepa.pre.* and the caller's overrides (p may be NULL). */
-jepa_status pre_cfg_from_model(const jepa_model *m, const struct jepa_preprocess_params *p,
+jepa_status ji_pre_cfg_from_model(const jepa_model *m, const struct jepa_preprocess_params *p,
                                struct pre_cfg *c, struct jerr *e);
 
 #endif

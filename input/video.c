@@ -41,7 +41,7 @@ static void window_clip(int64_t clip_len, int fpc, int64_t offset, int64_t *idx)
 jepa_status video_clip_indices(int64_t video_len, int fpc, int fstp, int num_clips, int64_t *idx,
                                struct jerr *e) {
     if (video_len < 1 || fpc < 1 || fstp < 1 || num_clips < 1 || (int64_t)fpc * fstp > ((int64_t)1 << 40))
-        return jerr_set(e, JEPA_ERR_ARG, "clip sampling: %lld frames, %d frames per clip, step %d, %d clips",
+        return jr_err_set(e, JEPA_ERR_ARG, "clip sampling: %lld frames, %d frames per clip, step %d, %d clips",
                         (long long)video_len, fpc, fstp, num_clips);
     const int64_t clip_len = (int64_t)fpc * fstp;
     const int64_t partition_len = video_len / num_clips;
@@ -127,7 +127,7 @@ struct video_reader {
 static jepa_status av_fail(struct jerr *e, jepa_status s, const char *path, const char *what, int err) {
     char buf[AV_ERROR_MAX_STRING_SIZE] = {0};
     av_strerror(err, buf, sizeof buf);
-    return jerr_set(e, s, "%s: %s (%s)", path, what, buf);
+    return jr_err_set(e, s, "%s: %s (%s)", path, what, buf);
 }
 
 /* The library never prints: FFmpeg's own log goes quiet; errors come back as messages. */
@@ -145,7 +145,7 @@ static jepa_status open_input(AVFormatContext **fc, int *stream, const char *pat
     *stream = av_find_best_stream(*fc, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
     if (*stream < 0) {
         avformat_close_input(fc);
-        return jerr_set(e, JEPA_ERR_FORMAT, "%s: no video stream", path);
+        return jr_err_set(e, JEPA_ERR_FORMAT, "%s: no video stream", path);
     }
     return JEPA_OK;
 }
@@ -158,7 +158,7 @@ jepa_status video_probe(const char *path, int64_t *n_frames, int *h, int *w, str
     AVPacket *pkt = av_packet_alloc();
     if (!pkt) {
         avformat_close_input(&fc);
-        return jerr_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
+        return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
     }
     int64_t n = 0;
     int r;
@@ -167,7 +167,7 @@ jepa_status video_probe(const char *path, int64_t *n_frames, int *h, int *w, str
         av_packet_unref(pkt);
     }
     if (r != AVERROR_EOF && n == 0) st = av_fail(e, JEPA_ERR_FORMAT, path, "cannot read packets", r);
-    else if (n == 0) st = jerr_set(e, JEPA_ERR_FORMAT, "%s: the video stream has no frames", path);
+    else if (n == 0) st = jr_err_set(e, JEPA_ERR_FORMAT, "%s: the video stream has no frames", path);
     *n_frames = n;
     *h = fc->streams[si]->codecpar->height;
     *w = fc->streams[si]->codecpar->width;
@@ -179,7 +179,7 @@ jepa_status video_probe(const char *path, int64_t *n_frames, int *h, int *w, str
 jepa_status video_open(struct video_reader **out, const char *path, struct jerr *e) {
     *out = NULL;
     struct video_reader *r = calloc(1, sizeof *r);
-    if (!r) return jerr_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
+    if (!r) return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
     snprintf(r->path, sizeof r->path, "%s", path);
     jepa_status st = open_input(&r->fc, &r->stream, path, e);
     if (st) {
@@ -190,12 +190,12 @@ jepa_status video_open(struct video_reader **out, const char *path, struct jerr 
     const AVCodec *dec = avcodec_find_decoder(par->codec_id);
     int ret;
     if (!dec) {
-        st = jerr_set(e, JEPA_ERR_UNSUPPORTED, "%s: no decoder for codec '%s'", path, avcodec_get_name(par->codec_id));
+        st = jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: no decoder for codec '%s'", path, avcodec_get_name(par->codec_id));
         goto fail;
     }
     if (!(r->cc = avcodec_alloc_context3(dec)) || !(r->pkt = av_packet_alloc()) || !(r->frame = av_frame_alloc()) ||
         !(r->last = av_frame_alloc())) {
-        st = jerr_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
+        st = jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
         goto fail;
     }
     if ((ret = avcodec_parameters_to_context(r->cc, par)) < 0) {
@@ -258,7 +258,7 @@ static jepa_status convert(struct video_reader *r, const AVFrame *f, struct jerr
     size_t need = (size_t)wp * (size_t)h * 3;
     if (need > r->rgb_cap) {
         uint8_t *p = realloc(r->rgb, need);
-        if (!p) return jerr_set(e, JEPA_ERR_NOMEM, "%s: out of memory for a %dx%d frame", r->path, w, h);
+        if (!p) return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory for a %dx%d frame", r->path, w, h);
         r->rgb = p, r->rgb_cap = need;
     }
     if (!r->sws_ready || r->sws_w != wp || r->sws_h != h || r->sws_fmt != (int)fmt ||
@@ -267,7 +267,7 @@ static jepa_status convert(struct video_reader *r, const AVFrame *f, struct jerr
         r->sws = sws_getContext(wp, h, fmt, wp, h, AV_PIX_FMT_RGB24, SWS_BILINEAR, NULL, NULL, NULL);
         r->sws_ready = false;
         if (!r->sws)
-            return jerr_set(e, JEPA_ERR_UNSUPPORTED, "%s: cannot convert %s frames to RGB", r->path,
+            return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: cannot convert %s frames to RGB", r->path,
                             av_get_pix_fmt_name((enum AVPixelFormat)f->format));
         sws_setColorspaceDetails(r->sws, sws_getCoefficients((int)f->colorspace), full ? 1 : 0,
                                  sws_getCoefficients(SWS_CS_DEFAULT), 1, 0, 1 << 16, 1 << 16);
@@ -335,7 +335,7 @@ jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rg
 jepa_status video_last(struct video_reader *r, const uint8_t **rgb, int *h, int *w, int64_t *index,
                        struct jerr *e) {
     *rgb = NULL;
-    if (!r->last->data[0]) return jerr_set(e, JEPA_ERR_FORMAT, "%s: no frame was decoded", r->path);
+    if (!r->last->data[0]) return jr_err_set(e, JEPA_ERR_FORMAT, "%s: no frame was decoded", r->path);
     jepa_status st = convert(r, r->last, e);
     if (st) return st;
     *rgb = r->rgb, *h = r->last->height, *w = r->last->width, *index = r->last_index;
@@ -351,7 +351,7 @@ struct video_reader {
 };
 
 static jepa_status no_video(const char *path, struct jerr *e) {
-    return jerr_set(e, JEPA_ERR_UNSUPPORTED,
+    return jr_err_set(e, JEPA_ERR_UNSUPPORTED,
                     "%s: this build has no video decoding (FFmpeg not found; configure with -Dvideo=enabled)",
                     path);
 }
@@ -371,14 +371,14 @@ jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rg
     (void)r, (void)want_rgb, (void)h, (void)w, (void)index;
     if (rgb) *rgb = NULL;
     *eof = true;
-    return jerr_set(e, JEPA_ERR_UNSUPPORTED, "video decoding is not built");
+    return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "video decoding is not built");
 }
 
 jepa_status video_last(struct video_reader *r, const uint8_t **rgb, int *h, int *w, int64_t *index,
                        struct jerr *e) {
     (void)r, (void)h, (void)w, (void)index;
     *rgb = NULL;
-    return jerr_set(e, JEPA_ERR_UNSUPPORTED, "video decoding is not built");
+    return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "video decoding is not built");
 }
 
 void video_close(struct video_reader *r) { (void)r; }

@@ -4,6 +4,9 @@
  */
 #include "kernels/kernels.h"
 
+#include <stddef.h>
+#include <string.h>
+
 #include "kernels/ref/ref.h"
 #include "runtime/dtype.h"
 
@@ -28,25 +31,60 @@ size_t jk_row_bytes(enum jk_dtype t, int K) {
     }
 }
 
+#define JK_SLOT(field, name, dtype) {name, offsetof(struct jk_kernels, field), dtype}
+const struct jk_slot jk_slots[] = {
+    JK_SLOT(gemm[JK_F32], "gemm_f32", JK_F32),
+    JK_SLOT(gemm[JK_F16], "gemm_f16", JK_F16),
+    JK_SLOT(gemm[JK_BF16], "gemm_bf16", JK_BF16),
+    JK_SLOT(gemm[JK_Q8_0], "gemm_q8_0", JK_Q8_0),
+    JK_SLOT(gemm_ws, "gemm_ws", -1),
+    JK_SLOT(attn, "attn", -1),
+    JK_SLOT(attn_ws, "attn_ws", -1),
+    JK_SLOT(rope, "rope", -1),
+    JK_SLOT(layernorm, "layernorm", -1),
+    JK_SLOT(gelu, "gelu", -1),
+    JK_SLOT(gelu_tanh, "gelu_tanh", -1),
+    JK_SLOT(silu, "silu", -1),
+    JK_SLOT(softmax, "softmax", -1),
+    JK_SLOT(add, "add", -1),
+    JK_SLOT(patchify, "patchify", -1),
+    JK_SLOT(gather, "gather", -1),
+    JK_SLOT(mean_rows, "mean_rows", -1),
+};
+#undef JK_SLOT
+/* every field after `isa` is a slot, and each has its row */
+_Static_assert(sizeof jk_slots / sizeof *jk_slots ==
+                   (sizeof(struct jk_kernels) - offsetof(struct jk_kernels, gemm)) / sizeof(jk_gemm_fn),
+               "struct jk_kernels and jk_slots[] list different slots");
+const int jk_nslots = (int)(sizeof jk_slots / sizeof *jk_slots);
+
+const void *jk_slot_fn(const struct jk_kernels *k, const struct jk_slot *s) {
+    void (*fn)(void);
+    memcpy(&fn, (const char *)k + s->offset, sizeof fn);   /* every slot is a function pointer */
+    const void *p;
+    memcpy(&p, &fn, sizeof p);
+    return p;
+}
+
 void jk_init_ref(struct jk_kernels *k) {
     k->isa = "scalar";
-    k->gemm[JK_F32] = gemm_f32_ref;
-    k->gemm[JK_F16] = gemm_f16_ref;
-    k->gemm[JK_BF16] = gemm_bf16_ref;
-    k->gemm[JK_Q8_0] = gemm_q8_0_ref;
-    k->attn = attn_ref;
-    k->rope = rope_ref;
-    k->layernorm = layernorm_ref;
-    k->gelu = gelu_ref;
-    k->gelu_tanh = gelu_tanh_ref;
-    k->silu = silu_ref;
-    k->softmax = softmax_ref;
-    k->add = add_ref;
-    k->patchify = patchify_ref;
-    k->gather = gather_ref;
-    k->mean_rows = mean_rows_ref;
-    k->gemm_ws = gemm_ws_ref;
-    k->attn_ws = attn_ws_ref;
+    k->gemm[JK_F32] = jk_gemm_f32_ref;
+    k->gemm[JK_F16] = jk_gemm_f16_ref;
+    k->gemm[JK_BF16] = jk_gemm_bf16_ref;
+    k->gemm[JK_Q8_0] = jk_gemm_q8_0_ref;
+    k->attn = jk_attn_ref;
+    k->rope = jk_rope_ref;
+    k->layernorm = jk_layernorm_ref;
+    k->gelu = jk_gelu_ref;
+    k->gelu_tanh = jk_gelu_tanh_ref;
+    k->silu = jk_silu_ref;
+    k->softmax = jk_softmax_ref;
+    k->add = jk_add_ref;
+    k->patchify = jk_patchify_ref;
+    k->gather = jk_gather_ref;
+    k->mean_rows = jk_mean_rows_ref;
+    k->gemm_ws = jk_gemm_ws_ref;
+    k->attn_ws = jk_attn_ws_ref;
 }
 
 void jk_init(struct jk_kernels *k, unsigned cpu_flags) {

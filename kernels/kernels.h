@@ -9,9 +9,14 @@
  * reference; bench/ times them.
  *
  * Conventions for every slot
- *  - Activations are f32 everywhere. Weights may be f32, f16, bf16 or q8_0 and are
- *    converted to f32 inside the kernel: activations are never rounded to a 16-bit
- *    type (that is how ggml collapses tokens on f16 files).
+ *  - Activations are f32 in memory everywhere. Weights may be f32, f16, bf16 or q8_0.
+ *    CPU tables: weights are converted to f32 inside the kernel and every product is
+ *    f32 x f32 — activations are never rounded to a 16-bit type (that is how ggml
+ *    collapses tokens on f16 files). CUDA table (kernels/cuda/, docs/cuda.md): the
+ *    tensor-core matmul rounds the f32 activations to the weight's type (f16 / bf16) as
+ *    a tile is stored to shared memory, and f32 weights run as split bf16 (three
+ *    products); attention rounds K and V tiles to f16; accumulators, softmax
+ *    statistics and every stored activation stay f32.
  *  - Matrices are row-major with an explicit row stride (in elements for f32 data,
  *    in bytes for weights), so a kernel can read q/k/v straight out of a fused
  *    [N, 3D] qkv buffer and write into a column slice of a wider output.
@@ -149,6 +154,21 @@ struct jk_kernels {
     size_t (*gemm_ws)(int nthreads, int K);
     size_t (*attn_ws)(int nthreads, int head_dim, int nkv);
 };
+
+/* The one list of the slots of struct jk_kernels, in table order: every place that walks
+ * the slots (a context's completeness check, `jepa cpu`, the kernel and device tests)
+ * reads it, so a new slot is one field above and one row in kernels.c. */
+struct jk_slot {
+    const char *name;   /* "gemm_f16", "attn", ... (as `jepa cpu` prints them) */
+    size_t offset;      /* of the function pointer in struct jk_kernels */
+    int dtype;          /* a gemm slot: its weight type (needed only by models that have
+                           such weights); -1: every forward needs the slot */
+};
+extern const struct jk_slot jk_slots[];
+extern const int jk_nslots;
+
+/* The pointer in slot s of k, as an untyped address (NULL: the slot is empty). */
+const void *jk_slot_fn(const struct jk_kernels *k, const struct jk_slot *s);
 
 /* Fill k for the CPU flags (runtime/cpu.h), capped by nothing: the caller applies
  * jepa_cpu_cap() first. Always succeeds: the reference covers every slot. */

@@ -22,7 +22,7 @@ static jepa_status finish_load(jepa_model **out, struct gguf_file *g, jepa_statu
     if (st == JEPA_OK) st = jm_load(out, g, e);
     else g = NULL;
     if (st != JEPA_OK) {
-        if (g) gguf_close(g);
+        if (g) jg_close(g);
         *out = NULL;
         if (err) memcpy(err, e->msg, JEPA_ERR_LEN);
     }
@@ -36,7 +36,7 @@ jepa_status jepa_model_load(jepa_model **out, const char *path, char *err) {
         if (err) strcpy(err, "jepa_model_load: NULL argument");
         return JEPA_ERR_ARG;
     }
-    jepa_status st = gguf_open(&g, path, &e);
+    jepa_status st = jg_open(&g, path, &e);
     return finish_load(out, g, st, &e, err);
 }
 
@@ -47,7 +47,7 @@ jepa_status jepa_model_load_memory(jepa_model **out, const void *data, size_t si
         if (err) strcpy(err, "jepa_model_load_memory: NULL argument");
         return JEPA_ERR_ARG;
     }
-    jepa_status st = gguf_open_memory(&g, data, size, &e);
+    jepa_status st = jg_open_memory(&g, data, size, &e);
     return finish_load(out, g, st, &e, err);
 }
 
@@ -157,20 +157,10 @@ static const struct jm_linear *first_unsupported(const struct jepa_model *m,
     return NULL;
 }
 
-/* The slots the forward functions call (gemm: per dtype, first_unsupported). */
+/* The slots every forward calls (the gemm slots: per dtype, first_unsupported). */
 static const char *first_missing_slot(const struct jk_kernels *k) {
-    if (!k->attn) return "attn";
-    if (!k->rope) return "rope";
-    if (!k->layernorm) return "layernorm";
-    if (!k->gelu) return "gelu";
-    if (!k->gelu_tanh) return "gelu_tanh";
-    if (!k->silu) return "silu";
-    if (!k->add) return "add";
-    if (!k->patchify) return "patchify";
-    if (!k->gather) return "gather";
-    if (!k->mean_rows) return "mean_rows";
-    if (!k->gemm_ws) return "gemm_ws";
-    if (!k->attn_ws) return "attn_ws";
+    for (int i = 0; i < jk_nslots; i++)
+        if (jk_slots[i].dtype < 0 && !jk_slot_fn(k, &jk_slots[i])) return jk_slots[i].name;
     return NULL;
 }
 
@@ -188,16 +178,16 @@ static void arena_dev_free(void *ud, void *p) {
 static jepa_status open_gpu(struct jepa_ctx *c, int ordinal, unsigned flags) {
     char why[JEPA_ERR_LEN];
     c->dev = jk_device_open_cuda(ordinal, why, sizeof why);
-    if (!c->dev) return jerr_set(&c->err, JEPA_ERR_DEVICE, "%s", why);
+    if (!c->dev) return jr_err_set(&c->err, JEPA_ERR_DEVICE, "%s", why);
     c->dev->bind(c->dev);
     c->dev->init_kernels(c->dev, &c->k, flags);
     const char *slot = first_missing_slot(&c->k);
     if (slot)
-        return jerr_set(&c->err, JEPA_ERR_UNSUPPORTED, "%s: kernel '%s' is not implemented there",
+        return jr_err_set(&c->err, JEPA_ERR_UNSUPPORTED, "%s: kernel '%s' is not implemented there",
                         c->dev->name, slot);
     const struct jm_linear *L = first_unsupported(c->m, &c->k);
     if (L)
-        return jerr_set(&c->err, JEPA_ERR_UNSUPPORTED,
+        return jr_err_set(&c->err, JEPA_ERR_UNSUPPORTED,
                         "tensor '%s' is %s: not supported on the GPU yet; use an f16, bf16 or f32 "
                         "file", L->name, jk_dtype_name(L->dt));
     jm_weights_range(c->m, &c->w_host, &c->w_size);
@@ -221,10 +211,10 @@ jepa_status jepa_ctx_new(jepa_ctx **out, const jepa_model *m, const jepa_ctx_par
     long flags = jepa_cpu_cap(jepa_cpu_detect(), cap);
     const int ordinal = parse_device(p->device);
     if (flags < 0)
-        jerr_set(&e, JEPA_ERR_ARG, "unknown cpu level '%s' (auto, scalar, avx2, avx512, neon)",
+        jr_err_set(&e, JEPA_ERR_ARG, "unknown cpu level '%s' (auto, scalar, avx2, avx512, neon)",
                  cap);
     else if (ordinal == -2)
-        jerr_set(&e, JEPA_ERR_ARG, "unknown device '%s' (cpu, cuda, cuda:N)", p->device);
+        jr_err_set(&e, JEPA_ERR_ARG, "unknown device '%s' (cpu, cuda, cuda:N)", p->device);
     if (e.status) {
         if (err) memcpy(err, e.msg, JEPA_ERR_LEN);
         return e.status;
@@ -254,8 +244,8 @@ jepa_status jepa_ctx_new(jepa_ctx **out, const jepa_model *m, const jepa_ctx_par
 
 void jepa_ctx_free(jepa_ctx *c) {
     if (!c) return;
-    if (c->dev) arena_free(&c->arena);
-    arena_free(&c->host);
+    if (c->dev) jr_arena_free(&c->arena);
+    jr_arena_free(&c->host);
     if (c->w_dev) jm_dev_weights_release(c->m, c->dev->ordinal);
     if (c->dev) c->dev->close(c->dev);
     free(c);
@@ -268,15 +258,15 @@ const char *jepa_ctx_isa(const jepa_ctx *c) { return c->k.isa; }
 const char *jepa_ctx_device(const jepa_ctx *c) { return c->dev->name; }
 size_t jepa_ctx_arena_bytes(const jepa_ctx *c) { return c->arena.cap + c->host.cap; }
 
-jepa_status ctx_reserve(struct jepa_ctx *c, const struct plan *p) {
-    if (arena_reserve(&c->arena, p->dev.used))
-        return jerr_set(&c->err, JEPA_ERR_NOMEM, "cannot allocate %zu MiB of activations%s%s%s%s",
+jepa_status jm_ctx_reserve(struct jepa_ctx *c, const struct plan *p) {
+    if (jr_arena_reserve(&c->arena, p->dev.used))
+        return jr_err_set(&c->err, JEPA_ERR_NOMEM, "cannot allocate %zu MiB of activations%s%s%s%s",
                         p->dev.used >> 20, c->dev->host_memory ? "" : " on ",
                         c->dev->host_memory ? "" : c->dev->name,
                         c->dev->host_memory ? "" : ": ",
                         c->dev->host_memory ? "" : c->dev->error(c->dev));
-    if (!c->dev->host_memory && arena_reserve(&c->host, p->host.used))
-        return jerr_set(&c->err, JEPA_ERR_NOMEM, "cannot allocate %zu MiB of host tables",
+    if (!c->dev->host_memory && jr_arena_reserve(&c->host, p->host.used))
+        return jr_err_set(&c->err, JEPA_ERR_NOMEM, "cannot allocate %zu MiB of host tables",
                         p->host.used >> 20);
     return JEPA_OK;
 }
@@ -288,32 +278,32 @@ jepa_status ctx_reserve(struct jepa_ctx *c, const struct plan *p) {
  * stays failed) is JEPA_ERR_DEVICE with the device's message. */
 static jepa_status finish(jepa_ctx *c, jepa_status st) {
     if (c->dev->sync(c->dev) && st == JEPA_OK)
-        return jerr_set(&c->err, JEPA_ERR_DEVICE, "%s: %s", c->dev->name, c->dev->error(c->dev));
+        return jr_err_set(&c->err, JEPA_ERR_DEVICE, "%s: %s", c->dev->name, c->dev->error(c->dev));
     return st;
 }
 
 jepa_status jepa_ctx_embed(jepa_ctx *c, const float *x, int T, int H, int W,
                            const jepa_embed_params *p, jepa_embed_out *out) {
     if (!c) return JEPA_ERR_ARG;
-    jerr_clear(&c->err);
-    if (!x) return jerr_set(&c->err, JEPA_ERR_ARG, "embed: NULL input");
+    jr_err_clear(&c->err);
+    if (!x) return jr_err_set(&c->err, JEPA_ERR_ARG, "embed: NULL input");
     c->dev->bind(c->dev);
-    return finish(c, encoder_forward(c, x, T, H, W, p, out));
+    return finish(c, jm_encoder_forward(c, x, T, H, W, p, out));
 }
 
 jepa_status jepa_ctx_predict(jepa_ctx *c, const float *tokens, const jepa_predict_params *p,
                              float *pred, float *ctx_out) {
     if (!c) return JEPA_ERR_ARG;
-    jerr_clear(&c->err);
-    if (!tokens || !pred) return jerr_set(&c->err, JEPA_ERR_ARG, "predict: NULL buffer");
+    jr_err_clear(&c->err);
+    if (!tokens || !pred) return jr_err_set(&c->err, JEPA_ERR_ARG, "predict: NULL buffer");
     c->dev->bind(c->dev);
-    return finish(c, predictor_forward(c, tokens, p, pred, ctx_out));
+    return finish(c, jm_predictor_forward(c, tokens, p, pred, ctx_out));
 }
 
 jepa_status jepa_ctx_classify(jepa_ctx *c, const float *tokens, int n_tokens, float *logits) {
     if (!c) return JEPA_ERR_ARG;
-    jerr_clear(&c->err);
-    if (!tokens || !logits) return jerr_set(&c->err, JEPA_ERR_ARG, "classify: NULL buffer");
+    jr_err_clear(&c->err);
+    if (!tokens || !logits) return jr_err_set(&c->err, JEPA_ERR_ARG, "classify: NULL buffer");
     c->dev->bind(c->dev);
-    return finish(c, head_forward(c, tokens, n_tokens, logits));
+    return finish(c, jm_head_forward(c, tokens, n_tokens, logits));
 }

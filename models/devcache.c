@@ -64,8 +64,8 @@ void jm_dev_cache_free(struct jm_dev_cache *dc) {
 }
 
 void jm_weights_range(const struct jepa_model *m, const uint8_t **host_base, size_t *size) {
-    const size_t off = gguf_data_offset(m->g), total = gguf_file_size(m->g);
-    *host_base = (const uint8_t *)gguf_base(m->g) + (off < total ? off : total);
+    const size_t off = jg_data_offset(m->g), total = jg_file_size(m->g);
+    *host_base = (const uint8_t *)jg_base(m->g) + (off < total ? off : total);
     *size = off < total ? total - off : 0;
 }
 
@@ -76,28 +76,28 @@ static struct jm_dev_copy *copy_new(const struct jepa_model *m, int ordinal, str
     jm_weights_range(m, &hb, &size);
     struct jm_dev_copy *cp = calloc(1, sizeof *cp);
     if (!cp) {
-        jerr_set(err, JEPA_ERR_NOMEM, "out of memory");
+        jr_err_set(err, JEPA_ERR_NOMEM, "out of memory");
         return NULL;
     }
     char why[JEPA_ERR_LEN];
     cp->ordinal = ordinal;
     cp->dev = jk_device_open_cuda(ordinal, why, sizeof why);
     if (!cp->dev) {
-        jerr_set(err, JEPA_ERR_DEVICE, "%s", why);
+        jr_err_set(err, JEPA_ERR_DEVICE, "%s", why);
         free(cp);
         return NULL;
     }
     cp->dev->bind(cp->dev);
     cp->base = cp->dev->alloc(cp->dev, size ? size : 1);
     if (!cp->base) {
-        jerr_set(err, JEPA_ERR_NOMEM, "%s: cannot allocate %zu MiB for the weights: %s",
+        jr_err_set(err, JEPA_ERR_NOMEM, "%s: cannot allocate %zu MiB for the weights: %s",
                  cp->dev->name, size >> 20, cp->dev->error(cp->dev));
         cp->dev->close(cp->dev);
         free(cp);
         return NULL;
     }
     if (cp->dev->upload(cp->dev, cp->base, hb, size) || cp->dev->sync(cp->dev)) {
-        jerr_set(err, JEPA_ERR_DEVICE, "%s: cannot copy the weights (%zu MiB): %s", cp->dev->name,
+        jr_err_set(err, JEPA_ERR_DEVICE, "%s: cannot copy the weights (%zu MiB): %s", cp->dev->name,
                  size >> 20, cp->dev->error(cp->dev));
         copy_free(cp);
         return NULL;

@@ -49,7 +49,7 @@ static jepa_status pick_tokenizer(struct jepa_ctx *c, int T, jepa_input_kind kin
     tk->repeat = 0;
     if (T % tk->tubelet) {
         if (T != 1)
-            return jerr_set(&c->err, JEPA_ERR_ARG,
+            return jr_err_set(&c->err, JEPA_ERR_ARG,
                             "clip of %d frames: the frame count must be a multiple of the tubelet "
                             "size %d (or 1 for a still image)", T, tk->tubelet);
         tk->repeat = tk->tubelet;   /* the HF processor repeats a still to fill the tubelet */
@@ -62,7 +62,7 @@ static int family_supported(enum jm_family f) {
            f == JM_FAMILY_HFVIT || f == JM_FAMILY_LEWM || f == JM_FAMILY_LEVJEPA;
 }
 
-jepa_status encoder_forward(struct jepa_ctx *c, const float *x_in, int T, int H, int W,
+jepa_status jm_encoder_forward(struct jepa_ctx *c, const float *x_in, int T, int H, int W,
                             const jepa_embed_params *p, jepa_embed_out *out) {
     const struct jepa_model *m = c->m;
     const struct jm_encoder *e = &m->enc;
@@ -74,23 +74,23 @@ jepa_status encoder_forward(struct jepa_ctx *c, const float *x_in, int T, int H,
     const bool host = dev->host_memory;
 
     if (!family_supported(m->family) || e->n_registers > 0)
-        return jerr_set(&c->err, JEPA_ERR_UNSUPPORTED,
+        return jr_err_set(&c->err, JEPA_ERR_UNSUPPORTED,
                         "family '%s'%s: the encoder forward is not implemented yet", m->family_name,
                         e->n_registers > 0 ? " with register tokens" : "");
     if (T < 1 || H < P || W < P || H % P || W % P)
-        return jerr_set(&c->err, JEPA_ERR_ARG,
+        return jr_err_set(&c->err, JEPA_ERR_ARG,
                         "input %dx%dx%d: height and width must be positive multiples of the "
                         "patch size %d", T, H, W, P);
     if (p && p->batch < 0)
-        return jerr_set(&c->err, JEPA_ERR_ARG, "batch %d: the clip count must be 0, 1 or more",
+        return jr_err_set(&c->err, JEPA_ERR_ARG, "batch %d: the clip count must be 0, 1 or more",
                         p->batch);
     if (out && out->cls && !e->cls)
-        return jerr_set(&c->err, JEPA_ERR_ARG, "family '%s' has no CLS token", m->family_name);
+        return jr_err_set(&c->err, JEPA_ERR_ARG, "family '%s' has no CLS token", m->family_name);
     if (out && out->emb && !e->has_proj)
-        return jerr_set(&c->err, JEPA_ERR_ARG, "family '%s' has no projector (emb is LeWM's)",
+        return jr_err_set(&c->err, JEPA_ERR_ARG, "family '%s' has no projector (emb is LeWM's)",
                         m->family_name);
     if (out && out->hier && !e->n_hier)
-        return jerr_set(&c->err, JEPA_ERR_ARG, "family '%s' has no hierarchical outputs",
+        return jr_err_set(&c->err, JEPA_ERR_ARG, "family '%s' has no hierarchical outputs",
                         m->family_name);
 
     struct tokenizer tk;
@@ -104,16 +104,16 @@ jepa_status encoder_forward(struct jepa_ctx *c, const float *x_in, int T, int H,
     const int masked = p && p->ctx_ids;
     const int n = ncls + (masked ? p->n_ctx : n_patch); /* rows of one clip through the blocks */
     if (masked) {
-        if (p->n_ctx < 1) return jerr_set(&c->err, JEPA_ERR_ARG, "masked encoder: no context ids");
+        if (p->n_ctx < 1) return jr_err_set(&c->err, JEPA_ERR_ARG, "masked encoder: no context ids");
         for (int i = 0; i < p->n_ctx; i++)
             if (p->ctx_ids[i] < 0 || p->ctx_ids[i] >= n_patch)
-                return jerr_set(&c->err, JEPA_ERR_ARG,
+                return jr_err_set(&c->err, JEPA_ERR_ARG,
                                 "context id %d at position %d is outside the %d-token grid",
                                 (int)p->ctx_ids[i], i, n_patch);
     }
     const int g0 = e->img_size / P;                     /* training grid (square) */
     if (!rope && (e->n_frames / e->tubelet != 1 || gt != 1))
-        return jerr_set(&c->err, JEPA_ERR_UNSUPPORTED,
+        return jr_err_set(&c->err, JEPA_ERR_UNSUPPORTED,
                         "family '%s': position tables for video inputs are not implemented",
                         m->family_name);
     const int interp = !rope && (gh != g0 || gw != g0); /* table resampled to this grid */
@@ -127,7 +127,7 @@ jepa_status encoder_forward(struct jepa_ctx *c, const float *x_in, int T, int H,
     const int pcontig = masked || !ncls;
 
     /* ---- plan: count, reserve, carve ---- */
-    const int wide_cols = vit_wide_cols(vit) > F ? vit_wide_cols(vit) : F;
+    const int wide_cols = jm_vit_wide_cols(vit) > F ? jm_vit_wide_cols(vit) : F;
     /* the K of every matmul: blocks (d, ffn), patch embedding, LeWM projector */
     const int ks[] = {d, vit->ffn, F, e->has_proj ? e->proj0.n_out : d};
     const bool want_tokens = out && out->tokens, want_pooled = out && out->pooled;
@@ -161,8 +161,8 @@ jepa_status encoder_forward(struct jepa_ctx *c, const float *x_in, int T, int H,
             if (want_hier) hier_d = plan_dev(&pl, sizeof(float) * (size_t)B * e->n_hier * n * d);
             if (want_emb) emb_d = plan_dev(&pl, sizeof(float) * (size_t)B * e->proj2.n_out);
         }
-        ws = plan_dev(&pl, vit_ws_bytes(c, n, hd, ks, (int)(sizeof ks / sizeof *ks)));
-        if (!pass && (st = ctx_reserve(c, &pl))) return st;
+        ws = plan_dev(&pl, jm_vit_ws_bytes(c, n, hd, ks, (int)(sizeof ks / sizeof *ks)));
+        if (!pass && (st = jm_ctx_reserve(c, &pl))) return st;
     }
     if (host) {
         pooled_d = want_pooled ? out->pooled : NULL;
@@ -196,7 +196,7 @@ jepa_status encoder_forward(struct jepa_ctx *c, const float *x_in, int T, int H,
     const int nblk = pcontig ? 1 : B, blk_rows = pcontig ? B * n_patch : n_patch;
     for (int i = 0; i < nblk; i++) {
         float *pb = pe + (size_t)i * pstride;
-        linear(c, pb, (size_t)d, wide + (size_t)i * n_patch * F, (size_t)F, tk.pe, blk_rows,
+        jm_linear_forward(c, pb, (size_t)d, wide + (size_t)i * n_patch * F, (size_t)F, tk.pe, blk_rows,
                JK_EPI_STORE, ws);
         if (tk.modality) c->k.add(pb, (size_t)d, dw(c, tk.modality), 0, NULL, blk_rows, d, nt);
     }
@@ -208,7 +208,7 @@ jepa_status encoder_forward(struct jepa_ctx *c, const float *x_in, int T, int H,
     if (!rope) {
         const float *tab = dw(c, e->pos_embed + (size_t)ncls * d);
         if (interp) {
-            pos_embed_interpolate(pos_tab.host, e->pos_embed + (size_t)ncls * d, g0, g0, gh, gw, d);
+            jm_pos_embed_interpolate(pos_tab.host, e->pos_embed + (size_t)ncls * d, g0, g0, gh, gw, d);
             stage_upload(c, &pos_tab);
             tab = pos_tab.dev;
         }
@@ -235,8 +235,8 @@ jepa_status encoder_forward(struct jepa_ctx *c, const float *x_in, int T, int H,
     const int32_t *kept = masked ? p->ctx_ids : NULL;  /* patch id of row ncls + i (NULL: i) */
     if (rope) {
         if (ncls) pos[0] = (struct rope_pos){0, 0, 0, true};
-        rope_positions(pos + ncls, kept, n - ncls, gh, gw, e->rope_interpolate, e->rope_ref_grid);
-        rope_tables(cosb.host, sinb.host, pos, n, hd, e->rope_theta, e->rope_layout);
+        jm_rope_positions(pos + ncls, kept, n - ncls, gh, gw, e->rope_interpolate, e->rope_ref_grid);
+        jm_rope_tables(cosb.host, sinb.host, pos, n, hd, e->rope_theta, e->rope_layout);
         stage_upload(c, &cosb);
         stage_upload(c, &sinb);
     }
@@ -252,7 +252,7 @@ jepa_status encoder_forward(struct jepa_ctx *c, const float *x_in, int T, int H,
                             .mask_pos = frame.dev, .ws = ws};
     int next_hier = 0;
     for (int l = 0; l < vit->n_layer; l++) {
-        vit_block(c, vit, &vit->blk[l], x, n, B, &s);
+        jm_vit_block(c, vit, &vit->blk[l], x, n, B, &s);
         if (next_hier < e->n_hier && e->hier_layers[next_hier] == l) {
             if (want_hier)   /* [B, n_hier, n, d]: level k of clip b */
                 for (int b = 0; b < B; b++)
@@ -275,12 +275,12 @@ jepa_status encoder_forward(struct jepa_ctx *c, const float *x_in, int T, int H,
     if (want_emb) {   /* emb = proj2(act(proj0(cls))): the CLS rows are n*d apart */
         const int hid = e->proj0.n_out;
         if (e->proj_act == JM_ACT_GELU_ERF) {
-            linear(c, emb_mid, (size_t)hid, tokens, (size_t)n * d, &e->proj0, B, JK_EPI_GELU, ws);
+            jm_linear_forward(c, emb_mid, (size_t)hid, tokens, (size_t)n * d, &e->proj0, B, JK_EPI_GELU, ws);
         } else {
-            linear(c, emb_mid, (size_t)hid, tokens, (size_t)n * d, &e->proj0, B, JK_EPI_STORE, ws);
+            jm_linear_forward(c, emb_mid, (size_t)hid, tokens, (size_t)n * d, &e->proj0, B, JK_EPI_STORE, ws);
             (e->proj_act == JM_ACT_SILU ? c->k.silu : c->k.gelu_tanh)(emb_mid, (size_t)B * hid, nt);
         }
-        linear(c, emb_d, (size_t)e->proj2.n_out, emb_mid, (size_t)hid, &e->proj2, B,
+        jm_linear_forward(c, emb_d, (size_t)e->proj2.n_out, emb_mid, (size_t)hid, &e->proj2, B,
                JK_EPI_STORE, ws);
     }
 

@@ -69,7 +69,7 @@ struct staged {
     size_t n;
 };
 
-/* Pass 0 counts, pass 1 carves the blocks ctx_reserve() made. */
+/* Pass 0 counts, pass 1 carves the blocks jm_ctx_reserve() made. */
 static inline struct plan plan_begin(const struct jepa_ctx *c, int pass) {
     struct plan p = {{pass ? c->arena.base : NULL, 0}, {pass ? c->host.base : NULL, 0},
                      c->dev->host_memory};
@@ -98,7 +98,7 @@ static inline void stage_upload(const struct jepa_ctx *c, const struct staged *s
 }
 
 /* Reserve what pass 0 counted in both arenas; JEPA_ERR_NOMEM on failure. */
-jepa_status ctx_reserve(struct jepa_ctx *c, const struct plan *p);
+jepa_status jm_ctx_reserve(struct jepa_ctx *c, const struct plan *p);
 
 /* ---- building blocks ---- */
 
@@ -117,12 +117,12 @@ struct vit_scratch {
 };
 
 /* y = act/epi(x . W^T + b) for M rows (strides in floats); W, b translated by dw(). */
-void linear(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
+void jm_linear_forward(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
             const struct jm_linear *L, int M, enum jk_epilogue epi, void *ws);
 
 /* x [nb*n, vit->d] += attn(ln1(x)); x += mlp(ln2(x)) — one pre-LN block over nb clips of
  * n rows each: row-wise ops run once over nb*n rows, RoPE and attention per clip. */
-void vit_block(const struct jepa_ctx *c, const struct jm_vit *vit, const struct jm_block *b,
+void jm_vit_block(const struct jepa_ctx *c, const struct jm_vit *vit, const struct jm_block *b,
                float *x, int n, int nb, const struct vit_scratch *s);
 
 /* Bytes of kernel workspace for attention over n keys of head_dim and for matmuls with
@@ -130,17 +130,17 @@ void vit_block(const struct jepa_ctx *c, const struct jm_vit *vit, const struct 
  * K' <= K (checkasm_gemm tests it since an x86 kernel once broke it: its K block is K
  * split evenly, so K = 320 needed more than K = 588); taking the maximum over every K
  * used keeps the forward safe even against a table that breaks the promise. */
-size_t vit_ws_bytes(const struct jepa_ctx *c, int n, int head_dim, const int *ks, int nk);
+size_t jm_vit_ws_bytes(const struct jepa_ctx *c, int n, int head_dim, const int *ks, int nk);
 
 /* Column count of the `wide` buffer for a stack. */
-int vit_wide_cols(const struct jm_vit *vit);
+int jm_vit_wide_cols(const struct jm_vit *vit);
 
 /* Family forwards (models/encoder.c, predictor.c, head.c). They plan their buffers in
  * c's arenas and record failures in c->err. Inputs and outputs are host memory. */
-jepa_status encoder_forward(struct jepa_ctx *c, const float *x, int T, int H, int W,
+jepa_status jm_encoder_forward(struct jepa_ctx *c, const float *x, int T, int H, int W,
                             const jepa_embed_params *p, jepa_embed_out *out);
-jepa_status predictor_forward(struct jepa_ctx *c, const float *tokens,
+jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
                               const jepa_predict_params *p, float *pred, float *ctx_out);
-jepa_status head_forward(struct jepa_ctx *c, const float *tokens, int n, float *logits);
+jepa_status jm_head_forward(struct jepa_ctx *c, const float *tokens, int n, float *logits);
 
 #endif

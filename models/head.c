@@ -17,28 +17,28 @@
 
 #include "models/forward.h"
 
-jepa_status head_forward(struct jepa_ctx *c, const float *tokens, int n, float *logits) {
+jepa_status jm_head_forward(struct jepa_ctx *c, const float *tokens, int n, float *logits) {
     const struct jepa_model *m = c->m;
     const struct jm_head *hd_ = &m->head;
     const struct jm_vit *vit = &hd_->vit;
     const int D = m->enc.vit.d, nt = c->nthreads;
 
     if (hd_->kind == JM_HEAD_NONE)
-        return jerr_set(&c->err, JEPA_ERR_ARG, "this model file has no classifier head");
+        return jr_err_set(&c->err, JEPA_ERR_ARG, "this model file has no classifier head");
     if (hd_->kind != JM_HEAD_ATTENTIVE_POOL)
-        return jerr_set(&c->err, JEPA_ERR_UNSUPPORTED, "head kind linear_cls: not implemented yet");
-    if (n < 1) return jerr_set(&c->err, JEPA_ERR_ARG, "classify needs at least one token");
+        return jr_err_set(&c->err, JEPA_ERR_UNSUPPORTED, "head kind linear_cls: not implemented yet");
+    if (n < 1) return jr_err_set(&c->err, JEPA_ERR_ARG, "classify needs at least one token");
 
     struct jk_device *dev = c->dev;
     const bool host = dev->host_memory;
     const int hdim = D / hd_->n_head, ffn = hd_->up.n_out;
-    const int wide_cols = vit_wide_cols(vit) > ffn ? vit_wide_cols(vit) : ffn;
+    const int wide_cols = jm_vit_wide_cols(vit) > ffn ? jm_vit_wide_cols(vit) : ffn;
     /* the blocks update the tokens in place: a working copy, unless the CPU has no block
      * to run (the caller's tokens are then read where they are) */
     const bool copy_in = !host || vit->n_layer > 0;
     const int ks[] = {D, vit->ffn, ffn};   /* K of every matmul: blocks, q/k/v/up/cls, down */
-    size_t wsb = vit_ws_bytes(c, n, hdim, ks, 3);   /* + the blocks' own attention */
-    const size_t wsa = vit->n_layer ? vit_ws_bytes(c, n, vit->head_dim, NULL, 0) : 0;
+    size_t wsb = jm_vit_ws_bytes(c, n, hdim, ks, 3);   /* + the blocks' own attention */
+    const size_t wsa = vit->n_layer ? jm_vit_ws_bytes(c, n, vit->head_dim, NULL, 0) : 0;
     if (wsa > wsb) wsb = wsa;
     float *x = NULL, *h = NULL, *wide = NULL, *tmp = NULL, *q = NULL, *y = NULL, *yn = NULL;
     float *mid = NULL, *logits_d = NULL;
@@ -56,7 +56,7 @@ jepa_status head_forward(struct jepa_ctx *c, const float *tokens, int n, float *
         if (!host) logits_d = plan_dev(&pl, sizeof(float) * (size_t)hd_->n_classes);
         ws = plan_dev(&pl, wsb);
         jepa_status st;
-        if (!pass && (st = ctx_reserve(c, &pl))) return st;
+        if (!pass && (st = jm_ctx_reserve(c, &pl))) return st;
     }
     if (host) logits_d = logits;
 
@@ -68,16 +68,16 @@ jepa_status head_forward(struct jepa_ctx *c, const float *tokens, int n, float *
     }
     struct vit_scratch s = {.h = h, .wide = wide, .tmp = tmp, .cos = NULL, .sin = NULL,
                             .mask_pos = NULL, .ws = ws};
-    for (int l = 0; l < vit->n_layer; l++) vit_block(c, vit, &vit->blk[l], x, n, 1, &s);
+    for (int l = 0; l < vit->n_layer; l++) jm_vit_block(c, vit, &vit->blk[l], x, n, 1, &s);
 
     /* cross-attention: the raw query attends to ln_kv(x) */
     const float *query = dw(c, hd_->query);
     float *kmat = wide, *vmat = wide + D;          /* [n, D] each, row stride 2D */
     c->k.layernorm(h, (size_t)D, xs, (size_t)D, dw(c, hd_->ln_kv.w), dw(c, hd_->ln_kv.b), n, D,
                    hd_->ln_eps, nt);
-    linear(c, q, (size_t)D, query, (size_t)D, &hd_->q, 1, JK_EPI_STORE, ws);
-    linear(c, kmat, (size_t)2 * D, h, (size_t)D, &hd_->k, n, JK_EPI_STORE, ws);
-    linear(c, vmat, (size_t)2 * D, h, (size_t)D, &hd_->v, n, JK_EPI_STORE, ws);
+    jm_linear_forward(c, q, (size_t)D, query, (size_t)D, &hd_->q, 1, JK_EPI_STORE, ws);
+    jm_linear_forward(c, kmat, (size_t)2 * D, h, (size_t)D, &hd_->k, n, JK_EPI_STORE, ws);
+    jm_linear_forward(c, vmat, (size_t)2 * D, h, (size_t)D, &hd_->v, n, JK_EPI_STORE, ws);
     struct jk_attn_args at = {
         .o = y, .ldo = (size_t)D, .q = q, .ldq = (size_t)D, .k = kmat, .ldk = (size_t)2 * D,
         .v = vmat, .ldv = (size_t)2 * D, .nq = 1, .nkv = n, .n_head = hd_->n_head,
@@ -89,9 +89,9 @@ jepa_status head_forward(struct jepa_ctx *c, const float *tokens, int n, float *
     /* y += down(gelu(up(ln2 y))); logits = y Wcls^T + b */
     c->k.layernorm(yn, (size_t)D, y, (size_t)D, dw(c, hd_->ln2.w), dw(c, hd_->ln2.b), 1, D,
                    hd_->ln_eps, nt);
-    linear(c, mid, (size_t)ffn, yn, (size_t)D, &hd_->up, 1, JK_EPI_GELU, ws);
-    linear(c, y, (size_t)D, mid, (size_t)ffn, &hd_->down, 1, JK_EPI_ADD, ws);
-    linear(c, logits_d, (size_t)hd_->n_classes, y, (size_t)D, &hd_->cls, 1, JK_EPI_STORE, ws);
+    jm_linear_forward(c, mid, (size_t)ffn, yn, (size_t)D, &hd_->up, 1, JK_EPI_GELU, ws);
+    jm_linear_forward(c, y, (size_t)D, mid, (size_t)ffn, &hd_->down, 1, JK_EPI_ADD, ws);
+    jm_linear_forward(c, logits_d, (size_t)hd_->n_classes, y, (size_t)D, &hd_->cls, 1, JK_EPI_STORE, ws);
     dev->download(dev, logits, logits_d, sizeof(float) * (size_t)hd_->n_classes);
     return JEPA_OK;
 }

@@ -77,15 +77,15 @@ static const char *const modality_names[] = {"image", "video", "image+video"};
 
 static void kv_type_str(const struct gguf_kv *kv, char *buf, size_t size) {
     if (kv->type == GGUF_V_ARRAY)
-        snprintf(buf, size, "array of %s", gguf_vtype_name(kv->arr_type));
+        snprintf(buf, size, "array of %s", jg_vtype_name(kv->arr_type));
     else
-        snprintf(buf, size, "%s", gguf_vtype_name(kv->type));
+        snprintf(buf, size, "%s", jg_vtype_name(kv->type));
 }
 
 static jepa_status bad_type(struct ld *L, const struct gguf_kv *kv, const char *expected) {
     char found[48];
     kv_type_str(kv, found, sizeof found);
-    return jerr_set(L->err, JEPA_ERR_SCHEMA, "key %s: expected %s, found %s", kv->key,
+    return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key %s: expected %s, found %s", kv->key,
                     expected, found);
 }
 
@@ -101,20 +101,20 @@ static bool vt_is_float(uint32_t t) { return t == GGUF_V_F32 || t == GGUF_V_F64;
 /* An integer key in [lo, hi]. Absent: *out = def when optional, else an error. */
 static jepa_status key_int(struct ld *L, const char *key, bool required, int def, int64_t lo,
                            int64_t hi, int *out) {
-    const struct gguf_kv *kv = gguf_find_kv(L->g, key);
+    const struct gguf_kv *kv = jg_find_kv(L->g, key);
     if (!kv) {
         if (required)
-            return jerr_set(L->err, JEPA_ERR_SCHEMA, "missing required key %s", key);
+            return jr_err_set(L->err, JEPA_ERR_SCHEMA, "missing required key %s", key);
         *out = def;
         return JEPA_OK;
     }
     if (!vt_is_int(kv->type)) return bad_type(L, kv, "an integer (u32)");
     if (vt_is_unsigned(kv->type) && kv->v.u > (uint64_t)INT64_MAX)
-        return jerr_set(L->err, JEPA_ERR_SCHEMA, "key %s = %llu is out of range [%lld, %lld]", key,
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key %s = %llu is out of range [%lld, %lld]", key,
                         (unsigned long long)kv->v.u, (long long)lo, (long long)hi);
     int64_t x = vt_is_unsigned(kv->type) ? (int64_t)kv->v.u : kv->v.i;
     if (x < lo || x > hi)
-        return jerr_set(L->err, JEPA_ERR_SCHEMA, "key %s = %lld is out of range [%lld, %lld]", key,
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key %s = %lld is out of range [%lld, %lld]", key,
                         (long long)x, (long long)lo, (long long)hi);
     *out = (int)x;
     return JEPA_OK;
@@ -123,23 +123,23 @@ static jepa_status key_int(struct ld *L, const char *key, bool required, int def
 /* A finite float key > 0 (all the schema's float keys are eps, theta and scales). */
 static jepa_status key_pos_float(struct ld *L, const char *key, bool required, float def,
                                  float *out) {
-    const struct gguf_kv *kv = gguf_find_kv(L->g, key);
+    const struct gguf_kv *kv = jg_find_kv(L->g, key);
     if (!kv) {
         if (required)
-            return jerr_set(L->err, JEPA_ERR_SCHEMA, "missing required key %s", key);
+            return jr_err_set(L->err, JEPA_ERR_SCHEMA, "missing required key %s", key);
         *out = def;
         return JEPA_OK;
     }
     if (!vt_is_float(kv->type)) return bad_type(L, kv, "f32 (or f64)");
     double v = kv->v.f;
     if (!isfinite(v) || !(v > 0) || v > 3.4e38)
-        return jerr_set(L->err, JEPA_ERR_SCHEMA, "key %s = %g: expected a finite value > 0", key, v);
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key %s = %g: expected a finite value > 0", key, v);
     *out = (float)v;
     return JEPA_OK;
 }
 
 static jepa_status key_bool(struct ld *L, const char *key, bool def, bool *out) {
-    const struct gguf_kv *kv = gguf_find_kv(L->g, key);
+    const struct gguf_kv *kv = jg_find_kv(L->g, key);
     if (!kv) {
         *out = def;
         return JEPA_OK;
@@ -151,11 +151,11 @@ static jepa_status key_bool(struct ld *L, const char *key, bool def, bool *out) 
 
 /* A string key; absent: *out = NULL when optional. */
 static jepa_status key_str(struct ld *L, const char *key, bool required, const char **out) {
-    const struct gguf_kv *kv = gguf_find_kv(L->g, key);
+    const struct gguf_kv *kv = jg_find_kv(L->g, key);
     *out = NULL;
     if (!kv) {
         if (required)
-            return jerr_set(L->err, JEPA_ERR_SCHEMA, "missing required key %s", key);
+            return jr_err_set(L->err, JEPA_ERR_SCHEMA, "missing required key %s", key);
         return JEPA_OK;
     }
     if (kv->type != GGUF_V_STRING) return bad_type(L, kv, "string");
@@ -183,7 +183,7 @@ static jepa_status key_enum(struct ld *L, const char *key, int def, const char *
     size_t len = 0;
     for (int i = 0; i < n && len < sizeof list; i++)
         len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", names[i]);
-    return jerr_set(L->err, JEPA_ERR_SCHEMA, "key %s: unknown value \"%s\" (expected one of: %s)",
+    return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key %s: unknown value \"%s\" (expected one of: %s)",
                     key, s, list);
 }
 
@@ -193,7 +193,7 @@ static jepa_status mark_used(struct ld *L, const struct gguf_tensor *t) {
     if (L->n_used == L->cap_used) {
         size_t cap = L->cap_used ? 2 * L->cap_used : 256;
         const struct gguf_tensor **p = realloc(L->used, cap * sizeof *p);
-        if (!p) return jerr_set(L->err, JEPA_ERR_NOMEM, "out of memory");
+        if (!p) return jr_err_set(L->err, JEPA_ERR_NOMEM, "out of memory");
         L->used = p;
         L->cap_used = cap;
     }
@@ -220,7 +220,7 @@ static bool matmul_dtype(uint32_t t, enum jk_dtype *dt) {
 }
 
 static const char *type_name(uint32_t t) {
-    const struct gguf_type_info *ti = gguf_type_info(t);
+    const struct jg_type_info *ti = jg_type_info(t);
     return ti ? ti->name : "unknown";
 }
 
@@ -230,11 +230,11 @@ enum tclass { T_F32, T_MATMUL };
  * means "any row count >= 1" (the caller reads it). Absent and optional: *out = NULL. */
 static jepa_status tensor(struct ld *L, const char *name, enum tclass cls, int64_t ne0, int64_t ne1,
                           bool optional, const struct gguf_tensor **out) {
-    const struct gguf_tensor *t = gguf_find_tensor(L->g, name);
+    const struct gguf_tensor *t = jg_find_tensor(L->g, name);
     *out = NULL;
     if (!t) {
         if (optional) return JEPA_OK;
-        return jerr_set(L->err, JEPA_ERR_SCHEMA, "missing required tensor %s", name);
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "missing required tensor %s", name);
     }
     jepa_status st = mark_used(L, t);
     if (st) return st;
@@ -246,29 +246,29 @@ static jepa_status tensor(struct ld *L, const char *name, enum tclass cls, int64
         fmt_ne(found, sizeof found, t->ne, nd);
         if (ne1 < 0) snprintf(want, sizeof want, "[%lld, n]", (long long)ne0);
         else fmt_ne(want, sizeof want, (const int64_t[]){ne0, ne1}, ne1 == 1 ? 1 : 2);
-        return jerr_set(L->err, JEPA_ERR_SCHEMA,
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA,
                         "tensor %s: shape %s, expected %s (ggml order, ne[0] = PyTorch last dim)",
                         name, found, want);
     }
     enum jk_dtype dt;
     if (cls == T_F32 && t->type != GGUF_TYPE_F32)
-        return jerr_set(L->err, JEPA_ERR_SCHEMA,
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA,
                         "tensor %s: type %s, expected f32 (norms, biases, scales, tokens and "
                         "tables stay f32)", name, type_name(t->type));
     if (cls == T_MATMUL && !matmul_dtype(t->type, &dt))
-        return jerr_set(L->err, JEPA_ERR_UNSUPPORTED,
+        return jr_err_set(L->err, JEPA_ERR_UNSUPPORTED,
                         "tensor %s: type %s is not supported for a matmul weight (f32, f16, bf16 "
                         "or q8_0)", name, type_name(t->type));
     /* The reader checked data against the file; check it against this shape too, and the
      * alignment the kernels' loads need (general.alignment may be as small as 1). */
-    size_t row = gguf_row_bytes(t->type, t->ne[0]);
+    size_t row = jg_row_bytes(t->type, t->ne[0]);
     if (row == 0 || t->nbytes / row < (uint64_t)t->ne[1])
-        return jerr_set(L->err, JEPA_ERR_FORMAT, "tensor %s: %zu data bytes do not hold its shape",
+        return jr_err_set(L->err, JEPA_ERR_FORMAT, "tensor %s: %zu data bytes do not hold its shape",
                         name, t->nbytes);
     if ((uintptr_t)t->data % (t->type == GGUF_TYPE_F32 ? 4u : 2u))
-        return jerr_set(L->err, JEPA_ERR_FORMAT,
+        return jr_err_set(L->err, JEPA_ERR_FORMAT,
                         "tensor %s: data is not aligned for %s (general.alignment %zu)", name,
-                        type_name(t->type), gguf_alignment(L->g));
+                        type_name(t->type), jg_alignment(L->g));
     *out = t;
     return JEPA_OK;
 }
@@ -280,7 +280,7 @@ static jepa_status name_of(struct ld *L, char *buf, const char *fmt, ...) {
     int n = vsnprintf(buf, NAME_LEN, fmt, ap);
     va_end(ap);
     if (n < 0 || n >= NAME_LEN)
-        return jerr_set(L->err, JEPA_ERR_SCHEMA, "tensor name too long: %s...", buf);
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "tensor name too long: %s...", buf);
     return JEPA_OK;
 }
 
@@ -307,7 +307,7 @@ enum bias { BIAS_OPT, BIAS_REQ, BIAS_NONE };
 
 /* A linear layer <stem>.weight [n_out, n_in] (+ <stem>.bias [n_out]). n_out < 0: the row
  * count is read from the file (an MLP hidden width without a key). */
-static jepa_status linear(struct ld *L, struct jm_linear *o, const char *stem, int64_t n_out,
+static jepa_status jm_linear_forward(struct ld *L, struct jm_linear *o, const char *stem, int64_t n_out,
                           int64_t n_in, enum bias bias) {
     char name[NAME_LEN];
     const struct gguf_tensor *t;
@@ -315,7 +315,7 @@ static jepa_status linear(struct ld *L, struct jm_linear *o, const char *stem, i
     if ((st = name_of(L, name, "%s.weight", stem))) return st;
     if ((st = tensor(L, name, T_MATMUL, n_in, n_out, false, &t))) return st;
     if (t->ne[1] > MAX_FFN)
-        return jerr_set(L->err, JEPA_ERR_SCHEMA, "tensor %s: %lld rows, at most %d allowed", name,
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "tensor %s: %lld rows, at most %d allowed", name,
                         (long long)t->ne[1], MAX_FFN);
     o->name = t->name;
     o->w = t->data;
@@ -323,9 +323,9 @@ static jepa_status linear(struct ld *L, struct jm_linear *o, const char *stem, i
     o->n_out = (int)t->ne[1];
     o->n_in = (int)n_in;
     if (o->dt == JK_Q8_0 && n_in % 32)
-        return jerr_set(L->err, JEPA_ERR_SCHEMA, "tensor %s: q8_0 with %lld in-features, not a multiple of 32",
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "tensor %s: q8_0 with %lld in-features, not a multiple of 32",
                         name, (long long)n_in);
-    o->ldw = gguf_row_bytes(t->type, n_in);
+    o->ldw = jg_row_bytes(t->type, n_in);
     o->b = NULL;
     if (bias == BIAS_NONE) return JEPA_OK;
     if ((st = name_of(L, name, "%s.bias", stem))) return st;
@@ -385,13 +385,13 @@ static jepa_status load_blocks(struct ld *L, struct jm_vit *v, const struct stac
     v->blk = NULL;
     if (v->n_layer == 0) return JEPA_OK;
     v->blk = calloc((size_t)v->n_layer, sizeof *v->blk);
-    if (!v->blk) return jerr_set(L->err, JEPA_ERR_NOMEM, "out of memory (%d blocks)", v->n_layer);
+    if (!v->blk) return jr_err_set(L->err, JEPA_ERR_NOMEM, "out of memory (%d blocks)", v->n_layer);
     for (int i = 0; i < v->n_layer; i++) {
         struct jm_block *b = &v->blk[i];
         bool fused = s->fused == 1;
         if (s->fused < 0) {
             if ((st = name_of(L, stem, "%s.%d.attn_qkv.weight", s->prefix, i))) return st;
-            fused = gguf_find_tensor(L->g, stem) != NULL;
+            fused = jg_find_tensor(L->g, stem) != NULL;
         }
         b->qkv_fused = fused;
         for (size_t k = 0; k < sizeof block_table / sizeof block_table[0]; k++) {
@@ -406,7 +406,7 @@ static jepa_status load_blocks(struct ld *L, struct jm_vit *v, const struct stac
             case BK_NORM: st = norm(L, (struct jm_norm *)(void *)field, stem, (int)n_out); break;
             case BK_VEC: st = f32_tensor(L, (const float **)(void *)field, stem, n_out, 1, false); break;
             case BK_LINEAR:
-                st = linear(L, (struct jm_linear *)(void *)field, stem, n_out,
+                st = jm_linear_forward(L, (struct jm_linear *)(void *)field, stem, n_out,
                             dsym_value(v, block_table[k].n_in),
                             block_table[k].qkv ? s->qkv_bias : BIAS_OPT);
                 break;
@@ -423,16 +423,16 @@ static jepa_status check_heads(struct ld *L, struct jm_vit *v, const char *pfx, 
                                int head_dim, bool rope) {
     if (head_dim == 0) {
         if (v->d % v->n_head)
-            return jerr_set(L->err, JEPA_ERR_SCHEMA, "%s.n_head = %d does not divide %s = %d", pfx,
+            return jr_err_set(L->err, JEPA_ERR_SCHEMA, "%s.n_head = %d does not divide %s = %d", pfx,
                             v->n_head, dkey, v->d);
         head_dim = v->d / v->n_head;
     }
     if (head_dim > MAX_HEAD_DIM || (rope && head_dim % 2))
-        return jerr_set(L->err, JEPA_ERR_SCHEMA,
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA,
                         "%s.n_head = %d gives head_dim %d; it must be %s<= %d", pfx, v->n_head,
                         head_dim, rope ? "even (RoPE rotates pairs) and " : "", MAX_HEAD_DIM);
     if ((int64_t)head_dim * v->n_head > 4 * MAX_DIM)
-        return jerr_set(L->err, JEPA_ERR_SCHEMA, "%s: n_head * head_dim = %lld is too large", pfx,
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "%s: n_head * head_dim = %lld is too large", pfx,
                         (long long)head_dim * v->n_head);
     v->head_dim = head_dim;
     return JEPA_OK;
@@ -445,8 +445,8 @@ static jepa_status rope_grid(struct ld *L, const char *key, bool interpolate, in
     jepa_status st = key_int(L, key, false, interpolate ? def : 0, 0, MAX_IMG, out);
     if (st) return st;
     if (interpolate && *out < 2)
-        return jerr_set(L->err, JEPA_ERR_SCHEMA, "%s = %d: interpolated RoPE needs a grid >= 2%s", key,
-                        *out, gguf_find_kv(L->g, key) ? "" : " (default 256 / patch_size)");
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "%s = %d: interpolated RoPE needs a grid >= 2%s", key,
+                        *out, jg_find_kv(L->g, key) ? "" : " (default 256 / patch_size)");
     return JEPA_OK;
 }
 
@@ -457,8 +457,8 @@ static int count_hier_norms(const struct gguf_file *g) {
     static const char pfx[] = "enc.hier_norm.", sfx[] = ".weight";
     size_t lp = sizeof pfx - 1, ls = sizeof sfx - 1;
     int n = 0;
-    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
-        const char *name = gguf_tensor_at(g, i)->name;
+    for (int64_t i = 0; i < jg_n_tensors(g); i++) {
+        const char *name = jg_tensor_at(g, i)->name;
         size_t len = strlen(name);
         if (len > lp + ls && !strncmp(name, pfx, lp) && !strcmp(name + len - ls, sfx)) n++;
     }
@@ -466,24 +466,24 @@ static int count_hier_norms(const struct gguf_file *g) {
 }
 
 static jepa_status load_hier(struct ld *L, struct jm_encoder *e) {
-    const struct gguf_kv *kv = gguf_find_kv(L->g, "jepa.enc.hier_layers");
+    const struct gguf_kv *kv = jg_find_kv(L->g, "jepa.enc.hier_layers");
     e->n_hier = 0;
     if (kv) {
         if (kv->type != GGUF_V_ARRAY || !vt_is_int(kv->arr_type))
             return bad_type(L, kv, "array of u32");
         if (kv->arr_n > JM_MAX_HIER)
-            return jerr_set(L->err, JEPA_ERR_SCHEMA, "key jepa.enc.hier_layers: %llu ids, at most %d",
+            return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key jepa.enc.hier_layers: %llu ids, at most %d",
                             (unsigned long long)kv->arr_n, JM_MAX_HIER);
         for (uint64_t k = 0; k < kv->arr_n; k++) {
             int64_t id = vt_is_unsigned(kv->arr_type)
-                             ? (gguf_arr_u64(kv, k) > (uint64_t)INT32_MAX ? -1 : (int64_t)gguf_arr_u64(kv, k))
-                             : gguf_arr_i64(kv, k);
+                             ? (jg_arr_u64(kv, k) > (uint64_t)INT32_MAX ? -1 : (int64_t)jg_arr_u64(kv, k))
+                             : jg_arr_i64(kv, k);
             if (id < 0 || id >= e->vit.n_layer)
-                return jerr_set(L->err, JEPA_ERR_SCHEMA,
+                return jr_err_set(L->err, JEPA_ERR_SCHEMA,
                                 "key jepa.enc.hier_layers: id %lld at index %llu is outside [0, %d)",
                                 (long long)id, (unsigned long long)k, e->vit.n_layer);
             if (k > 0 && id <= e->hier_layers[k - 1])
-                return jerr_set(L->err, JEPA_ERR_SCHEMA,
+                return jr_err_set(L->err, JEPA_ERR_SCHEMA,
                                 "key jepa.enc.hier_layers: ids must be strictly increasing (%d then %lld)",
                                 e->hier_layers[k - 1], (long long)id);
             e->hier_layers[k] = (int)id;
@@ -493,7 +493,7 @@ static jepa_status load_hier(struct ld *L, struct jm_encoder *e) {
     jepa_status st;
     int n_norms = count_hier_norms(L->g);
     if (n_norms != e->n_hier)
-        return jerr_set(L->err, JEPA_ERR_SCHEMA,
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA,
                         "key jepa.enc.hier_layers has %d ids but the file has %d enc.hier_norm.*.weight tensors",
                         e->n_hier, n_norms);
     char stem[NAME_LEN];
@@ -545,10 +545,10 @@ static jepa_status load_encoder(struct ld *L) {
                         &e->rope_ref_grid)))
         return st;
     if (e->img_size % e->patch)
-        return jerr_set(L->err, JEPA_ERR_SCHEMA, "jepa.enc.img_size = %d is not a multiple of jepa.enc.patch_size = %d",
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "jepa.enc.img_size = %d is not a multiple of jepa.enc.patch_size = %d",
                         e->img_size, e->patch);
     if (e->n_frames % e->tubelet)
-        return jerr_set(L->err, JEPA_ERR_SCHEMA,
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA,
                         "jepa.enc.n_frames = %d is not a multiple of jepa.enc.tubelet_size = %d",
                         e->n_frames, e->tubelet);
     if ((st = check_heads(L, v, "jepa.enc", "jepa.enc.embed_dim", 0, rope))) return st;
@@ -557,12 +557,12 @@ static jepa_status load_encoder(struct ld *L) {
     int64_t g = e->img_size / e->patch;
     int64_t n_grid = (int64_t)(e->n_frames / e->tubelet) * g * g;
     if (n_grid > MAX_TOKENS)
-        return jerr_set(L->err, JEPA_ERR_SCHEMA, "training grid of %lld tokens is too large", (long long)n_grid);
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "training grid of %lld tokens is too large", (long long)n_grid);
     int64_t pp = (int64_t)e->patch * e->patch * e->in_chans;
-    if ((st = linear(L, &e->patch_embed, "enc.patch_embed", v->d, pp * e->tubelet, BIAS_OPT)))
+    if ((st = jm_linear_forward(L, &e->patch_embed, "enc.patch_embed", v->d, pp * e->tubelet, BIAS_OPT)))
         return st;
     if (e->image_patch_embed &&
-        (st = linear(L, &e->patch_embed_img, "enc.patch_embed_img", v->d, pp, BIAS_OPT)))
+        (st = jm_linear_forward(L, &e->patch_embed_img, "enc.patch_embed_img", v->d, pp, BIAS_OPT)))
         return st;
     e->pos_embed = NULL;
     e->n_pos = 0;
@@ -590,8 +590,8 @@ static jepa_status load_encoder(struct ld *L) {
         if ((st = key_enum(L, "jepa.enc.proj_act", JM_ACT_GELU_ERF, act_names, NNAMES(act_names), &pa)))
             return st;
         e->proj_act = (enum jm_act)pa;
-        if ((st = linear(L, &e->proj0, "enc.proj.0", -1, v->d, BIAS_OPT)) ||
-            (st = linear(L, &e->proj2, "enc.proj.2", v->d, e->proj0.n_out, BIAS_OPT)))
+        if ((st = jm_linear_forward(L, &e->proj0, "enc.proj.0", -1, v->d, BIAS_OPT)) ||
+            (st = jm_linear_forward(L, &e->proj2, "enc.proj.2", v->d, e->proj0.n_out, BIAS_OPT)))
             return st;
     }
     return JEPA_OK;
@@ -600,7 +600,7 @@ static jepa_status load_encoder(struct ld *L) {
 /* ---- predictor ---------------------------------------------------------------------- */
 
 static jepa_status unsupported_pred(struct ld *L, const char *what) {
-    return jerr_set(L->err, JEPA_ERR_UNSUPPORTED,
+    return jr_err_set(L->err, JEPA_ERR_UNSUPPORTED,
                     "%s with jepa.pred.kind = %s: schema v1 does not specify it", what,
                     pred_names[L->m->pred.kind]);
 }
@@ -620,7 +620,7 @@ static jepa_status load_predictor(struct ld *L) {
     p->kind = (enum jm_pred_kind)ki;
     m->has_pred = true;
     bool masked = p->kind == JM_PRED_MASKED, lewm = p->kind == JM_PRED_LEWM;
-    bool qkv_bias, has_qkv_bias_key = gguf_find_kv(L->g, "jepa.pred.qkv_bias") != NULL;
+    bool qkv_bias, has_qkv_bias_key = jg_find_kv(L->g, "jepa.pred.qkv_bias") != NULL;
     if ((st = key_int(L, "jepa.pred.embed_dim", true, 0, 1, MAX_DIM, &v->d)) ||
         (st = key_int(L, "jepa.pred.n_layer", true, 0, 1, MAX_LAYER, &v->n_layer)) ||
         (st = key_int(L, "jepa.pred.n_head", true, 0, 1, MAX_DIM, &v->n_head)) ||
@@ -664,21 +664,21 @@ static jepa_status load_predictor(struct ld *L) {
         if (p->context_proj) return unsupported_pred(L, "jepa.pred.context_proj");
     }
     if (p->n_hier_in > 1 && p->n_hier_in > e->n_hier)
-        return jerr_set(L->err, JEPA_ERR_SCHEMA,
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA,
                         "jepa.pred.n_hier_in = %d but the encoder has %d hier layers", p->n_hier_in,
                         e->n_hier);
 
     /* input: context projection (masked, ac) or the encoder's projected CLS (lewm) */
     if (lewm) {
         if (v->d != e->vit.d)
-            return jerr_set(L->err, JEPA_ERR_SCHEMA,
+            return jr_err_set(L->err, JEPA_ERR_SCHEMA,
                             "jepa.pred.embed_dim = %d must equal jepa.enc.embed_dim = %d for lewm",
                             v->d, e->vit.d);
     } else if (p->n_hier_in == 1) {
-        if ((st = linear(L, &p->embed, "pred.embed", v->d, e->vit.d, BIAS_OPT))) return st;
+        if ((st = jm_linear_forward(L, &p->embed, "pred.embed", v->d, e->vit.d, BIAS_OPT))) return st;
     } else {
-        if ((st = linear(L, &p->embed0, "pred.embed.0", -1, (int64_t)p->n_hier_in * e->vit.d, BIAS_OPT)) ||
-            (st = linear(L, &p->embed2, "pred.embed.2", v->d, p->embed0.n_out, BIAS_OPT)))
+        if ((st = jm_linear_forward(L, &p->embed0, "pred.embed.0", -1, (int64_t)p->n_hier_in * e->vit.d, BIAS_OPT)) ||
+            (st = jm_linear_forward(L, &p->embed2, "pred.embed.2", v->d, p->embed0.n_out, BIAS_OPT)))
             return st;
     }
     if (p->n_mask_tokens > 0 &&
@@ -692,7 +692,7 @@ static jepa_status load_predictor(struct ld *L) {
         int64_t want = lewm ? p->n_frames : (int64_t)(e->n_frames / e->tubelet) *
                                                 (e->img_size / e->patch) * (e->img_size / e->patch);
         if (lewm ? t->ne[1] < want : t->ne[1] != want)
-            return jerr_set(L->err, JEPA_ERR_SCHEMA, "tensor pred.pos_embed: %lld rows, expected %s%lld",
+            return jr_err_set(L->err, JEPA_ERR_SCHEMA, "tensor pred.pos_embed: %lld rows, expected %s%lld",
                             (long long)t->ne[1], lewm ? "at least " : "", (long long)want);
         p->pos_embed = t->data;
         p->n_pos = (int)t->ne[1];
@@ -702,29 +702,29 @@ static jepa_status load_predictor(struct ld *L) {
          (st = f32_tensor(L, &p->mod_embed_video, "pred.mod_embed_video", v->d, 1, false))))
         return st;
     if (p->kind == JM_PRED_AC) {
-        if ((st = linear(L, &p->action_embed, "pred.action_embed", v->d, p->action_dim, BIAS_OPT)))
+        if ((st = jm_linear_forward(L, &p->action_embed, "pred.action_embed", v->d, p->action_dim, BIAS_OPT)))
             return st;
         if (p->state_dim > 0 &&
-            (st = linear(L, &p->state_embed, "pred.state_embed", v->d, p->state_dim, BIAS_OPT)))
+            (st = jm_linear_forward(L, &p->state_embed, "pred.state_embed", v->d, p->state_dim, BIAS_OPT)))
             return st;
     }
     if (lewm &&
-        ((st = linear(L, &p->action_embed0, "pred.action_embed.0", -1, p->action_dim, BIAS_OPT)) ||
-         (st = linear(L, &p->action_embed2, "pred.action_embed.2", v->d, p->action_embed0.n_out, BIAS_OPT))))
+        ((st = jm_linear_forward(L, &p->action_embed0, "pred.action_embed.0", -1, p->action_dim, BIAS_OPT)) ||
+         (st = jm_linear_forward(L, &p->action_embed2, "pred.action_embed.2", v->d, p->action_embed0.n_out, BIAS_OPT))))
         return st;
 
     struct stack_spec spec = {"pred.blk", -1, false, lewm, qb};
     if ((st = load_blocks(L, v, &spec))) return st;
     if ((st = norm(L, &p->norm, "pred.norm", v->d))) return st;
     if (lewm) {
-        if ((st = linear(L, &p->proj0, "pred.proj.0", -1, v->d, BIAS_OPT)) ||
-            (st = linear(L, &p->proj2, "pred.proj.2", p->out_dim, p->proj0.n_out, BIAS_OPT)))
+        if ((st = jm_linear_forward(L, &p->proj0, "pred.proj.0", -1, v->d, BIAS_OPT)) ||
+            (st = jm_linear_forward(L, &p->proj2, "pred.proj.2", p->out_dim, p->proj0.n_out, BIAS_OPT)))
             return st;
-    } else if ((st = linear(L, &p->proj, "pred.proj", p->out_dim, v->d, BIAS_OPT))) {
+    } else if ((st = jm_linear_forward(L, &p->proj, "pred.proj", p->out_dim, v->d, BIAS_OPT))) {
         return st;
     }
     if (p->context_proj &&
-        (st = linear(L, &p->proj_context, "pred.proj_context", p->out_dim, v->d, BIAS_OPT)))
+        (st = jm_linear_forward(L, &p->proj_context, "pred.proj_context", p->out_dim, v->d, BIAS_OPT)))
         return st;
     return JEPA_OK;
 }
@@ -732,13 +732,13 @@ static jepa_status load_predictor(struct ld *L) {
 /* ---- head --------------------------------------------------------------------------- */
 
 static jepa_status load_labels(struct ld *L, struct jm_head *h) {
-    const struct gguf_kv *kv = gguf_find_kv(L->g, "jepa.head.labels");
+    const struct gguf_kv *kv = jg_find_kv(L->g, "jepa.head.labels");
     h->labels = NULL;
     if (!kv) return JEPA_OK;
     if (kv->type != GGUF_V_ARRAY || kv->arr_type != GGUF_V_STRING)
         return bad_type(L, kv, "array of string");
     if (kv->arr_n != (uint64_t)h->n_classes)
-        return jerr_set(L->err, JEPA_ERR_SCHEMA,
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA,
                         "key jepa.head.labels: %llu labels, expected jepa.head.n_classes = %d",
                         (unsigned long long)kv->arr_n, h->n_classes);
     h->labels = kv->arr_str;
@@ -773,35 +773,35 @@ static jepa_status load_head(struct ld *L) {
         v->act = e->vit.act;
         if ((st = check_heads(L, v, "jepa.head", "jepa.enc.embed_dim", 0, false))) return st;
         /* the pooler's MLP width has no key: the cross-attention MLP gives it */
-        if ((st = linear(L, &h->up, "head.xattn.ffn_up", -1, d, BIAS_OPT))) return st;
+        if ((st = jm_linear_forward(L, &h->up, "head.xattn.ffn_up", -1, d, BIAS_OPT))) return st;
         v->ffn = h->up.n_out;
         struct stack_spec spec = {"head.blk", -1, false, false, BIAS_OPT};
         if ((st = load_blocks(L, v, &spec)) ||
             (st = f32_tensor(L, &h->query, "head.query", d, 1, false)) ||
             (st = norm(L, &h->ln_kv, "head.xattn.ln_kv", d)) ||
-            (st = linear(L, &h->q, "head.xattn.q", d, d, BIAS_OPT)) ||
-            (st = linear(L, &h->k, "head.xattn.k", d, d, BIAS_OPT)) ||
-            (st = linear(L, &h->v, "head.xattn.v", d, d, BIAS_OPT)) ||
+            (st = jm_linear_forward(L, &h->q, "head.xattn.q", d, d, BIAS_OPT)) ||
+            (st = jm_linear_forward(L, &h->k, "head.xattn.k", d, d, BIAS_OPT)) ||
+            (st = jm_linear_forward(L, &h->v, "head.xattn.v", d, d, BIAS_OPT)) ||
             (st = norm(L, &h->ln2, "head.xattn.ln2", d)) ||
-            (st = linear(L, &h->down, "head.xattn.ffn_down", d, v->ffn, BIAS_OPT)))
+            (st = jm_linear_forward(L, &h->down, "head.xattn.ffn_down", d, v->ffn, BIAS_OPT)))
             return st;
     }
-    return linear(L, &h->cls, "head.cls", h->n_classes, d, BIAS_OPT);
+    return jm_linear_forward(L, &h->cls, "head.cls", h->n_classes, d, BIAS_OPT);
 }
 
 /* ---- preprocessing ------------------------------------------------------------------ */
 
 static jepa_status key_f32x3(struct ld *L, const char *key, float out[3]) {
-    const struct gguf_kv *kv = gguf_find_kv(L->g, key);
-    if (!kv) return jerr_set(L->err, JEPA_ERR_SCHEMA, "missing required key %s", key);
+    const struct gguf_kv *kv = jg_find_kv(L->g, key);
+    if (!kv) return jr_err_set(L->err, JEPA_ERR_SCHEMA, "missing required key %s", key);
     if (kv->type != GGUF_V_ARRAY || !vt_is_float(kv->arr_type)) return bad_type(L, kv, "array of f32");
     if (kv->arr_n != 3)
-        return jerr_set(L->err, JEPA_ERR_SCHEMA, "key %s: %llu values, expected 3", key,
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key %s: %llu values, expected 3", key,
                         (unsigned long long)kv->arr_n);
     for (int i = 0; i < 3; i++) {
-        double x = gguf_arr_f64(kv, (uint64_t)i);
+        double x = jg_arr_f64(kv, (uint64_t)i);
         if (!isfinite(x) || fabs(x) > 1e6)
-            return jerr_set(L->err, JEPA_ERR_SCHEMA, "key %s: value %d = %g is not a sane number", key, i, x);
+            return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key %s: value %d = %g is not a sane number", key, i, x);
         out[i] = (float)x;
     }
     return JEPA_OK;
@@ -821,7 +821,7 @@ static jepa_status load_pre(struct ld *L) {
         return st;
     for (int i = 0; i < 3; i++)
         if (!(p->std[i] > 0))
-            return jerr_set(L->err, JEPA_ERR_SCHEMA, "key jepa.pre.std: value %d = %g must be > 0", i,
+            return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key jepa.pre.std: value %d = %g must be > 0", i,
                             (double)p->std[i]);
     p->resample = (enum jm_resample)resample;
     p->resize_mode = (enum jm_resize_mode)mode;
@@ -837,10 +837,10 @@ static jepa_status load_general(struct ld *L) {
     int version = 0, file_type = 0, mod = 0;
     if ((st = key_str(L, "general.architecture", true, &arch))) return st;
     if (strcmp(arch, "jepa"))
-        return jerr_set(L->err, JEPA_ERR_SCHEMA, "key general.architecture: expected \"jepa\", found \"%s\"", arch);
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key general.architecture: expected \"jepa\", found \"%s\"", arch);
     if ((st = key_int(L, "jepa.schema_version", true, 0, 0, INT32_MAX, &version))) return st;
     if (version != 1)
-        return jerr_set(L->err, JEPA_ERR_UNSUPPORTED,
+        return jr_err_set(L->err, JEPA_ERR_UNSUPPORTED,
                         "key jepa.schema_version = %d: this build reads schema version 1", version);
     if ((st = key_str(L, "general.name", false, &m->name)) ||
         (st = key_str(L, "general.license", false, &m->license)) ||
@@ -857,7 +857,7 @@ static jepa_status load_general(struct ld *L) {
             m->family_name = jm_family_name(m->family);
             return JEPA_OK;
         }
-    return jerr_set(L->err, JEPA_ERR_SCHEMA,
+    return jr_err_set(L->err, JEPA_ERR_SCHEMA,
                     "key jepa.family: unknown family \"%s\" (expected one of: ijepa, vjepa, vjepa2, "
                     "vjepa2_1, levjepa, hfvit, lewm)", m->family_name);
 }
@@ -873,8 +873,8 @@ static void count_tensors(struct ld *L) {
     m->weight_bytes = 0;
     m->n_unknown_tensors = 0;
     m->unknown_tensor = NULL;
-    for (int64_t i = 0; i < gguf_n_tensors(L->g); i++) {
-        const struct gguf_tensor *t = gguf_tensor_at(L->g, i);
+    for (int64_t i = 0; i < jg_n_tensors(L->g); i++) {
+        const struct gguf_tensor *t = jg_tensor_at(L->g, i);
         m->weight_bytes += t->nbytes;
         if (t->type < GGUF_TYPE_COUNT) m->n_tensors_by_type[t->type]++;
         if (!L->n_used || !bsearch(&t, L->used, L->n_used, sizeof *L->used, cmp_ptr)) {
@@ -896,9 +896,9 @@ jepa_status jm_load(struct jepa_model **out, struct gguf_file *g, struct jerr *e
     struct ld L = {.g = g, .err = err};
     jepa_status st;
     *out = NULL;
-    if (!g) return jerr_set(err, JEPA_ERR_ARG, "jm_load: no file");
+    if (!g) return jr_err_set(err, JEPA_ERR_ARG, "jm_load: no file");
     L.m = calloc(1, sizeof *L.m);
-    if (!L.m) return jerr_set(err, JEPA_ERR_NOMEM, "out of memory");
+    if (!L.m) return jr_err_set(err, JEPA_ERR_NOMEM, "out of memory");
     if ((st = load_general(&L)) || (st = load_encoder(&L)) || (st = load_predictor(&L)) ||
         (st = load_head(&L)) || (st = load_pre(&L)))
         goto fail;
@@ -906,7 +906,7 @@ jepa_status jm_load(struct jepa_model **out, struct gguf_file *g, struct jerr *e
     free(L.used);
     if (!(L.m->dev_cache = jm_dev_cache_new())) {
         free_model(L.m);
-        return jerr_set(err, JEPA_ERR_NOMEM, "out of memory");
+        return jr_err_set(err, JEPA_ERR_NOMEM, "out of memory");
     }
     L.m->g = g;
     *out = L.m;
@@ -920,6 +920,6 @@ fail:
 void jm_free(struct jepa_model *m) {
     if (!m) return;
     jm_dev_cache_free(m->dev_cache);
-    gguf_close(m->g);
+    jg_close(m->g);
     free_model(m);
 }

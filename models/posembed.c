@@ -22,7 +22,7 @@ static void cubic_weights(double t, double w[4]) {
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-void pos_embed_interpolate(float *out, const float *tab, int g0h, int g0w, int gh, int gw, int d) {
+void jm_pos_embed_interpolate(float *out, const float *tab, int g0h, int g0w, int gh, int gw, int d) {
     const double sh = (double)g0h / gh, sw = (double)g0w / gw;
     for (int oy = 0; oy < gh; oy++) {
         const double fy = (oy + 0.5) * sh - 0.5;

@@ -9,6 +9,6 @@
 
 /* out [gh*gw, d] <- tab [g0h*g0w, d] (rows in h-major order), bicubic (A = -0.75),
  * align_corners = False, border pixels clamped — torch's upsample_bicubic2d. */
-void pos_embed_interpolate(float *out, const float *tab, int g0h, int g0w, int gh, int gw, int d);
+void jm_pos_embed_interpolate(float *out, const float *tab, int g0h, int g0w, int gh, int gw, int d);
 
 #endif

@@ -24,7 +24,7 @@ static int ids_in_one_slice(const jepa_predict_params *p, int slice) {
     return 1;
 }
 
-jepa_status predictor_forward(struct jepa_ctx *c, const float *tokens,
+jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
                               const jepa_predict_params *p, float *pred, float *ctx_out) {
     const struct jepa_model *m = c->m;
     const struct jm_predictor *pr = &m->pred;
@@ -33,21 +33,21 @@ jepa_status predictor_forward(struct jepa_ctx *c, const float *tokens,
     const int pd = vit->d, hd = vit->head_dim, nt = c->nthreads;
 
     if (!m->has_pred)
-        return jerr_set(&c->err, JEPA_ERR_ARG, "this model file has no predictor");
+        return jr_err_set(&c->err, JEPA_ERR_ARG, "this model file has no predictor");
     if (pr->kind != JM_PRED_MASKED || pr->n_hier_in != 1)
-        return jerr_set(&c->err, JEPA_ERR_UNSUPPORTED,
+        return jr_err_set(&c->err, JEPA_ERR_UNSUPPORTED,
                         "predictor kind '%s' (n_hier_in %d): not implemented yet",
                         pr->kind == JM_PRED_MASKED ? "masked" : pr->kind == JM_PRED_AC ? "ac" : "lewm",
                         pr->n_hier_in);
     if (!p || !p->ctx_ids || !p->tgt_ids || p->n_ctx < 1 || p->n_tgt < 1)
-        return jerr_set(&c->err, JEPA_ERR_ARG, "predict needs at least one context and one target id");
+        return jr_err_set(&c->err, JEPA_ERR_ARG, "predict needs at least one context and one target id");
     if (ctx_out && !pr->context_proj)
-        return jerr_set(&c->err, JEPA_ERR_ARG, "this predictor has no context projection");
+        return jr_err_set(&c->err, JEPA_ERR_ARG, "this predictor has no context projection");
     const int slice = pr->grid_size * pr->grid_size;
     for (int i = 0; i < p->n_ctx + p->n_tgt; i++) {
         int id = i < p->n_ctx ? p->ctx_ids[i] : p->tgt_ids[i - p->n_ctx];
         if (id < 0)
-            return jerr_set(&c->err, JEPA_ERR_ARG, "%s id %d is negative",
+            return jr_err_set(&c->err, JEPA_ERR_ARG, "%s id %d is negative",
                             i < p->n_ctx ? "context" : "target", id);
     }
 
@@ -64,7 +64,7 @@ jepa_status predictor_forward(struct jepa_ctx *c, const float *tokens,
         if (!host) tok_d = plan_dev(&pl, sizeof(float) * (size_t)nc * D);  /* [n_ctx, D] */
         x = plan_dev(&pl, sizeof(float) * (size_t)n * pd);          /* [n, pd] */
         h = plan_dev(&pl, sizeof(float) * (size_t)n * pd);          /* [n, pd] */
-        wide = plan_dev(&pl, sizeof(float) * (size_t)n * vit_wide_cols(vit));
+        wide = plan_dev(&pl, sizeof(float) * (size_t)n * jm_vit_wide_cols(vit));
         tmp = plan_dev(&pl, sizeof(float) * (size_t)n * pd);
         pos = plan_host(&pl, sizeof(struct rope_pos) * (size_t)n);
         cosb = plan_staged(&pl, sizeof(float) * (size_t)n * hd);
@@ -73,9 +73,9 @@ jepa_status predictor_forward(struct jepa_ctx *c, const float *tokens,
             pred_d = plan_dev(&pl, sizeof(float) * (size_t)ntg * pr->out_dim);
             if (ctx_out) ctx_d = plan_dev(&pl, sizeof(float) * (size_t)nc * pr->out_dim);
         }
-        ws = plan_dev(&pl, vit_ws_bytes(c, n, hd, ks, 3));
+        ws = plan_dev(&pl, jm_vit_ws_bytes(c, n, hd, ks, 3));
         jepa_status st;
-        if (!pass && (st = ctx_reserve(c, &pl))) return st;
+        if (!pass && (st = jm_ctx_reserve(c, &pl))) return st;
     }
     const float *tok = tokens;   /* the input tokens as kernels read them */
     if (host) {   /* the caller's buffers are the device buffers */
@@ -87,7 +87,7 @@ jepa_status predictor_forward(struct jepa_ctx *c, const float *tokens,
     }
 
     /* x = [embed(ctx tokens); mask tokens] (+ modality) */
-    linear(c, x, (size_t)pd, tok, (size_t)D, &pr->embed, nc, JK_EPI_STORE, ws);
+    jm_linear_forward(c, x, (size_t)pd, tok, (size_t)D, &pr->embed, nc, JK_EPI_STORE, ws);
     int mi = p->mask_index % pr->n_mask_tokens;
     if (mi < 0) mi += pr->n_mask_tokens;
     const float *mask_tok = pr->mask_tokens + (size_t)mi * pd;
@@ -103,25 +103,25 @@ jepa_status predictor_forward(struct jepa_ctx *c, const float *tokens,
 
     /* positions of [ctx_ids; tgt_ids] on the grid_size x grid_size grid (raw, not
      * interpolated): tables on the host, uploaded */
-    rope_positions(pos, p->ctx_ids, nc, pr->grid_size, pr->grid_size, pr->rope_interpolate,
+    jm_rope_positions(pos, p->ctx_ids, nc, pr->grid_size, pr->grid_size, pr->rope_interpolate,
                    pr->rope_ref_grid);
-    rope_positions(pos + nc, p->tgt_ids, ntg, pr->grid_size, pr->grid_size, pr->rope_interpolate,
+    jm_rope_positions(pos + nc, p->tgt_ids, ntg, pr->grid_size, pr->grid_size, pr->rope_interpolate,
                    pr->rope_ref_grid);
-    rope_tables(cosb.host, sinb.host, pos, n, hd, pr->rope_theta, pr->rope_layout);
+    jm_rope_tables(cosb.host, sinb.host, pos, n, hd, pr->rope_theta, pr->rope_layout);
     stage_upload(c, &cosb);
     stage_upload(c, &sinb);
 
     struct vit_scratch s = {.h = h, .wide = wide, .tmp = tmp, .cos = cosb.dev, .sin = sinb.dev,
                             .mask_pos = NULL, .ws = ws};
-    for (int l = 0; l < vit->n_layer; l++) vit_block(c, vit, &vit->blk[l], x, n, 1, &s);
+    for (int l = 0; l < vit->n_layer; l++) jm_vit_block(c, vit, &vit->blk[l], x, n, 1, &s);
 
     /* x = norm(x); project the targets (and the context) */
     c->k.layernorm(x, (size_t)pd, x, (size_t)pd, dw(c, pr->norm.w), dw(c, pr->norm.b), n, pd,
                    vit->ln_eps, nt);
-    linear(c, pred_d, (size_t)pr->out_dim, x + (size_t)nc * pd, (size_t)pd, &pr->proj, ntg,
+    jm_linear_forward(c, pred_d, (size_t)pr->out_dim, x + (size_t)nc * pd, (size_t)pd, &pr->proj, ntg,
            JK_EPI_STORE, ws);
     if (ctx_out)
-        linear(c, ctx_d, (size_t)pr->out_dim, x, (size_t)pd, &pr->proj_context, nc,
+        jm_linear_forward(c, ctx_d, (size_t)pr->out_dim, x, (size_t)pd, &pr->proj_context, nc,
                JK_EPI_STORE, ws);
     dev->download(dev, pred, pred_d, sizeof(float) * (size_t)ntg * pr->out_dim);
     if (ctx_out) dev->download(dev, ctx_out, ctx_d, sizeof(float) * (size_t)nc * pr->out_dim);

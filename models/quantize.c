@@ -40,22 +40,22 @@ static int to_jk(uint32_t t) {
 jepa_status jm_quantize(const struct gguf_file *in, struct gguf_writer *w, uint32_t target,
                         bool store_as_f32, struct jerr *err) {
     if (to_jk(target) < 0)
-        return jerr_set(err, JEPA_ERR_UNSUPPORTED, "quantize: target type %u is not f32, f16, bf16 or q8_0",
+        return jr_err_set(err, JEPA_ERR_UNSUPPORTED, "quantize: target type %u is not f32, f16, bf16 or q8_0",
                         target);
-    jepa_status st = gguf_writer_copy_kv(w, in);
-    if (st) return jerr_set(err, st, "quantize: out of memory copying the metadata");
+    jepa_status st = jg_writer_copy_kv(w, in);
+    if (st) return jr_err_set(err, st, "quantize: out of memory copying the metadata");
     static const uint32_t ftype_of[] = {[GGUF_TYPE_F32] = 0, [GGUF_TYPE_F16] = 1,
                                         [GGUF_TYPE_Q8_0] = 7, [GGUF_TYPE_BF16] = 32};
-    gguf_writer_set_u32(w, "general.file_type", store_as_f32 ? 0 : ftype_of[target]);
+    jg_writer_set_u32(w, "general.file_type", store_as_f32 ? 0 : ftype_of[target]);
 
     float *row = NULL;
     void *out = NULL;
     size_t cap = 0;
-    for (int64_t i = 0; i < gguf_n_tensors(in); i++) {
-        const struct gguf_tensor *t = gguf_tensor_at(in, i);
+    for (int64_t i = 0; i < jg_n_tensors(in); i++) {
+        const struct gguf_tensor *t = jg_tensor_at(in, i);
         int src = to_jk(t->type);
         if (!jm_quantizable(t) || src < 0 || (t->type == target && !store_as_f32)) {
-            st = gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes, err);
+            st = jg_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes, err);
             if (st) goto done;
             continue;
         }
@@ -67,25 +67,25 @@ jepa_status jm_quantize(const struct gguf_file *in, struct gguf_writer *w, uint3
             free(row), free(out);
             row = malloc(need / 2), out = malloc(need);
             cap = need;
-            if (!row || !out) { st = jerr_set(err, JEPA_ERR_NOMEM, "quantize: out of memory"); goto done; }
+            if (!row || !out) { st = jr_err_set(err, JEPA_ERR_NOMEM, "quantize: out of memory"); goto done; }
         }
-        const size_t in_row = gguf_row_bytes(t->type, K);
-        for (int n = 0; n < N; n++) ref_weight_row(row + (size_t)n * K, t->data, in_row, (enum jk_dtype)src, n, K);
+        const size_t in_row = jg_row_bytes(t->type, K);
+        for (int n = 0; n < N; n++) jk_ref_weight_row(row + (size_t)n * K, t->data, in_row, (enum jk_dtype)src, n, K);
         const int64_t count = (int64_t)N * K;
-        size_t nbytes = gguf_row_bytes(type, K) * (size_t)N;
+        size_t nbytes = jg_row_bytes(type, K) * (size_t)N;
         if (type == GGUF_TYPE_F32) {
             memcpy(out, row, nbytes);
         } else if (type == GGUF_TYPE_F16 || type == GGUF_TYPE_BF16) {
             uint16_t *h = out;
             for (int64_t j = 0; j < count; j++) h[j] = type == GGUF_TYPE_F16 ? f32_to_f16(row[j]) : f32_to_bf16(row[j]);
         } else {
-            quantize_row_q8_0(row, out, count);
+            jr_quantize_row_q8_0(row, out, count);
         }
         if (store_as_f32) {   /* widen the converted values back: the same numbers as F32 */
-            for (int n = 0; n < N; n++) ref_weight_row(row + (size_t)n * K, out, gguf_row_bytes(type, K), (enum jk_dtype)to_jk(type), n, K);
-            st = gguf_writer_add_tensor(w, t->name, GGUF_TYPE_F32, 2, t->ne, row, (size_t)count * 4, err);
+            for (int n = 0; n < N; n++) jk_ref_weight_row(row + (size_t)n * K, out, jg_row_bytes(type, K), (enum jk_dtype)to_jk(type), n, K);
+            st = jg_writer_add_tensor(w, t->name, GGUF_TYPE_F32, 2, t->ne, row, (size_t)count * 4, err);
         } else {
-            st = gguf_writer_add_tensor(w, t->name, type, 2, t->ne, out, nbytes, err);
+            st = jg_writer_add_tensor(w, t->name, type, 2, t->ne, out, nbytes, err);
         }
         if (st) goto done;
     }

@@ -9,7 +9,7 @@
 
 #include "models/rope.h"
 
-void rope_tables(float *cos_t, float *sin_t, const struct rope_pos *pos, int n, int head_dim,
+void jm_rope_tables(float *cos_t, float *sin_t, const struct rope_pos *pos, int n, int head_dim,
                  float theta, enum jm_rope_layout layout) {
     const int d = 2 * ((head_dim / 3) / 2);     /* dims per axis: 20 for 64, 10 for 32 */
     const int half = d / 2;                     /* frequencies per axis */
@@ -33,7 +33,7 @@ void rope_tables(float *cos_t, float *sin_t, const struct rope_pos *pos, int n, 
     }
 }
 
-void rope_positions(struct rope_pos *pos, const int32_t *ids, int n, int gh, int gw,
+void jm_rope_positions(struct rope_pos *pos, const int32_t *ids, int n, int gh, int gw,
                     bool interpolate, int ref_grid) {
     for (int i = 0; i < n; i++) {
         const int32_t id = ids ? ids[i] : i;

@@ -23,13 +23,13 @@ struct rope_pos {
 };
 
 /* cos, sin: [n, head_dim]. Angles are computed in double and rounded once. */
-void rope_tables(float *cos, float *sin, const struct rope_pos *pos, int n, int head_dim,
+void jm_rope_tables(float *cos, float *sin, const struct rope_pos *pos, int n, int head_dim,
                  float theta, enum jm_rope_layout layout);
 
 /* Positions of token ids on a gt x gh x gw grid (id = t*gh*gw + h*gw + w), optionally
  * with h, w rescaled by (ref_grid - 1) / (g - 1) (V-JEPA 2.1 interpolate_rope; a grid
  * side of 1 keeps position 0). ids NULL means 0 .. n-1. */
-void rope_positions(struct rope_pos *pos, const int32_t *ids, int n, int gh, int gw,
+void jm_rope_positions(struct rope_pos *pos, const int32_t *ids, int n, int gh, int gw,
                     bool interpolate, int ref_grid);
 
 #endif

@@ -12,7 +12,7 @@
 
 #include "models/forward.h"
 
-void linear(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
+void jm_linear_forward(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
             const struct jm_linear *L, int M, enum jk_epilogue epi, void *ws) {
     struct jk_gemm_args a = {
         .y = y, .ldy = ldy, .x = x, .ldx = ldx, .w = dw(c, L->w), .ldw = L->ldw,
@@ -22,12 +22,12 @@ void linear(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size
     c->k.gemm[L->dt](&a);
 }
 
-int vit_wide_cols(const struct jm_vit *vit) {
+int jm_vit_wide_cols(const struct jm_vit *vit) {
     int w = 3 * vit->d;
     return vit->ffn > w ? vit->ffn : w;
 }
 
-size_t vit_ws_bytes(const struct jepa_ctx *c, int n, int head_dim, const int *ks, int nk) {
+size_t jm_vit_ws_bytes(const struct jepa_ctx *c, int n, int head_dim, const int *ks, int nk) {
     size_t w = c->k.attn_ws(c->nthreads, head_dim, n);
     for (int i = 0; i < nk; i++) {
         size_t g = c->k.gemm_ws(c->nthreads, ks[i]);
@@ -50,14 +50,14 @@ static void residual_linear(const struct jepa_ctx *c, float *x, int d, const flo
                             size_t ldin, const struct jm_linear *L, const float *ls, int n,
                             const struct vit_scratch *s) {
     if (!ls) {
-        linear(c, x, (size_t)d, in, ldin, L, n, JK_EPI_ADD, s->ws);
+        jm_linear_forward(c, x, (size_t)d, in, ldin, L, n, JK_EPI_ADD, s->ws);
         return;
     }
-    linear(c, s->tmp, (size_t)d, in, ldin, L, n, JK_EPI_STORE, s->ws);
+    jm_linear_forward(c, s->tmp, (size_t)d, in, ldin, L, n, JK_EPI_STORE, s->ws);
     c->k.add(x, (size_t)d, s->tmp, (size_t)d, dw(c, ls), n, d, c->nthreads);
 }
 
-void vit_block(const struct jepa_ctx *c, const struct jm_vit *vit, const struct jm_block *b,
+void jm_vit_block(const struct jepa_ctx *c, const struct jm_vit *vit, const struct jm_block *b,
                float *x, int n, int nb, const struct vit_scratch *s) {
     const int d = vit->d, hd = vit->head_dim, nh = vit->n_head, nt = c->nthreads;
     const int rows = n * nb;  /* row-wise ops see the clips as one matrix */
@@ -69,11 +69,11 @@ void vit_block(const struct jepa_ctx *c, const struct jm_vit *vit, const struct 
     c->k.layernorm(h, (size_t)d, x, (size_t)d, dw(c, b->ln1.w), dw(c, b->ln1.b), rows, d,
                    vit->ln_eps, nt);
     if (b->qkv_fused) {
-        linear(c, qkv, ld3, h, (size_t)d, &b->qkv, rows, JK_EPI_STORE, s->ws);
+        jm_linear_forward(c, qkv, ld3, h, (size_t)d, &b->qkv, rows, JK_EPI_STORE, s->ws);
     } else {
-        linear(c, qkv, ld3, h, (size_t)d, &b->q, rows, JK_EPI_STORE, s->ws);
-        linear(c, qkv + d, ld3, h, (size_t)d, &b->k, rows, JK_EPI_STORE, s->ws);
-        linear(c, qkv + 2 * d, ld3, h, (size_t)d, &b->v, rows, JK_EPI_STORE, s->ws);
+        jm_linear_forward(c, qkv, ld3, h, (size_t)d, &b->q, rows, JK_EPI_STORE, s->ws);
+        jm_linear_forward(c, qkv + d, ld3, h, (size_t)d, &b->k, rows, JK_EPI_STORE, s->ws);
+        jm_linear_forward(c, qkv + 2 * d, ld3, h, (size_t)d, &b->v, rows, JK_EPI_STORE, s->ws);
     }
     /* per clip: RoPE on q and k (before the 1/sqrt(hd) scaling), then
      * h = softmax(q k^T / sqrt(hd)) v per head (h is free again after the qkv matmul) */
@@ -98,9 +98,9 @@ void vit_block(const struct jepa_ctx *c, const struct jm_vit *vit, const struct 
     c->k.layernorm(h, (size_t)d, x, (size_t)d, dw(c, b->ln2.w), dw(c, b->ln2.b), rows, d,
                    vit->ln_eps, nt);
     if (vit->act == JM_ACT_GELU_ERF) {
-        linear(c, mid, (size_t)vit->ffn, h, (size_t)d, &b->up, rows, JK_EPI_GELU, s->ws);
+        jm_linear_forward(c, mid, (size_t)vit->ffn, h, (size_t)d, &b->up, rows, JK_EPI_GELU, s->ws);
     } else {
-        linear(c, mid, (size_t)vit->ffn, h, (size_t)d, &b->up, rows, JK_EPI_STORE, s->ws);
+        jm_linear_forward(c, mid, (size_t)vit->ffn, h, (size_t)d, &b->up, rows, JK_EPI_STORE, s->ws);
         activate(c, vit->act, mid, (size_t)rows * (size_t)vit->ffn);
     }
     residual_linear(c, x, d, mid, (size_t)vit->ffn, &b->down, b->ls2, rows, s);

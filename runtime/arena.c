@@ -9,7 +9,7 @@ static void block_free(struct arena *a) {
     else free(a->base);
 }
 
-int arena_reserve(struct arena *a, size_t n) {
+int jr_arena_reserve(struct arena *a, size_t n) {
     if (n <= a->cap && a->base) return 0;
     size_t sz = (n + (ARENA_ALIGN - 1)) & ~(size_t)(ARENA_ALIGN - 1);
     if (sz == 0) sz = ARENA_ALIGN;
@@ -25,7 +25,7 @@ int arena_reserve(struct arena *a, size_t n) {
     return 0;
 }
 
-void arena_free(struct arena *a) {
+void jr_arena_free(struct arena *a) {
     block_free(a);
     a->base = NULL;
     a->cap = 0;

@@ -3,7 +3,7 @@
  * and carved out of one allocation.
  *
  * A forward plans its buffers twice with the same code: once against a counting arena
- * (base == NULL) to learn the total, then, after arena_reserve() made the block big
+ * (base == NULL) to learn the total, then, after jr_arena_reserve() made the block big
  * enough, against the real block. The block only grows, so a context reused for inputs
  * of the same (or smaller) size never allocates again.
  *
@@ -45,7 +45,7 @@ static inline void *arena_take(struct arena_cursor *c, size_t n) {
 /* Make the block at least n bytes (contents are not kept: the old block is freed before
  * the new one is allocated, which keeps the peak low on a GPU). 0 on success; on failure
  * the arena is empty (cap 0). */
-int arena_reserve(struct arena *a, size_t n);
-void arena_free(struct arena *a);
+int jr_arena_reserve(struct arena *a, size_t n);
+void jr_arena_free(struct arena *a);
 
 #endif

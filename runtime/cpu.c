@@ -1,4 +1,5 @@
 /* cpu.c — run-time CPU feature detection; see cpu.h. */
+#include <pthread.h>
 #include "runtime/cpu.h"
 
 #include <stdio.h>
@@ -57,15 +58,15 @@ static unsigned detect(void) {
 static unsigned detect(void) { return 0; }
 #endif
 
+/* The features, detected once per process (pthread_once orders the write before every
+ * read), then constant. */
+static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
+static unsigned cpu_flags;
+static void cpu_detect_once(void) { cpu_flags = detect(); }
+
 unsigned jepa_cpu_detect(void) {
-    /* Idempotent and race-free in effect: every thread computes the same value. */
-    static volatile int done;
-    static volatile unsigned cached;
-    if (!done) {
-        cached = detect();
-        done = 1;
-    }
-    return cached;
+    pthread_once(&cpu_once, cpu_detect_once);
+    return cpu_flags;
 }
 
 long jepa_cpu_cap(unsigned flags, const char *name) {

@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-jepa_status jerr_set(struct jerr *e, jepa_status s, const char *fmt, ...) {
+jepa_status jr_err_set(struct jerr *e, jepa_status s, const char *fmt, ...) {
     if (!e || e->status != JEPA_OK) return s;
     e->status = s;
     va_list ap;
@@ -14,7 +14,7 @@ jepa_status jerr_set(struct jerr *e, jepa_status s, const char *fmt, ...) {
     return s;
 }
 
-void jerr_clear(struct jerr *e) {
+void jr_err_clear(struct jerr *e) {
     if (!e) return;
     e->status = JEPA_OK;
     e->msg[0] = '\0';

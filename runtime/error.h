@@ -2,8 +2,8 @@
  * error.h — status plus reason, the one error convention of jepa.c.
  *
  * A fallible internal function takes a `struct jerr *` and returns a jepa_status; on
- * failure it calls jerr_set(), which keeps the first message (the innermost, most
- * specific reason) and returns the status, so `return jerr_set(e, JEPA_ERR_FORMAT,
+ * failure it calls jr_err_set(), which keeps the first message (the innermost, most
+ * specific reason) and returns the status, so `return jr_err_set(e, JEPA_ERR_FORMAT,
  * "...")` is the usual way out. `e` may be NULL (the message is then dropped).
  */
 #ifndef JEPA_RUNTIME_ERROR_H
@@ -23,8 +23,8 @@ struct jerr {
 #endif
 
 /* Record a failure (only if none is recorded yet) and return s. */
-jepa_status jerr_set(struct jerr *e, jepa_status s, const char *fmt, ...) JEPA_PRINTF(3, 4);
+jepa_status jr_err_set(struct jerr *e, jepa_status s, const char *fmt, ...) JEPA_PRINTF(3, 4);
 /* Forget a recorded failure. */
-void jerr_clear(struct jerr *e);
+void jr_err_clear(struct jerr *e);
 
 #endif

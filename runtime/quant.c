@@ -4,7 +4,7 @@
 
 #include <math.h>
 
-void quantize_row_q8_0(const float *x, struct block_q8_0 *y, int64_t n) {
+void jr_quantize_row_q8_0(const float *x, struct block_q8_0 *y, int64_t n) {
     for (int64_t b = 0; b < n / QK8_0; b++) {
         const float *xb = x + b * QK8_0;
         float amax = 0.0f;
@@ -15,7 +15,7 @@ void quantize_row_q8_0(const float *x, struct block_q8_0 *y, int64_t n) {
     }
 }
 
-void dequantize_row_q8_0(const struct block_q8_0 *x, float *y, int64_t n) {
+void jr_dequantize_row_q8_0(const struct block_q8_0 *x, float *y, int64_t n) {
     for (int64_t b = 0; b < n / QK8_0; b++) {
         const float d = f16_to_f32(x[b].d);
         for (int j = 0; j < QK8_0; j++) y[b * QK8_0 + j] = d * (float)x[b].qs[j];

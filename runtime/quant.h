@@ -11,7 +11,7 @@
 #include "runtime/dtype.h"
 
 /* q8_0, as ggml defines it: per block of 32, d = max|x| / 127, q = round(x / d). n % 32 == 0. */
-void quantize_row_q8_0(const float *x, struct block_q8_0 *y, int64_t n);
-void dequantize_row_q8_0(const struct block_q8_0 *x, float *y, int64_t n);
+void jr_quantize_row_q8_0(const float *x, struct block_q8_0 *y, int64_t n);
+void jr_dequantize_row_q8_0(const struct block_q8_0 *x, float *y, int64_t n);
 
 #endif

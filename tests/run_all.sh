@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/run_all.sh — every test of jepa.c, as CI runs them:
 #   1. release build (gcc), all suites; the CUDA build must compile (nvcc, -Dcuda=enabled):
-#      its GPU tests skip without a GPU, the same kernels run under the SIMT emulator
+#      its GPU tests skip without a GPU, the same kernels run under the SIMT emulator;
+#      then every global symbol of its installed libjepa.a must carry a project prefix
+#      (tests/check_symbols.sh, nm)
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, all suites (CUDA emulated only)
 #   3. clang build with warnings as errors (compile check), all suites (CUDA emulated only)
 #   4. aarch64 cross build, kernel and model suites under qemu-aarch64 (NEON)
@@ -49,6 +51,15 @@ run_suite() {
 }
 
 run_suite "release (gcc)" build-test-release --buildtype=release -Dcuda=enabled
+echo "=== exported symbols of the installed libjepa.a (tests/check_symbols.sh)"
+rm -rf build-test-release/install-root
+if meson install -C build-test-release --destdir install-root >build-test-release/install.log 2>&1 &&
+   lib=$(find build-test-release/install-root -name libjepa.a | head -1) && [ -n "$lib" ] &&
+   bash tests/check_symbols.sh "$lib"; then
+    passed=$((passed + 1))
+else
+    echo "symbol check FAILED"; failed=$((failed + 1)); status=1
+fi
 [ $quick = 1 ] || run_suite "asan+ubsan (gcc)" build-test-san --buildtype=debugoptimized \
     -Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled
 if [ $quick = 0 ] && command -v clang >/dev/null; then

@@ -2,7 +2,7 @@
  * gemm_neon.c — the matmul slots Y = epi(X . W^T + b) for aarch64 Advanced SIMD, every
  * weight dtype (f32, f16, bf16, q8_0) through one f32 microkernel.
  *
- *   large M: the BLIS-style blocking and thread split of kernels/x86/gemm_tmpl.h (shared
+ *   large M: the BLIS-style blocking and thread split of kernels/simd/gemm_tmpl.h (shared
  *            with the x86 files; it holds no ISA code). W is converted to f32 while it
  *            is packed (fcvtl for f16, ushll #16 for bf16, sxtl + scvtf + fmul for q8_0:
  *            exact, the reference's values), X is packed, and an 8 x 12 register tile
@@ -11,7 +11,7 @@
  *   small M (M <= GT_SMALL_M): no packing; W rows are streamed once and dotted with up
  *            to 3 rows of X at a time.
  * Activations stay f32. Parallel over output tiles only (same bits for any thread
- * count); no allocation (ws, sized by gemm_ws_neon).
+ * count); no allocation (ws, sized by jk_gemm_ws_neon).
  *
  * Tested against kernels/ref/gemm_ref.c by tests/checkasm/test_gemm.c (on x86 hosts under
  * qemu-aarch64: meson setup --cross-file cross/aarch64-linux-gnu.ini); timed by
@@ -20,7 +20,8 @@
 #include <arm_neon.h>
 #include <string.h>
 
-#include "kernels/arm/gemm_arm.h"
+#include "kernels/arm/arm.h"
+#include "kernels/arm/vec_neon.h"
 #include "runtime/dtype.h"
 
 /* Blocking (not measured; from the caches of Neoverse N1/V1 and Cortex-A7x: 64 KiB L1d,
@@ -38,53 +39,9 @@
 #define GT_NC 1536
 #define GT_SMALL_M 64
 
-#include "kernels/x86/gemm_tmpl.h"
+#include "kernels/simd/gemm_tmpl.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
-
-/* gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) on 4 lanes; the formula and its accuracy:
- * gemm_tmpl.h. */
-static ALWAYS_INLINE float32x4_t gelu4(float32x4_t x) {
-    const float32x4_t xmax = vdupq_n_f32(GT_GELU_XMAX), half = vdupq_n_f32(0.5f);
-    float32x4_t ax = vabsq_f32(x);
-    const uint32x4_t big = vcgtq_f32(ax, xmax);
-    ax = vminq_f32(ax, xmax);
-    const float32x4_t xc = vbslq_f32(vdupq_n_u32(0x80000000u), x, ax); /* x clamped */
-    const float32x4_t z = vmulq_n_f32(ax, GT_SQRT1_2);
-    const float32x4_t t = vdivq_f32(vdupq_n_f32(1.0f), vfmaq_f32(vdupq_n_f32(1.0f), half, z));
-    const float32x4_t u = vsubq_f32(t, vdupq_n_f32(GT_ERFC_C));
-    float32x4_t g = vdupq_n_f32(GT_ERFC_G10);
-    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G9), g, u);
-    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G8), g, u);
-    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G7), g, u);
-    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G6), g, u);
-    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G5), g, u);
-    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G4), g, u);
-    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G3), g, u);
-    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G2), g, u);
-    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G1), g, u);
-    g = vfmaq_f32(vdupq_n_f32(GT_ERFC_G0), g, u);
-    const float32x4_t x2 = vmulq_f32(ax, ax), x2lo = vfmaq_f32(vnegq_f32(x2), ax, ax);
-    const float32x4_t ahi = vmulq_n_f32(x2, -0.5f), alo = vfmsq_f32(g, half, x2lo);
-    float32x4_t n = vrndnq_f32(vmulq_n_f32(vaddq_f32(ahi, alo), GT_LOG2E));
-    float32x4_t r = vfmsq_f32(ahi, n, vdupq_n_f32(GT_LN2_HI));
-    r = vfmsq_f32(r, n, vdupq_n_f32(GT_LN2_LO));
-    r = vaddq_f32(r, alo);
-    float32x4_t p = vdupq_n_f32(GT_EXP_P6);
-    p = vfmaq_f32(vdupq_n_f32(GT_EXP_P5), p, r);
-    p = vfmaq_f32(vdupq_n_f32(GT_EXP_P4), p, r);
-    p = vfmaq_f32(vdupq_n_f32(GT_EXP_P3), p, r);
-    p = vfmaq_f32(vdupq_n_f32(GT_EXP_P2), p, r);
-    p = vfmaq_f32(vdupq_n_f32(GT_EXP_P1), p, r);
-    p = vfmaq_f32(vdupq_n_f32(GT_EXP_P0), p, r);
-    n = vmaxq_f32(n, vdupq_n_f32(-126.0f));
-    const float32x4_t scale = vreinterpretq_f32_s32(
-        vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23));
-    const float32x4_t erfc = vmulq_f32(t, vmulq_f32(p, scale));
-    float32x4_t h = vmulq_f32(vmulq_f32(half, xc), erfc);
-    h = vbslq_f32(big, vdupq_n_f32(0.0f), h);
-    return vbslq_f32(vcltq_f32(x, vdupq_n_f32(0.0f)), h, vsubq_f32(x, h));
-}
 
 /* acc -> Y for 4 columns (nr of them valid) with the epilogue of `mode`; bv: bias. */
 static ALWAYS_INLINE void store4(float *y, float32x4_t acc, float32x4_t bv, int nr, int mode) {
@@ -94,13 +51,13 @@ static ALWAYS_INLINE void store4(float *y, float32x4_t acc, float32x4_t bv, int 
     if (last) acc = vaddq_f32(acc, bv);
     if (nr >= 4) {
         if (load) acc = vaddq_f32(vld1q_f32(y), acc);
-        if (last && epi == JK_EPI_GELU) acc = gelu4(acc);
+        if (last && epi == JK_EPI_GELU) acc = vf_gelu_fast(acc);
         vst1q_f32(y, acc);
     } else {
         float v[4], old[4] = {0};
         if (load) memcpy(old, y, (size_t)nr * sizeof(float));
         if (load) acc = vaddq_f32(vld1q_f32(old), acc);
-        if (last && epi == JK_EPI_GELU) acc = gelu4(acc);
+        if (last && epi == JK_EPI_GELU) acc = vf_gelu_fast(acc);
         vst1q_f32(v, acc);
         memcpy(y, v, (size_t)nr * sizeof(float));
     }
@@ -288,8 +245,8 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
             for (int r = 0; r < nw; r++) y[r] += s[r];
         } else {
             if (a->epi == JK_EPI_GELU) {
-                vst1q_f32(s, gelu4(vld1q_f32(s)));
-                vst1q_f32(s + 4, gelu4(vld1q_f32(s + 4)));
+                vst1q_f32(s, vf_gelu_fast(vld1q_f32(s)));
+                vst1q_f32(s + 4, vf_gelu_fast(vld1q_f32(s + 4)));
             }
             memcpy(y, s, (size_t)nw * sizeof(float));
         }
@@ -309,7 +266,7 @@ static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float 
     for (; k < K; k++) d[k] = ld1(t, row, k);
 }
 
-#include "kernels/x86/gemm_small_tmpl.h"
+#include "kernels/simd/gemm_small_tmpl.h"
 
 /* ---- the slots ---------------------------------------------------------------------- */
 
@@ -321,11 +278,11 @@ static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float 
                              size_t nscratch) {                                                \
         small_m(a, T, n0, n1, scratch, nscratch);                                              \
     }                                                                                          \
-    void gemm_##name##_neon(const struct jk_gemm_args *a) { gt_run(a, pack_b_##name, small_##name); }
+    void jk_gemm_##name##_neon(const struct jk_gemm_args *a) { gt_run(a, pack_b_##name, small_##name); }
 
 GEMM_NEON_DTYPE(f32, JK_F32)
 GEMM_NEON_DTYPE(f16, JK_F16)
 GEMM_NEON_DTYPE(bf16, JK_BF16)
 GEMM_NEON_DTYPE(q8_0, JK_Q8_0)
 
-size_t gemm_ws_neon(int nthreads, int K) { return gt_ws(nthreads, K); }
+size_t jk_gemm_ws_neon(int nthreads, int K) { return gt_ws(nthreads, K); }

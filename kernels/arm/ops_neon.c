@@ -1,11 +1,19 @@
 /*
- * ops_neon.c — RoPE, LayerNorm, erf-GELU, tanh-GELU, SiLU, softmax, residual add and
- * patchify for NEON: the template kernels/x86/ops_tmpl.h (ISA-independent, shared with
- * x86) over the NEON layer (kernels/arm/ops_neon.h). Reached through the table
- * (kernels/arm/init_ops_arm.c). Tested by tests/checkasm/test_ops.c.
+ * ops_neon.c — the attention and element-wise slots for NEON (AArch64 Advanced SIMD): the
+ * ISA-neutral templates kernels/simd/ops_tmpl.h and kernels/simd/attn_tmpl.h over the NEON
+ * vector layer (kernels/arm/vec_neon.h). Reached through the table (kernels/arm/init.c).
+ * Tested against the reference by tests/checkasm/test_ops.c (cross build under qemu).
  */
-#include "kernels/arm/ops_arm.h"
-#include "kernels/arm/ops_neon.h"
+#include "kernels/arm/arm.h"
+#include "kernels/arm/vec_neon.h"
 
-#define JK_SFX(name) name##_neon
-#include "kernels/x86/ops_tmpl.h"
+/* Attention tiles (not timed: no Arm machine was at hand). 32 q registers: 8 keys (or
+ * dims) x 3 query vectors = 24 accumulators + 3 query vectors + 1 broadcast; a query block
+ * is 4 register tiles of 12 queries. */
+#define ATTN_KG 8
+#define ATTN_QV 3
+#define ATTN_BQ 48
+
+#define JK_SFX(name) jk_##name##_neon
+#include "kernels/simd/ops_tmpl.h"
+#include "kernels/simd/attn_tmpl.h"

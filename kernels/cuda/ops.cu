@@ -316,7 +316,7 @@ gather_kernel(float *y, size_t ldy, const float *x, size_t ldx, const int32_t *i
         y[(size_t)i * ldy + j] = x[(size_t)idx[i] * ldx + j];
 }
 
-/* RoPE: one thread per (token, head, pair), as rope_ref: pair (2p, 2p+1) becomes
+/* RoPE: one thread per (token, head, pair), as jk_rope_ref: pair (2p, 2p+1) becomes
  * (x0 c - x1 s, x1 c' + x0 s'); an odd last dim has no partner and is scaled by cos. */
 __global__ void JKC_LAUNCH_BOUNDS(256)
 rope_kernel(float *x, size_t ldx, int n, int n_head, int head_dim, const float *cos,

@@ -1,5 +1,5 @@
 /*
- * attn_ref.c — reference attention: for each head and query, the exact softmax over
+ * jk_attn_ref.c — reference attention: for each head and query, the exact softmax over
  * the visible keys, in double, in three passes over the keys (max, normaliser, then
  * the weighted sum of V), recomputing q.k each time so no score row is stored.
  * Parallel over (head, query); the bits do not depend on the thread count.
@@ -14,7 +14,7 @@ static double dot(const float *a, const float *b, int n) {
     return s;
 }
 
-void attn_ref(const struct jk_attn_args *a) {
+void jk_attn_ref(const struct jk_attn_args *a) {
     const int hd = a->head_dim;
     const int masked = a->q_pos && a->k_pos;
     int nt = a->nthreads > 0 ? a->nthreads : 1;
@@ -47,7 +47,7 @@ void attn_ref(const struct jk_attn_args *a) {
     }
 }
 
-size_t attn_ws_ref(int nthreads, int head_dim, int nkv) {
+size_t jk_attn_ws_ref(int nthreads, int head_dim, int nkv) {
     (void)nthreads, (void)head_dim, (void)nkv;
     return 0;
 }

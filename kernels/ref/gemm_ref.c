@@ -17,7 +17,7 @@
 #include "runtime/dtype.h"
 
 /* Convert weight row n (K elements) of dtype t to f32. */
-void ref_weight_row(float *dst, const void *w, size_t ldw, enum jk_dtype t, int n, int K) {
+void jk_ref_weight_row(float *dst, const void *w, size_t ldw, enum jk_dtype t, int n, int K) {
     const uint8_t *row = (const uint8_t *)w + (size_t)n * ldw;
     switch (t) {
     case JK_F32:
@@ -52,7 +52,7 @@ void ref_weight_row(float *dst, const void *w, size_t ldw, enum jk_dtype t, int 
 
 /* 0.5 x (1 + erf(x / sqrt 2)); for x < 0 as 0.5 x erfc(-x / sqrt 2), which does not cancel
  * (1 + erf loses every digit below x = -8 even in double). */
-double ref_gelu_erf(double x) {
+double jk_ref_gelu_erf(double x) {
     const double z = x * 0.70710678118654752440;
     return x >= 0.0 ? 0.5 * x * (1.0 + erf(z)) : 0.5 * x * erfc(-z);
 }
@@ -69,7 +69,7 @@ static void gemm_ref(const struct jk_gemm_args *a, enum jk_dtype t) {
         tid = omp_get_thread_num();
 #endif
         float *wf = wrow + (size_t)tid * (size_t)K;
-        ref_weight_row(wf, a->w, a->ldw, t, n, K);
+        jk_ref_weight_row(wf, a->w, a->ldw, t, n, K);
         for (int m = 0; m < M; m++) {
             const float *x = a->x + (size_t)m * a->ldx;
             double acc = 0.0;
@@ -78,19 +78,19 @@ static void gemm_ref(const struct jk_gemm_args *a, enum jk_dtype t) {
             float *y = a->y + (size_t)m * a->ldy + n;
             switch (a->epi) {
             case JK_EPI_STORE: *y = (float)acc; break;
-            case JK_EPI_GELU: *y = (float)ref_gelu_erf(acc); break;
+            case JK_EPI_GELU: *y = (float)jk_ref_gelu_erf(acc); break;
             case JK_EPI_ADD: *y = (float)((double)*y + acc); break;
             }
         }
     }
 }
 
-void gemm_f32_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_F32); }
-void gemm_f16_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_F16); }
-void gemm_bf16_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_BF16); }
-void gemm_q8_0_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q8_0); }
+void jk_gemm_f32_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_F32); }
+void jk_gemm_f16_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_F16); }
+void jk_gemm_bf16_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_BF16); }
+void jk_gemm_q8_0_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q8_0); }
 
 /* The reference converts one weight row per thread: K floats each. */
-size_t gemm_ws_ref(int nthreads, int K) {
+size_t jk_gemm_ws_ref(int nthreads, int K) {
     return (size_t)(nthreads > 0 ? nthreads : 1) * (size_t)K * sizeof(float);
 }

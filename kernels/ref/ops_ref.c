@@ -7,7 +7,7 @@
 
 #include "kernels/ref/ref.h"
 
-void rope_ref(float *x, size_t ldx, int n, int n_head, int head_dim, const float *cos,
+void jk_rope_ref(float *x, size_t ldx, int n, int n_head, int head_dim, const float *cos,
               const float *sin, int nthreads) {
     int nt = nthreads > 0 ? nthreads : 1;
     (void)nt;
@@ -29,7 +29,7 @@ void rope_ref(float *x, size_t ldx, int n, int n_head, int head_dim, const float
     }
 }
 
-void layernorm_ref(float *y, size_t ldy, const float *x, size_t ldx, const float *w,
+void jk_layernorm_ref(float *y, size_t ldy, const float *x, size_t ldx, const float *w,
                    const float *b, int n, int d, float eps, int nthreads) {
     int nt = nthreads > 0 ? nthreads : 1;
     (void)nt;
@@ -52,14 +52,14 @@ void layernorm_ref(float *y, size_t ldy, const float *x, size_t ldx, const float
     }
 }
 
-void gelu_ref(float *x, size_t n, int nthreads) {
+void jk_gelu_ref(float *x, size_t n, int nthreads) {
     int nt = nthreads > 0 ? nthreads : 1;
     (void)nt;
 #pragma omp parallel for num_threads(nt) schedule(static)
-    for (size_t i = 0; i < n; i++) x[i] = (float)ref_gelu_erf(x[i]);
+    for (size_t i = 0; i < n; i++) x[i] = (float)jk_ref_gelu_erf(x[i]);
 }
 
-void gelu_tanh_ref(float *x, size_t n, int nthreads) {
+void jk_gelu_tanh_ref(float *x, size_t n, int nthreads) {
     int nt = nthreads > 0 ? nthreads : 1;
     (void)nt;
 #pragma omp parallel for num_threads(nt) schedule(static)
@@ -69,7 +69,7 @@ void gelu_tanh_ref(float *x, size_t n, int nthreads) {
     }
 }
 
-void silu_ref(float *x, size_t n, int nthreads) {
+void jk_silu_ref(float *x, size_t n, int nthreads) {
     int nt = nthreads > 0 ? nthreads : 1;
     (void)nt;
 #pragma omp parallel for num_threads(nt) schedule(static)
@@ -79,7 +79,7 @@ void silu_ref(float *x, size_t n, int nthreads) {
     }
 }
 
-void softmax_ref(float *x, int n, int d, int nthreads) {
+void jk_softmax_ref(float *x, int n, int d, int nthreads) {
     int nt = nthreads > 0 ? nthreads : 1;
     (void)nt;
 #pragma omp parallel for num_threads(nt) schedule(static)
@@ -92,7 +92,7 @@ void softmax_ref(float *x, int n, int d, int nthreads) {
     }
 }
 
-void add_ref(float *y, size_t ldy, const float *x, size_t ldx, const float *s, int n, int d,
+void jk_add_ref(float *y, size_t ldy, const float *x, size_t ldx, const float *s, int n, int d,
              int nthreads) {
     int nt = nthreads > 0 ? nthreads : 1;
     (void)nt;
@@ -104,7 +104,7 @@ void add_ref(float *y, size_t ldy, const float *x, size_t ldx, const float *s, i
     }
 }
 
-void patchify_ref(float *out, const float *in, int C, int T, int H, int W, int tubelet, int p,
+void jk_patchify_ref(float *out, const float *in, int C, int T, int H, int W, int tubelet, int p,
                   int nthreads) {
     const int gt = T / tubelet, gh = H / p, gw = W / p;
     const int F = C * tubelet * p * p;
@@ -124,7 +124,7 @@ void patchify_ref(float *out, const float *in, int C, int T, int H, int W, int t
     }
 }
 
-void gather_ref(float *y, size_t ldy, const float *x, size_t ldx, const int32_t *idx, int n,
+void jk_gather_ref(float *y, size_t ldy, const float *x, size_t ldx, const int32_t *idx, int n,
                 int d, int nthreads) {
     int nt = nthreads > 0 ? nthreads : 1;
     (void)nt;
@@ -138,7 +138,7 @@ void gather_ref(float *y, size_t ldy, const float *x, size_t ldx, const int32_t 
 
 /* Each column summed in double, rows in order, then divided once and rounded: the
  * result does not depend on n's split over threads (threads take columns). */
-void mean_rows_ref(float *y, const float *x, size_t ldx, int n, int d, int nthreads) {
+void jk_mean_rows_ref(float *y, const float *x, size_t ldx, int n, int d, int nthreads) {
     int nt = nthreads > 0 ? nthreads : 1;
     (void)nt;
 #pragma omp parallel for num_threads(nt) schedule(static)

@@ -2,7 +2,7 @@
  * gemm_avx2.c — the matmul slots Y = epi(X . W^T + b) for AVX2 + FMA + F16C, every weight
  * dtype (f32, f16, bf16, q8_0) through one f32 microkernel.
  *
- *   large M: BLIS-style blocking (kernels/x86/gemm_tmpl.h). W is converted to f32 while
+ *   large M: BLIS-style blocking (kernels/simd/gemm_tmpl.h). W is converted to f32 while
  *            it is packed (F16C vcvtph2ps, bf16 << 16, q8_0 d * int8: all exact, the
  *            same values as the reference), X is packed, and a 6 x 16 register tile
  *            (12 ymm accumulators, 2 loads + 6 broadcasts per 12 FMAs) does the work;
@@ -18,8 +18,8 @@
  * --suite checkasm); timed by `jepa bench kernels` (bench/bench_kernels.c), numbers in
  * docs/performance-kernels.md.
  */
-#include "kernels/x86/gemm_x86.h"
-#include "kernels/x86/simd_x86.h"
+#include "kernels/x86/vec_avx2.h"
+#include "kernels/x86/x86.h"
 
 /* Tuning: AMD EPYC (Zen 1, 2 cores of a shared VM: 32 KiB L1d, 512 KiB L2 per core, 8 MiB
  * L3), interleaved best-of-N timings of variants built side by side (the numbers are in
@@ -43,8 +43,8 @@
 #define GT_NC 1536
 #define GT_SMALL_M 64
 
-#include "kernels/x86/gemm_tmpl.h"
-#include "kernels/x86/gemm_avx2_inl.h"
+#include "kernels/simd/gemm_tmpl.h"
+#include "kernels/x86/gemm_x86.h"
 
 /* acc -> Y for 8 columns (nr of them valid) with the epilogue of `mode`; bv: bias. */
 static ALWAYS_INLINE void store8(float *y, __m256 acc, __m256 bv, int nr, int mode) {

@@ -4,14 +4,14 @@
  *
  * Same algorithm as gemm_avx2.c (blocking and threads: gemm_tmpl.h; weight conversion
  * while packing, X packing, the small-M weight-streaming path and the 256-bit GELU for
- * edge tiles: gemm_avx2_inl.h), with a 14 x 32 register tile: 28 zmm accumulators,
+ * edge tiles: gemm_x86.h), with a 14 x 32 register tile: 28 zmm accumulators,
  * 2 B vectors and 1 broadcast of the 32 zmm registers; per k 2 loads + 14 broadcasts
  * feed 28 FMAs. Full tiles store with 512-bit loads/stores and a 512-bit erf-GELU;
  * partial tiles go through 256-bit halves and AVX2 masked loads/stores.
  *
  * Only intrinsics SIMDe 0.7.4 implements are used (no _mm512_cvtph_ps, no masked
  * loads/stores, no _mm512_reduce_*), so tests/checkasm builds this file once more
- * against SIMDe (kernels/x86/simd_x86.h, -DJEPA_SIMDE) and runs checkasm_gemm_avx512emu
+ * against SIMDe (kernels/x86/simd.h, -DJEPA_SIMDE) and runs checkasm_gemm_avx512emu
  * on machines without AVX-512 — which is how it is tested on the development machine
  * (AMD Zen 1, AVX2 only). Its speed there is unmeasured: the blocking constants below
  * are derived from cache sizes, not timed.
@@ -19,8 +19,8 @@
  * Tested against kernels/ref/gemm_ref.c by tests/checkasm/test_gemm.c; timed by
  * `jepa bench kernels` (bench/bench_kernels.c) on AVX-512 machines.
  */
-#include "kernels/x86/gemm_x86.h"
-#include "kernels/x86/simd_x86.h"
+#include "kernels/x86/vec_avx512.h"
+#include "kernels/x86/x86.h"
 
 /* Blocking (not measured: no AVX-512 machine was available; from the cache sizes of
  * Skylake-SP / Ice Lake-SP: 32-48 KiB L1d, 1-2 MiB L2):
@@ -29,7 +29,7 @@
  *    together in a 32 KiB L1.
  *  - MC 168 (12 x 14): the A block is 126 KiB of L2.
  *  - NC 2048: the B panel is 1.5 MiB per thread, in L2/L3.
- *  - SMALL_M 16: the weight-streaming path is 256 bits wide (gemm_avx2_inl.h), half the
+ *  - SMALL_M 16: the weight-streaming path is 256 bits wide (gemm_x86.h), half the
  *    microkernel's width, so it should hand over earlier than on AVX2 (64). */
 #define GT_MR 14
 #define GT_NR 32
@@ -38,53 +38,8 @@
 #define GT_NC 2048
 #define GT_SMALL_M 16
 
-#include "kernels/x86/gemm_tmpl.h"
-#include "kernels/x86/gemm_avx2_inl.h"
-
-/* gelu on 16 lanes: the formula of gemm_tmpl.h, with vscalefps for 2^n. */
-static ALWAYS_INLINE __m512 gelu16(__m512 x) {
-    const __m512 sign = _mm512_set1_ps(-0.0f), xmax = _mm512_set1_ps(GT_GELU_XMAX);
-    __m512 ax = _mm512_abs_ps(x);
-    const __mmask16 big = _mm512_cmp_ps_mask(ax, xmax, _CMP_GT_OQ);
-    ax = _mm512_min_ps(ax, xmax);                                /* NaN -> 13, kept finite */
-    const __m512 xc = _mm512_or_ps(ax, _mm512_and_ps(x, sign)); /* x clamped to [-13, 13] */
-    const __m512 z = _mm512_mul_ps(ax, _mm512_set1_ps(GT_SQRT1_2));
-    const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f),
-                                   _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z, _mm512_set1_ps(1.0f)));
-    const __m512 u = _mm512_sub_ps(t, _mm512_set1_ps(GT_ERFC_C));
-    __m512 g = _mm512_set1_ps(GT_ERFC_G10);
-    g = _mm512_fmadd_ps(g, u, _mm512_set1_ps(GT_ERFC_G9));
-    g = _mm512_fmadd_ps(g, u, _mm512_set1_ps(GT_ERFC_G8));
-    g = _mm512_fmadd_ps(g, u, _mm512_set1_ps(GT_ERFC_G7));
-    g = _mm512_fmadd_ps(g, u, _mm512_set1_ps(GT_ERFC_G6));
-    g = _mm512_fmadd_ps(g, u, _mm512_set1_ps(GT_ERFC_G5));
-    g = _mm512_fmadd_ps(g, u, _mm512_set1_ps(GT_ERFC_G4));
-    g = _mm512_fmadd_ps(g, u, _mm512_set1_ps(GT_ERFC_G3));
-    g = _mm512_fmadd_ps(g, u, _mm512_set1_ps(GT_ERFC_G2));
-    g = _mm512_fmadd_ps(g, u, _mm512_set1_ps(GT_ERFC_G1));
-    g = _mm512_fmadd_ps(g, u, _mm512_set1_ps(GT_ERFC_G0));
-    const __m512 x2 = _mm512_mul_ps(ax, ax), x2lo = _mm512_fmsub_ps(ax, ax, x2);
-    const __m512 half = _mm512_set1_ps(0.5f);
-    const __m512 ahi = _mm512_mul_ps(x2, _mm512_set1_ps(-0.5f));
-    const __m512 alo = _mm512_fnmadd_ps(half, x2lo, g);
-    const __m512 n = _mm512_roundscale_ps(
-        _mm512_mul_ps(_mm512_add_ps(ahi, alo), _mm512_set1_ps(GT_LOG2E)),
-        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(GT_LN2_HI), ahi);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(GT_LN2_LO), r);
-    r = _mm512_add_ps(r, alo);
-    __m512 p = _mm512_set1_ps(GT_EXP_P6);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(GT_EXP_P5));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(GT_EXP_P4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(GT_EXP_P3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(GT_EXP_P2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(GT_EXP_P1));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(GT_EXP_P0));
-    const __m512 erfc = _mm512_mul_ps(t, _mm512_scalef_ps(p, n));
-    const __m512 h = _mm512_maskz_mov_ps((__mmask16)~big, _mm512_mul_ps(_mm512_mul_ps(half, xc), erfc));
-    const __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
-    return _mm512_mask_blend_ps(neg, _mm512_sub_ps(x, h), h);
-}
+#include "kernels/simd/gemm_tmpl.h"
+#include "kernels/x86/gemm_x86.h"
 
 static ALWAYS_INLINE __m256 lo256(__m512 v) { return _mm512_castps512_ps256(v); }
 static ALWAYS_INLINE __m256 hi256(__m512 v) {
@@ -110,7 +65,7 @@ static ALWAYS_INLINE void store16(float *y, __m512 acc, __m512 bv, int nr, int m
     if (nr >= 16) {
         if (last) acc = _mm512_add_ps(acc, bv);
         if (load) acc = _mm512_add_ps(_mm512_loadu_ps(y), acc);
-        if (last && epi == JK_EPI_GELU) acc = gelu16(acc);
+        if (last && epi == JK_EPI_GELU) acc = vf_gelu_fast(acc);
         _mm512_storeu_ps(y, acc);
     } else if (nr > 0) {
         store8_partial(y, lo256(acc), lo256(bv), nr, mode);

@@ -1,26 +1,260 @@
 /*
- * gemm_x86.h — the x86-64 matmul slots (kernels/x86/gemm_avx2.c, gemm_avx512.c),
- * installed by kernels/x86/init_gemm_x86.c. Declarations only: nothing inline here,
- * so no AVX-512 copy of a helper can be linked into code that runs on an AVX2 machine.
- * Tested by tests/checkasm/test_gemm.c, timed by `jepa bench kernels` (bench/).
+ * gemm_x86.h — the 256-bit building blocks of the x86 matmul, shared by
+ * kernels/x86/gemm_avx2.c and kernels/x86/gemm_avx512.c (both compiled with at least
+ * -mavx2 -mfma -mf16c; everything here is static, so each file gets its own copy with
+ * its own flags): weight loads that convert f16 / bf16 / q8_0 to f32, the 8 x 8
+ * transpose and the W packing built on them, X packing, the erf-GELU on 8 lanes, and the
+ * small-M (weight-streaming) path.
+ *
+ * The small-M path is 256 bits wide in the AVX-512 slots too: at M <= GT_SMALL_M the
+ * work is a few FMAs per weight and the speed is that of streaming W from memory.
+ *
+ * Include after gemm_tmpl.h (it uses GT_MR, GT_NR, GT_SMALL_M and gt_min). Tested
+ * through the slots by tests/checkasm/test_gemm.c.
  */
 #ifndef JEPA_KERNELS_X86_GEMM_X86_H
 #define JEPA_KERNELS_X86_GEMM_X86_H
 
-#include <stddef.h>
+#include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/x86/simd.h"
+#include "runtime/dtype.h"
 
-void gemm_f32_avx2(const struct jk_gemm_args *a);
-void gemm_f16_avx2(const struct jk_gemm_args *a);
-void gemm_bf16_avx2(const struct jk_gemm_args *a);
-void gemm_q8_0_avx2(const struct jk_gemm_args *a);
-size_t gemm_ws_avx2(int nthreads, int K);
+#define ALWAYS_INLINE inline __attribute__((always_inline))
 
-void gemm_f32_avx512(const struct jk_gemm_args *a);
-void gemm_f16_avx512(const struct jk_gemm_args *a);
-void gemm_bf16_avx512(const struct jk_gemm_args *a);
-void gemm_q8_0_avx512(const struct jk_gemm_args *a);
-size_t gemm_ws_avx512(int nthreads, int K);
+/* lanes < n (n clamped to 0..8) set */
+static const int32_t mask_tbl[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+static ALWAYS_INLINE __m256i lane_mask(int n) {
+    n = n < 0 ? 0 : n > 8 ? 8 : n;
+    return _mm256_loadu_si256((const __m256i *)(const void *)(mask_tbl + 8 - n));
+}
+
+/* The GELU epilogue on 8 lanes: vf_gelu_fast (kernels/simd/math.h) of the including
+ * file's vector layer, 8 lanes wide (AVX2) or 16 (AVX-512: in the low half of a zmm; every
+ * lane's arithmetic is the same, so the bits are too). */
+static ALWAYS_INLINE __m256 gelu8(__m256 x) {
+#if VW == 8
+    return vf_gelu_fast(x);
+#else
+    return _mm512_castps512_ps256(vf_gelu_fast(_mm512_insertf32x8(_mm512_setzero_ps(), x, 0)));
+#endif
+}
+
+/* ---- weights ---------------------------------------------------------------------- */
+
+/* 8 weights of a row from element k on, as f32 (exact conversions; k % 8 == 0 for q8_0). */
+static ALWAYS_INLINE __m256 ld8(enum jk_dtype t, const uint8_t *row, int k) {
+    switch (t) {
+    case JK_F16:
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(row + 2 * (size_t)k)));
+    case JK_BF16: {
+        const __m256i h = _mm256_cvtepu16_epi32(
+            _mm_loadu_si128((const __m128i *)(const void *)(row + 2 * (size_t)k)));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+    }
+    case JK_Q8_0: {
+        const uint8_t *blk = row + (size_t)(k / QK8_0) * sizeof(struct block_q8_0);
+        const __m128i d = _mm_cvtsi32_si128(blk[0] | blk[1] << 8);
+        const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+            _mm_loadl_epi64((const __m128i *)(const void *)(blk + 2 + k % QK8_0))));
+        return _mm256_mul_ps(q, _mm256_broadcastss_ps(_mm_cvtph_ps(d)));
+    }
+    default:
+        return _mm256_loadu_ps((const float *)(const void *)(row + 4 * (size_t)k));
+    }
+}
+
+/* One weight, for the k % 8 tail (f32 / f16 / bf16: q8_0 rows are whole blocks of 32). */
+static ALWAYS_INLINE float ld1(enum jk_dtype t, const uint8_t *row, int k) {
+    uint16_t h;
+    float f;
+    switch (t) {
+    case JK_F16: memcpy(&h, row + 2 * (size_t)k, 2); return f16_to_f32(h);
+    case JK_BF16: memcpy(&h, row + 2 * (size_t)k, 2); return bf16_to_f32(h);
+    case JK_Q8_0: {
+        const uint8_t *blk = row + (size_t)(k / QK8_0) * sizeof(struct block_q8_0);
+        memcpy(&h, blk, 2);
+        return f16_to_f32(h) * (float)(int8_t)blk[2 + k % QK8_0];
+    }
+    default: memcpy(&f, row + 4 * (size_t)k, 4); return f;
+    }
+}
+
+/* In-register 8 x 8 transpose: r[i] lane j -> r[j] lane i. */
+static ALWAYS_INLINE void transpose8(__m256 r[8]) {
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
+    const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
+    const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
+    const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
+    r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+    r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+    r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+    r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+    r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+    r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+    r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+    r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+/* W rows -> p[panel][k][GT_NR], 8 rows x 8 k at a time, converted and transposed in
+ * registers; rows past nc repeat the last row (their columns are never stored). */
+static ALWAYS_INLINE void pack_b(enum jk_dtype t, float *p, const uint8_t *w, size_t ldw, int nc,
+                                 int k0, int kc) {
+    for (int j0 = 0; j0 < nc; j0 += GT_NR, p += (size_t)GT_NR * kc) {
+        const uint8_t *r[GT_NR];
+        for (int j = 0; j < GT_NR; j++) r[j] = w + (size_t)gt_min(j0 + j, nc - 1) * ldw;
+        int k = 0;
+        for (; k + 8 <= kc; k += 8) {
+            for (int h = 0; h < GT_NR; h += 8) {
+                __m256 v[8];
+                for (int j = 0; j < 8; j++) v[j] = ld8(t, r[h + j], k0 + k);
+                transpose8(v);
+                for (int i = 0; i < 8; i++) _mm256_store_ps(p + (size_t)(k + i) * GT_NR + h, v[i]);
+            }
+        }
+        for (; k < kc; k++)
+            for (int j = 0; j < GT_NR; j++) p[(size_t)k * GT_NR + j] = ld1(t, r[j], k0 + k);
+    }
+}
+
+/* ---- activations -------------------------------------------------------------------- */
+
+/* mc rows of X -> p[panel][k][GT_MR]; rows past mc repeat the last row. Groups of 8 rows
+ * x 8 k are transposed in registers; each k then stores its 8 (or 6, or fewer) rows. */
+static void gt_pack_a(float *p, const float *x, size_t ldx, int mc, int kc) {
+    for (int i0 = 0; i0 < mc; i0 += GT_MR, p += (size_t)GT_MR * kc) {
+        const float *r[GT_MR];
+        for (int i = 0; i < GT_MR; i++) r[i] = x + (size_t)gt_min(i0 + i, mc - 1) * ldx;
+        int k = 0;
+        for (; k + 8 <= kc; k += 8) {
+            for (int h = 0; h < GT_MR; h += 8) {
+                const int rows = gt_min(8, GT_MR - h);
+                __m256 v[8];
+                for (int j = 0; j < 8; j++) v[j] = _mm256_loadu_ps(r[h + gt_min(j, rows - 1)] + k);
+                transpose8(v);
+                for (int i = 0; i < 8; i++) {
+                    float *d = p + (size_t)(k + i) * GT_MR + h;
+                    if (rows == 8) {
+                        _mm256_storeu_ps(d, v[i]);
+                    } else if (rows == 6) {
+                        _mm_storeu_ps(d, _mm256_castps256_ps128(v[i]));
+                        _mm_storel_pi((__m64 *)(void *)(d + 4), _mm256_extractf128_ps(v[i], 1));
+                    } else {
+                        _mm256_maskstore_ps(d, lane_mask(rows), v[i]);
+                    }
+                }
+            }
+        }
+        for (; k < kc; k++)
+            for (int i = 0; i < GT_MR; i++) p[(size_t)k * GT_MR + i] = r[i][k];
+    }
+}
+
+/* ---- small M: stream the weights ---------------------------------------------------- */
+
+/* Horizontal sums of 8 vectors: lane r = sum of the 8 lanes of v[r] (fixed order). */
+static ALWAYS_INLINE __m256 hsum8x8(const __m256 v[8]) {
+    const __m256 t0 = _mm256_hadd_ps(v[0], v[1]), t1 = _mm256_hadd_ps(v[2], v[3]);
+    const __m256 t2 = _mm256_hadd_ps(v[4], v[5]), t3 = _mm256_hadd_ps(v[6], v[7]);
+    const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+/* Y[m .. m+MT, n .. n+nw] from nw weight rows of type t at w (row stride ldw bytes): MT x NW
+ * accumulators of 8 partial sums over K, reduced at the end, plus the k % 8 tail, then
+ * bias and epilogue. */
+static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype t, const int MT,
+                                     const int NW, int m, const uint8_t *w, size_t ldw, int n,
+                                     int nw) {
+    const int K = a->K, K8 = K & ~7;
+    const uint8_t *wr[8]; /* rows, possibly not 4-byte aligned (ldw is in bytes) */
+    const float *xr[3];
+    __m256 acc[3][8];
+    for (int r = 0; r < NW; r++) wr[r] = w + (size_t)gt_min(r, nw - 1) * ldw;
+    for (int i = 0; i < MT; i++) xr[i] = a->x + (size_t)(m + i) * a->ldx;
+    for (int i = 0; i < MT; i++)
+        for (int r = 0; r < NW; r++) acc[i][r] = _mm256_setzero_ps();
+    if (t == JK_Q8_0) {
+        /* block by block: each row's scale is converted once per 32 weights */
+        for (int k = 0; k < K; k += QK8_0) {
+            const size_t boff = (size_t)(k / QK8_0) * sizeof(struct block_q8_0);
+            __m256 d[8];
+            for (int r = 0; r < NW; r++)
+                d[r] = _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(wr[r][boff] | wr[r][boff + 1] << 8)));
+            for (int j = 0; j < QK8_0; j += 8) {
+                __m256 xv[3];
+                for (int i = 0; i < MT; i++) xv[i] = _mm256_loadu_ps(xr[i] + k + j);
+                for (int r = 0; r < NW; r++) {
+                    const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                        _mm_loadl_epi64((const __m128i *)(const void *)(wr[r] + boff + 2 + j))));
+                    const __m256 wv = _mm256_mul_ps(q, d[r]); /* = the reference's d * q */
+                    for (int i = 0; i < MT; i++) acc[i][r] = _mm256_fmadd_ps(xv[i], wv, acc[i][r]);
+                }
+            }
+        }
+    } else {
+        for (int k = 0; k < K8; k += 8) {
+            __m256 xv[3];
+            for (int i = 0; i < MT; i++) xv[i] = _mm256_loadu_ps(xr[i] + k);
+            for (int r = 0; r < NW; r++) {
+                const __m256 wv = ld8(t, wr[r], k);
+                for (int i = 0; i < MT; i++) acc[i][r] = _mm256_fmadd_ps(xv[i], wv, acc[i][r]);
+            }
+        }
+    }
+    const __m256i mask = lane_mask(nw);
+    const __m256 bv = a->bias ? _mm256_maskload_ps(a->bias + n, mask) : _mm256_setzero_ps();
+    for (int i = 0; i < MT; i++) {
+        __m256 v[8];
+        for (int r = 0; r < 8; r++) v[r] = r < NW ? acc[i][r] : _mm256_setzero_ps();
+        __m256 s = hsum8x8(v);
+        if (K8 < K) {
+            float tail[8] = {0};
+            for (int r = 0; r < nw; r++)
+                for (int k = K8; k < K; k++) tail[r] += xr[i][k] * ld1(t, wr[r], k);
+            s = _mm256_add_ps(s, _mm256_loadu_ps(tail));
+        }
+        s = _mm256_add_ps(s, bv);
+        float *y = a->y + (size_t)(m + i) * a->ldy + n;
+        if (a->epi == JK_EPI_ADD) s = _mm256_add_ps(_mm256_maskload_ps(y, mask), s);
+        else if (a->epi == JK_EPI_GELU) s = gelu8(s);
+        _mm256_maskstore_ps(y, mask, s);
+    }
+}
+
+/* One W row of K weights of type t (f16 / bf16 / q8_0) widened to f32 in d: the hook of
+ * the small-M driver (gemm_small_tmpl.h). */
+static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float *d, int K) {
+    int k = 0;
+    for (; k + 8 <= K; k += 8) _mm256_storeu_ps(d + k, ld8(t, row, k));
+    for (; k < K; k++) d[k] = ld1(t, row, k);
+}
+
+#include "kernels/simd/gemm_small_tmpl.h"
+
+/* The four slots of one ISA: gemm_<dtype>_<isa> = gt_run with that dtype's packing and
+ * small-M kernels. */
+#define GEMM_X86_SLOTS(isa)                                                                    \
+    GEMM_X86_DTYPE(f32, JK_F32, isa)                                                           \
+    GEMM_X86_DTYPE(f16, JK_F16, isa)                                                           \
+    GEMM_X86_DTYPE(bf16, JK_BF16, isa)                                                         \
+    GEMM_X86_DTYPE(q8_0, JK_Q8_0, isa)                                                         \
+    size_t jk_gemm_ws_##isa(int nthreads, int K) { return gt_ws(nthreads, K); }
+#define GEMM_X86_DTYPE(name, T, isa)                                                           \
+    static void pack_b_##name(float *p, const uint8_t *w, size_t ldw, int nc, int k0, int kc) { \
+        pack_b(T, p, w, ldw, nc, k0, kc);                                                      \
+    }                                                                                          \
+    static void small_##name(const struct jk_gemm_args *a, int n0, int n1, float *scratch,      \
+                             size_t nscratch) {                                                \
+        small_m(a, T, n0, n1, scratch, nscratch);                                              \
+    }                                                                                          \
+    void jk_gemm_##name##_##isa(const struct jk_gemm_args *a) {                                   \
+        gt_run(a, pack_b_##name, small_##name);                                                \
+    }
 
 #endif

@@ -153,7 +153,7 @@ static inline void ops_ln_make(struct ops_ln *c, int n, int d, int kind, int aff
             for (int j = 0; j < d; j++) c->x[(size_t)i * c->ldx + j] = consts[i];
     c->wa = aff < 2 ? c->w : NULL, c->ba = aff == 0 ? c->b : NULL;
     c->yr = ca_alloc_guarded((size_t)n * c->ldy);
-    layernorm_ref(c->yr, c->ldy, c->x, c->ldx, c->wa, c->ba, n, d, c->eps, 1);
+    jk_layernorm_ref(c->yr, c->ldy, c->x, c->ldx, c->wa, c->ba, n, d, c->eps, 1);
 }
 
 /* y (stride ldy) against the reference, with mean, sigma and rstd = 1 / sqrt(var + eps)
@@ -317,7 +317,7 @@ static inline void ops_sm_make(struct ops_sm *c, int n, int d, int kind) {
         if (kind == OPS_SM_DOMINANT && i % d == 0) c->x0[i] = 60.0f;
     }
     memcpy(c->xr, c->x0, (size_t)n * d * sizeof(float));
-    softmax_ref(c->xr, n, d, 1);
+    jk_softmax_ref(c->xr, n, d, 1);
 }
 
 /* e^(x - m) with the argument rounded (|x_j - m| u), the exponential (a few u), the sum
@@ -363,7 +363,7 @@ static inline void ops_add_make(struct ops_add *c, int n, int d, int scaled, int
     ops_fill_rows(c->y0, n, d, c->ldy, 0.0f, 1.0f);
     c->sa = scaled ? c->s : NULL;
     c->yr = ops_dup(c->y0, (size_t)n * c->ldy);
-    add_ref(c->yr, c->ldy, c->x, c->ldx, c->sa, n, d, 1);
+    jk_add_ref(c->yr, c->ldy, c->x, c->ldx, c->sa, n, d, 1);
 }
 
 /* y + s x with the product and the sum rounded (or fused: the reference may contract):
@@ -422,7 +422,7 @@ static inline int ops_rope_make(struct ops_rope *c, size_t ci, int nlong) {
         }
     c->xr = ops_dup(c->x0, (size_t)n * c->ld);
     for (int part = 0; part < 2; part++)   /* q then k */
-        rope_ref(c->xr + part * c->D, c->ld, n, nh, hd, c->cs, c->sn, 1);
+        jk_rope_ref(c->xr + part * c->D, c->ld, n, nh, hd, c->cs, c->sn, 1);
     return 1;
 }
 
@@ -475,7 +475,7 @@ static inline int ops_patchify_make(struct ops_patchify *c, size_t i) {
     c->nout = (size_t)(c->T / c->tub) * s[4] * s[5] * c->C * c->tub * c->p * c->p;
     c->in = falloc(c->nin), c->orf = ca_alloc_guarded(c->nout);
     ca_fill(c->in, c->nin, 1.0f);
-    patchify_ref(c->orf, c->in, c->C, c->T, c->H, c->W, c->tub, c->p, 1);
+    jk_patchify_ref(c->orf, c->in, c->C, c->T, c->H, c->W, c->tub, c->p, 1);
     return 1;
 }
 

@@ -17,7 +17,7 @@
  *    every epilogue in turn;
  *  - the GELU epilogue alone (K = 1 with W = 1, an exact pre-activation), x over
  *    [-16, 16], against the double erf at 8e-7 relative (the formula's measured error
- *    is 4.4e-7, kernels/x86/gemm_tmpl.h);
+ *    is 4.4e-7, kernels/simd/gemm_tmpl.h);
  *  - every output is written exactly once: Y starts as NaN (ADD: random values), the
  *    padding between N and ldy and 16 floats either side of Y are NaN and must stay
  *    NaN; the padding of X and of the W rows holds NaN too, so reading past K shows;
@@ -140,7 +140,7 @@ static int run_case(const struct jk_kernels *kt, const char *level, const struct
     for (size_t i = 0; i < (size_t)M * ldy; i++)
         yold[i] = (c->epi == JK_EPI_ADD && (i % ldy) < (size_t)N) ? 3.0f * rnd() : NAN;
     uint8_t *w = make_weights(c->t, N, K, ldw, 1.0f / sqrtf((float)K));
-    for (int n = 0; n < N; n++) ref_weight_row(wf + (size_t)n * K, w, ldw, c->t, n, K);
+    for (int n = 0; n < N; n++) jk_ref_weight_row(wf + (size_t)n * K, w, ldw, c->t, n, K);
 
     /* ws for up to 3 threads, misaligned by 4 bytes on purpose */
     size_t wsz = kt->gemm_ws(3, K), wsr = ref->gemm_ws(2, K);

@@ -6,7 +6,7 @@
  * jk_init_ref() (kernels/ref/), plus the references and the RoPE tables against
  * independent formulas:
  *
- *  - attn_ref against a naive softmax(Q K^T scale) V in double that materialises the
+ *  - jk_attn_ref against a naive softmax(Q K^T scale) V in double that materialises the
  *    scores (small shapes, every mask kind);
  *  - attn at each level: ragged shapes (nq, nkv in 1, 2, 3, 17, 45, 100, 577, 3137;
  *    nq = 1 over thousands of keys; nq != nkv; 1 to 16 heads; head_dim 32, 64, 80, 96,
@@ -28,9 +28,9 @@
  *  - gather (bits of x[idx], repeats, padded strides) and mean_rows (against a long double
  *    mean, padding NaN, offsets 1 and 1e4, up to 3136 rows) against these definitions: the
  *    reference, and the table of every level (which inherits the reference today);
- *  - rope_tables against the §4 formulas of shared/reference/vjepa2-tensor-maps-and-rope.md
+ *  - jm_rope_tables against the §4 formulas of shared/reference/vjepa2-tensor-maps-and-rope.md
  *    written out independently here (both layouts, fractional positions, pass-through
- *    dims, identity rows) and rope_positions against hand-computed ids (interpolation
+ *    dims, identity rows) and jm_rope_positions against hand-computed ids (interpolation
  *    15/(g-1), g = 1), natively only (the emulated build does not link models/).
  *
  * Tolerances are derived beside each check (u = 2^-24). `checkasm_ops --bench` times the
@@ -179,7 +179,7 @@ static void check_attn_ref(const struct attn_case *c) {
     double *on = dalloc((size_t)c->nq * D);
     float *o = ca_alloc_guarded((size_t)c->nq * t.ldo);
     struct jk_attn_args a = attn_args(&t, o, 1, NULL);
-    attn_ref(&a);
+    jk_attn_ref(&a);
     attn_naive(&t, on);
     double vmax = 0.0;
     for (int j = 0; j < c->nkv; j++)
@@ -190,9 +190,9 @@ static void check_attn_ref(const struct attn_case *c) {
             double d = fabs(o[(size_t)i * t.ldo + e] - on[(size_t)i * D + e]);
             if (!(d <= 4 * U * vmax)) bad++;
         }
-    CA_CHECK(!bad, "attn_ref vs naive double (nq %d nkv %d heads %d hd %d %s): %d outside 4u max|v|",
+    CA_CHECK(!bad, "jk_attn_ref vs naive double (nq %d nkv %d heads %d hd %d %s): %d outside 4u max|v|",
              c->nq, c->nkv, c->n_head, c->hd, mask_name[c->mask], bad);
-    CA_CHECK(gaps_ok(o, c->nq, t.ldo, (size_t)D), "attn_ref wrote outside o");
+    CA_CHECK(gaps_ok(o, c->nq, t.ldo, (size_t)D), "jk_attn_ref wrote outside o");
     free(on);
     ca_free_guarded(o);
     attn_free(&t);
@@ -221,7 +221,7 @@ static int check_attn_case(const struct jk_kernels *kt, const char *level, const
     void *ws = wsbuf + 4;                           /* misaligned on purpose */
 
     struct jk_attn_args a = attn_args(&t, or, 1, NULL);
-    attn_ref(&a);
+    jk_attn_ref(&a);
     a = attn_args(&t, o1, 1, ws);
     kt->attn(&a);
     a = attn_args(&t, o2, 2, ws);
@@ -517,7 +517,7 @@ static void check_rope_tables(void) {
                     pos[i].identity = i % 9 == 0;
                 }
                 float *c = falloc((size_t)n * hd), *s = falloc((size_t)n * hd);
-                rope_tables(c, s, pos, n, hd, thetas[th], layout ? JM_ROPE_INTERLEAVED : JM_ROPE_TILED);
+                jm_rope_tables(c, s, pos, n, hd, thetas[th], layout ? JM_ROPE_INTERLEAVED : JM_ROPE_TILED);
                 for (int i = 0; i < n; i++)
                     for (int j = 0; j < hd; j++) {
                         double ec = 1.0, es = 0.0;
@@ -535,8 +535,8 @@ static void check_rope_tables(void) {
                 cases++;
                 free(c), free(s);
             }
-    CA_CHECK(!bad, "rope_tables vs the §4 formulas: %d entries beyond one float ulp", bad);
-    CA_CHECK(!exact_bad, "rope_tables: %d identity / pass-through entries are not exactly 1 / 0", exact_bad);
+    CA_CHECK(!bad, "jm_rope_tables vs the §4 formulas: %d entries beyond one float ulp", bad);
+    CA_CHECK(!exact_bad, "jm_rope_tables: %d identity / pass-through entries are not exactly 1 / 0", exact_bad);
 
     /* the two layouts on one hand-checked row: head_dim 64 (d = 20, 10 frequencies),
      * position (t, h, w) = (1, 0, 0): tiled dims 0..9 and 10..19 both run omega_0..9,
@@ -544,53 +544,53 @@ static void check_rope_tables(void) {
     {
         struct rope_pos p1 = {1.0f, 0.0f, 0.0f, false};
         float ct[64], st[64], ci[64], si[64];
-        rope_tables(ct, st, &p1, 1, 64, 10000.0f, JM_ROPE_TILED);
-        rope_tables(ci, si, &p1, 1, 64, 10000.0f, JM_ROPE_INTERLEAVED);
+        jm_rope_tables(ct, st, &p1, 1, 64, 10000.0f, JM_ROPE_TILED);
+        jm_rope_tables(ci, si, &p1, 1, 64, 10000.0f, JM_ROPE_INTERLEAVED);
         int ok = 1;
         for (int k = 0; k < 10; k++) {
             const float e = (float)cos(pow(10000.0, -k / 10.0));
             ok &= ct[k] == e && ct[k + 10] == e && ci[2 * k] == e && ci[2 * k + 1] == e;
         }
         for (int j = 20; j < 64; j++) ok &= ct[j] == 1.0f && st[j] == 0.0f && ci[j] == 1.0f && si[j] == 0.0f;
-        CA_CHECK(ok, "rope_tables: the hand-checked head_dim 64 row (t = 1) is wrong");
+        CA_CHECK(ok, "jm_rope_tables: the hand-checked head_dim 64 row (t = 1) is wrong");
         cases++;
     }
-    printf("  rope_tables: %d cases checked against the §4 formulas\n", cases);
+    printf("  jm_rope_tables: %d cases checked against the §4 formulas\n", cases);
 }
 
 static void check_rope_positions(void) {
     struct rope_pos p[8];
     int ok = 1;
     /* ids NULL on a 2 x 2 x 3 grid: id = t*6 + h*3 + w */
-    rope_positions(p, NULL, 8, 2, 3, false, 0);
+    jm_rope_positions(p, NULL, 8, 2, 3, false, 0);
     static const float e1[8][3] = {{0, 0, 0}, {0, 0, 1}, {0, 0, 2}, {0, 1, 0}, {0, 1, 1}, {0, 1, 2}, {1, 0, 0}, {1, 0, 1}};
     for (int i = 0; i < 8; i++)
         ok &= p[i].t == e1[i][0] && p[i].h == e1[i][1] && p[i].w == e1[i][2] && !p[i].identity;
-    CA_CHECK(ok, "rope_positions: ids NULL on a 2x3 grid");
+    CA_CHECK(ok, "jm_rope_positions: ids NULL on a 2x3 grid");
     /* explicit ids on a 24 x 24 grid, interpolated to the 16 grid: h' = h 15/23 */
     const int32_t ids[4] = {0, 24 * 24 + 23 * 24 + 7, 5 * 576 + 12 * 24 + 23, 24};
-    rope_positions(p, ids, 4, 24, 24, true, 16);
+    jm_rope_positions(p, ids, 4, 24, 24, true, 16);
     ok = p[0].t == 0 && p[0].h == 0 && p[0].w == 0;
     ok &= p[1].t == 1 && p[1].h == 15.0f && p[1].w == 105.0f / 23.0f;
     ok &= p[2].t == 5 && p[2].h == 180.0f / 23.0f && p[2].w == 15.0f;
     ok &= p[3].t == 0 && p[3].h == 15.0f / 23.0f && p[3].w == 0;
-    CA_CHECK(ok, "rope_positions: 24x24 grid interpolated to 16 (15/23)");
+    CA_CHECK(ok, "jm_rope_positions: 24x24 grid interpolated to 16 (15/23)");
     /* the same ids without interpolation: raw integers */
-    rope_positions(p, ids, 4, 24, 24, false, 16);
+    jm_rope_positions(p, ids, 4, 24, 24, false, 16);
     ok = p[1].t == 1 && p[1].h == 23 && p[1].w == 7 && p[2].t == 5 && p[2].h == 12 && p[2].w == 23;
-    CA_CHECK(ok, "rope_positions: 24x24 grid, no interpolation");
+    CA_CHECK(ok, "jm_rope_positions: 24x24 grid, no interpolation");
     /* a grid side of 1 keeps position 0 (no division by zero); the other side: w 15/3 = 5w */
-    rope_positions(p, NULL, 8, 1, 4, true, 16);
+    jm_rope_positions(p, NULL, 8, 1, 4, true, 16);
     ok = 1;
     for (int i = 0; i < 8; i++) ok &= p[i].t == (float)(i / 4) && p[i].h == 0.0f && p[i].w == 5.0f * (i % 4);
-    CA_CHECK(ok, "rope_positions: gh = 1 with interpolation");
+    CA_CHECK(ok, "jm_rope_positions: gh = 1 with interpolation");
     /* non-square 16 x 20: h 15/15 = h, w 15/19 */
     const int32_t ids2[2] = {15 * 20 + 19, 320 + 3 * 20 + 4};
-    rope_positions(p, ids2, 2, 16, 20, true, 16);
+    jm_rope_positions(p, ids2, 2, 16, 20, true, 16);
     ok = p[0].t == 0 && p[0].h == 15.0f && p[0].w == 15.0f && p[1].t == 1 && p[1].h == 3.0f &&
          p[1].w == 60.0f / 19.0f;
-    CA_CHECK(ok, "rope_positions: non-square 16x20 grid interpolated");
-    printf("  rope_positions: hand-computed ids checked\n");
+    CA_CHECK(ok, "jm_rope_positions: non-square 16x20 grid interpolated");
+    printf("  jm_rope_positions: hand-computed ids checked\n");
 }
 #endif
 
@@ -709,7 +709,7 @@ int main(int argc, char **argv) {
         {1, 1, 1, 8, MASK_NONE, 1, 3, 0}, {17, 17, 3, 16, MASK_NONE, 1, 3, 0}, {17, 17, 2, 16, MASK_FRAMES, 1, 80, 0},
         {20, 20, 2, 8, MASK_CAUSAL, 1, 3, 0}, {13, 31, 2, 6, MASK_RANDOM, 0, 80, 0}, {1, 200, 2, 32, MASK_NONE, 0, 3, 0}};
     for (size_t i = 0; i < sizeof refcases / sizeof *refcases; i++) check_attn_ref(&refcases[i]);
-    printf("  attn_ref: %zu cases against the naive double formula\n", sizeof refcases / sizeof *refcases);
+    printf("  jk_attn_ref: %zu cases against the naive double formula\n", sizeof refcases / sizeof *refcases);
 #ifndef CHECKASM_AVX512_EMU
     check_rope_tables();
     check_rope_positions();
@@ -723,17 +723,16 @@ int main(int argc, char **argv) {
         struct jk_kernels kt;
         jk_init(&kt, lv[l].flags);
         const char *n = lv[l].name;
-        /* a slot still holding the reference at this level would be compared with itself */
-        const struct { const char *name; int same; } slots[] = {
-            {"attn", kt.attn == ref.attn}, {"attn_ws", kt.attn_ws == ref.attn_ws},
-            {"rope", kt.rope == ref.rope}, {"layernorm", kt.layernorm == ref.layernorm},
-            {"gelu", kt.gelu == ref.gelu}, {"gelu_tanh", kt.gelu_tanh == ref.gelu_tanh},
-            {"silu", kt.silu == ref.silu}, {"softmax", kt.softmax == ref.softmax},
-            {"add", kt.add == ref.add}, {"patchify", kt.patchify == ref.patchify}};
-        int nref = 0;
-        for (size_t s = 0; s < sizeof slots / sizeof *slots; s++)
-            if (slots[s].same) printf("  %s %s: the reference fills this slot, nothing to test\n", n, slots[s].name), nref++;
-        if (nref == (int)(sizeof slots / sizeof *slots)) continue;
+        /* a slot still holding the reference at this level would be compared with itself
+         * (the gemm slots are test_gemm.c's) */
+        int nref = 0, nslot = 0;
+        for (int s = 0; s < jk_nslots; s++) {
+            if (jk_slots[s].dtype >= 0 || !strcmp(jk_slots[s].name, "gemm_ws")) continue;
+            nslot++;
+            if (jk_slot_fn(&kt, &jk_slots[s]) == jk_slot_fn(&ref, &jk_slots[s]))
+                printf("  %s %s: the reference fills this slot, nothing to test\n", n, jk_slots[s].name), nref++;
+        }
+        if (nref == nslot) continue;
         tested++;
         if (kt.attn != ref.attn) check_attn(&kt, n);
         if (kt.rope != ref.rope) check_rope(&kt, n);

@@ -1,6 +1,6 @@
 /*
  * test_cuda_attn.c — the CUDA table's attention slot (kernels/cuda/attn.cu) against the
- * reference attn_ref (kernels/ref, exact softmax in double) on the host.
+ * reference jk_attn_ref (kernels/ref, exact softmax in double) on the host.
  *
  * Cases: random ragged nq, nkv in 1..200 (nq != nkv from separate q and k/v buffers,
  * nq == nkv from one fused [n, 3D] qkv buffer with or without row padding), 1 to 4

@@ -105,9 +105,9 @@ static void check_table(struct jk_device *d) {
     CA_CHECK(k.isa && !strcmp(k.isa, "cuda"), "isa \"%s\"", k.isa ? k.isa : "(null)");
     CA_CHECK(k.gemm[JK_F32] && k.gemm[JK_F16] && k.gemm[JK_BF16], "a 16/32-bit gemm slot is NULL");
     CA_CHECK(!k.gemm[JK_Q8_0], "gemm[JK_Q8_0] is set: the GPU has no q8_0 matmul");
-    CA_CHECK(k.attn && k.rope && k.layernorm && k.gelu && k.gelu_tanh && k.silu && k.softmax &&
-                 k.add && k.patchify && k.gather && k.mean_rows && k.gemm_ws && k.attn_ws,
-             "a slot of the CUDA table is NULL");
+    for (int s = 0; s < jk_nslots; s++)
+        if (jk_slots[s].dtype < 0)
+            CA_CHECK(jk_slot_fn(&k, &jk_slots[s]), "slot %s of the CUDA table is NULL", jk_slots[s].name);
     if (k.gemm_ws && k.attn_ws)
         CA_CHECK(k.gemm_ws(8, 4096) == 0 && k.attn_ws(8, 64, 4096) == 0,
                  "the CUDA slots take no workspace, but gemm_ws / attn_ws ask for some");
@@ -135,7 +135,7 @@ static void check_order_and_bind(struct jk_device *d) {
     float *g1 = (float *)malloc(n * sizeof(float)), *g2 = (float *)malloc(n * sizeof(float));
     ca_fill(x, n, 3.0f);
     memcpy(r, x, n * sizeof(float));
-    gelu_ref(r, n, 1);
+    jk_gelu_ref(r, n, 1);
     struct jk_kernels k;
     d->init_kernels(d, &k, 0);
     run_gelu(d, &k, x, g1, n);

@@ -108,7 +108,7 @@ static double acc_worst[JK_NDTYPES], bf16_plain_worst;
 /* Worst err / tol of the two checks per dtype: how much margin the bounds leave. */
 static double q1_worst[JK_NDTYPES], q2_worst[JK_NDTYPES];
 
-static double gelu(double t) { return ref_gelu_erf(t); }
+static double gelu(double t) { return jk_ref_gelu_erf(t); }
 
 static int run_case(const struct gcase *c) {
     const int M = c->M, N = c->N, K = c->K;
@@ -149,7 +149,7 @@ static int run_case(const struct gcase *c) {
                 memcpy(dst, &h, 2);
             }
         }
-        ref_weight_row(wf + (size_t)n * K, wm, ldw, t, n, K);
+        jk_ref_weight_row(wf + (size_t)n * K, wm, ldw, t, n, K);
     }
     float *bias = (float *)xmalloc((size_t)N * sizeof(float));
     for (int n = 0; n < N; n++) bias[n] = rnd();

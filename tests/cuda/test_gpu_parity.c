@@ -62,16 +62,16 @@ static jepa_model *load_bf16(const char *dir, const char *name, void **buf) {
     snprintf(path, sizeof path, "%s/%s/%s", data_dir, dir, name);
     struct gguf_file *g = NULL;
     struct jerr e = {0};
-    struct gguf_writer *w = gguf_writer_new();
+    struct gguf_writer *w = jg_writer_new();
     size_t size = 0;
     *buf = NULL;
-    if (!w || gguf_open(&g, path, &e) || jm_quantize(g, w, GGUF_TYPE_BF16, false, &e) ||
-        gguf_writer_write_mem(w, buf, &size, &e)) {
+    if (!w || jg_open(&g, path, &e) || jm_quantize(g, w, GGUF_TYPE_BF16, false, &e) ||
+        jg_writer_write_mem(w, buf, &size, &e)) {
         fprintf(stderr, "%s: bf16 rewrite: %s\n", path, e.msg);
         exit(1);
     }
-    gguf_writer_free(w);
-    gguf_close(g);
+    jg_writer_free(w);
+    jg_close(g);
     jepa_model *m = NULL;
     if (jepa_model_load_memory(&m, *buf, size, err)) {
         fprintf(stderr, "%s (bf16): %s\n", path, err);

@@ -4,7 +4,7 @@
  * whole arrays) and every tensor (name, type, shape, offsets, size, FNV-1a of its
  * bytes). tests/gguf/check_gguf_py.py compares this with ggml's gguf-py reading the
  * same file. With --text it prints one human line per kv / tensor instead
- * (gguf_kv_format). Exit 1 when the file is refused (the reason on stderr).
+ * (jg_kv_format). Exit 1 when the file is refused (the reason on stderr).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -34,13 +34,13 @@ static void json_float(double v, int is_f32) {
 /* One value of type vt: scalars come from kv->v, array elements through gguf_arr_*. */
 static void json_elem(const struct gguf_kv *kv, uint64_t i) {
     switch (kv->arr_type) {
-    case GGUF_V_BOOL: printf("%s", gguf_arr_u64(kv, i) ? "true" : "false"); break;
+    case GGUF_V_BOOL: printf("%s", jg_arr_u64(kv, i) ? "true" : "false"); break;
     case GGUF_V_U8: case GGUF_V_U16: case GGUF_V_U32: case GGUF_V_U64:
-        printf("%" PRIu64, gguf_arr_u64(kv, i)); break;
+        printf("%" PRIu64, jg_arr_u64(kv, i)); break;
     case GGUF_V_I8: case GGUF_V_I16: case GGUF_V_I32: case GGUF_V_I64:
-        printf("%" PRId64, gguf_arr_i64(kv, i)); break;
-    case GGUF_V_F32: json_float(gguf_arr_f64(kv, i), 1); break;
-    case GGUF_V_F64: json_float(gguf_arr_f64(kv, i), 0); break;
+        printf("%" PRId64, jg_arr_i64(kv, i)); break;
+    case GGUF_V_F32: json_float(jg_arr_f64(kv, i), 1); break;
+    case GGUF_V_F64: json_float(jg_arr_f64(kv, i), 0); break;
     case GGUF_V_STRING: json_str(kv->arr_str[i]); break;
     default: printf("null"); break;
     }
@@ -68,44 +68,44 @@ int main(int argc, char **argv) {
     }
     struct jerr err = {0};
     struct gguf_file *g = NULL;
-    if (gguf_open(&g, argv[1], &err) != JEPA_OK) {
+    if (jg_open(&g, argv[1], &err) != JEPA_OK) {
         fprintf(stderr, "gguf_dump: %s (%s)\n", err.msg, jepa_status_str(err.status));
         return 1;
     }
     const uint8_t *base = NULL;
-    if (gguf_n_tensors(g) > 0) {
-        const struct gguf_tensor *t0 = gguf_tensor_at(g, 0);
-        base = (const uint8_t *)t0->data - gguf_data_offset(g) - t0->offset;
+    if (jg_n_tensors(g) > 0) {
+        const struct gguf_tensor *t0 = jg_tensor_at(g, 0);
+        base = (const uint8_t *)t0->data - jg_data_offset(g) - t0->offset;
     }
     if (text) {
         char buf[512];
         printf("version %u, alignment %zu, %" PRId64 " kv, %" PRId64 " tensors, data at %zu, %zu bytes\n",
-               gguf_version(g), gguf_alignment(g), gguf_n_kv(g), gguf_n_tensors(g),
-               gguf_data_offset(g), gguf_file_size(g));
-        for (int64_t i = 0; i < gguf_n_kv(g); i++) {
-            const struct gguf_kv *kv = gguf_kv_at(g, i);
-            gguf_kv_format(kv, buf, sizeof buf, 8);
-            printf("%-40s %-8s %s\n", kv->key, gguf_vtype_name(kv->type), buf);
+               jg_version(g), jg_alignment(g), jg_n_kv(g), jg_n_tensors(g),
+               jg_data_offset(g), jg_file_size(g));
+        for (int64_t i = 0; i < jg_n_kv(g); i++) {
+            const struct gguf_kv *kv = jg_kv_at(g, i);
+            jg_kv_format(kv, buf, sizeof buf, 8);
+            printf("%-40s %-8s %s\n", kv->key, jg_vtype_name(kv->type), buf);
         }
-        for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
-            const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        for (int64_t i = 0; i < jg_n_tensors(g); i++) {
+            const struct gguf_tensor *t = jg_tensor_at(g, i);
             printf("%-40s %-5s [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "] @%" PRIu64 " %zu bytes\n",
-                   t->name, gguf_type_info(t->type)->name, t->ne[0], t->ne[1], t->ne[2], t->ne[3],
+                   t->name, jg_type_info(t->type)->name, t->ne[0], t->ne[1], t->ne[2], t->ne[3],
                    t->offset, t->nbytes);
         }
-        gguf_close(g);
+        jg_close(g);
         return 0;
     }
     printf("{\"version\": %u, \"alignment\": %zu, \"data_offset\": %zu, \"file_size\": %zu,\n",
-           gguf_version(g), gguf_alignment(g), gguf_data_offset(g), gguf_file_size(g));
+           jg_version(g), jg_alignment(g), jg_data_offset(g), jg_file_size(g));
     printf(" \"kv\": [\n");
-    for (int64_t i = 0; i < gguf_n_kv(g); i++) {
-        const struct gguf_kv *kv = gguf_kv_at(g, i);
+    for (int64_t i = 0; i < jg_n_kv(g); i++) {
+        const struct gguf_kv *kv = jg_kv_at(g, i);
         printf("  {\"key\": ");
         json_str(kv->key);
-        printf(", \"type\": \"%s\"", gguf_vtype_name(kv->type));
+        printf(", \"type\": \"%s\"", jg_vtype_name(kv->type));
         if (kv->type == GGUF_V_ARRAY) {
-            printf(", \"elem\": \"%s\", \"value\": [", gguf_vtype_name(kv->arr_type));
+            printf(", \"elem\": \"%s\", \"value\": [", jg_vtype_name(kv->arr_type));
             for (uint64_t k = 0; k < kv->arr_n; k++) {
                 if (k) printf(", ");
                 json_elem(kv, k);
@@ -115,11 +115,11 @@ int main(int argc, char **argv) {
             printf(", \"value\": ");
             json_scalar(kv);
         }
-        printf("}%s\n", i + 1 < gguf_n_kv(g) ? "," : "");
+        printf("}%s\n", i + 1 < jg_n_kv(g) ? "," : "");
     }
     printf(" ],\n \"tensors\": [\n");
-    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
-        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+    for (int64_t i = 0; i < jg_n_tensors(g); i++) {
+        const struct gguf_tensor *t = jg_tensor_at(g, i);
         printf("  {\"name\": ");
         json_str(t->name);
         printf(", \"type\": %u, \"ne\": [", t->type);
@@ -127,9 +127,9 @@ int main(int argc, char **argv) {
         printf("], \"n_elements\": %" PRId64 ", \"offset\": %" PRIu64
                ", \"file_offset\": %zu, \"nbytes\": %zu, \"fnv1a64\": \"%016" PRIx64 "\"}%s\n",
                t->n_elements, t->offset, (size_t)((const uint8_t *)t->data - base), t->nbytes,
-               tc_fnv1a(t->data, t->nbytes), i + 1 < gguf_n_tensors(g) ? "," : "");
+               tc_fnv1a(t->data, t->nbytes), i + 1 < jg_n_tensors(g) ? "," : "");
     }
     printf(" ]}\n");
-    gguf_close(g);
+    jg_close(g);
     return 0;
 }

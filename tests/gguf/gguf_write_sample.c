@@ -61,18 +61,18 @@ int main(int argc, char **argv) {
         return 2;
     }
     uint32_t align = argc == 4 ? (uint32_t)strtoul(argv[3], NULL, 10) : 0;
-    struct gguf_writer *w = gguf_writer_new();
+    struct gguf_writer *w = jg_writer_new();
     js = fopen(argv[2], "w");
     if (!w || !js) return fail_st(JEPA_ERR_IO, "setup");
     fprintf(js, "{\"alignment\": %u,\n \"kv\": [\n", align ? align : GGUF_DEFAULT_ALIGNMENT);
 
     /* a key set first and replaced at the end keeps its first position */
-    TRY(gguf_writer_set_str(w, "general.architecture", "to be replaced"));
+    TRY(jg_writer_set_str(w, "general.architecture", "to be replaced"));
     kv_begin("general.architecture", "string", NULL);
     json_str("jepa");
     fprintf(js, "}");
     if (align) {
-        TRY(gguf_writer_set_u32(w, "general.alignment", align));
+        TRY(jg_writer_set_u32(w, "general.alignment", align));
         kv_begin("general.alignment", "u32", NULL);
         fprintf(js, "%u}", align);
     }
@@ -81,36 +81,36 @@ int main(int argc, char **argv) {
     uint8_t u8 = 200; int8_t i8 = -128; uint16_t u16 = 65535; int16_t i16 = -32768;
     uint32_t u32 = 4000000000u; int32_t i32 = INT32_MIN; float f32 = 0.1f;
     uint64_t u64 = UINT64_MAX; int64_t i64 = INT64_MIN; double f64 = -1.0 / 3.0;
-    TRY(gguf_writer_set_scalar(w, "t.u8", GGUF_V_U8, &u8));
+    TRY(jg_writer_set_scalar(w, "t.u8", GGUF_V_U8, &u8));
     kv_begin("t.u8", "u8", NULL); fprintf(js, "%u}", u8);
-    TRY(gguf_writer_set_scalar(w, "t.i8", GGUF_V_I8, &i8));
+    TRY(jg_writer_set_scalar(w, "t.i8", GGUF_V_I8, &i8));
     kv_begin("t.i8", "i8", NULL); fprintf(js, "%d}", i8);
-    TRY(gguf_writer_set_scalar(w, "t.u16", GGUF_V_U16, &u16));
+    TRY(jg_writer_set_scalar(w, "t.u16", GGUF_V_U16, &u16));
     kv_begin("t.u16", "u16", NULL); fprintf(js, "%u}", u16);
-    TRY(gguf_writer_set_scalar(w, "t.i16", GGUF_V_I16, &i16));
+    TRY(jg_writer_set_scalar(w, "t.i16", GGUF_V_I16, &i16));
     kv_begin("t.i16", "i16", NULL); fprintf(js, "%d}", i16);
-    TRY(gguf_writer_set_u32(w, "t.u32", u32));
+    TRY(jg_writer_set_u32(w, "t.u32", u32));
     kv_begin("t.u32", "u32", NULL); fprintf(js, "%" PRIu32 "}", u32);
-    TRY(gguf_writer_set_i32(w, "t.i32", i32));
+    TRY(jg_writer_set_i32(w, "t.i32", i32));
     kv_begin("t.i32", "i32", NULL); fprintf(js, "%" PRId32 "}", i32);
-    TRY(gguf_writer_set_f32(w, "t.f32", f32));
+    TRY(jg_writer_set_f32(w, "t.f32", f32));
     kv_begin("t.f32", "f32", NULL); json_f(f32, 1); fprintf(js, "}");
-    TRY(gguf_writer_set_bool(w, "t.bool_true", true));
+    TRY(jg_writer_set_bool(w, "t.bool_true", true));
     kv_begin("t.bool_true", "bool", NULL); fprintf(js, "true}");
-    TRY(gguf_writer_set_bool(w, "t.bool_false", false));
+    TRY(jg_writer_set_bool(w, "t.bool_false", false));
     kv_begin("t.bool_false", "bool", NULL); fprintf(js, "false}");
-    TRY(gguf_writer_set_u64(w, "t.u64", u64));
+    TRY(jg_writer_set_u64(w, "t.u64", u64));
     kv_begin("t.u64", "u64", NULL); fprintf(js, "%" PRIu64 "}", u64);
-    TRY(gguf_writer_set_scalar(w, "t.i64", GGUF_V_I64, &i64));
+    TRY(jg_writer_set_scalar(w, "t.i64", GGUF_V_I64, &i64));
     kv_begin("t.i64", "i64", NULL); fprintf(js, "%" PRId64 "}", i64);
-    TRY(gguf_writer_set_scalar(w, "t.f64", GGUF_V_F64, &f64));
+    TRY(jg_writer_set_scalar(w, "t.f64", GGUF_V_F64, &f64));
     kv_begin("t.f64", "f64", NULL); json_f(f64, 0); fprintf(js, "}");
     const char *strs[] = {"hello, GGUF", "", "\303\274n\303\257c\303\270d\303\251 \342\234\223",
                           "with \"quotes\", a \\ and a\nnewline"};
     for (int k = 0; k < 4; k++) {
         char key[32];
         snprintf(key, sizeof key, "t.str%d", k);
-        TRY(gguf_writer_set_str(w, key, strs[k]));
+        TRY(jg_writer_set_str(w, key, strs[k]));
         kv_begin(key, "string", NULL); json_str(strs[k]); fprintf(js, "}");
     }
 
@@ -121,11 +121,11 @@ int main(int argc, char **argv) {
                                      GGUF_V_F64};
     for (size_t e = 0; e < sizeof elems / sizeof elems[0]; e++) {
         uint32_t et = elems[e];
-        size_t es = gguf_vtype_size(et), n = 5 + e;
+        size_t es = jg_vtype_size(et), n = 5 + e;
         uint8_t buf[8 * 16];
         char key[32];
-        snprintf(key, sizeof key, "t.arr_%s", gguf_vtype_name(et));
-        kv_begin(key, "array", gguf_vtype_name(et));
+        snprintf(key, sizeof key, "t.arr_%s", jg_vtype_name(et));
+        kv_begin(key, "array", jg_vtype_name(et));
         fputc('[', js);
         for (size_t k = 0; k < n; k++) {
             uint64_t r = tc_rand(&seed);
@@ -153,18 +153,18 @@ int main(int argc, char **argv) {
             }
         }
         fprintf(js, "]}");
-        TRY(gguf_writer_set_arr(w, key, et, buf, n));
+        TRY(jg_writer_set_arr(w, key, et, buf, n));
     }
-    TRY(gguf_writer_set_arr(w, "t.arr_empty", GGUF_V_U32, NULL, 0));
+    TRY(jg_writer_set_arr(w, "t.arr_empty", GGUF_V_U32, NULL, 0));
     kv_begin("t.arr_empty", "array", "u32"); fprintf(js, "[]}");
-    TRY(gguf_writer_set_arr_str(w, "t.arr_str", strs, 4));
+    TRY(jg_writer_set_arr_str(w, "t.arr_str", strs, 4));
     kv_begin("t.arr_str", "array", "string");
     fputc('[', js);
     for (int k = 0; k < 4; k++) { if (k) fprintf(js, ", "); json_str(strs[k]); }
     fprintf(js, "]}");
-    TRY(gguf_writer_set_arr_str(w, "t.arr_str_empty", NULL, 0));
+    TRY(jg_writer_set_arr_str(w, "t.arr_str_empty", NULL, 0));
     kv_begin("t.arr_str_empty", "array", "string"); fprintf(js, "[]}");
-    TRY(gguf_writer_set_str(w, "general.architecture", "jepa"));     /* the replacement */
+    TRY(jg_writer_set_str(w, "general.architecture", "jepa"));     /* the replacement */
 
     /* one tensor of every schema-v1 type */
     struct { const char *name; uint32_t type; int n_dims; int64_t ne[4]; } ts[] = {
@@ -184,12 +184,12 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
         int64_t rows = 1;
         for (int d = 1; d < ts[i].n_dims; d++) rows *= ts[i].ne[d];
-        size_t nbytes = gguf_row_bytes(ts[i].type, ts[i].ne[0]) * (size_t)rows;
+        size_t nbytes = jg_row_bytes(ts[i].type, ts[i].ne[0]) * (size_t)rows;
         uint8_t *data = malloc(nbytes);
         if (!data) return fail_st(JEPA_ERR_NOMEM, "malloc");
         tc_fill(data, nbytes, 1000 + i);
         struct jerr err = {0};
-        TRY(gguf_writer_add_tensor(w, ts[i].name, ts[i].type, ts[i].n_dims, ts[i].ne, data, nbytes, &err));
+        TRY(jg_writer_add_tensor(w, ts[i].name, ts[i].type, ts[i].n_dims, ts[i].ne, data, nbytes, &err));
         fprintf(js, "%s  {\"name\": \"%s\", \"type\": %u, \"ne\": [", i ? ",\n" : "", ts[i].name, ts[i].type);
         for (int d = 0; d < ts[i].n_dims; d++) fprintf(js, "%s%" PRId64, d ? ", " : "", ts[i].ne[d]);
         fprintf(js, "], \"nbytes\": %zu, \"hex\": \"", nbytes);
@@ -200,10 +200,10 @@ int main(int argc, char **argv) {
     fprintf(js, "\n ]}\n");
     if (fclose(js) != 0) return fail_st(JEPA_ERR_IO, "writing the JSON");
     struct jerr err = {0};
-    if (gguf_writer_write(w, argv[1], &err) != JEPA_OK) {
+    if (jg_writer_write(w, argv[1], &err) != JEPA_OK) {
         fprintf(stderr, "gguf_write_sample: %s\n", err.msg);
         return 1;
     }
-    gguf_writer_free(w);
+    jg_writer_free(w);
     return 0;
 }

@@ -26,24 +26,24 @@ static void check_fixture(const char *dir, const struct fixture *fx) {
     snprintf(path, sizeof path, "%s/%s", dir, fx->file);
     struct jerr err = {0};
     struct gguf_file *g = NULL;
-    CHECK(gguf_open(&g, path, &err) == JEPA_OK, "%s: %s", path, err.msg);
+    CHECK(jg_open(&g, path, &err) == JEPA_OK, "%s: %s", path, err.msg);
     if (!g) return;
-    CHECK(gguf_version(g) == 3 && gguf_alignment(g) == 32, "%s: version/alignment", fx->file);
-    CHECK(gguf_file_size(g) == fx->size, "%s: size %zu", fx->file, gguf_file_size(g));
-    CHECK(gguf_n_tensors(g) == fx->n_tensors, "%s: %lld tensors", fx->file, (long long)gguf_n_tensors(g));
-    CHECK(gguf_n_kv(g) == fx->n_kv, "%s: %lld kv", fx->file, (long long)gguf_n_kv(g));
-    const struct gguf_kv *kv = gguf_find_kv(g, "jepa.family");
+    CHECK(jg_version(g) == 3 && jg_alignment(g) == 32, "%s: version/alignment", fx->file);
+    CHECK(jg_file_size(g) == fx->size, "%s: size %zu", fx->file, jg_file_size(g));
+    CHECK(jg_n_tensors(g) == fx->n_tensors, "%s: %lld tensors", fx->file, (long long)jg_n_tensors(g));
+    CHECK(jg_n_kv(g) == fx->n_kv, "%s: %lld kv", fx->file, (long long)jg_n_kv(g));
+    const struct gguf_kv *kv = jg_find_kv(g, "jepa.family");
     CHECK(kv && kv->type == GGUF_V_STRING && strcmp(kv->v.s, fx->family) == 0, "%s: family", fx->file);
-    kv = gguf_find_kv(g, "jepa.schema_version");
+    kv = jg_find_kv(g, "jepa.schema_version");
     CHECK(kv && kv->type == GGUF_V_U32 && kv->v.u == 1, "%s: schema_version", fx->file);
-    kv = gguf_find_kv(g, "general.architecture");
+    kv = jg_find_kv(g, "general.architecture");
     CHECK(kv && kv->type == GGUF_V_STRING && strcmp(kv->v.s, "jepa") == 0, "%s: architecture", fx->file);
-    kv = gguf_find_kv(g, "jepa.pre.mean");
+    kv = jg_find_kv(g, "jepa.pre.mean");
     CHECK(kv && kv->type == GGUF_V_ARRAY && kv->arr_type == GGUF_V_F32 && kv->arr_n == 3 &&
-          gguf_arr_f64(kv, 0) == (double)0.485f && gguf_arr_f64(kv, 2) == (double)0.406f,
+          jg_arr_f64(kv, 0) == (double)0.485f && jg_arr_f64(kv, 2) == (double)0.406f,
           "%s: jepa.pre.mean", fx->file);
 
-    const struct gguf_tensor *t = gguf_find_tensor(g, "enc.blk.0.attn_qkv.weight");
+    const struct gguf_tensor *t = jg_find_tensor(g, "enc.blk.0.attn_qkv.weight");
     CHECK(t && t->type == GGUF_TYPE_F32 && t->n_dims == 2 && t->ne[0] == fx->qkv_ne0 &&
           t->ne[1] == fx->qkv_ne1 && t->nbytes == (size_t)(fx->qkv_ne0 * fx->qkv_ne1 * 4),
           "%s: enc.blk.0.attn_qkv.weight", fx->file);
@@ -51,7 +51,7 @@ static void check_fixture(const char *dir, const struct fixture *fx) {
         /* the mapped bytes are the file's bytes at data_offset + offset */
         FILE *f = fopen(path, "rb");
         uint8_t raw[64];
-        size_t at = gguf_data_offset(g) + t->offset;
+        size_t at = jg_data_offset(g) + t->offset;
         int ok = f && fseek(f, (long)at, SEEK_SET) == 0 && fread(raw, 1, sizeof raw, f) == sizeof raw;
         CHECK(ok && memcmp(raw, t->data, sizeof raw) == 0, "%s: qkv bytes at %zu", fx->file, at);
         if (f) fclose(f);
@@ -60,22 +60,22 @@ static void check_fixture(const char *dir, const struct fixture *fx) {
     /* every tensor: inside the file, aligned, packed in order as ggml writes them */
     const uint8_t *base = NULL;
     size_t expect = 0;
-    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
-        t = gguf_tensor_at(g, i);
-        if (i == 0) base = (const uint8_t *)t->data - gguf_data_offset(g) - t->offset;
+    for (int64_t i = 0; i < jg_n_tensors(g); i++) {
+        t = jg_tensor_at(g, i);
+        if (i == 0) base = (const uint8_t *)t->data - jg_data_offset(g) - t->offset;
         size_t at = (size_t)((const uint8_t *)t->data - base);
         CHECK(at % 32 == 0 && (uintptr_t)t->data % 32 == 0, "%s: %s not aligned", fx->file, t->name);
-        CHECK(at >= gguf_data_offset(g) && at + t->nbytes <= gguf_file_size(g), "%s: %s outside", fx->file, t->name);
+        CHECK(at >= jg_data_offset(g) && at + t->nbytes <= jg_file_size(g), "%s: %s outside", fx->file, t->name);
         CHECK(t->offset == expect, "%s: %s at %llu, expected %zu", fx->file, t->name,
               (unsigned long long)t->offset, expect);
-        CHECK(gguf_find_tensor(g, t->name) == t, "%s: lookup of %s", fx->file, t->name);
-        CHECK(t->nbytes == gguf_row_bytes(t->type, t->ne[0]) * (size_t)(t->n_elements / t->ne[0]),
+        CHECK(jg_find_tensor(g, t->name) == t, "%s: lookup of %s", fx->file, t->name);
+        CHECK(t->nbytes == jg_row_bytes(t->type, t->ne[0]) * (size_t)(t->n_elements / t->ne[0]),
               "%s: %s size", fx->file, t->name);
         expect += (t->nbytes + 31) / 32 * 32;
     }
-    CHECK(gguf_data_offset(g) + expect == gguf_file_size(g), "%s: data section ends at %zu, file %zu",
-          fx->file, gguf_data_offset(g) + expect, gguf_file_size(g));
-    gguf_close(g);
+    CHECK(jg_data_offset(g) + expect == jg_file_size(g), "%s: data section ends at %zu, file %zu",
+          fx->file, jg_data_offset(g) + expect, jg_file_size(g));
+    jg_close(g);
 }
 
 int main(int argc, char **argv) {

@@ -7,7 +7,7 @@
  * substring). Every prefix of the valid file (every truncation point) is refused too,
  * and the unmodified file is accepted. Each input sits in an exactly-sized heap buffer,
  * so under -Db_sanitize=address,undefined any read past its end is caught.
- * Also: gguf_open on a missing file, a directory, an empty file and a truncated file.
+ * Also: jg_open on a missing file, a directory, an empty file and a truncated file.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -94,7 +94,7 @@ static void expect(const char *name, const uint8_t *p, size_t n, jepa_status wan
     if (n) memcpy(copy, p, n);
     struct jerr err = {0};
     struct gguf_file *g = (struct gguf_file *)&err;   /* must be reset to NULL */
-    jepa_status st = gguf_open_memory(&g, copy, n, &err);
+    jepa_status st = jg_open_memory(&g, copy, n, &err);
     CHECK(st == want, "%s: status %d (%s), expected %d; message: %s", name, st, jepa_status_str(st),
           want, err.msg);
     if (want != JEPA_OK) {
@@ -102,7 +102,7 @@ static void expect(const char *name, const uint8_t *p, size_t n, jepa_status wan
         CHECK(err.status == want && strstr(err.msg, substr) != NULL && strchr(err.msg, '\n') == NULL,
               "%s: message \"%s\" should contain \"%s\"", name, err.msg, substr);
     }
-    gguf_close(st == JEPA_OK ? g : NULL);
+    jg_close(st == JEPA_OK ? g : NULL);
     free(copy);
 }
 
@@ -225,13 +225,13 @@ static void test_truncation(void) {
         memcpy(p, base.p, n);
         struct jerr err = {0};
         struct gguf_file *g = NULL;
-        jepa_status st = gguf_open_memory(&g, n ? p : NULL, n, &err);
+        jepa_status st = jg_open_memory(&g, n ? p : NULL, n, &err);
         int ok = st == JEPA_ERR_FORMAT && g == NULL &&
                  (strstr(err.msg, "truncated") || strstr(err.msg, "runs past the end") ||
                   strstr(err.msg, "cannot fit"));
         if (!ok && bad++ < 5)
             CHECK(0, "prefix of %zu bytes: status %d, message: %s", n, st, err.msg);
-        gguf_close(g);
+        jg_close(g);
         free(p);
     }
     CHECK(bad == 0, "%d of %zu prefixes not refused as truncated", bad, base.n);
@@ -276,14 +276,14 @@ static void test_truncation_kv(void) {
         memcpy(p, b.p, n);
         struct jerr err = {0};
         struct gguf_file *g = NULL;
-        jepa_status st = gguf_open_memory(&g, n ? p : NULL, n, &err);
+        jepa_status st = jg_open_memory(&g, n ? p : NULL, n, &err);
         int ok = st == JEPA_ERR_FORMAT && g == NULL &&
                  (strstr(err.msg, "truncated") || strstr(err.msg, "runs past the end") ||
                   strstr(err.msg, "cannot fit"));
         if (!ok && bad++ < 5) CHECK(0, "kv prefix of %zu bytes: status %d, message: %s", n, st, err.msg);
         for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
             if (strstr(err.msg, want[k])) seen[k] = true;
-        gguf_close(g);
+        jg_close(g);
         free(p);
     }
     CHECK(bad == 0, "%d of %zu kv prefixes not refused as truncated", bad, b.n);
@@ -334,17 +334,17 @@ static void test_open_file(void) {
     struct jerr err = {0};
     struct gguf_file *g = NULL;
     snprintf(path, sizeof path, "%s/missing.gguf", dir);
-    CHECK(gguf_open(&g, path, &err) == JEPA_ERR_IO && g == NULL && strstr(err.msg, "cannot open"),
+    CHECK(jg_open(&g, path, &err) == JEPA_ERR_IO && g == NULL && strstr(err.msg, "cannot open"),
           "missing file: %s", err.msg);
-    jerr_clear(&err);
-    CHECK(gguf_open(&g, dir, &err) == JEPA_ERR_IO && strstr(err.msg, "not a regular file"),
+    jr_err_clear(&err);
+    CHECK(jg_open(&g, dir, &err) == JEPA_ERR_IO && strstr(err.msg, "not a regular file"),
           "directory: %s", err.msg);
 
     snprintf(path, sizeof path, "%s/empty.gguf", dir);
     FILE *f = fopen(path, "wb");
     if (f) fclose(f);
-    jerr_clear(&err);
-    CHECK(gguf_open(&g, path, &err) == JEPA_ERR_FORMAT && strstr(err.msg, "truncated header"),
+    jr_err_clear(&err);
+    CHECK(jg_open(&g, path, &err) == JEPA_ERR_FORMAT && strstr(err.msg, "truncated header"),
           "empty file: %s", err.msg);
     unlink(path);
 
@@ -354,8 +354,8 @@ static void test_open_file(void) {
         fwrite(base.p, 1, base.n - 40, f);
         fclose(f);
     }
-    jerr_clear(&err);
-    CHECK(gguf_open(&g, path, &err) == JEPA_ERR_FORMAT && strncmp(err.msg, path, strlen(path)) == 0 &&
+    jr_err_clear(&err);
+    CHECK(jg_open(&g, path, &err) == JEPA_ERR_FORMAT && strncmp(err.msg, path, strlen(path)) == 0 &&
           strstr(err.msg, "runs past the end"), "truncated file: %s", err.msg);
     unlink(path);
 
@@ -365,13 +365,13 @@ static void test_open_file(void) {
         fwrite(base.p, 1, base.n, f);
         fclose(f);
     }
-    jerr_clear(&err);
-    CHECK(gguf_open(&g, path, &err) == JEPA_OK && g && gguf_n_tensors(g) == 3, "valid file: %s", err.msg);
+    jr_err_clear(&err);
+    CHECK(jg_open(&g, path, &err) == JEPA_OK && g && jg_n_tensors(g) == 3, "valid file: %s", err.msg);
     if (g) {
-        const struct gguf_tensor *t = gguf_find_tensor(g, "blk.2.w");
+        const struct gguf_tensor *t = jg_find_tensor(g, "blk.2.w");
         CHECK(t && t->nbytes == 8 && memcmp(t->data, base.p + O.data + 160, 8) == 0, "blk.2.w data");
     }
-    gguf_close(g);
+    jg_close(g);
     unlink(path);
     rmdir(dir);
 }

@@ -1,5 +1,5 @@
 /*
- * resize_tool.c — a developer tool, not a test: runs one pre_resize_u8() on raw pixels
+ * resize_tool.c — a developer tool, not a test: runs one ji_pre_resize_u8() on raw pixels
  * so tests/gen/gen_preprocess.py --fuzz N can compare thousands of random sizes against
  * torchvision and cv2 (the committed cases are the ones test_preprocess.c replays).
  *
@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     struct jerr e = {0};
-    if (pre_resize_u8(in, h, w, (size_t)w * c, c, (enum pre_filter)f, oh, ow, y0, x0, ny, nx, out, &e)) {
+    if (ji_pre_resize_u8(in, h, w, (size_t)w * c, c, (enum pre_filter)f, oh, ow, y0, x0, ny, nx, out, &e)) {
         fprintf(stderr, "resize_tool: %s\n", e.msg);
         return 1;
     }

@@ -88,7 +88,7 @@ static void test_resize(const struct man_line *l) {
     uint8_t *src = malloc((size_t)h * w * 3), *out = malloc((size_t)oh * ow * 3);
     man_frame(kind, (uint32_t)seed, h, w, src);
     struct jerr e = {0};
-    jepa_status st = pre_resize_u8(src, h, w, (size_t)w * 3, 3, f, oh, ow, 0, 0, oh, ow, out, &e);
+    jepa_status st = ji_pre_resize_u8(src, h, w, (size_t)w * 3, 3, f, oh, ow, 0, 0, oh, ow, out, &e);
     CHECK(st == JEPA_OK, "resize %s %s: %s", name, l->f[6], e.msg);
     CHECK(ref.dtype == NPY_U8 && ref.count == (int64_t)oh * ow * 3, "resize %s %s: reference shape", name, l->f[6]);
     if (st == JEPA_OK && ref.count == (int64_t)oh * ow * 3) {
@@ -108,7 +108,7 @@ static void test_resize(const struct man_line *l) {
             int y0 = wins[k][0], x0 = wins[k][1], ny = wins[k][2], nx = wins[k][3];
             if (ny < 1 || nx < 1) continue;
             uint8_t *win = malloc((size_t)ny * nx * 3);
-            st = pre_resize_u8(src, h, w, (size_t)w * 3, 3, f, oh, ow, y0, x0, ny, nx, win, &e);
+            st = ji_pre_resize_u8(src, h, w, (size_t)w * 3, 3, f, oh, ow, y0, x0, ny, nx, win, &e);
             bool same = st == JEPA_OK;
             for (int y = 0; same && y < ny; y++)
                 same = !memcmp(win + (size_t)y * nx * 3, out + ((size_t)(y0 + y) * ow + x0) * 3, (size_t)nx * 3);
@@ -145,10 +145,10 @@ static void test_pipeline(const struct man_line *l) {
         struct jerr e = {0};
         struct pre_geom g;
         man_frame(kind, (uint32_t)(seed + t), h, w, src);
-        jepa_status st = pre_frame_u8(&c, src, h, w, (size_t)w * 3, crop, &g, &e);
+        jepa_status st = ji_pre_frame_u8(&c, src, h, w, (size_t)w * 3, crop, &g, &e);
         CHECK(st == JEPA_OK, "pipeline %s: %s", name, e.msg);
         ok &= st == JEPA_OK;
-        if (st == JEPA_OK) pre_normalize(&c, crop, hw, x + (size_t)t * hw, (size_t)T * hw);
+        if (st == JEPA_OK) ji_pre_normalize(&c, crop, hw, x + (size_t)t * hw, (size_t)T * hw);
     }
     if (ok && ref.count == (int64_t)(3 * T * hw)) {
         long long mu;
@@ -247,7 +247,7 @@ static void test_errors(const jepa_model *m) {
     /* resize windows outside the result */
     struct jerr e = {0};
     uint8_t o[3];
-    CHECK(pre_resize_u8(px, 2, 2, 6, 3, PRE_TV_BILINEAR_AA, 4, 4, 3, 3, 2, 1, o, &e) == JEPA_ERR_ARG, "window outside");
+    CHECK(ji_pre_resize_u8(px, 2, 2, 6, 3, PRE_TV_BILINEAR_AA, 4, 4, 3, 3, 2, 1, o, &e) == JEPA_ERR_ARG, "window outside");
 }
 
 int main(int argc, char **argv) {

@@ -26,15 +26,15 @@
 static int failures;
 
 static void *make_file(const struct gguf_file *g, uint32_t type, bool as_f32, size_t *size) {
-    struct gguf_writer *w = gguf_writer_new();
+    struct gguf_writer *w = jg_writer_new();
     struct jerr e = {0};
     void *data = NULL;
-    if (!w || jm_quantize(g, w, type, as_f32, &e) || gguf_writer_write_mem(w, &data, size, &e)) {
+    if (!w || jm_quantize(g, w, type, as_f32, &e) || jg_writer_write_mem(w, &data, size, &e)) {
         printf("FAIL making a %s file: %s\n", as_f32 ? "rounded-f32" : "typed", e.msg);
         failures++;
         data = NULL;
     }
-    gguf_writer_free(w);
+    jg_writer_free(w);
     return data;
 }
 
@@ -98,7 +98,7 @@ static void check_model(const char *data_dir, const char *model, const char *inp
     snprintf(path, sizeof path, "%s/%s", data_dir, model);
     struct gguf_file *g = NULL;
     struct jerr e = {0};
-    if (gguf_open(&g, path, &e)) {
+    if (jg_open(&g, path, &e)) {
         printf("FAIL %s: %s\n", path, e.msg);
         failures++;
         return;
@@ -108,7 +108,7 @@ static void check_model(const char *data_dir, const char *model, const char *inp
     if (npy_load_f32(&x, path, &e)) {
         printf("FAIL %s: %s\n", path, e.msg);
         failures++;
-        gguf_close(g);
+        jg_close(g);
         return;
     }
     static const struct { uint32_t type; const char *name; } types[] = {
@@ -139,7 +139,7 @@ static void check_model(const char *data_dir, const char *model, const char *inp
         free(widened);
     }
     npy_free(&x);
-    gguf_close(g);
+    jg_close(g);
 }
 
 int main(int argc, char **argv) {

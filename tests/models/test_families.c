@@ -133,23 +133,23 @@ static void table_case(const char *tag, const char *dir, const char *file, const
     struct gguf_file *g = NULL;
     struct jerr e = {0};
     struct npy want;
-    if (gguf_open(&g, path, &e) || load(&want, dir, ref)) {
-        if (g) gguf_close(g);
+    if (jg_open(&g, path, &e) || load(&want, dir, ref)) {
+        if (g) jg_close(g);
         else { printf("FAIL %s: %s\n", path, e.msg); failures++; }
         return;
     }
-    const struct gguf_tensor *t = gguf_find_tensor(g, "enc.pos_embed");
+    const struct gguf_tensor *t = jg_find_tensor(g, "enc.pos_embed");
     const int d = (int)t->ne[0];
     int rows0 = (int)t->ne[1] - cls, side = 0;
     while ((side + 1) * (side + 1) <= rows0) side++;
     float *got = malloc(sizeof(float) * (size_t)(cls + gh * gw) * d);
     if (cls) memcpy(got, t->data, sizeof(float) * (size_t)d);
-    pos_embed_interpolate(got + (size_t)cls * d, (const float *)t->data + (size_t)cls * d, side, side, gh, gw, d);
+    jm_pos_embed_interpolate(got + (size_t)cls * d, (const float *)t->data + (size_t)cls * d, side, side, gh, gw, d);
     snprintf(what, sizeof what, "%s position table %dx%d -> %dx%d", tag, side, side, gh, gw);
     failures += parity_check(what, got, want.data, cls + gh * gw, d, COS_BAR, REL_BAR);
     free(got);
     npy_free(&want);
-    gguf_close(g);
+    jg_close(g);
 }
 
 static void lewm_case(const char *cpu) {

@@ -26,17 +26,17 @@ static char v2_path[1024], v21_path[1024];
 
 static jepa_status load_path(const char *path, struct jepa_model **m, struct jerr *err) {
     struct gguf_file *g = NULL;
-    jepa_status st = gguf_open(&g, path, err);
+    jepa_status st = jg_open(&g, path, err);
     if (st) return st;
-    if ((st = jm_load(m, g, err))) gguf_close(g);
+    if ((st = jm_load(m, g, err))) jg_close(g);
     return st;
 }
 
 static jepa_status load_mem(const void *buf, size_t size, struct jepa_model **m, struct jerr *err) {
     struct gguf_file *g = NULL;
-    jepa_status st = gguf_open_memory(&g, buf, size, err);
+    jepa_status st = jg_open_memory(&g, buf, size, err);
     if (st) return st;
-    if ((st = jm_load(m, g, err))) gguf_close(g);
+    if ((st = jm_load(m, g, err))) jg_close(g);
     return st;
 }
 
@@ -46,20 +46,20 @@ static void check_linear(const struct gguf_file *g, const struct jm_linear *l, c
                          int n_out, int n_in, int has_bias) {
     char name[192];
     snprintf(name, sizeof name, "%s.weight", stem);
-    const struct gguf_tensor *t = gguf_find_tensor(g, name);
+    const struct gguf_tensor *t = jg_find_tensor(g, name);
     CHECK(t && l->w == t->data, "%s: weight pointer", name);
     CHECK(l->name && !strcmp(l->name, name), "%s: name %s", name, l->name ? l->name : "(null)");
     CHECK(l->n_out == n_out && l->n_in == n_in, "%s: %d x %d, expected %d x %d", name, l->n_out,
           l->n_in, n_out, n_in);
     CHECK(l->dt == JK_F32 && l->ldw == 4 * (size_t)n_in, "%s: dt %d ldw %zu", name, l->dt, l->ldw);
     snprintf(name, sizeof name, "%s.bias", stem);
-    t = gguf_find_tensor(g, name);
+    t = jg_find_tensor(g, name);
     if (has_bias) CHECK(t && (const void *)l->b == t->data, "%s: bias pointer", name);
     else CHECK(l->b == NULL, "%s: bias should be NULL", name);
 }
 
 static void check_f32(const struct gguf_file *g, const float *p, const char *name) {
-    const struct gguf_tensor *t = gguf_find_tensor(g, name);
+    const struct gguf_tensor *t = jg_find_tensor(g, name);
     CHECK(t && (const void *)p == t->data, "%s: pointer", name);
 }
 
@@ -499,7 +499,7 @@ static const struct vcase {
     {V21, "predictor layout unknown", {KSTR("jepa.pred.rope_freq_layout", "tiled2")}, {{0}}, JEPA_ERR_SCHEMA, "jepa.pred.rope_freq_layout", NULL},
 
     /* legal variants */
-    {V2, "identity rewrite (gguf_writer_copy_kv)", {{0}}, {{0}}, JEPA_OK, NULL, chk_identity},
+    {V2, "identity rewrite (jg_writer_copy_kv)", {{0}}, {{0}}, JEPA_OK, NULL, chk_identity},
     {V2, "identity rewrite (key by key)", {KDEL("no.such.key")}, {{0}}, JEPA_OK, NULL, chk_identity},
     {V21, "identity rewrite", {{0}}, {{0}}, JEPA_OK, NULL, chk_identity21},
     {V2, "pred qkv_bias false", {KBOOL("jepa.pred.qkv_bias", 0)}, {{0}}, JEPA_OK, NULL, chk_no_qkv_bias},
@@ -526,7 +526,7 @@ static void run_case(const struct vcase *c) {
     jepa_status st = tl_rewrite(src, c->k, c->t, &buf, &size, &err);
     CHECK(st == JEPA_OK, "[%s] rewrite failed: %s", c->what, err.msg);
     if (st) return;
-    jerr_clear(&err);
+    jr_err_clear(&err);
     st = load_mem(buf, size, &m, &err);
     CHECK(st == c->want, "[%s] status %d (%s), expected %d; message: %s", c->what, st,
           jepa_status_str(st), c->want, err.msg);
@@ -686,7 +686,7 @@ static void test_lewm(void) {
                 ts[i].ne1 = bad[b].ne1;
                 ts[i].type = bad[b].type;
             }
-        jerr_clear(&err);
+        jr_err_clear(&err);
         m = NULL;
         buf = NULL;
         st = load_synthetic(lewm_keys, NELEM(lewm_keys), ts, NELEM(ts), &m, &err, &buf);
@@ -734,7 +734,7 @@ static void test_hfvit(void) {
     int n = 0;
     for (int i = 0; i < NELEM(hfvit_tensors); i++)
         if (strcmp(hfvit_tensors[i].name, "enc.blk.1.ls2")) ts[n++] = hfvit_tensors[i];
-    jerr_clear(&err);
+    jr_err_clear(&err);
     m = NULL;
     buf = NULL;
     st = load_synthetic(hfvit_keys, NELEM(hfvit_keys), ts, n, &m, &err, &buf);
@@ -766,7 +766,7 @@ static void sweep_one(const char *src, const struct kedit *k, int *n_ok, int *n_
         CHECK(0, "sweep rewrite %s: %s", k->key, err.msg);
         return;
     }
-    jerr_clear(&err);
+    jr_err_clear(&err);
     jepa_status st = load_mem(buf, size, &m, &err);
     if (st == JEPA_OK) {
         (*n_ok)++;
@@ -787,12 +787,12 @@ static void test_sweep(void) {
     for (int f = 0; f < 2; f++) {
         struct gguf_file *g = NULL;
         struct jerr err = {0};
-        if (gguf_open(&g, srcs[f], &err)) {
+        if (jg_open(&g, srcs[f], &err)) {
             CHECK(0, "open %s: %s", srcs[f], err.msg);
             continue;
         }
-        for (int64_t i = 0; i < gguf_n_kv(g); i++) {
-            const struct gguf_kv *kv = gguf_kv_at(g, i);
+        for (int64_t i = 0; i < jg_n_kv(g); i++) {
+            const struct gguf_kv *kv = jg_kv_at(g, i);
             struct kedit k = {.key = kv->key};
             if (kv->type == GGUF_V_U32) {
                 for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
@@ -812,7 +812,7 @@ static void test_sweep(void) {
                 sweep_one(srcs[f], &k, &n_ok, &n_refused);
             }
         }
-        gguf_close(g);
+        jg_close(g);
     }
     printf("sweep: %d variants loaded, %d refused\n", n_ok, n_refused);
     CHECK(n_ok > 0 && n_refused > 0, "sweep exercised both outcomes");
@@ -834,7 +834,7 @@ int main(int argc, char **argv) {
     jm_free(m);
 
     m = NULL;
-    jerr_clear(&err);
+    jr_err_clear(&err);
     st = load_path(v21_path, &m, &err);
     CHECK(st == JEPA_OK, "load %s: %s", v21_path, err.msg);
     if (m) check_vjepa2_1(m);

@@ -1,14 +1,12 @@
 /*
- * ops_neon.h — the NEON (AArch64 Advanced SIMD) vector layer of the attention and
- * element-wise templates (kernels/x86/attn_tmpl.h, kernels/x86/ops_tmpl.h, shared with
- * x86: they are written over this layer only); the same names as kernels/x86/ops_avx2.h
- * with 4 float lanes and 2 double lanes.
+ * vec_neon.h — the NEON (AArch64 Advanced SIMD) vector layer: `vf` (4 floats) and `vd` (2
+ * doubles) and the operations of the vector contract (kernels/simd/vector.h).
  *
- * Everything is static inline, for kernels/arm/ops_neon.c and attn_neon.c. Tested through
- * the slots by tests/checkasm/test_ops.c (cross build under qemu-aarch64).
+ * Everything is static inline, for kernels/arm/ops_neon.c and gemm_neon.c. Tested through
+ * the slots by tests/checkasm (cross build under qemu-aarch64).
  */
-#ifndef JEPA_KERNELS_ARM_OPS_NEON_H
-#define JEPA_KERNELS_ARM_OPS_NEON_H
+#ifndef JEPA_KERNELS_ARM_VEC_NEON_H
+#define JEPA_KERNELS_ARM_VEC_NEON_H
 
 #include <arm_neon.h>
 #include <stdint.h>
@@ -37,10 +35,17 @@ static OPS_ALWAYS vf vf_xor(vf a, vf b) {
 static OPS_ALWAYS vf vf_abs(vf a) { return vabsq_f32(a); }
 static OPS_ALWAYS vf vf_lt_sel(vf a, vf b, vf x, vf y) { return vbslq_f32(vcltq_f32(a, b), x, y); }
 static OPS_ALWAYS vf vf_swap_pairs(vf x) { return vrev64q_f32(x); }
-/* 2^n from t = n + 0x1.8p23 (see kernels/x86/ops_avx2.h) */
+/* 2^n from t = n + 0x1.8p23 (see kernels/x86/vec_avx2.h) */
 static OPS_ALWAYS vf vf_pow2i(vf t) {
     uint32x4_t e = vshlq_n_u32(vreinterpretq_u32_f32(t), 23);
     return vreinterpretq_f32_u32(vaddq_u32(e, vdupq_n_u32(127u << 23)));
+}
+static OPS_ALWAYS vf vf_rint(vf x) { return vrndnq_f32(x); }   /* nearest, ties to even */
+/* p 2^n for integral n in [-126, 127], with a normal result (2^n built in the exponent) */
+static OPS_ALWAYS vf vf_ldexp(vf p, vf n) {
+    n = vmaxq_f32(n, vdupq_n_f32(-126.0f));
+    const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
+    return vmulq_f32(p, vreinterpretq_f32_s32(e));
 }
 static OPS_ALWAYS float vf_hsum(vf v) { return vaddvq_f32(v); }
 static OPS_ALWAYS float vf_hmax(vf v) { return vmaxvq_f32(v); }
@@ -79,13 +84,7 @@ static OPS_ALWAYS vd vf_lo_pd(vf x) { return vcvt_f64_f32(vget_low_f32(x)); }
 static OPS_ALWAYS vd vf_hi_pd(vf x) { return vcvt_high_f64_f32(x); }
 static OPS_ALWAYS vf vd_join_ps(vd lo, vd hi) { return vcvt_high_f32_f64(vcvt_f32_f64(lo), hi); }
 
-/* ---- tiles of the attention (kernels/x86/attn_tmpl.h) ----
- * 32 q registers: 8 keys (or dims) x 3 query vectors = 24 accumulators + 3 query vectors
- * + 1 broadcast; a query block is 4 register tiles of 12 queries. */
-#define ATTN_KG 8
-#define ATTN_QV 3
-#define ATTN_BQ 48
-
-#include "kernels/x86/ops_math.h"
+#include "kernels/simd/vector.h"
+#include "kernels/simd/math.h"
 
 #endif

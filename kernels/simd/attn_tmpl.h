@@ -1,9 +1,10 @@
 /*
  * attn_tmpl.h — fused (flash) attention, the attn / attn_ws slots of struct jk_kernels,
- * written once over the vector layer and #included by kernels/x86/attn_avx2.c,
- * kernels/x86/attn_avx512.c and kernels/arm/attn_neon.c after their layer header
- * (ops_<isa>.h, which also fixes the tile: ATTN_KG, ATTN_QV, ATTN_BQ) and a definition
- * of JK_SFX(name) (name##_<isa>).
+ * written once over the vector layer (kernels/simd/vector.h) and #included by
+ * kernels/x86/ops_avx2.c, kernels/x86/ops_avx512.c and kernels/arm/ops_neon.c after their
+ * layer header (vec_<isa>.h), their tile (ATTN_KG, ATTN_QV, ATTN_BQ, defined in that
+ * file beside the measurements that chose it) and a definition of JK_SFX(name)
+ * (jk_##name##_<isa>).
  *
  *   o_i = sum_j softmax_j(scale q_i . k_j) v_j     over the keys j visible to query i
  *
@@ -42,7 +43,7 @@
  *
  * head_dim 32 and 64 get their own instantiation (constant trip counts); any other head
  * dim up to ATTN_HD_MAX runs the generic one; larger ones fall back to the reference.
- * Tested against kernels/ref/attn_ref.c by tests/checkasm/test_ops.c; timed by its
+ * Tested against kernels/ref/jk_attn_ref.c by tests/checkasm/test_ops.c; timed by its
  * --bench mode.
  */
 #include <float.h>
@@ -99,7 +100,7 @@ static inline size_t at_ws_floats(int hd) {
 
 size_t JK_SFX(attn_ws)(int nthreads, int head_dim, int nkv) {
     (void)nkv;
-    if (head_dim < 1 || head_dim > ATTN_HD_MAX) return attn_ws_ref(nthreads, head_dim, nkv);
+    if (head_dim < 1 || head_dim > ATTN_HD_MAX) return jk_attn_ws_ref(nthreads, head_dim, nkv);
     return (size_t)(nthreads > 0 ? nthreads : 1) * at_ws_floats(head_dim) * sizeof(float) + 64;
 }
 
@@ -371,7 +372,7 @@ static void at_unitn(const struct jk_attn_args *a, int h, int b, int row, float 
 void JK_SFX(attn)(const struct jk_attn_args *a) {
     const int hd = a->head_dim;
     if (hd < 1 || hd > ATTN_HD_MAX) {
-        attn_ref(a);
+        jk_attn_ref(a);
         return;
     }
     if (a->nq <= 0 || a->n_head <= 0) return;

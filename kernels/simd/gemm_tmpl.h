@@ -54,49 +54,8 @@
 
 #include "kernels/kernels.h"
 
-/* ---- the GELU epilogue: gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) --------------------------
- * Every ISA evaluates the same branch-free formula on |x| <= 13 (z = |x|/sqrt 2 <= 9.2):
- *   erfc(z) = t exp(-z^2 + g(t)),  t = 1 / (1 + z/2)
- *   h       = 0.5 x erfc(|z|)                          (x clamped to [-13, 13])
- *   gelu(x) = x < 0 ? h : x - h                         (no cancellation on either side:
- *                                                        x - h >= x/2 for x >= 0)
- * and h = 0 for |x| > 13, where |gelu(x) - max(x, 0)| < 1e-37.
- * g is a degree-10 polynomial in u = t - GT_ERFC_C, fitted here as a Chebyshev
- * interpolant (mpmath.chebyfit, 40 digits) of g(t) = log(erfc(z)/t) + z^2 on
- * t in [1/(1 + 13/sqrt 8), 1]; fit error 7.3e-9 in g (an absolute error in g is a
- * relative error of erfc). -z^2 is carried as two floats (x*x and its FMA residue,
- * times -1/2: exact) so that exp() sees the argument without the ~|z^2| u rounding a
- * plain float would cost; exp(a) = 2^n p(r), n = rint(a / ln 2),
- * r = a - n ln2_hi - n ln2_lo (Cody-Waite: n ln2_hi is exact), p a degree-6 fit of
- * exp on |r| <= ln2/2 (fit error 2e-9).
- * Measured (float emulation of exactly these steps, step 1e-5 over [-13, 13], against
- * double erf/erfc): max relative error 4.4e-7 on x < 0 (the erfc tail, down to 1e-37),
- * 3.0e-7 on [0, 1], 1e-7 on x > 1. tests/checkasm/test_gemm.c checks every ISA at
- * 8e-7 relative with K = 1 (an exact pre-activation). */
-#define GT_GELU_XMAX 13.0f
-#define GT_SQRT1_2 0.70710678118654752f
-#define GT_LOG2E 1.4426950408889634f
-#define GT_LN2_HI 0.693145751953125f           /* 16 significant bits: n * LN2_HI is exact */
-#define GT_LN2_LO 1.428606820309417232e-06f
-#define GT_ERFC_C 0.5893464088439941f          /* centre of t in [0.1787, 1] */
-#define GT_ERFC_G10 (-1.598638453e-01f)         /* g(t) = sum G_i u^i, Horner from G10 */
-#define GT_ERFC_G9 1.375556924e-01f
-#define GT_ERFC_G8 1.566534812e-01f
-#define GT_ERFC_G7 (-2.384719082e-01f)
-#define GT_ERFC_G6 (-6.377130521e-02f)
-#define GT_ERFC_G5 2.931794505e-01f
-#define GT_ERFC_G4 (-2.579354712e-02f)
-#define GT_ERFC_G3 (-4.081280506e-01f)
-#define GT_ERFC_G2 8.333458619e-02f
-#define GT_ERFC_G1 1.369783524e+00f
-#define GT_ERFC_G0 (-5.503618407e-01f)
-#define GT_EXP_P6 1.394111641e-03f               /* exp(r) = sum P_i r^i, |r| <= ln2/2 */
-#define GT_EXP_P5 8.375132781e-03f
-#define GT_EXP_P4 4.166635280e-02f
-#define GT_EXP_P3 1.666641544e-01f
-#define GT_EXP_P2 5.000000047e-01f
-#define GT_EXP_P1 1.000000038e+00f
-#define GT_EXP_P0 1.0f
+/* The GELU epilogue (JK_EPI_GELU) is vf_gelu_fast of kernels/simd/math.h, over the
+ * including file's vector layer. */
 
 #endif /* JEPA_KERNELS_GEMM_TMPL_H */
 

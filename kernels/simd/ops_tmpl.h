@@ -1,10 +1,10 @@
 /*
  * ops_tmpl.h — the element-wise and row slots of struct jk_kernels (RoPE, LayerNorm,
  * erf-GELU, tanh-GELU, SiLU, softmax, residual add / layer-scale, patchify), written once
- * over the vector layer and #included by kernels/x86/ops_avx2.c, kernels/x86/ops_avx512.c
- * and kernels/arm/ops_neon.c after their layer header (ops_<isa>.h) and a definition of
- * JK_SFX(name) (name##_<isa>). Each defines the slot functions <op>_<isa> declared in
- * kernels/x86/ops_x86.h / kernels/arm/ops_arm.h.
+ * over the vector layer (kernels/simd/vector.h) and #included by kernels/x86/ops_avx2.c,
+ * kernels/x86/ops_avx512.c and kernels/arm/ops_neon.c after their layer header
+ * (vec_<isa>.h) and a definition of JK_SFX(name) (jk_##name##_<isa>). Each defines the
+ * slot functions jk_<op>_<isa> declared in kernels/x86/x86.h / kernels/arm/arm.h.
  *
  * Every output element is computed by one thread with a fixed order of operations, so
  * the bits do not depend on the thread count. Tails are handled with partial vectors
@@ -117,7 +117,7 @@ void JK_SFX(layernorm)(float *y, size_t ldy, const float *x, size_t ldx, const f
     for (int i = 0; i < n; i++) ln_row(y + (size_t)i * ldy, x + (size_t)i * ldx, w, b, d, eps);
 }
 
-/* ---- element-wise activations (formulas and accuracy: kernels/x86/ops_math.h) ---- */
+/* ---- element-wise activations (formulas and accuracy: kernels/simd/math.h) ---- */
 #define OT_UNARY(name, vfn)                                                             \
     void JK_SFX(name)(float *x, size_t n, int nthreads) {                               \
         const size_t nchunk = (n + OT_CHUNK - 1) / OT_CHUNK;                            \

@@ -1,6 +1,6 @@
 /*
  * gemm_small_tmpl.h — the small-M matmul driver (M <= GT_SMALL_M rows), shared by every
- * SIMD level (x86/gemm_avx2_inl.h for AVX2 and AVX-512, arm/gemm_neon.c for NEON).
+ * SIMD level (x86/gemm_x86.h for AVX2 and AVX-512, arm/gemm_neon.c for NEON).
  *
  * The includer defines, before including it:
  *   small_tile(a, t, MT, NT, m, w, ldw, n, nn)  MT X rows (from m) against nn <= NT W rows

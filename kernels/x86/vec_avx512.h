@@ -1,21 +1,20 @@
 /*
- * ops_avx512.h — the AVX-512 (F/BW/VL/DQ) vector layer of the attention and element-wise
- * templates (kernels/x86/attn_tmpl.h, kernels/x86/ops_tmpl.h); the same names as
- * kernels/x86/ops_avx2.h with 16 float lanes. Only intrinsics SIMDe 0.7.4 implements
- * (kernels/x86/simd_x86.h), so the emulated build tests exactly this code: no masked
- * loads/stores, no _mm512_reduce_*, no 512-bit float<->double conversions (done on
- * 256-bit pieces).
+ * vec_avx512.h — the AVX-512 (F/BW/VL/DQ) vector layer: `vf` (16 floats) and `vd` (8
+ * doubles) and the operations of the vector contract (kernels/simd/vector.h). Only
+ * intrinsics SIMDe 0.7.4 implements (kernels/x86/simd.h), so the emulated build tests
+ * exactly this code: no masked loads/stores, no _mm512_reduce_*, no 512-bit
+ * float<->double conversions (done on 256-bit pieces).
  *
  * Everything is static inline: include this only from files compiled with the AVX-512
- * flags (kernels/x86/ops_avx512.c, attn_avx512.c). Tested through the slots by
- * tests/checkasm/test_ops.c (checkasm_ops_avx512emu where the CPU has no AVX-512).
+ * flags (kernels/x86/ops_avx512.c, gemm_avx512.c). Tested through the slots by
+ * tests/checkasm (the *_avx512emu tests where the CPU has no AVX-512).
  */
-#ifndef JEPA_KERNELS_X86_OPS_AVX512_H
-#define JEPA_KERNELS_X86_OPS_AVX512_H
+#ifndef JEPA_KERNELS_X86_VEC_AVX512_H
+#define JEPA_KERNELS_X86_VEC_AVX512_H
 
 #include <stdint.h>
 
-#include "kernels/x86/simd_x86.h"
+#include "kernels/x86/simd.h"
 
 #define OPS_ALWAYS inline __attribute__((always_inline))
 
@@ -46,6 +45,11 @@ static OPS_ALWAYS vf vf_pow2i(vf t) {
     return _mm512_castsi512_ps(_mm512_add_epi32(e, _mm512_set1_epi32(127 << 23)));
 }
 static OPS_ALWAYS __m256 vf_hi256(vf v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
+static OPS_ALWAYS vf vf_rint(vf x) {   /* nearest, ties to even */
+    return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+/* p 2^n for integral n in [-126, 127], with a normal result (vscalefps) */
+static OPS_ALWAYS vf vf_ldexp(vf p, vf n) { return _mm512_scalef_ps(p, n); }
 static OPS_ALWAYS float vf_hsum(vf v) {
     __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), vf_hi256(v));
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
@@ -121,13 +125,7 @@ static OPS_ALWAYS vf vd_join_ps(vd lo, vd hi) {
     return _mm512_insertf32x8(_mm512_castps256_ps512(vd_to_ps256(lo)), vd_to_ps256(hi), 1);
 }
 
-/* ---- tiles of the attention (kernels/x86/attn_tmpl.h) ----
- * 32 zmm registers: 8 keys (or dims) x 3 query vectors = 24 accumulators + 3 query
- * vectors + 1 broadcast; a query block is one register tile of 48 queries. */
-#define ATTN_KG 8
-#define ATTN_QV 3
-#define ATTN_BQ 48
-
-#include "kernels/x86/ops_math.h"
+#include "kernels/simd/vector.h"
+#include "kernels/simd/math.h"
 
 #endif

@@ -1,20 +1,18 @@
 /*
- * ops_avx2.h — the AVX2 + FMA vector layer of the attention and element-wise templates
- * (kernels/x86/attn_tmpl.h, kernels/x86/ops_tmpl.h): one float vector type `vf` of VW
- * lanes, one double vector type `vd` of VW/2 lanes, and the few operations the templates
- * are written in. kernels/x86/ops_avx512.h and kernels/arm/ops_neon.h define the same
- * names for their ISA; kernels/x86/ops_math.h (exp, exp2, GELU, ...) is built on top.
+ * vec_avx2.h — the AVX2 + FMA vector layer: `vf` (8 floats) and `vd` (4 doubles) and the
+ * operations of the vector contract (kernels/simd/vector.h) that the ISA-neutral
+ * templates of kernels/simd/ are written in; kernels/simd/math.h is built on top.
  *
  * Everything is static inline: include this only from files compiled with
- * -mavx2 -mfma -mf16c (kernels/x86/ops_avx2.c, attn_avx2.c), never from a plain file.
- * Tested through the slots by tests/checkasm/test_ops.c.
+ * -mavx2 -mfma -mf16c (kernels/x86/ops_avx2.c, gemm_avx2.c), never from a plain file.
+ * Tested through the slots by tests/checkasm.
  */
-#ifndef JEPA_KERNELS_X86_OPS_AVX2_H
-#define JEPA_KERNELS_X86_OPS_AVX2_H
+#ifndef JEPA_KERNELS_X86_VEC_AVX2_H
+#define JEPA_KERNELS_X86_VEC_AVX2_H
 
 #include <stdint.h>
 
-#include "kernels/x86/simd_x86.h"
+#include "kernels/x86/simd.h"
 
 #define OPS_ALWAYS inline __attribute__((always_inline))
 
@@ -48,6 +46,14 @@ static OPS_ALWAYS vf vf_swap_pairs(vf x) { return _mm256_permute_ps(x, 0xb1); }
 static OPS_ALWAYS vf vf_pow2i(vf t) {
     __m256i e = _mm256_slli_epi32(_mm256_castps_si256(t), 23);
     return _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_set1_epi32(127 << 23)));
+}
+/* round to the nearest integer, ties to even */
+static OPS_ALWAYS vf vf_rint(vf x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+/* p 2^n for integral n in [-126, 127], with a normal result (2^n built in the exponent) */
+static OPS_ALWAYS vf vf_ldexp(vf p, vf n) {
+    n = _mm256_max_ps(n, _mm256_set1_ps(-126.0f));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 static OPS_ALWAYS float vf_hsum(vf v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -105,16 +111,7 @@ static OPS_ALWAYS vf vd_join_ps(vd lo, vd hi) {
     return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);
 }
 
-/* ---- tiles of the attention (kernels/x86/attn_tmpl.h) ----
- * 16 ymm registers: the S = Q K^T tile is ATTN_KG keys x ATTN_QV query vectors
- * (12 accumulators + 3 query vectors + 1 broadcast), the O += P V tile ATTN_KG dims x
- * ATTN_QV query vectors (the same shape). A query block is ATTN_BQ queries: measured on
- * Zen 1, 96 is 5 % faster at N = 2048 with 16 heads (K and V are swept half as often)
- * but 6 % slower at N = 577 (the padded last block), 144 worse still. */
-#define ATTN_KG 4
-#define ATTN_QV 3
-#define ATTN_BQ 48
-
-#include "kernels/x86/ops_math.h"
+#include "kernels/simd/vector.h"
+#include "kernels/simd/math.h"
 
 #endif

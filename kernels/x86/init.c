@@ -1,0 +1,37 @@
+/*
+ * init.c — the x86-64 rung of the kernel ladder: AVX2 (+FMA+F16C) first, then AVX-512
+ * (F/BW/VL/DQ) where the CPU and the OS allow it. Each level sets every slot it has at
+ * once, so gemm_ws / attn_ws always describe the kernels in the table. Compiled without
+ * ISA flags; the ISA files are reached only through the pointers set here. Tested by
+ * tests/checkasm (every level this machine runs, and AVX-512 through SIMDe in the
+ * *_avx512emu tests).
+ */
+#include "kernels/x86/x86.h"
+#include "runtime/cpu.h"
+
+#define JK_X86_INSTALL(k, name)                      \
+    do {                                             \
+        (k)->isa = #name;                            \
+        (k)->gemm[JK_F32] = jk_gemm_f32_##name;      \
+        (k)->gemm[JK_F16] = jk_gemm_f16_##name;      \
+        (k)->gemm[JK_BF16] = jk_gemm_bf16_##name;    \
+        (k)->gemm[JK_Q8_0] = jk_gemm_q8_0_##name;    \
+        (k)->gemm_ws = jk_gemm_ws_##name;            \
+        (k)->attn = jk_attn_##name;                  \
+        (k)->attn_ws = jk_attn_ws_##name;            \
+        (k)->rope = jk_rope_##name;                  \
+        (k)->layernorm = jk_layernorm_##name;        \
+        (k)->gelu = jk_gelu_##name;                  \
+        (k)->gelu_tanh = jk_gelu_tanh_##name;        \
+        (k)->silu = jk_silu_##name;                  \
+        (k)->softmax = jk_softmax_##name;            \
+        (k)->add = jk_add_##name;                    \
+        (k)->patchify = jk_patchify_##name;          \
+    } while (0)
+
+void jk_init_x86(struct jk_kernels *k, unsigned cpu_flags) {
+    if (!(cpu_flags & JEPA_CPU_AVX2)) return;
+    JK_X86_INSTALL(k, avx2);
+    if (!(cpu_flags & JEPA_CPU_AVX512)) return;
+    JK_X86_INSTALL(k, avx512);
+}
