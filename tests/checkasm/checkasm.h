@@ -19,6 +19,7 @@
 
 #include "kernels/kernels.h"
 #include "runtime/cpu.h"
+#include "tests/check.h"
 
 /* ---- RNG: splitmix64 ---- */
 static uint64_t ca_state;
@@ -62,17 +63,7 @@ static inline int ca_levels(struct ca_level *out) {
     return n;
 }
 
-/* ---- checks ---- */
-static int ca_failures;
-#define CA_CHECK(cond, ...)                                   \
-    do {                                                      \
-        if (!(cond)) {                                        \
-            ca_failures++;                                    \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);       \
-            printf(__VA_ARGS__);                              \
-            printf("\n");                                     \
-        }                                                     \
-    } while (0)
+/* ---- checks: CHECK and the counters of tests/check.h ---- */
 
 /* |got - ref| <= atol + rtol * |ref| elementwise (NaN never passes). Returns the number
  * of violations and prints the worst one under `what`. */
@@ -88,7 +79,7 @@ static inline int ca_close(const char *what, const float *got, const float *ref,
         if (!(r <= wr)) { wr = r; worst = i; }
     }
     if (bad) {
-        ca_failures++;
+        check_failed++;
         printf("FAIL %s: %zu of %zu outside tolerance; worst [%zu] got %.9g ref %.9g\n", what,
                bad, n, worst, (double)got[worst], (double)ref[worst]);
     }
@@ -112,8 +103,8 @@ static inline int ca_guard_ok(const float *p, size_t n) {
 static inline void ca_free_guarded(float *p) { free(p - CA_GUARD); }
 
 static inline int ca_finish(const char *prog) {
-    if (ca_failures) {
-        printf("%s: %d check(s) FAILED\n", prog, ca_failures);
+    if (check_failed) {
+        printf("%s: %d check(s) FAILED\n", prog, check_failed);
         return 1;
     }
     printf("%s: all checks passed\n", prog);

@@ -12,7 +12,7 @@
  * Each test states beside the call why its constants are what they are. u = 2^-24 (one
  * float rounding, relative) throughout.
  *
- * Include after tests/checkasm/checkasm.h (ca_* helpers, CA_CHECK, ca_failures).
+ * Include after tests/checkasm/checkasm.h (ca_* helpers, CA_CHECK, check_failed).
  */
 #ifndef JEPA_TESTS_OPS_CHECK_H
 #define JEPA_TESTS_OPS_CHECK_H
@@ -55,7 +55,7 @@ static inline int check_tol(const char *what, const float *got, const float *ref
         if (!(r <= wr)) wr = r, worst = i;
     }
     if (bad) {
-        ca_failures++;
+        check_failed++;
         printf("FAIL %s: %zu of %zu outside tolerance; worst [%zu] got %.9g ref %.9g tol %.3g\n",
                what, bad, n, worst, (double)got[worst], (double)ref[worst], tol[worst]);
     }
@@ -90,12 +90,12 @@ static inline int ops_check_rows(const char *what, const char *again, const floa
         memcpy(g + (size_t)i * d, y1 + (size_t)i * ld, (size_t)d * sizeof(float));
         memcpy(r + (size_t)i * d, yr + (size_t)i * ld, (size_t)d * sizeof(float));
     }
-    const int before = ca_failures;
+    const int before = check_failed;
     check_tol(what, g, r, tol, (size_t)n * d);
-    CA_CHECK(!y2 || same_bits(y1, y2, (size_t)n * ld), "%s: %s differ", what, again);
-    CA_CHECK(gaps_ok(y1, n, ld, (size_t)d), "%s: wrote outside its rows", what);
+    CHECK(!y2 || same_bits(y1, y2, (size_t)n * ld), "%s: %s differ", what, again);
+    CHECK(gaps_ok(y1, n, ld, (size_t)d), "%s: wrote outside its rows", what);
     free(g), free(r);
-    return ca_failures != before;
+    return check_failed != before;
 }
 
 /* n rows of d elements offset + scale N(0, 1) at stride ld, the padding NaN (a kernel that
@@ -292,7 +292,7 @@ static inline size_t ops_act_check(const char *label, int op, const float *x, co
     printf("  %s %s: worst relative error %.3g (%.2f u, at x = %.9g) over %zu floats in [-16, 16]; "
            "subnormal results within %.2f steps (worst at x = %.9g)\n",
            label, ops_act_name[op], worst, worst / U, wx, m, sworst / 0x1p-149, swx);
-    CA_CHECK(!bad, "%s %s vs its exact formula: %zu values beyond %.3g relative (or 2^-149)",
+    CHECK(!bad, "%s %s vs its exact formula: %zu values beyond %.3g relative (or 2^-149)",
              label, ops_act_name[op], bad, bound);
     return bad;
 }
@@ -483,9 +483,9 @@ static inline int ops_patchify_make(struct ops_patchify *c, size_t i) {
 static inline int ops_patchify_finish(struct ops_patchify *c, const char *label, const float *o1,
                                       const float *o2) {
     const int ok = same_bits(o1, c->orf, c->nout) && (!o2 || same_bits(o2, c->orf, c->nout));
-    CA_CHECK(ok, "%s patchify C %d T %d tubelet %d p %d H %d W %d: differs from the reference",
+    CHECK(ok, "%s patchify C %d T %d tubelet %d p %d H %d W %d: differs from the reference",
              label, c->C, c->T, c->tub, c->p, c->H, c->W);
-    CA_CHECK(ca_guard_ok(o1, c->nout) && (!o2 || ca_guard_ok(o2, c->nout)),
+    CHECK(ca_guard_ok(o1, c->nout) && (!o2 || ca_guard_ok(o2, c->nout)),
              "%s patchify C %d T %d: wrote outside out", label, c->C, c->T);
     free(c->in);
     ca_free_guarded(c->orf);
@@ -529,9 +529,9 @@ static inline int ops_gather_finish(struct ops_gather *c, const char *label, con
         ok &= same_bits(y1 + (size_t)i * c->ldy, c->x + (size_t)c->idx[i] * c->ldx, (size_t)c->d);
     char what[96];
     snprintf(what, sizeof what, "%s gather n %d of %d rows, d %d", label, c->n, c->nx, c->d);
-    CA_CHECK(ok, "%s: rows differ from x[idx]", what);
-    CA_CHECK(!y2 || same_bits(y1, y2, (size_t)c->n * c->ldy), "%s: %s differ", what, again);
-    CA_CHECK(gaps_ok(y1, c->n, c->ldy, (size_t)c->d), "%s: wrote outside its rows", what);
+    CHECK(ok, "%s: rows differ from x[idx]", what);
+    CHECK(!y2 || same_bits(y1, y2, (size_t)c->n * c->ldy), "%s: %s differ", what, again);
+    CHECK(gaps_ok(y1, c->n, c->ldy, (size_t)c->d), "%s: wrote outside its rows", what);
     free(c->x), free(c->idx);
     return !ok;
 }

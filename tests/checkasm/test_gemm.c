@@ -184,7 +184,7 @@ static int run_case(const struct jk_kernels *kt, const char *level, const struct
         }
     }
     if (nbad) {
-        ca_failures++;
+        check_failed++;
         bad = 1;
         const size_t i = (size_t)wm * ldy + (size_t)wn;
         printf("FAIL %s %s M=%d N=%d K=%d %s%s%s: %d outside tolerance; worst [%d,%d] got %.9g "
@@ -200,12 +200,12 @@ static int run_case(const struct jk_kernels *kt, const char *level, const struct
             for (size_t n = (size_t)N; n < ldy; n++)
                 if (!isnan(outs[th][(size_t)m * ldy + n])) outside++;
     }
-    CA_CHECK(!outside, "%s %s M=%d N=%d K=%d %s: wrote outside Y[M, N]", level,
+    CHECK(!outside, "%s %s M=%d N=%d K=%d %s: wrote outside Y[M, N]", level,
              jk_dtype_name(c->t), M, N, K, epi_name(c->epi));
     /* same bits for 1, 2 and 3 threads */
     const int same = !memcmp(y0, y1, (size_t)M * ldy * sizeof(float)) &&
                      !memcmp(y0, y2, (size_t)M * ldy * sizeof(float));
-    CA_CHECK(same, "%s %s M=%d N=%d K=%d %s: results differ between 1, 2 and 3 threads", level,
+    CHECK(same, "%s %s M=%d N=%d K=%d %s: results differ between 1, 2 and 3 threads", level,
              jk_dtype_name(c->t), M, N, K, epi_name(c->epi));
     bad |= outside || !same;
 
@@ -261,9 +261,9 @@ static void check_gelu(const struct jk_kernels *kt, const char *level, const str
     }
     snprintf(what, sizeof what, "%s %s gelu epilogue (M=%d, exact pre-activation)", level,
              jk_dtype_name(t), M);
-    CA_CHECK(!bad, "%s: %d outside tolerance; worst x=%.9g got %.9g ref %.9g", what, bad,
+    CHECK(!bad, "%s: %d outside tolerance; worst x=%.9g got %.9g ref %.9g", what, bad,
              (double)x[(size_t)(wi / N) * K], (double)y[wi], (double)yr[wi]);
-    CA_CHECK(ca_guard_ok(y, (size_t)M * N), "%s: wrote outside Y", what);
+    CHECK(ca_guard_ok(y, (size_t)M * N), "%s: wrote outside Y", what);
     free(w), free(x), free(ws);
     ca_free_guarded(y), ca_free_guarded(yr);
 }
@@ -331,7 +331,7 @@ int main(void) {
                     if (w < prev) bad_k = K;
                     prev = w;
                 }
-                CA_CHECK(!bad_k, "%s gemm_ws(3, K) shrinks at K = %d", lv[l].name, bad_k);
+                CHECK(!bad_k, "%s gemm_ws(3, K) shrinks at K = %d", lv[l].name, bad_k);
             }
             check_gelu(&kt, lv[l].name, &ref, (enum jk_dtype)t, 577);
             check_gelu(&kt, lv[l].name, &ref, (enum jk_dtype)t, 3);

@@ -190,9 +190,9 @@ static void check_attn_ref(const struct attn_case *c) {
             double d = fabs(o[(size_t)i * t.ldo + e] - on[(size_t)i * D + e]);
             if (!(d <= 4 * U * vmax)) bad++;
         }
-    CA_CHECK(!bad, "jk_attn_ref vs naive double (nq %d nkv %d heads %d hd %d %s): %d outside 4u max|v|",
+    CHECK(!bad, "jk_attn_ref vs naive double (nq %d nkv %d heads %d hd %d %s): %d outside 4u max|v|",
              c->nq, c->nkv, c->n_head, c->hd, mask_name[c->mask], bad);
-    CA_CHECK(gaps_ok(o, c->nq, t.ldo, (size_t)D), "jk_attn_ref wrote outside o");
+    CHECK(gaps_ok(o, c->nq, t.ldo, (size_t)D), "jk_attn_ref wrote outside o");
     free(on);
     ca_free_guarded(o);
     attn_free(&t);
@@ -260,9 +260,9 @@ static int check_attn_case(const struct jk_kernels *kt, const char *level, const
     snprintf(what, sizeof what, "%s attn nq %d nkv %d heads %d hd %d %s%s logit %g", level, c->nq,
              c->nkv, c->n_head, hd, mask_name[c->mask], c->fused ? " fused-qkv" : "", (double)c->logit);
     int bad = check_tol(what, got, ref, tol, (size_t)c->nq * D);
-    CA_CHECK(gaps_ok(o1, c->nq, t.ldo, (size_t)D) && gaps_ok(o2, c->nq, t.ldo, (size_t)D),
+    CHECK(gaps_ok(o1, c->nq, t.ldo, (size_t)D) && gaps_ok(o2, c->nq, t.ldo, (size_t)D),
              "%s: wrote outside o (padding or guard bands)", what);
-    CA_CHECK(same_bits(o1 - CA_GUARD, o2 - CA_GUARD, no + 2 * CA_GUARD),
+    CHECK(same_bits(o1 - CA_GUARD, o2 - CA_GUARD, no + 2 * CA_GUARD),
              "%s: 1 and 2 threads differ", what);
     free(got), free(ref), free(tol), free(wsbuf);
     ca_free_guarded(o1), ca_free_guarded(o2), ca_free_guarded(or);
@@ -535,8 +535,8 @@ static void check_rope_tables(void) {
                 cases++;
                 free(c), free(s);
             }
-    CA_CHECK(!bad, "jm_rope_tables vs the §4 formulas: %d entries beyond one float ulp", bad);
-    CA_CHECK(!exact_bad, "jm_rope_tables: %d identity / pass-through entries are not exactly 1 / 0", exact_bad);
+    CHECK(!bad, "jm_rope_tables vs the §4 formulas: %d entries beyond one float ulp", bad);
+    CHECK(!exact_bad, "jm_rope_tables: %d identity / pass-through entries are not exactly 1 / 0", exact_bad);
 
     /* the two layouts on one hand-checked row: head_dim 64 (d = 20, 10 frequencies),
      * position (t, h, w) = (1, 0, 0): tiled dims 0..9 and 10..19 both run omega_0..9,
@@ -552,7 +552,7 @@ static void check_rope_tables(void) {
             ok &= ct[k] == e && ct[k + 10] == e && ci[2 * k] == e && ci[2 * k + 1] == e;
         }
         for (int j = 20; j < 64; j++) ok &= ct[j] == 1.0f && st[j] == 0.0f && ci[j] == 1.0f && si[j] == 0.0f;
-        CA_CHECK(ok, "jm_rope_tables: the hand-checked head_dim 64 row (t = 1) is wrong");
+        CHECK(ok, "jm_rope_tables: the hand-checked head_dim 64 row (t = 1) is wrong");
         cases++;
     }
     printf("  jm_rope_tables: %d cases checked against the §4 formulas\n", cases);
@@ -566,7 +566,7 @@ static void check_rope_positions(void) {
     static const float e1[8][3] = {{0, 0, 0}, {0, 0, 1}, {0, 0, 2}, {0, 1, 0}, {0, 1, 1}, {0, 1, 2}, {1, 0, 0}, {1, 0, 1}};
     for (int i = 0; i < 8; i++)
         ok &= p[i].t == e1[i][0] && p[i].h == e1[i][1] && p[i].w == e1[i][2] && !p[i].identity;
-    CA_CHECK(ok, "jm_rope_positions: ids NULL on a 2x3 grid");
+    CHECK(ok, "jm_rope_positions: ids NULL on a 2x3 grid");
     /* explicit ids on a 24 x 24 grid, interpolated to the 16 grid: h' = h 15/23 */
     const int32_t ids[4] = {0, 24 * 24 + 23 * 24 + 7, 5 * 576 + 12 * 24 + 23, 24};
     jm_rope_positions(p, ids, 4, 24, 24, true, 16);
@@ -574,22 +574,22 @@ static void check_rope_positions(void) {
     ok &= p[1].t == 1 && p[1].h == 15.0f && p[1].w == 105.0f / 23.0f;
     ok &= p[2].t == 5 && p[2].h == 180.0f / 23.0f && p[2].w == 15.0f;
     ok &= p[3].t == 0 && p[3].h == 15.0f / 23.0f && p[3].w == 0;
-    CA_CHECK(ok, "jm_rope_positions: 24x24 grid interpolated to 16 (15/23)");
+    CHECK(ok, "jm_rope_positions: 24x24 grid interpolated to 16 (15/23)");
     /* the same ids without interpolation: raw integers */
     jm_rope_positions(p, ids, 4, 24, 24, false, 16);
     ok = p[1].t == 1 && p[1].h == 23 && p[1].w == 7 && p[2].t == 5 && p[2].h == 12 && p[2].w == 23;
-    CA_CHECK(ok, "jm_rope_positions: 24x24 grid, no interpolation");
+    CHECK(ok, "jm_rope_positions: 24x24 grid, no interpolation");
     /* a grid side of 1 keeps position 0 (no division by zero); the other side: w 15/3 = 5w */
     jm_rope_positions(p, NULL, 8, 1, 4, true, 16);
     ok = 1;
     for (int i = 0; i < 8; i++) ok &= p[i].t == (float)(i / 4) && p[i].h == 0.0f && p[i].w == 5.0f * (i % 4);
-    CA_CHECK(ok, "jm_rope_positions: gh = 1 with interpolation");
+    CHECK(ok, "jm_rope_positions: gh = 1 with interpolation");
     /* non-square 16 x 20: h 15/15 = h, w 15/19 */
     const int32_t ids2[2] = {15 * 20 + 19, 320 + 3 * 20 + 4};
     jm_rope_positions(p, ids2, 2, 16, 20, true, 16);
     ok = p[0].t == 0 && p[0].h == 15.0f && p[0].w == 15.0f && p[1].t == 1 && p[1].h == 3.0f &&
          p[1].w == 60.0f / 19.0f;
-    CA_CHECK(ok, "jm_rope_positions: non-square 16x20 grid interpolated");
+    CHECK(ok, "jm_rope_positions: non-square 16x20 grid interpolated");
     printf("  jm_rope_positions: hand-computed ids checked\n");
 }
 #endif

@@ -250,7 +250,7 @@ static int run_case(const struct tcase *c) {
                w2.tol, w2.r);
     printf("%s\n", w1.bad || w2.bad ? "  FAIL" : "");
     if (w1.bad || w2.bad) {
-        ca_failures++;
+        check_failed++;
         struct worst *w = w1.bad ? &w1 : &w2;
         printf("FAIL %zu of %zu outside tolerance%s; worst got %.9g ref %.9g\n", w->bad,
                (size_t)c->nq * D, w1.bad ? "" : " (against the f16-rounded inputs)", w->got,
@@ -261,8 +261,8 @@ static int run_case(const struct tcase *c) {
     for (int i = 0; i < c->nq; i++)
         for (size_t x = (size_t)D; x < ldo; x++) gaps &= isnan(o[(size_t)i * ldo + x]) != 0;
 
-    CA_CHECK(gaps, "attn wrote outside o (row padding or guard bands)");
-    CA_CHECK(!memcmp(o - CA_GUARD, o2 - CA_GUARD, (no + 2 * CA_GUARD) * sizeof(float)),
+    CHECK(gaps, "attn wrote outside o (row padding or guard bands)");
+    CHECK(!memcmp(o - CA_GUARD, o2 - CA_GUARD, (no + 2 * CA_GUARD) * sizeof(float)),
              "two identical attn calls gave different bits");
 
     ct_free_guarded(od), ct_free_guarded(od2), ct_free(kvd);
@@ -296,8 +296,8 @@ int main(void) {
     ca_seed("test_cuda_attn");
     dev->init_kernels(dev, &kt, 0);
     jk_init_ref(&kref);
-    CA_CHECK(kt.attn != NULL, "the CUDA table has no attn slot");
-    CA_CHECK(kt.attn_ws != NULL && kt.attn_ws(4, 64, 1000) == 0,
+    CHECK(kt.attn != NULL, "the CUDA table has no attn slot");
+    CHECK(kt.attn_ws != NULL && kt.attn_ws(4, 64, 1000) == 0,
              "attn_ws of the CUDA table is not 0");
     if (!kt.attn) return ca_finish("test_cuda_attn");
 

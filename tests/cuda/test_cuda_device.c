@@ -42,15 +42,15 @@ static unsigned char *bytes(size_t n) {
 }
 
 static void check_fields(struct jk_device *d) {
-    CA_CHECK(d->name && !strncmp(d->name, "cuda:0 ", 7), "name \"%s\" does not start with \"cuda:0 \"",
+    CHECK(d->name && !strncmp(d->name, "cuda:0 ", 7), "name \"%s\" does not start with \"cuda:0 \"",
              d->name ? d->name : "(null)");
-    CA_CHECK(d->name && strstr(d->name, "(sm_") && strstr(d->name, " GiB)"),
+    CHECK(d->name && strstr(d->name, "(sm_") && strstr(d->name, " GiB)"),
              "name \"%s\" lacks \"(sm_XY, N GiB)\"", d->name ? d->name : "(null)");
-    CA_CHECK(!d->host_memory, "host_memory is true on a CUDA device");
-    CA_CHECK(d->ordinal == 0, "ordinal %d, expected 0", d->ordinal);
-    CA_CHECK(d->error(d) && !d->error(d)[0], "error() is \"%s\" on a fresh device",
+    CHECK(!d->host_memory, "host_memory is true on a CUDA device");
+    CHECK(d->ordinal == 0, "ordinal %d, expected 0", d->ordinal);
+    CHECK(d->error(d) && !d->error(d)[0], "error() is \"%s\" on a fresh device",
              d->error(d) ? d->error(d) : "(null)");
-    CA_CHECK(jk_device_cuda_count() >= 1, "jk_device_cuda_count() = %d with device 0 open",
+    CHECK(jk_device_cuda_count() >= 1, "jk_device_cuda_count() = %d with device 0 open",
              jk_device_cuda_count());
 }
 
@@ -60,41 +60,41 @@ static void check_copies(struct jk_device *d) {
         const size_t n = sizes[si];
         unsigned char *h = bytes(n + 16), *back = bytes(n + 16), *ref = (unsigned char *)malloc(n + 16);
         unsigned char *a = (unsigned char *)d->alloc(d, n + 16), *b = (unsigned char *)d->alloc(d, n + 16);
-        CA_CHECK(a && b, "alloc of %zu bytes failed: %s", n + 16, d->error(d));
+        CHECK(a && b, "alloc of %zu bytes failed: %s", n + 16, d->error(d));
         if (!a || !b) exit(1);
         /* whole buffer, then n bytes at an odd offset */
-        CA_CHECK(!d->upload(d, a, h, n + 16), "upload: %s", d->error(d));
-        CA_CHECK(!d->download(d, back, a, n + 16), "download: %s", d->error(d));
-        CA_CHECK(!memcmp(back, h, n + 16), "upload/download round trip of %zu bytes differs", n + 16);
+        CHECK(!d->upload(d, a, h, n + 16), "upload: %s", d->error(d));
+        CHECK(!d->download(d, back, a, n + 16), "download: %s", d->error(d));
+        CHECK(!memcmp(back, h, n + 16), "upload/download round trip of %zu bytes differs", n + 16);
         unsigned char *h2 = bytes(n);
-        CA_CHECK(!d->upload(d, a + 3, h2, n), "upload at offset 3: %s", d->error(d));
+        CHECK(!d->upload(d, a + 3, h2, n), "upload at offset 3: %s", d->error(d));
         memcpy(ref, h, n + 16), memcpy(ref + 3, h2, n);
-        CA_CHECK(!d->download(d, back, a, n + 16), "download: %s", d->error(d));
-        CA_CHECK(!memcmp(back, ref, n + 16), "upload of %zu bytes at offset 3 differs", n);
+        CHECK(!d->download(d, back, a, n + 16), "download: %s", d->error(d));
+        CHECK(!memcmp(back, ref, n + 16), "upload of %zu bytes at offset 3 differs", n);
         /* upload returns once the source may be reused: scribble on it at once */
         memset(h2, 0xa5, n);
-        CA_CHECK(!d->download(d, back, a, n + 16), "download: %s", d->error(d));
-        CA_CHECK(!memcmp(back, ref, n + 16), "reusing an upload's source changed the copy (%zu bytes)", n);
+        CHECK(!d->download(d, back, a, n + 16), "download: %s", d->error(d));
+        CHECK(!memcmp(back, ref, n + 16), "reusing an upload's source changed the copy (%zu bytes)", n);
 
         /* device to device, into an odd offset; then zero a middle range */
-        CA_CHECK(!d->zero(d, b, n + 16), "zero: %s", d->error(d));
-        CA_CHECK(!d->copy(d, b + 5, a + 1, n), "copy: %s", d->error(d));
+        CHECK(!d->zero(d, b, n + 16), "zero: %s", d->error(d));
+        CHECK(!d->copy(d, b + 5, a + 1, n), "copy: %s", d->error(d));
         memset(ref, 0, n + 16);
         memcpy(ref + 5, back + 1, n);
         const size_t z0 = n / 3, zn = n / 2;
-        CA_CHECK(!d->zero(d, b + 5 + z0, zn), "zero: %s", d->error(d));
+        CHECK(!d->zero(d, b + 5 + z0, zn), "zero: %s", d->error(d));
         memset(ref + 5 + z0, 0, zn);
-        CA_CHECK(!d->download(d, back, b, n + 16), "download: %s", d->error(d));
-        CA_CHECK(!memcmp(back, ref, n + 16), "copy + zero of %zu bytes differs", n);
+        CHECK(!d->download(d, back, b, n + 16), "download: %s", d->error(d));
+        CHECK(!memcmp(back, ref, n + 16), "copy + zero of %zu bytes differs", n);
 
         /* zero bytes: nothing to do, no error */
-        CA_CHECK(!d->upload(d, a, h, 0) && !d->download(d, back, a, 0) && !d->copy(d, b, a, 0) &&
+        CHECK(!d->upload(d, a, h, 0) && !d->download(d, back, a, 0) && !d->copy(d, b, a, 0) &&
                      !d->zero(d, a, 0), "a zero-byte transfer failed: %s", d->error(d));
         d->free(d, a), d->free(d, b);
         free(h), free(h2), free(back), free(ref);
     }
     d->free(d, NULL);   /* a no-op */
-    CA_CHECK(!d->sync(d), "sync after the copies: %s", d->error(d));
+    CHECK(!d->sync(d), "sync after the copies: %s", d->error(d));
     printf("  copies: round trips, offsets, copy, zero on %zu sizes\n", sizeof sizes / sizeof *sizes);
 }
 
@@ -102,14 +102,14 @@ static void check_table(struct jk_device *d) {
     struct jk_kernels k;
     memset(&k, 0xff, sizeof k);   /* every field must be written */
     d->init_kernels(d, &k, 0);
-    CA_CHECK(k.isa && !strcmp(k.isa, "cuda"), "isa \"%s\"", k.isa ? k.isa : "(null)");
-    CA_CHECK(k.gemm[JK_F32] && k.gemm[JK_F16] && k.gemm[JK_BF16], "a 16/32-bit gemm slot is NULL");
-    CA_CHECK(!k.gemm[JK_Q8_0], "gemm[JK_Q8_0] is set: the GPU has no q8_0 matmul");
+    CHECK(k.isa && !strcmp(k.isa, "cuda"), "isa \"%s\"", k.isa ? k.isa : "(null)");
+    CHECK(k.gemm[JK_F32] && k.gemm[JK_F16] && k.gemm[JK_BF16], "a 16/32-bit gemm slot is NULL");
+    CHECK(!k.gemm[JK_Q8_0], "gemm[JK_Q8_0] is set: the GPU has no q8_0 matmul");
     for (int s = 0; s < jk_nslots; s++)
         if (jk_slots[s].dtype < 0)
-            CA_CHECK(jk_slot_fn(&k, &jk_slots[s]), "slot %s of the CUDA table is NULL", jk_slots[s].name);
+            CHECK(jk_slot_fn(&k, &jk_slots[s]), "slot %s of the CUDA table is NULL", jk_slots[s].name);
     if (k.gemm_ws && k.attn_ws)
-        CA_CHECK(k.gemm_ws(8, 4096) == 0 && k.attn_ws(8, 64, 4096) == 0,
+        CHECK(k.gemm_ws(8, 4096) == 0 && k.attn_ws(8, 64, 4096) == 0,
                  "the CUDA slots take no workspace, but gemm_ws / attn_ws ask for some");
 }
 
@@ -125,7 +125,7 @@ static void run_gelu(struct jk_device *d, const struct jk_kernels *k, const floa
     k->gelu(a, n, 1);
     d->copy(d, b, a, n * sizeof(float));
     d->zero(d, a, n * sizeof(float));
-    CA_CHECK(!d->download(d, out, b, n * sizeof(float)), "download: %s", d->error(d));
+    CHECK(!d->download(d, out, b, n * sizeof(float)), "download: %s", d->error(d));
     d->free(d, a), d->free(d, b);
 }
 
@@ -143,16 +143,16 @@ static void check_order_and_bind(struct jk_device *d) {
 
     char err[256] = "";
     struct jk_device *d2 = jk_device_open_cuda(0, err, sizeof err);
-    CA_CHECK(d2 != NULL, "a second handle on device 0: %s", err);
+    CHECK(d2 != NULL, "a second handle on device 0: %s", err);
     if (d2) {
         run_gelu(d2, &k, x, g2, n);
-        CA_CHECK(!memcmp(g1, g2, n * sizeof(float)), "gelu through a second handle differs");
+        CHECK(!memcmp(g1, g2, n * sizeof(float)), "gelu through a second handle differs");
         run_gelu(d, &k, x, g2, n);   /* back to the first */
-        CA_CHECK(!memcmp(g1, g2, n * sizeof(float)), "gelu after binding the first handle again differs");
+        CHECK(!memcmp(g1, g2, n * sizeof(float)), "gelu after binding the first handle again differs");
         d2->close(d2);
     }
     d->bind(d);
-    CA_CHECK(!d->sync(d), "sync: %s", d->error(d));
+    CHECK(!d->sync(d), "sync: %s", d->error(d));
     printf("  stream order and bind: two handles, %zu floats each\n", n);
     free(x), free(r), free(g1), free(g2);
 }
@@ -165,43 +165,43 @@ static void check_errors(void) {
     for (int i = 0; i < 3; i++) {
         strcpy(err, "");
         struct jk_device *d = jk_device_open_cuda(bad[i], err, sizeof err);
-        CA_CHECK(!d, "jk_device_open_cuda(%d) with %d device(s) did not fail", bad[i], count);
-        CA_CHECK(err[0] && !strchr(err, '\n'), "jk_device_open_cuda(%d): no one-line reason", bad[i]);
+        CHECK(!d, "jk_device_open_cuda(%d) with %d device(s) did not fail", bad[i], count);
+        CHECK(err[0] && !strchr(err, '\n'), "jk_device_open_cuda(%d): no one-line reason", bad[i]);
         if (d) d->close(d);
         else if (i == 0) printf("  bad ordinal: \"%s\"\n", err);
     }
-    CA_CHECK(!jk_device_open_cuda(count + 1, NULL, 0), "a bad ordinal with no error buffer did not fail");
+    CHECK(!jk_device_open_cuda(count + 1, NULL, 0), "a bad ordinal with no error buffer did not fail");
 
     /* an allocation that cannot succeed: NULL, a reason, sticky */
     struct jk_device *d = jk_device_open_cuda(0, err, sizeof err);
     if (!d) { printf("FAIL reopen: %s\n", err); exit(1); }
     void *ok = d->alloc(d, 4096);
-    CA_CHECK(ok != NULL, "alloc(4096): %s", d->error(d));
+    CHECK(ok != NULL, "alloc(4096): %s", d->error(d));
     void *p = d->alloc(d, (size_t)1 << 60);
-    CA_CHECK(!p, "alloc(2^60) succeeded");
+    CHECK(!p, "alloc(2^60) succeeded");
     char first[256];
     snprintf(first, sizeof first, "%s", d->error(d));
     printf("  alloc(2^60): \"%s\"\n", first);
-    CA_CHECK(strstr(first, "cannot allocate") && strstr(first, "MiB") && !strchr(first, '\n'),
+    CHECK(strstr(first, "cannot allocate") && strstr(first, "MiB") && !strchr(first, '\n'),
              "alloc(2^60): the error \"%s\" is not \"cuda: cannot allocate N MiB: ...\"", first);
-    CA_CHECK(d->sync(d) == -1, "sync after a failed alloc returned 0");
+    CHECK(d->sync(d) == -1, "sync after a failed alloc returned 0");
     unsigned char buf[64] = {0};
-    CA_CHECK(d->upload(d, ok, buf, sizeof buf) == -1, "upload after a failed alloc returned 0");
-    CA_CHECK(d->download(d, buf, ok, sizeof buf) == -1, "download after a failed alloc returned 0");
-    CA_CHECK(d->copy(d, ok, ok, 16) == -1 && d->zero(d, ok, 16) == -1,
+    CHECK(d->upload(d, ok, buf, sizeof buf) == -1, "upload after a failed alloc returned 0");
+    CHECK(d->download(d, buf, ok, sizeof buf) == -1, "download after a failed alloc returned 0");
+    CHECK(d->copy(d, ok, ok, 16) == -1 && d->zero(d, ok, 16) == -1,
              "copy / zero after a failed alloc returned 0");
-    CA_CHECK(d->alloc(d, 16) == NULL, "alloc after a failed alloc succeeded");
-    CA_CHECK(!strcmp(d->error(d), first), "the first error was replaced by \"%s\"", d->error(d));
+    CHECK(d->alloc(d, 16) == NULL, "alloc after a failed alloc succeeded");
+    CHECK(!strcmp(d->error(d), first), "the first error was replaced by \"%s\"", d->error(d));
     d->free(d, ok);
     d->close(d);
 
     /* the failure belonged to that handle: a new one works */
     d = jk_device_open_cuda(0, err, sizeof err);
-    CA_CHECK(d != NULL, "reopen after a failed alloc: %s", err);
+    CHECK(d != NULL, "reopen after a failed alloc: %s", err);
     if (d) {
         unsigned char *h = bytes(1000), back[1000];
         void *a = d->alloc(d, 1000);
-        CA_CHECK(a && !d->upload(d, a, h, 1000) && !d->download(d, back, a, 1000) &&
+        CHECK(a && !d->upload(d, a, h, 1000) && !d->download(d, back, a, 1000) &&
                      !memcmp(back, h, 1000) && !d->sync(d) && !d->error(d)[0],
                  "a device opened after a failed alloc does not work: %s", d->error(d));
         d->free(d, a);

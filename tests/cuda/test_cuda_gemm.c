@@ -276,7 +276,7 @@ static int run_case(const struct gcase *c) {
         printf("FAIL %s: wrote outside Y[M, N]\n", what);
         bad = 1;
     }
-    if (bad) ca_failures++;
+    if (bad) check_failed++;
     if (c->report) {
         const double rms = sqrt(rsq / ((double)M * N));
         printf("    %-5s M=%d N=%d K=%d %-5s: max |err| / S %.3g, max |err| / rms(y) %.3g", 
@@ -350,7 +350,7 @@ int main(int argc, char **argv) {
         const enum jk_dtype t = ti == 0 ? JK_F16 : ti == 1 ? JK_BF16 : JK_F32;
         if (!kt.gemm[t]) {
             printf("FAIL: the CUDA table has no gemm[%s]\n", jk_dtype_name(t));
-            ca_failures++;
+            check_failed++;
             continue;
         }
         int tc = 0, tf = 0;

@@ -269,7 +269,7 @@ static void check_gather(const struct jk_kernels *k, const struct jk_kernels *rt
             rt->gather(yr, c.ldy, c.x, c.ldx, c.idx, c.n, c.d, 1);
             int ok = 1;
             for (int i = 0; i < c.n; i++) ok &= same_bits(y1 + (size_t)i * c.ldy, yr + (size_t)i * c.ldy, (size_t)c.d);
-            CA_CHECK(ok, "cuda gather n %d of %d rows d %d: differs from the reference slot", c.n, c.nx, c.d);
+            CHECK(ok, "cuda gather n %d of %d rows d %d: differs from the reference slot", c.n, c.nx, c.d);
             fails += !ok;
             ca_free_guarded(yr);
         }
@@ -334,7 +334,7 @@ int main(void) {
     memset(&ref, 0, sizeof ref);
     jk_init_ref(&ref);
     dev->init_kernels(dev, &k, 0);
-    CA_CHECK(!strcmp(k.isa, "cuda"), "the device's table is \"%s\", not \"cuda\"", k.isa);
+    CHECK(!strcmp(k.isa, "cuda"), "the device's table is \"%s\", not \"cuda\"", k.isa);
 
     check_layernorm(&k);
     check_unary(&k, &ref);
@@ -346,7 +346,7 @@ int main(void) {
     check_gather(&k, &ref);
     check_mean_rows(&k, &ref);
 
-    CA_CHECK(!dev->sync(dev), "device error after the tests: %s", dev->error(dev));
+    CHECK(!dev->sync(dev), "device error after the tests: %s", dev->error(dev));
     ct_close();
     return ca_finish("test_cuda_ops");
 }

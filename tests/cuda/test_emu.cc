@@ -24,18 +24,9 @@
 #define _Static_assert static_assert
 #include "runtime/dtype.h"
 #undef _Static_assert
+#include "tests/check.h"
 
-static int g_failures;
 
-#define CHECK(cond, ...)                                                                    \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            g_failures++;                                                                   \
-            printf("  FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            printf(__VA_ARGS__);                                                            \
-            printf("\n");                                                                   \
-        }                                                                                   \
-    } while (0)
 
 static uint64_t g_rng;
 static uint32_t rnd() {
@@ -737,8 +728,8 @@ int main() {
     test_bug_detection();
     test_speed();
 
-    if (g_failures) {
-        printf("test_emu: %d FAILED\n", g_failures);
+    if (check_failed) {
+        printf("test_emu: %d FAILED\n", check_failed);
         return 1;
     }
     printf("test_emu: all passed\n");

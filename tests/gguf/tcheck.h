@@ -1,6 +1,6 @@
 /*
- * tcheck.h — the few helpers the gguf tests share: CHECK (count and report a failure,
- * keep going), a deterministic byte generator and FNV-1a. Test-only code.
+ * tcheck.h — the few helpers the gguf tests share beside tests/check.h: a deterministic
+ * byte generator and FNV-1a. Test-only code.
  */
 #ifndef JEPA_TESTS_GGUF_TCHECK_H
 #define JEPA_TESTS_GGUF_TCHECK_H
@@ -8,25 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-static int tc_failures __attribute__((unused));
-static int tc_checks __attribute__((unused));
+#include "tests/check.h"
 
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        tc_checks++;                                                           \
-        if (!(cond)) {                                                         \
-            tc_failures++;                                                     \
-            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fputc('\n', stderr);                                               \
-        }                                                                      \
-    } while (0)
-
-/* Print the summary line and return the process exit code. */
-static inline int tc_finish(const char *name) {
-    printf("%s: %d checks, %d failures\n", name, tc_checks, tc_failures);
-    return tc_failures ? 1 : 0;
-}
 
 /* splitmix64: a deterministic stream of bytes for tensor data and values. */
 static inline uint64_t tc_rand(uint64_t *s) {

@@ -88,5 +88,5 @@ int main(int argc, char **argv) {
         {"vjepa2_1_tiny/model.gguf", "vjepa2_1", 219, 54, 64, 192, 3876608},
     };
     for (size_t i = 0; i < sizeof fx / sizeof fx[0]; i++) check_fixture(argv[1], &fx[i]);
-    return tc_finish("test_gguf_fixtures");
+    return check_finish("test_gguf_fixtures");
 }

@@ -384,5 +384,5 @@ int main(void) {
     test_name_limits();
     test_open_file();
     free(base.p);
-    return tc_finish("test_gguf_hostile");
+    return check_finish("test_gguf_hostile");
 }

@@ -597,5 +597,5 @@ int main(void) {
     test_write_failures();
     test_format();
     rmdir(tmpdir);
-    return tc_finish("test_gguf_roundtrip");
+    return check_finish("test_gguf_roundtrip");
 }

@@ -25,20 +25,10 @@
 #include "input/preprocess.h"
 #include "jepa.h"
 #include "manifest.h"
+#include "tests/check.h"
 
-static int n_fail, n_pass;
 static const char *data_dir;
 
-#define CHECK(cond, ...)                                  \
-    do {                                                  \
-        if (cond) n_pass++;                               \
-        else {                                            \
-            n_fail++;                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);   \
-            printf(__VA_ARGS__);                          \
-            printf("\n");                                 \
-        }                                                 \
-    } while (0)
 
 static bool load(struct npy *a, const char *name) {
     char path[1024];
@@ -46,7 +36,7 @@ static bool load(struct npy *a, const char *name) {
     snprintf(path, sizeof path, "%s/%s", data_dir, name);
     if (npy_load(a, path, &e)) {
         printf("FAIL cannot load %s: %s\n", path, e.msg);
-        n_fail++;
+        check_fail_count();
         return false;
     }
     return true;
@@ -57,7 +47,7 @@ static enum pre_filter filter_of(const char *s) {
     for (int i = 0; i < 5; i++)
         if (!strcmp(s, names[i])) return (enum pre_filter)i;
     printf("FAIL unknown filter %s\n", s);
-    n_fail++;
+    check_fail_count();
     return PRE_TV_BILINEAR_AA;
 }
 
@@ -275,8 +265,8 @@ int main(int argc, char **argv) {
     }
     CHECK(n_resize >= 40 && n_pipe >= 6, "manifest: %d resize and %d pipeline cases", n_resize, n_pipe);
     test_errors(m);
-    printf("%d resize cases, %d pipelines: %d checks passed, %d failed\n", n_resize, n_pipe, n_pass, n_fail);
+    printf("%d resize cases, %d pipelines: %d checks passed, %d failed\n", n_resize, n_pipe, check_passed, check_failed);
     free(text);
     jepa_model_free(m);
-    return n_fail ? 1 : 0;
+    return check_failed ? 1 : 0;
 }

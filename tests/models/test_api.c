@@ -21,18 +21,8 @@
 #include "cli/npy.h"
 #include "jepa.h"
 #include "kernels/device.h"
+#include "tests/check.h"
 
-static int failures;
-#define CHECK(cond, ...)                                    \
-    do {                                                    \
-        if (cond) {                                         \
-            printf("ok   " __VA_ARGS__);                    \
-        } else {                                            \
-            printf("FAIL " __VA_ARGS__);                    \
-            failures++;                                     \
-        }                                                   \
-        printf("\n");                                       \
-    } while (0)
 
 struct job {
     const jepa_model *m;
@@ -57,6 +47,7 @@ static void *encode_job(void *arg) {
 }
 
 int main(int argc, char **argv) {
+    check_verbose = 1;   /* narrate every step: ok / FAIL */
     if (argc < 2) {
         fprintf(stderr, "usage: test_api DATA_DIR\n");
         return 2;
@@ -234,6 +225,5 @@ int main(int argc, char **argv) {
     npy_free(&x);
     jepa_ctx_free(c);
     jepa_model_free(m);
-    printf("%s\n", failures ? "api: FAILED" : "api: all checks passed");
-    return failures ? 1 : 0;
+    return check_finish("api");
 }

@@ -840,15 +840,15 @@ int main(int argc, char **argv) {
     if (m) check_vjepa2_1(m);
     jm_free(m);
 
-    int before = tl_fail;
+    int before = check_failed;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
-    printf("%zu rewritten fixtures, %d failed checks\n", sizeof cases / sizeof cases[0], tl_fail - before);
+    printf("%zu rewritten fixtures, %d failed checks\n", sizeof cases / sizeof cases[0], check_failed - before);
 
     test_lewm();
     test_hfvit();
     test_sweep();
 
     jm_free(NULL);   /* must be a no-op */
-    printf("%d checks passed, %d failed\n", tl_pass, tl_fail);
-    return tl_fail ? 1 : 0;
+    printf("%d checks passed, %d failed\n", check_passed, check_failed);
+    return check_failed ? 1 : 0;
 }

@@ -18,20 +18,9 @@
 #include "gguf/gguf.h"
 #include "models/model.h"
 #include "runtime/dtype.h"
+#include "tests/check.h"
 
-static int tl_pass, tl_fail;
 
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (cond) {                                                             \
-            tl_pass++;                                                          \
-        } else {                                                                \
-            tl_fail++;                                                          \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);              \
-            printf(__VA_ARGS__);                                                \
-            printf("\n");                                                       \
-        }                                                                       \
-    } while (0)
 
 #define CHECK_INT(a, b) CHECK((long long)(a) == (long long)(b), "%s = %lld, expected %lld", #a, \
                               (long long)(a), (long long)(b))
