@@ -258,19 +258,6 @@ const char *jepa_ctx_isa(const jepa_ctx *c) { return c->k.isa; }
 const char *jepa_ctx_device(const jepa_ctx *c) { return c->dev->name; }
 size_t jepa_ctx_arena_bytes(const jepa_ctx *c) { return c->arena.cap + c->host.cap; }
 
-jepa_status jm_ctx_reserve(struct jepa_ctx *c, const struct plan *p) {
-    if (jr_arena_reserve(&c->arena, p->dev.used))
-        return jr_err_set(&c->err, JEPA_ERR_NOMEM, "cannot allocate %zu MiB of activations%s%s%s%s",
-                        p->dev.used >> 20, c->dev->host_memory ? "" : " on ",
-                        c->dev->host_memory ? "" : c->dev->name,
-                        c->dev->host_memory ? "" : ": ",
-                        c->dev->host_memory ? "" : c->dev->error(c->dev));
-    if (!c->dev->host_memory && jr_arena_reserve(&c->host, p->host.used))
-        return jr_err_set(&c->err, JEPA_ERR_NOMEM, "cannot allocate %zu MiB of host tables",
-                        p->host.used >> 20);
-    return JEPA_OK;
-}
-
 /* ---- runs ---- */
 
 /* Every public run: bind the device to this thread, run, wait for the device. A run the
