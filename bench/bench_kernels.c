@@ -54,10 +54,12 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+#ifdef JEPA_HAVE_OPENBLAS
 static void pause_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
+#endif
 
 /* Median seconds of fn(ctx) over reps fitted to the budget (warm-up call first). */
 static double time_median(bench_fn fn, void *ctx, double budget) {
@@ -300,7 +302,7 @@ int bench_kernels(const struct bench_opts *o) {
     FILE *info = o->json ? stderr : stdout;
     char buf[256];
     fprintf(info, "jepa bench kernels: cpu flags [%s], %d thread%s\n",
-            jepa_cpu_describe(o->cpu, buf, sizeof buf), o->threads, o->threads == 1 ? "" : "s");
+            jr_cpu_describe(o->cpu, buf, sizeof buf), o->threads, o->threads == 1 ? "" : "s");
     fprintf(info, "kernels: gemm %s, attn %s\n", gemm_isa, attn_isa);
     fprintf(info, "FMA peak (%s register loop, %d thread%s): %.1f GFLOP/s\n", peak_isa,
             o->threads, o->threads == 1 ? "" : "s", peak);

@@ -76,7 +76,7 @@ int cmd_bench(int argc, char **argv) {
         } else return cli_usage_error("bench", "unknown option '%s'", a);
     }
     if (o.quick && o.full) return cli_usage_error("bench", "--quick and --full exclude each other");
-    long cpu = jepa_cpu_cap(jepa_cpu_detect(), cap);
+    long cpu = jr_cpu_cap(jr_cpu_detect(), cap);
     if (cpu < 0) return cli_usage_error("bench", "unknown cpu level '%s'", cap);
     o.cpu = (unsigned)cpu;
     if (gpu >= 0) {

@@ -21,19 +21,19 @@ int cmd_cpu(int argc, char **argv) {
             return 0;
         } else return cli_usage_error("cpu", "unknown option '%s'", argv[i]);
     }
-    unsigned found = jepa_cpu_detect();
-    long capped = jepa_cpu_cap(found, cap);
+    unsigned found = jr_cpu_detect();
+    long capped = jr_cpu_cap(found, cap);
     if (capped < 0) return cli_usage_error("cpu", "unknown cpu level '%s'", cap);
     char buf[256];
-    printf("cpu features: %s\n", jepa_cpu_describe(found, buf, sizeof buf));
-    printf("cap:          %s -> %s\n", cap ? cap : "auto", jepa_cpu_describe((unsigned)capped, buf, sizeof buf));
+    printf("cpu features: %s\n", jr_cpu_describe(found, buf, sizeof buf));
+    printf("cap:          %s -> %s\n", cap ? cap : "auto", jr_cpu_describe((unsigned)capped, buf, sizeof buf));
 
     /* Tables at every level up to the cap: a slot's ISA is the first level that set it. */
     static const char *const levels[] = {"scalar", "avx2", "avx512", "neon"};
     struct jk_kernels tab[4], use;
     int nl = 0;
     for (int i = 0; i < 4; i++) {
-        long f = jepa_cpu_cap((unsigned)capped, levels[i]);
+        long f = jr_cpu_cap((unsigned)capped, levels[i]);
         if (i > 0 && f == 0) continue;
         jk_init(&tab[nl], (unsigned)f);
         tab[nl].isa = levels[i];

@@ -136,11 +136,11 @@ static void print_head(const struct jepa_model *m) {
     }
 }
 
-static void print_pre(const struct jm_pre *p) {
-    printf("preprocess  %s", p->resize_mode == JM_RESIZE_SQUASH ? "squash" : "shortest_edge");
-    if (p->resize_mode == JM_RESIZE_SQUASH) printf(" to %d", p->resize_short);
+static void print_pre(const struct ji_recipe *p) {
+    printf("preprocess  %s", p->mode == PRE_SQUASH ? "squash" : "shortest_edge");
+    if (p->mode == PRE_SQUASH) printf(" to %d", p->resize_short);
     else printf(" to %d, centre crop %d", p->resize_short, p->crop);
-    printf(", %s, rescale %g%s\n", p->resample == JM_RESAMPLE_BICUBIC ? "bicubic" : "bilinear",
+    printf(", %s, rescale %g%s\n", p->resample == JI_RESAMPLE_BICUBIC ? "bicubic" : "bilinear",
            (double)p->rescale, fabs(p->rescale * 255.0 - 1.0) < 1e-6 ? " (1/255)" : "");
     printf("  mean      [%g, %g, %g]  std [%g, %g, %g]\n", (double)p->mean[0], (double)p->mean[1],
            (double)p->mean[2], (double)p->std[0], (double)p->std[1], (double)p->std[2]);

@@ -1,7 +1,8 @@
 /*
  * cmd_quantize.c — `jepa quantize IN.gguf OUT.gguf --type f16|bf16|q8_0|f32`: rewrite a
- * model with its matmul weights in another type (models/quantize.h says which tensors),
- * then load the result once to prove it is a valid schema-v1 file.
+ * model with its matmul weights in another type (the loaded model's weight list says
+ * which tensors: models/quantize.h), then load the result once to prove it is a valid
+ * schema-v1 file.
  */
 #include <stdio.h>
 #include <string.h>
@@ -39,17 +40,13 @@ int cmd_quantize(int argc, char **argv) {
     if (!strcmp(in, out)) return cli_usage_error("quantize", "the output must not overwrite the input");
 
     struct jerr e = {0};
-    struct gguf_file *g = NULL;
     struct gguf_writer *w = NULL;
     int rc = CLI_EXIT_FAIL;
     char err[JEPA_ERR_LEN];
-    jepa_model *check = NULL;
-    if (jg_open(&g, in, &e)) { cli_fail(in, "%s", e.msg); goto done; }
-    if (jepa_model_load(&check, in, err)) { cli_fail(in, "%s", err); goto done; }
-    jepa_model_free(check);
-    check = NULL;
+    jepa_model *m = NULL, *check = NULL;
+    if (jepa_model_load(&m, in, err)) { cli_fail(in, "%s", err); goto done; }
     if (!(w = jg_writer_new())) { cli_fail(NULL, "out of memory"); goto done; }
-    if (jm_quantize(g, w, target, false, &e)) { cli_fail(in, "%s", e.msg); goto done; }
+    if (jm_quantize(m, w, target, false, &e)) { cli_fail(in, "%s", e.msg); goto done; }
     if (jg_writer_write(w, out, &e)) { cli_fail(out, "%s", e.msg); goto done; }
     if (jepa_model_load(&check, out, err)) { cli_fail(out, "written file does not load: %s", err); goto done; }
     jepa_model_free(check);
@@ -57,6 +54,6 @@ int cmd_quantize(int argc, char **argv) {
     rc = 0;
 done:
     jg_writer_free(w);
-    jg_close(g);
+    jepa_model_free(m);
     return rc;
 }

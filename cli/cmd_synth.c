@@ -7,9 +7,14 @@
  *   jepa synth --arch NAME [--dtype f32|f16|bf16|q8_0] [--seed S] -o OUT.gguf
  *
  * Weights: matmul matrices N(0, 0.02²) (the init scale of these models), biases
- * N(0, 0.02²), LayerNorm weights 1 + N(0, 0.1²), tokens / embeddings N(0, 0.5²). --dtype
- * applies to the schema's quantizable set (2-D matmul weights); everything else stays
- * F32, as the schema requires. Loaded and run by the CLI tests (tests/models).
+ * N(0, 0.02²), LayerNorm weights 1 + N(0, 0.1²), tokens / embeddings N(0, 0.5²).
+ *
+ * The model is built in F32 in memory, loaded (so synth writes only what the loader
+ * accepts), and written through `jepa quantize`'s conversion (models/quantize.h): --dtype
+ * applies to the weights the loader records as the schema's quantization set, and
+ * everything else stays F32, as the schema requires. The F32 image costs memory twice
+ * its size at the peak (the writer and its serialised copy). Loaded and run by the CLI
+ * tests (tests/models).
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,7 +23,8 @@
 
 #include "cli/cli.h"
 #include "gguf/gguf.h"
-#include "runtime/quant.h"
+#include "jepa.h"
+#include "models/quantize.h"
 
 struct arch {
     const char *name, *family, *modality, *about;
@@ -40,7 +46,7 @@ struct arch {
     float mean, std;           /* 0: ImageNet statistics */
 };
 
-/* Shapes of the published checkpoints (see shared/reference and the schema's family notes). */
+/* Shapes of the published checkpoints (docs/gguf-schema.md; the models' cards). */
 static const struct arch archs[] = {
     {"vjepa2-vitl-256", "vjepa2", "video", "V-JEPA 2 ViT-L/16 256px (vjepa2-vitl-fpc64-256 shape)",
      1024, 24, 16, 4096, 16, 2, 256, 64, "rope3d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
@@ -87,75 +93,61 @@ static float normal(void) {
 
 struct synth {
     struct gguf_writer *w;
-    uint32_t wtype;            /* type of the quantizable matmul weights */
     struct jerr err;
     float *buf;                /* scratch of the largest tensor */
-    void *qbuf;
 };
 
 enum fill { FILL_WEIGHT, FILL_BIAS, FILL_NORM, FILL_TOKEN };
 
-/* Add a tensor of PyTorch shape [rows, cols] (cols = 0: a vector of rows). */
-static int add(struct synth *s, const char *name, int rows, int cols, enum fill f, int quantizable) {
+/* Add an F32 tensor of PyTorch shape [rows, cols] (cols = 0: a vector of rows). */
+static int add(struct synth *s, const char *name, int rows, int cols, enum fill f) {
     const int64_t n = (int64_t)rows * (cols ? cols : 1);
     for (int64_t i = 0; i < n; i++) {
         float r = normal();
         s->buf[i] = f == FILL_WEIGHT ? 0.02f * r : f == FILL_BIAS ? 0.02f * r
                   : f == FILL_NORM ? 1.0f + 0.1f * r : 0.5f * r;
     }
-    uint32_t type = (quantizable && cols) ? s->wtype : GGUF_TYPE_F32;
-    if (type == GGUF_TYPE_Q8_0 && cols % QK8_0) type = GGUF_TYPE_F16;   /* schema fallback */
-    const void *data = s->buf;
-    size_t nbytes = (size_t)n * 4;
-    if (type == GGUF_TYPE_F16 || type == GGUF_TYPE_BF16) {
-        uint16_t *h = s->qbuf;
-        for (int64_t i = 0; i < n; i++) h[i] = type == GGUF_TYPE_F16 ? f32_to_f16(s->buf[i]) : f32_to_bf16(s->buf[i]);
-        data = h, nbytes = (size_t)n * 2;
-    } else if (type == GGUF_TYPE_Q8_0) {
-        struct block_q8_0 *q = s->qbuf;
-        jr_quantize_row_q8_0(s->buf, q, n);
-        data = q, nbytes = (size_t)(n / QK8_0) * sizeof(struct block_q8_0);
-    }
     int64_t ne[2] = {cols ? cols : rows, cols ? rows : 1};
-    return jg_writer_add_tensor(s->w, name, type, cols ? 2 : 1, ne, data, nbytes, &s->err) != JEPA_OK;
+    return jg_writer_add_tensor(s->w, name, GGUF_TYPE_F32, cols ? 2 : 1, ne, s->buf, (size_t)n * 4,
+                                &s->err) != JEPA_OK;
 }
 
 /* The tensors of one pre-LN block under prefix ("enc.blk.3"). */
 static int add_block(struct synth *s, const char *pfx, int d, int ffn) {
     char n[192];
     int bad = 0;
-#define T(suffix, rows, cols, fill, q) \
-    (snprintf(n, sizeof n, "%s.%s", pfx, suffix), bad |= add(s, n, rows, cols, fill, q))
-    T("ln1.weight", d, 0, FILL_NORM, 0);
-    T("ln1.bias", d, 0, FILL_BIAS, 0);
-    T("attn_qkv.weight", 3 * d, d, FILL_WEIGHT, 1);
-    T("attn_qkv.bias", 3 * d, 0, FILL_BIAS, 0);
-    T("attn_out.weight", d, d, FILL_WEIGHT, 1);
-    T("attn_out.bias", d, 0, FILL_BIAS, 0);
-    T("ln2.weight", d, 0, FILL_NORM, 0);
-    T("ln2.bias", d, 0, FILL_BIAS, 0);
-    T("ffn_up.weight", ffn, d, FILL_WEIGHT, 1);
-    T("ffn_up.bias", ffn, 0, FILL_BIAS, 0);
-    T("ffn_down.weight", d, ffn, FILL_WEIGHT, 1);
-    T("ffn_down.bias", d, 0, FILL_BIAS, 0);
+#define T(suffix, rows, cols, fill) \
+    (snprintf(n, sizeof n, "%s.%s", pfx, suffix), bad |= add(s, n, rows, cols, fill))
+    T("ln1.weight", d, 0, FILL_NORM);
+    T("ln1.bias", d, 0, FILL_BIAS);
+    T("attn_qkv.weight", 3 * d, d, FILL_WEIGHT);
+    T("attn_qkv.bias", 3 * d, 0, FILL_BIAS);
+    T("attn_out.weight", d, d, FILL_WEIGHT);
+    T("attn_out.bias", d, 0, FILL_BIAS);
+    T("ln2.weight", d, 0, FILL_NORM);
+    T("ln2.bias", d, 0, FILL_BIAS);
+    T("ffn_up.weight", ffn, d, FILL_WEIGHT);
+    T("ffn_up.bias", ffn, 0, FILL_BIAS);
+    T("ffn_down.weight", d, ffn, FILL_WEIGHT);
+    T("ffn_down.bias", d, 0, FILL_BIAS);
 #undef T
     return bad;
 }
 
-static int add_linear(struct synth *s, const char *pfx, int rows, int cols, int quantizable) {
+static int add_linear(struct synth *s, const char *pfx, int rows, int cols) {
     char n[192];
     snprintf(n, sizeof n, "%s.weight", pfx);
-    int bad = add(s, n, rows, cols, FILL_WEIGHT, quantizable);
+    int bad = add(s, n, rows, cols, FILL_WEIGHT);
     snprintf(n, sizeof n, "%s.bias", pfx);
-    return bad | add(s, n, rows, 0, FILL_BIAS, 0);
+    return bad | add(s, n, rows, 0, FILL_BIAS);
 }
 
 static int add_norm(struct synth *s, const char *pfx, int d) {
     char n[192];
     snprintf(n, sizeof n, "%s.weight", pfx);
-    int bad = add(s, n, d, 0, FILL_NORM, 0);
+    int bad = add(s, n, d, 0, FILL_NORM);
     snprintf(n, sizeof n, "%s.bias", pfx);
-    return bad | add(s, n, d, 0, FILL_BIAS, 0);
+    return bad | add(s, n, d, 0, FILL_BIAS);
 }
 
 static void synth_usage(FILE *f) {
@@ -188,11 +180,11 @@ int cmd_synth(int argc, char **argv) {
         return cli_usage_error("synth", "unknown architecture '%s'", arch_name);
     }
     struct synth s = {0};
-    uint32_t ftype;
-    if (!strcmp(dtype, "f32")) s.wtype = GGUF_TYPE_F32, ftype = 0;
-    else if (!strcmp(dtype, "f16")) s.wtype = GGUF_TYPE_F16, ftype = 1;
-    else if (!strcmp(dtype, "q8_0")) s.wtype = GGUF_TYPE_Q8_0, ftype = 7;
-    else if (!strcmp(dtype, "bf16")) s.wtype = GGUF_TYPE_BF16, ftype = 32;
+    uint32_t wtype;            /* the type of the quantization set's weights */
+    if (!strcmp(dtype, "f32")) wtype = GGUF_TYPE_F32;
+    else if (!strcmp(dtype, "f16")) wtype = GGUF_TYPE_F16;
+    else if (!strcmp(dtype, "q8_0")) wtype = GGUF_TYPE_Q8_0;
+    else if (!strcmp(dtype, "bf16")) wtype = GGUF_TYPE_BF16;
     else return cli_usage_error("synth", "--dtype takes f32, f16, bf16 or q8_0, not '%s'", dtype);
     rng = seed;
 
@@ -206,9 +198,8 @@ int cmd_synth(int argc, char **argv) {
     if ((int64_t)(1 + grid * grid) * A->d > big) big = (int64_t)(1 + grid * grid) * A->d;
     if ((int64_t)A->proj_hidden * A->d > big) big = (int64_t)A->proj_hidden * A->d;
     s.buf = malloc(sizeof(float) * (size_t)big);
-    s.qbuf = malloc(sizeof(float) * (size_t)big);
     s.w = jg_writer_new();
-    if (!s.buf || !s.qbuf || !s.w) { free(s.buf); free(s.qbuf); jg_writer_free(s.w); return cli_fail(NULL, "out of memory"); }
+    if (!s.buf || !s.w) { free(s.buf); jg_writer_free(s.w); return cli_fail(NULL, "out of memory"); }
 
     struct gguf_writer *w = s.w;
     char name[160];
@@ -217,7 +208,7 @@ int cmd_synth(int argc, char **argv) {
     jg_writer_set_str(w, "general.name", name);
     jg_writer_set_str(w, "general.license", "mit");
     jg_writer_set_str(w, "general.source_url", "jepa synth (random weights, not a trained model)");
-    jg_writer_set_u32(w, "general.file_type", ftype);
+    jg_writer_set_u32(w, "general.file_type", 0);   /* quantize sets the target's */
     jg_writer_set_u32(w, "jepa.schema_version", 1);
     jg_writer_set_str(w, "jepa.family", A->family);
     jg_writer_set_str(w, "jepa.modality", A->modality);
@@ -303,17 +294,17 @@ int cmd_synth(int argc, char **argv) {
 
     /* encoder tensors */
     const int d = A->d, P = A->patch;
-    int bad = add_linear(&s, "enc.patch_embed", d, 3 * A->tubelet * P * P, 0);
+    int bad = add_linear(&s, "enc.patch_embed", d, 3 * A->tubelet * P * P);
     if (A->image_embed) {
-        bad |= add_linear(&s, "enc.patch_embed_img", d, 3 * P * P, 0);
-        bad |= add(&s, "enc.mod_embed_img", d, 0, FILL_TOKEN, 0);
-        bad |= add(&s, "enc.mod_embed_video", d, 0, FILL_TOKEN, 0);
+        bad |= add_linear(&s, "enc.patch_embed_img", d, 3 * P * P);
+        bad |= add(&s, "enc.mod_embed_img", d, 0, FILL_TOKEN);
+        bad |= add(&s, "enc.mod_embed_video", d, 0, FILL_TOKEN);
     }
     if (!rope) {   /* position table [CLS?; training grid] */
         const int g = A->img / P;
-        bad |= add(&s, "enc.pos_embed", A->cls + g * g, d, FILL_TOKEN, 0);
+        bad |= add(&s, "enc.pos_embed", A->cls + g * g, d, FILL_TOKEN);
     }
-    if (A->cls) bad |= add(&s, "enc.cls_token", d, 0, FILL_TOKEN, 0);
+    if (A->cls) bad |= add(&s, "enc.cls_token", d, 0, FILL_TOKEN);
     for (int l = 0; l < A->layers && !bad; l++) {
         snprintf(name, sizeof name, "enc.blk.%d", l);
         bad |= add_block(&s, name, d, A->ffn);
@@ -324,45 +315,63 @@ int cmd_synth(int argc, char **argv) {
     }
     bad |= add_norm(&s, "enc.norm", d);
     if (A->proj_hidden) {
-        bad |= add_linear(&s, "enc.proj.0", A->proj_hidden, d, 1);
-        bad |= add_linear(&s, "enc.proj.2", d, A->proj_hidden, 1);
+        bad |= add_linear(&s, "enc.proj.0", A->proj_hidden, d);
+        bad |= add_linear(&s, "enc.proj.2", d, A->proj_hidden);
     }
     if (A->pd) {
-        bad |= add_linear(&s, "pred.embed", A->pd, d, 1);
-        bad |= add(&s, "pred.mask_tokens", A->p_mask, A->pd, FILL_TOKEN, 0);
+        bad |= add_linear(&s, "pred.embed", A->pd, d);
+        bad |= add(&s, "pred.mask_tokens", A->p_mask, A->pd, FILL_TOKEN);
         if (A->image_embed) {
-            bad |= add(&s, "pred.mod_embed_img", A->pd, 0, FILL_TOKEN, 0);
-            bad |= add(&s, "pred.mod_embed_video", A->pd, 0, FILL_TOKEN, 0);
+            bad |= add(&s, "pred.mod_embed_img", A->pd, 0, FILL_TOKEN);
+            bad |= add(&s, "pred.mod_embed_video", A->pd, 0, FILL_TOKEN);
         }
         for (int l = 0; l < A->p_layers && !bad; l++) {
             snprintf(name, sizeof name, "pred.blk.%d", l);
             bad |= add_block(&s, name, A->pd, A->p_ffn);
         }
         bad |= add_norm(&s, "pred.norm", A->pd);
-        bad |= add_linear(&s, "pred.proj", A->p_out, A->pd, 1);
-        if (A->p_ctx_proj) bad |= add_linear(&s, "pred.proj_context", A->p_out, A->pd, 1);
+        bad |= add_linear(&s, "pred.proj", A->p_out, A->pd);
+        if (A->p_ctx_proj) bad |= add_linear(&s, "pred.proj_context", A->p_out, A->pd);
     }
     if (A->n_classes) {
-        bad |= add(&s, "head.query", 1, d, FILL_TOKEN, 0);
+        bad |= add(&s, "head.query", 1, d, FILL_TOKEN);
         for (int l = 0; l < A->pool_layers && !bad; l++) {
             snprintf(name, sizeof name, "head.blk.%d", l);
             bad |= add_block(&s, name, d, A->ffn);
         }
         bad |= add_norm(&s, "head.xattn.ln_kv", d);
-        bad |= add_linear(&s, "head.xattn.q", d, d, 1);
-        bad |= add_linear(&s, "head.xattn.k", d, d, 1);
-        bad |= add_linear(&s, "head.xattn.v", d, d, 1);
+        bad |= add_linear(&s, "head.xattn.q", d, d);
+        bad |= add_linear(&s, "head.xattn.k", d, d);
+        bad |= add_linear(&s, "head.xattn.v", d, d);
         bad |= add_norm(&s, "head.xattn.ln2", d);
-        bad |= add_linear(&s, "head.xattn.ffn_up", A->ffn, d, 1);
-        bad |= add_linear(&s, "head.xattn.ffn_down", d, A->ffn, 1);
-        bad |= add_linear(&s, "head.cls", A->n_classes, d, 1);
+        bad |= add_linear(&s, "head.xattn.ffn_up", A->ffn, d);
+        bad |= add_linear(&s, "head.xattn.ffn_down", d, A->ffn);
+        bad |= add_linear(&s, "head.cls", A->n_classes, d);
     }
-    int rc = 0;
-    if (bad) rc = cli_fail(out, "%s", s.err.msg[0] ? s.err.msg : "cannot build the model (out of memory?)");
-    else if (jg_writer_write(w, out, &s.err)) rc = cli_fail(out, "%s", s.err.msg);
-    else printf("wrote %s: %s, RANDOM weights, matmul weights %s\n", out, A->about, dtype);
-    jg_writer_free(w);
     free(s.buf);
-    free(s.qbuf);
+    if (bad) {
+        jg_writer_free(w);
+        return cli_fail(out, "%s", s.err.msg[0] ? s.err.msg : "cannot build the model (out of memory?)");
+    }
+    /* the F32 model through the loader, then through quantize's conversion to OUT */
+    void *f32 = NULL;
+    size_t size = 0;
+    jepa_status st = jg_writer_write_mem(w, &f32, &size, &s.err);
+    jg_writer_free(w);
+    if (st) return cli_fail(out, "%s", s.err.msg);
+    char err[JEPA_ERR_LEN];
+    jepa_model *m = NULL;
+    struct gguf_writer *qw = NULL;
+    int rc = CLI_EXIT_FAIL;
+    if (jepa_model_load_memory(&m, f32, size, err)) cli_fail(out, "synth built a model the loader refuses: %s", err);
+    else if (!(qw = jg_writer_new())) cli_fail(NULL, "out of memory");
+    else if (jm_quantize(m, qw, wtype, false, &s.err) || jg_writer_write(qw, out, &s.err)) cli_fail(out, "%s", s.err.msg);
+    else {
+        printf("wrote %s: %s, RANDOM weights, matmul weights %s\n", out, A->about, dtype);
+        rc = 0;
+    }
+    jg_writer_free(qw);
+    jepa_model_free(m);
+    free(f32);
     return rc;
 }

@@ -67,7 +67,7 @@ static void *arena_alloc(struct arena_blk **head, size_t n) {
     return b->data + at;
 }
 
-static void jr_arena_free(struct arena_blk *b) {
+static void arena_free(struct arena_blk *b) {
     while (b) {
         struct arena_blk *next = b->next;
         free(b);
@@ -366,13 +366,11 @@ static jepa_status read_tensor_info(struct gguf_file *g, struct rd *r, struct je
                           !(t->type >= 31 && t->type <= 33) && !(t->type >= 36 && t->type <= 38);
         if (ggml_known)
             return fail(e, JEPA_ERR_UNSUPPORTED,
-                        "%s: ggml tensor type %u is not supported (schema v1 allows f32, f16, "
-                        "bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K)", ctx, t->type);
+                        "%s: ggml tensor type %u has a block layout this reader does not know "
+                        "(it knows f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q8_1, q2_K .. q8_K)",
+                        ctx, t->type);
         return fail(e, JEPA_ERR_FORMAT, "%s: unknown tensor type %u", ctx, t->type);
     }
-    if (!ti->schema_allowed)
-        return fail(e, JEPA_ERR_UNSUPPORTED,
-                    "%s: tensor type %s (%u) is not allowed by schema v1", ctx, ti->name, t->type);
     if (t->ne[0] % ti->block_size != 0)
         return fail(e, JEPA_ERR_FORMAT,
                     "%s: ne[0] = %lld is not a multiple of the %s block size %lld", ctx,
@@ -647,7 +645,7 @@ void jg_close(struct gguf_file *g) {
     free(g->kv_sorted);
     free(g->tensors);
     free(g->tensor_sorted);
-    jr_arena_free(g->arena);
+    arena_free(g->arena);
     free(g);
 }
 

@@ -55,7 +55,6 @@ struct jg_type_info {
     const char *name;       /* "f32", "q8_0", ... */
     int64_t block_size;     /* elements per block (1 for float types) */
     size_t type_size;       /* bytes per block */
-    bool schema_allowed;    /* one of the types schema v1 allows in a file */
 };
 
 /* NULL when t is not a type this build knows. */

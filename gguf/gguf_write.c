@@ -280,8 +280,8 @@ jepa_status jg_writer_add_tensor(struct gguf_writer *w, const char *name, uint32
         if (strcmp(w->t[i].name, name) == 0)
             return jr_err_set(err, JEPA_ERR_ARG, "tensor '%s': duplicate name", name);
     const struct jg_type_info *ti = jg_type_info(type);
-    if (!ti || !ti->schema_allowed)
-        return jr_err_set(err, JEPA_ERR_ARG, "tensor '%s': type %u is not a schema v1 type", name,
+    if (!ti)
+        return jr_err_set(err, JEPA_ERR_ARG, "tensor '%s': type %u has no layout this writer knows", name,
                         type);
     if (n_dims < 1 || n_dims > GGUF_MAX_DIMS)
         return jr_err_set(err, JEPA_ERR_ARG, "tensor '%s': n_dims %d (expected 1..%d)", name,

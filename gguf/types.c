@@ -2,8 +2,8 @@
  * types.c — the ggml tensor type table (block size and bytes per block of every type
  * this build knows) and the GGUF metadata value type names.
  *
- * The eleven types schema v1 allows are marked schema_allowed; a few more ggml types
- * are listed so that messages can name them, but the reader refuses them. Block sizes
+ * The container's business only: a file may hold any of these (which of them a model
+ * may use is the schema's rule, applied by models/loader.c). Block sizes
  * and block bytes are ggml's (ggml-common.h block_* structs): e.g. q4_K is one f16 d,
  * one f16 dmin, 12 bytes of 6-bit scales and 128 bytes of nibbles = 144 bytes per 256.
  *
@@ -13,21 +13,21 @@
 #include "gguf/gguf.h"
 
 static const struct jg_type_info type_table[GGUF_TYPE_COUNT] = {
-    [GGUF_TYPE_F32]  = {"f32", 1, 4, true},
-    [GGUF_TYPE_F16]  = {"f16", 1, 2, true},
-    [GGUF_TYPE_Q4_0] = {"q4_0", 32, 2 + 16, true},                 /* d, 32 nibbles */
-    [GGUF_TYPE_Q4_1] = {"q4_1", 32, 2 + 2 + 16, true},             /* d, m, 32 nibbles */
-    [GGUF_TYPE_Q5_0] = {"q5_0", 32, 2 + 4 + 16, true},             /* d, qh, nibbles */
-    [GGUF_TYPE_Q5_1] = {"q5_1", 32, 2 + 2 + 4 + 16, true},         /* d, m, qh, nibbles */
-    [GGUF_TYPE_Q8_0] = {"q8_0", 32, 2 + 32, true},                 /* d, 32 x int8 */
-    [GGUF_TYPE_Q8_1] = {"q8_1", 32, 2 + 2 + 32, false},            /* d, s, 32 x int8 */
-    [GGUF_TYPE_Q2_K] = {"q2_K", 256, 16 + 64 + 2 + 2, false},      /* scales, qs, d, dmin */
-    [GGUF_TYPE_Q3_K] = {"q3_K", 256, 32 + 64 + 12 + 2, false},     /* hmask, qs, scales, d */
-    [GGUF_TYPE_Q4_K] = {"q4_K", 256, 2 + 2 + 12 + 128, true},      /* d, dmin, scales, qs */
-    [GGUF_TYPE_Q5_K] = {"q5_K", 256, 2 + 2 + 12 + 32 + 128, true}, /* d, dmin, scales, qh, qs */
-    [GGUF_TYPE_Q6_K] = {"q6_K", 256, 128 + 64 + 16 + 2, true},     /* ql, qh, scales, d */
-    [GGUF_TYPE_Q8_K] = {"q8_K", 256, 4 + 256 + 32, false},         /* f32 d, qs, bsums */
-    [GGUF_TYPE_BF16] = {"bf16", 1, 2, true},
+    [GGUF_TYPE_F32]  = {"f32", 1, 4},
+    [GGUF_TYPE_F16]  = {"f16", 1, 2},
+    [GGUF_TYPE_Q4_0] = {"q4_0", 32, 2 + 16},                 /* d, 32 nibbles */
+    [GGUF_TYPE_Q4_1] = {"q4_1", 32, 2 + 2 + 16},             /* d, m, 32 nibbles */
+    [GGUF_TYPE_Q5_0] = {"q5_0", 32, 2 + 4 + 16},             /* d, qh, nibbles */
+    [GGUF_TYPE_Q5_1] = {"q5_1", 32, 2 + 2 + 4 + 16},         /* d, m, qh, nibbles */
+    [GGUF_TYPE_Q8_0] = {"q8_0", 32, 2 + 32},                 /* d, 32 x int8 */
+    [GGUF_TYPE_Q8_1] = {"q8_1", 32, 2 + 2 + 32},            /* d, s, 32 x int8 */
+    [GGUF_TYPE_Q2_K] = {"q2_K", 256, 16 + 64 + 2 + 2},      /* scales, qs, d, dmin */
+    [GGUF_TYPE_Q3_K] = {"q3_K", 256, 32 + 64 + 12 + 2},     /* hmask, qs, scales, d */
+    [GGUF_TYPE_Q4_K] = {"q4_K", 256, 2 + 2 + 12 + 128},      /* d, dmin, scales, qs */
+    [GGUF_TYPE_Q5_K] = {"q5_K", 256, 2 + 2 + 12 + 32 + 128}, /* d, dmin, scales, qh, qs */
+    [GGUF_TYPE_Q6_K] = {"q6_K", 256, 128 + 64 + 16 + 2},     /* ql, qh, scales, d */
+    [GGUF_TYPE_Q8_K] = {"q8_K", 256, 4 + 256 + 32},         /* f32 d, qs, bsums */
+    [GGUF_TYPE_BF16] = {"bf16", 1, 2},
 };
 
 const struct jg_type_info *jg_type_info(uint32_t t) {

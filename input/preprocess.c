@@ -39,8 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/model.h"
-
 /* The weight formulas must round like the reference: no fused multiply-add. */
 #pragma STDC FP_CONTRACT OFF
 
@@ -444,15 +442,14 @@ void ji_pre_normalize(const struct pre_cfg *c, const uint8_t *rgb, size_t n, flo
     }
 }
 
-jepa_status ji_pre_cfg_from_model(const jepa_model *m, const struct jepa_preprocess_params *p,
-                               struct pre_cfg *c, struct jerr *e) {
-    jepa_preprocess_params dp = jepa_preprocess_default_params();
-    if (!p) p = &dp;
-    const struct jm_pre *pre = &m->pre;
+jepa_status ji_pre_cfg(const struct ji_recipe *r, const struct jepa_preprocess_params *p,
+                       struct pre_cfg *c, struct jerr *e) {
+    static const jepa_preprocess_params none = {JEPA_RESIZE_MODEL, 0, 0, JEPA_NORM_FUSED};
+    if (!p) p = &none;
     memset(c, 0, sizeof *c);
     switch (p->filter) {
     case JEPA_RESIZE_MODEL:
-        c->filter = pre->resample == JM_RESAMPLE_BICUBIC ? PRE_TV_BICUBIC_AA : PRE_TV_BILINEAR_AA;
+        c->filter = r->resample == JI_RESAMPLE_BICUBIC ? PRE_TV_BICUBIC_AA : PRE_TV_BILINEAR_AA;
         break;
     case JEPA_RESIZE_BILINEAR_AA: c->filter = PRE_TV_BILINEAR_AA; break;
     case JEPA_RESIZE_BICUBIC_AA: c->filter = PRE_TV_BICUBIC_AA; break;
@@ -464,64 +461,26 @@ jepa_status ji_pre_cfg_from_model(const jepa_model *m, const struct jepa_preproc
         return jr_err_set(e, JEPA_ERR_ARG, "preprocess: unknown normalisation %d", (int)p->norm);
     if (p->resize_short < 0 || p->crop < 0 || p->resize_short > MAX_SIDE || p->crop > MAX_SIDE)
         return jr_err_set(e, JEPA_ERR_ARG, "preprocess: resize_short %d / crop %d out of range", p->resize_short, p->crop);
-    c->mode = pre->resize_mode == JM_RESIZE_SQUASH ? PRE_SQUASH : PRE_SHORTEST_EDGE;
-    c->resize_short = p->resize_short ? p->resize_short : pre->resize_short;
-    c->crop = p->crop ? p->crop : pre->crop;
-    memcpy(c->mean, pre->mean, sizeof c->mean);
-    memcpy(c->std, pre->std, sizeof c->std);
-    c->rescale = pre->rescale;
+    c->mode = r->mode;
+    c->resize_short = p->resize_short ? p->resize_short : r->resize_short;
+    c->crop = p->crop ? p->crop : r->crop;
+    memcpy(c->mean, r->mean, sizeof c->mean);
+    memcpy(c->std, r->std, sizeof c->std);
+    c->rescale = r->rescale;
     c->norm = p->norm == JEPA_NORM_SEQUENTIAL ? PRE_NORM_SEQUENTIAL : PRE_NORM_FUSED;
     if (c->crop > c->resize_short)
         return jr_err_set(e, JEPA_ERR_ARG, "preprocess: crop %d is larger than the resize %d", c->crop, c->resize_short);
     return JEPA_OK;
 }
 
-/* ---- public API (include/jepa.h) ----------------------------------------------------- */
-
-jepa_preprocess_params jepa_preprocess_default_params(void) {
-    jepa_preprocess_params p = {JEPA_RESIZE_MODEL, 0, 0, JEPA_NORM_FUSED};
-    return p;
-}
-
-static jepa_status report(struct jerr *e, char *err) {
-    if (err) memcpy(err, e->msg, JEPA_ERR_LEN);
-    return e->status;
-}
-
-jepa_status jepa_preprocess_size(const jepa_model *m, const jepa_preprocess_params *p, int *out_h,
-                                 int *out_w) {
-    struct jerr e = {0};
-    struct pre_cfg c;
-    if (!m) return JEPA_ERR_ARG;
-    if (ji_pre_cfg_from_model(m, p, &c, &e)) return e.status;
-    if (out_h) *out_h = c.crop;
-    if (out_w) *out_w = c.crop;
-    return JEPA_OK;
-}
-
-jepa_status jepa_preprocess_rgb(const jepa_model *m, const uint8_t *rgb, int h, int w,
-                                const jepa_preprocess_params *p, float *out, int T, int t, char *err) {
-    struct jerr e = {0};
-    struct pre_cfg c;
-    struct pre_geom g;
-    if (err) err[0] = '\0';
-    if (!m || !rgb || !out) {
-        jr_err_set(&e, JEPA_ERR_ARG, "jepa_preprocess_rgb: NULL argument");
-        return report(&e, err);
-    }
-    if (T < 1 || t < 0 || t >= T || h < 1 || w < 1) {
-        jr_err_set(&e, JEPA_ERR_ARG, "jepa_preprocess_rgb: frame %d of %d, size %dx%d", t, T, h, w);
-        return report(&e, err);
-    }
-    if (ji_pre_cfg_from_model(m, p, &c, &e)) return report(&e, err);
-    const size_t n = (size_t)c.crop * (size_t)c.crop;
+jepa_status ji_pre_clip_frame(const struct pre_cfg *c, const uint8_t *rgb, int h, int w,
+                              float *out, int T, int t, struct jerr *e) {
+    struct pre_geom g = {0};
+    const size_t n = (size_t)c->crop * (size_t)c->crop;
     uint8_t *tmp = malloc(n * 3);
-    if (!tmp) {
-        jr_err_set(&e, JEPA_ERR_NOMEM, "jepa_preprocess_rgb: out of memory");
-        return report(&e, err);
-    }
-    if (ji_pre_frame_u8(&c, rgb, h, w, (size_t)w * 3, tmp, &g, &e) == JEPA_OK)
-        ji_pre_normalize(&c, tmp, n, out + (size_t)t * n, (size_t)T * n);
+    if (!tmp) return jr_err_set(e, JEPA_ERR_NOMEM, "preprocess: out of memory for a %dx%d frame", c->crop, c->crop);
+    jepa_status st = ji_pre_frame_u8(c, rgb, h, w, (size_t)w * 3, tmp, &g, e);
+    if (st == JEPA_OK) ji_pre_normalize(c, tmp, n, out + (size_t)t * n, (size_t)T * n);
     free(tmp);
-    return e.status == JEPA_OK ? JEPA_OK : report(&e, err);
+    return st;
 }

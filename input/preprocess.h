@@ -4,8 +4,10 @@
  *
  * Everything works on interleaved 8-bit RGB (HWC, the layout decoders produce) and
  * writes planar float into a clip x[C, T, H, W]. The public entry points are the
- * jepa_preprocess_*() functions of include/jepa.h; the pieces below are what they are
- * built from, exposed for the tests and the CLI.
+ * jepa_preprocess_*() functions of include/jepa.h (defined in models/api.c, which hands
+ * them the model's recipe); the pieces below are what they are built from, exposed for
+ * the tests and the CLI. input/ knows nothing of models: what it needs of one is
+ * struct ji_recipe.
  *
  * Tested by tests/input/test_preprocess.c against torchvision / cv2 / transformers
  * outputs made by tests/gen/gen_preprocess.py.
@@ -31,8 +33,20 @@ enum pre_filter {
     PRE_CV2_LINEAR,       /* cv2 INTER_LINEAR, 11-bit fixed point */
 };
 
-enum pre_mode { PRE_SHORTEST_EDGE, PRE_SQUASH };
+enum pre_mode { PRE_SHORTEST_EDGE, PRE_SQUASH };   /* jepa.pre.resize_mode, in its order */
 enum pre_norm { PRE_NORM_FUSED, PRE_NORM_SEQUENTIAL };
+
+/* A model's preprocessing recipe: its jepa.pre.* keys as models/loader.c reads them
+ * (docs/gguf-schema.md, "Preprocessing"). The model holds one; the caller's
+ * jepa_preprocess_params override parts of it. */
+enum ji_resample { JI_RESAMPLE_BILINEAR, JI_RESAMPLE_BICUBIC };   /* jepa.pre.resample */
+struct ji_recipe {
+    float mean[3], std[3];
+    int resize_short, crop;    /* squash: resize_short is the side, crop unused */
+    enum ji_resample resample;
+    enum pre_mode mode;
+    float rescale;             /* pixel scale, 1/255 unless the file says otherwise */
+};
 
 /* One frame's pipeline: resize to (rh, rw), take the crop box (top, left, ch, cw),
  * normalise. */
@@ -80,8 +94,14 @@ jepa_status ji_pre_frame_u8(const struct pre_cfg *c, const uint8_t *rgb, int h, 
 void ji_pre_normalize(const struct pre_cfg *c, const uint8_t *rgb, size_t n, float *out,
                    size_t plane_stride);
 
-/* Fill a pre_cfg from the model's jepa.pre.* and the caller's overrides (p may be NULL). */
-jepa_status ji_pre_cfg_from_model(const jepa_model *m, const struct jepa_preprocess_params *p,
-                               struct pre_cfg *c, struct jerr *e);
+/* Fill a pre_cfg from a recipe and the caller's overrides (p NULL: none). JEPA_ERR_ARG
+ * names a bad override. */
+jepa_status ji_pre_cfg(const struct ji_recipe *r, const struct jepa_preprocess_params *p,
+                       struct pre_cfg *c, struct jerr *e);
+
+/* One h x w RGB frame (packed rows) through c into frame t of a clip out[3, T, crop, crop]
+ * (the public jepa_preprocess_rgb once its arguments are checked). */
+jepa_status ji_pre_clip_frame(const struct pre_cfg *c, const uint8_t *rgb, int h, int w,
+                              float *out, int T, int t, struct jerr *e);
 
 #endif

@@ -42,10 +42,8 @@ const struct jk_slot jk_slots[] = {
     JK_SLOT(attn_ws, "attn_ws", -1),
     JK_SLOT(rope, "rope", -1),
     JK_SLOT(layernorm, "layernorm", -1),
-    JK_SLOT(gelu, "gelu", -1),
     JK_SLOT(gelu_tanh, "gelu_tanh", -1),
     JK_SLOT(silu, "silu", -1),
-    JK_SLOT(softmax, "softmax", -1),
     JK_SLOT(add, "add", -1),
     JK_SLOT(patchify, "patchify", -1),
     JK_SLOT(gather, "gather", -1),
@@ -54,7 +52,7 @@ const struct jk_slot jk_slots[] = {
 #undef JK_SLOT
 /* every field after `isa` is a slot, and each has its row */
 _Static_assert(sizeof jk_slots / sizeof *jk_slots ==
-                   (sizeof(struct jk_kernels) - offsetof(struct jk_kernels, gemm)) / sizeof(jk_gemm_fn),
+                   (sizeof(struct jk_kernels) - offsetof(struct jk_kernels, gemm)) / sizeof(jk_gemm_fn *),
                "struct jk_kernels and jk_slots[] list different slots");
 const int jk_nslots = (int)(sizeof jk_slots / sizeof *jk_slots);
 
@@ -75,10 +73,8 @@ void jk_init_ref(struct jk_kernels *k) {
     k->attn = jk_attn_ref;
     k->rope = jk_rope_ref;
     k->layernorm = jk_layernorm_ref;
-    k->gelu = jk_gelu_ref;
     k->gelu_tanh = jk_gelu_tanh_ref;
     k->silu = jk_silu_ref;
-    k->softmax = jk_softmax_ref;
     k->add = jk_add_ref;
     k->patchify = jk_patchify_ref;
     k->gather = jk_gather_ref;

@@ -67,7 +67,7 @@ struct jk_gemm_args {
     int nthreads;
     void *ws;
 };
-typedef void (*jk_gemm_fn)(const struct jk_gemm_args *a);
+typedef void jk_gemm_fn(const struct jk_gemm_args *a);
 
 /* Fused attention, never materialising the [nq, nkv] score matrix:
  *   for each head h, query i: o_i = sum_j softmax_j(scale * q_i . k_j) v_j
@@ -88,7 +88,7 @@ struct jk_attn_args {
     int nthreads;
     void *ws;
 };
-typedef void (*jk_attn_fn)(const struct jk_attn_args *a);
+typedef void jk_attn_fn(const struct jk_attn_args *a);
 
 /* 3-D RoPE from per-token tables, in place on n tokens x n_head heads:
  *   x[i, h, :] = x * cos[i, :] + rot90(x) * sin[i, :]
@@ -97,62 +97,67 @@ typedef void (*jk_attn_fn)(const struct jk_attn_args *a);
  * rows cos 1 / sin 0 for tokens without position, e.g. CLS; pass-through dims 1 / 0).
  * The table encodes the layout (tiled or interleaved) and the positions; see
  * models/rope.h for how it is built. */
-typedef void (*jk_rope_fn)(float *x, size_t ldx, int n, int n_head, int head_dim,
+typedef void jk_rope_fn(float *x, size_t ldx, int n, int n_head, int head_dim,
                            const float *cos, const float *sin, int nthreads);
 
 /* LayerNorm over rows of d: y = (x - mean) / sqrt(var + eps) * w + b, with mean and a
  * centred variance (two passes) accumulated in f32. w, b may be NULL (no affine).
  * y may equal x (same stride). */
-typedef void (*jk_layernorm_fn)(float *y, size_t ldy, const float *x, size_t ldx,
+typedef void jk_layernorm_fn(float *y, size_t ldy, const float *x, size_t ldx,
                                 const float *w, const float *b, int n, int d, float eps,
                                 int nthreads);
 
-/* Elementwise, in place on n contiguous floats. gelu = exact erf GELU
- * (0.5 x (1 + erf(x / sqrt 2)), to ~1e-7 relative), gelu_tanh, silu = x sigmoid(x). */
-typedef void (*jk_unary_fn)(float *x, size_t n, int nthreads);
-
-/* Row-wise softmax over rows of d (in place), f32. */
-typedef void (*jk_softmax_fn)(float *x, int n, int d, int nthreads);
+/* Elementwise, in place on n contiguous floats: gelu_tanh = 0.5 x (1 + tanh(sqrt(2/pi)
+ * (x + 0.044715 x^3))), silu = x sigmoid(x), each to ~1e-7 relative. (The erf-GELU has
+ * no slot: every erf-GELU of a forward follows a matmul, and is that matmul's
+ * JK_EPI_GELU epilogue.) */
+typedef void jk_unary_fn(float *x, size_t n, int nthreads);
 
 /* y[i, j] += s[j] * x[i, j] (s NULL: y += x), rows of d, strides in floats.
  * Residual add and layer-scale. */
-typedef void (*jk_add_fn)(float *y, size_t ldy, const float *x, size_t ldx, const float *s,
+typedef void jk_add_fn(float *y, size_t ldy, const float *x, size_t ldx, const float *s,
                           int n, int d, int nthreads);
 
 /* Patchify (im2col of the Conv3d patch embedding, stride = kernel):
  *   in:  [C, T, H, W] f32 (T % tubelet == 0, H % p == 0, W % p == 0)
  *   out: [gt*gh*gw, C*tubelet*p*p], row i = t*gh*gw + h*gw + w, features in C-T-H-W order
  * so that out . Wpe^T is the Conv3d. */
-typedef void (*jk_patchify_fn)(float *out, const float *in, int C, int T, int H, int W,
+typedef void jk_patchify_fn(float *out, const float *in, int C, int T, int H, int W,
                                int tubelet, int p, int nthreads);
 
 /* Row gather: y[i, :] = x[idx[i], :] for 0 <= i < n, rows of d floats (strides in
  * floats). idx lives in the same memory as x (device memory for a GPU table); every
  * idx[i] is a valid row. y and x must not overlap. Masked encoder: keep context rows. */
-typedef void (*jk_gather_fn)(float *y, size_t ldy, const float *x, size_t ldx,
+typedef void jk_gather_fn(float *y, size_t ldy, const float *x, size_t ldx,
                              const int32_t *idx, int n, int d, int nthreads);
 
 /* Column mean: y[j] = (1/n) sum_i x[i, j], n >= 1 rows of d (row stride ldx floats).
  * Mean pooling of the patch tokens. */
-typedef void (*jk_mean_rows_fn)(float *y, const float *x, size_t ldx, int n, int d,
+typedef void jk_mean_rows_fn(float *y, const float *x, size_t ldx, int n, int d,
                                 int nthreads);
+
+/* Workspace bytes for nthreads threads: gemm for any of the gemm slots with rows of up
+ * to K weights; attention for the given head_dim and key count. */
+typedef size_t jk_gemm_ws_fn(int nthreads, int K);
+typedef size_t jk_attn_ws_fn(int nthreads, int head_dim, int nkv);
+
+/* The jk_*_fn above are function types, not pointers: a kernel file's header declares
+ * its slots with them (`jk_unary_fn jk_silu_neon;`), so each signature is written once,
+ * here, and a kernel whose definition drifts from it fails to compile. */
 
 struct jk_kernels {
     const char *isa;                 /* "scalar", "avx2", "avx512", "neon", "cuda" */
-    jk_gemm_fn gemm[JK_NDTYPES];
-    jk_attn_fn attn;
-    jk_rope_fn rope;
-    jk_layernorm_fn layernorm;
-    jk_unary_fn gelu, gelu_tanh, silu;
-    jk_softmax_fn softmax;
-    jk_add_fn add;
-    jk_patchify_fn patchify;
-    jk_gather_fn gather;
-    jk_mean_rows_fn mean_rows;
-    /* Workspace bytes for nthreads threads: gemm for any of the gemm slots with rows
-     * of up to K weights; attention for the given head_dim and key count. */
-    size_t (*gemm_ws)(int nthreads, int K);
-    size_t (*attn_ws)(int nthreads, int head_dim, int nkv);
+    jk_gemm_fn *gemm[JK_NDTYPES];
+    jk_attn_fn *attn;
+    jk_rope_fn *rope;
+    jk_layernorm_fn *layernorm;
+    jk_unary_fn *gelu_tanh, *silu;
+    jk_add_fn *add;
+    jk_patchify_fn *patchify;
+    jk_gather_fn *gather;
+    jk_mean_rows_fn *mean_rows;
+    jk_gemm_ws_fn *gemm_ws;
+    jk_attn_ws_fn *attn_ws;
 };
 
 /* The one list of the slots of struct jk_kernels, in table order: every place that walks
@@ -171,7 +176,7 @@ extern const int jk_nslots;
 const void *jk_slot_fn(const struct jk_kernels *k, const struct jk_slot *s);
 
 /* Fill k for the CPU flags (runtime/cpu.h), capped by nothing: the caller applies
- * jepa_cpu_cap() first. Always succeeds: the reference covers every slot. */
+ * jr_cpu_cap() first. Always succeeds: the reference covers every slot. */
 void jk_init(struct jk_kernels *k, unsigned cpu_flags);
 
 /* The reference table alone (the truth for tests). */

@@ -1,8 +1,11 @@
 /*
- * api.c — the public API of include/jepa.h on top of the loader (models/loader.c) and
- * the family forwards (encoder.c, predictor.c, head.c). Checks arguments, owns the
- * context (device, kernel table, threads, arenas, the reference on the model's device
- * weights, last error); never prints or exits.
+ * api.c — the public API of include/jepa.h, every function of it and nothing else
+ * public: on top of the loader (models/loader.c), the family forwards (encoder.c,
+ * predictor.c, head.c) and the pixel pipeline (input/preprocess.c, handed the model's
+ * recipe). Checks arguments, owns the context (device, kernel table, threads, arenas,
+ * the reference on the model's device weights, last error); never prints or exits.
+ * (tests/check_symbols.sh checks that every jepa_ symbol of the library is declared
+ * in include/jepa.h.)
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +17,10 @@
 #include "gguf/gguf.h"
 #include "models/forward.h"
 #include "runtime/cpu.h"
+
+/* ---- status ---- */
+
+const char *jepa_status_str(jepa_status s) { return jr_status_str(s); }
 
 /* ---- model ---- */
 
@@ -130,30 +137,8 @@ static int parse_device(const char *s) {
 /* The first matmul weight of m whose dtype has no kernel in k (NULL: all run). */
 static const struct jm_linear *first_unsupported(const struct jepa_model *m,
                                                  const struct jk_kernels *k) {
-#define TRY(L) do { if ((L).w && !k->gemm[(L).dt]) return &(L); } while (0)
-    const struct jm_vit *stacks[3] = {&m->enc.vit, m->has_pred ? &m->pred.vit : NULL,
-                                      m->head.kind != JM_HEAD_NONE ? &m->head.vit : NULL};
-    for (int s = 0; s < 3; s++) {
-        if (!stacks[s] || !stacks[s]->blk) continue;
-        for (int l = 0; l < stacks[s]->n_layer; l++) {
-            const struct jm_block *b = &stacks[s]->blk[l];
-            TRY(b->qkv); TRY(b->q); TRY(b->k); TRY(b->v); TRY(b->out); TRY(b->up); TRY(b->down);
-            TRY(b->adaln);
-        }
-    }
-    const struct jm_encoder *e = &m->enc;
-    TRY(e->patch_embed); TRY(e->patch_embed_img); TRY(e->proj0); TRY(e->proj2);
-    if (m->has_pred) {
-        const struct jm_predictor *p = &m->pred;
-        TRY(p->embed); TRY(p->embed0); TRY(p->embed2); TRY(p->proj); TRY(p->proj_context);
-        TRY(p->action_embed); TRY(p->state_embed); TRY(p->action_embed0); TRY(p->action_embed2);
-        TRY(p->proj0); TRY(p->proj2);
-    }
-    if (m->head.kind != JM_HEAD_NONE) {
-        const struct jm_head *h = &m->head;
-        TRY(h->q); TRY(h->k); TRY(h->v); TRY(h->up); TRY(h->down); TRY(h->cls);
-    }
-#undef TRY
+    for (int i = 0; i < m->n_weights; i++)
+        if (!k->gemm[m->weights[i].lin->dt]) return m->weights[i].lin;
     return NULL;
 }
 
@@ -208,7 +193,7 @@ jepa_status jepa_ctx_new(jepa_ctx **out, const jepa_model *m, const jepa_ctx_par
     if (!p) p = &dp;
     struct jerr e = {0};
     const char *cap = p->cpu && *p->cpu ? p->cpu : getenv("JEPA_CPU");
-    long flags = jepa_cpu_cap(jepa_cpu_detect(), cap);
+    long flags = jr_cpu_cap(jr_cpu_detect(), cap);
     const int ordinal = parse_device(p->device);
     if (flags < 0)
         jr_err_set(&e, JEPA_ERR_ARG, "unknown cpu level '%s' (auto, scalar, avx2, avx512, neon)",
@@ -293,4 +278,45 @@ jepa_status jepa_ctx_classify(jepa_ctx *c, const float *tokens, int n_tokens, fl
     if (!tokens || !logits) return jr_err_set(&c->err, JEPA_ERR_ARG, "classify: NULL buffer");
     c->dev->bind(c->dev);
     return finish(c, jm_head_forward(c, tokens, n_tokens, logits));
+}
+
+/* ---- preprocessing ---- */
+
+jepa_preprocess_params jepa_preprocess_default_params(void) {
+    jepa_preprocess_params p = {JEPA_RESIZE_MODEL, 0, 0, JEPA_NORM_FUSED};
+    return p;
+}
+
+static jepa_status report(struct jerr *e, char *err) {
+    if (err) memcpy(err, e->msg, JEPA_ERR_LEN);
+    return e->status;
+}
+
+jepa_status jepa_preprocess_size(const jepa_model *m, const jepa_preprocess_params *p, int *out_h,
+                                 int *out_w) {
+    struct jerr e = {0};
+    struct pre_cfg c;
+    if (!m) return JEPA_ERR_ARG;
+    if (ji_pre_cfg(&m->pre, p, &c, &e)) return e.status;
+    if (out_h) *out_h = c.crop;
+    if (out_w) *out_w = c.crop;
+    return JEPA_OK;
+}
+
+jepa_status jepa_preprocess_rgb(const jepa_model *m, const uint8_t *rgb, int h, int w,
+                                const jepa_preprocess_params *p, float *out, int T, int t, char *err) {
+    struct jerr e = {0};
+    struct pre_cfg c;
+    if (err) err[0] = '\0';
+    if (!m || !rgb || !out) {
+        jr_err_set(&e, JEPA_ERR_ARG, "jepa_preprocess_rgb: NULL argument");
+        return report(&e, err);
+    }
+    if (T < 1 || t < 0 || t >= T || h < 1 || w < 1) {
+        jr_err_set(&e, JEPA_ERR_ARG, "jepa_preprocess_rgb: frame %d of %d, size %dx%d", t, T, h, w);
+        return report(&e, err);
+    }
+    if (ji_pre_cfg(&m->pre, p, &c, &e) || ji_pre_clip_frame(&c, rgb, h, w, out, T, t, &e))
+        return report(&e, err);
+    return JEPA_OK;
 }

@@ -274,12 +274,7 @@ jepa_status jm_encoder_forward(struct jepa_ctx *c, const float *x_in, int T, int
                            (size_t)d, n - ncls, d, nt);
     if (want_emb) {   /* emb = proj2(act(proj0(cls))): the CLS rows are n*d apart */
         const int hid = e->proj0.n_out;
-        if (e->proj_act == JM_ACT_GELU_ERF) {
-            jm_linear_forward(c, emb_mid, (size_t)hid, tokens, (size_t)n * d, &e->proj0, B, JK_EPI_GELU, ws);
-        } else {
-            jm_linear_forward(c, emb_mid, (size_t)hid, tokens, (size_t)n * d, &e->proj0, B, JK_EPI_STORE, ws);
-            (e->proj_act == JM_ACT_SILU ? c->k.silu : c->k.gelu_tanh)(emb_mid, (size_t)B * hid, nt);
-        }
+        jm_linear_act(c, emb_mid, (size_t)hid, tokens, (size_t)n * d, &e->proj0, B, e->proj_act, ws);
         jm_linear_forward(c, emb_d, (size_t)e->proj2.n_out, emb_mid, (size_t)hid, &e->proj2, B,
                JK_EPI_STORE, ws);
     }

@@ -30,6 +30,11 @@ struct vit_scratch {
 void jm_linear_forward(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
             const struct jm_linear *L, int M, enum jk_epilogue epi, void *ws);
 
+/* y = act(x . W^T + b): the erf-GELU as the matmul's epilogue (it has no slot of its
+ * own), the tanh-GELU and SiLU by their slots on y after the matmul. */
+void jm_linear_act(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
+                   const struct jm_linear *L, int M, enum jm_act act, void *ws);
+
 /* x [nb*n, vit->d] += attn(ln1(x)); x += mlp(ln2(x)) — one pre-LN block over nb clips of
  * n rows each: row-wise ops run once over nb*n rows, RoPE and attention per clip. */
 void jm_vit_block(const struct jepa_ctx *c, const struct jm_vit *vit, const struct jm_block *b,

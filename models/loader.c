@@ -17,8 +17,12 @@
  *    file), so a bad n_layer reports the first missing tensor. Shapes are compared in
  *    ggml order (ne[0] = the PyTorch last dim) against what the declared dims imply;
  *    trailing dims of 1 are ignored, so [d] and [d, 1] are the same shape.
- *  - Matmul weights may be F32, F16, BF16 or Q8_0 (anything else is
- *    JEPA_ERR_UNSUPPORTED); norms, biases, layer scales, tokens and tables must be F32.
+ *  - Tensor types: every tensor of the file must have a type schema v1 allows
+ *    (JEPA_ERR_SCHEMA otherwise; the GGUF reader itself takes any type whose layout it
+ *    knows). Matmul weights may be F32, F16, BF16 or Q8_0 (a schema type without a
+ *    kernel is JEPA_ERR_UNSUPPORTED); norms, biases, layer scales, tokens and tables
+ *    must be F32. Every matmul weight is recorded in the model's weight list (model.h,
+ *    struct jm_weight) with its place in the schema's quantization set.
  *  - Linear biases are optional (NULL when absent) unless a key says otherwise
  *    (jepa.pred.qkv_bias); when present they are checked like everything else.
  *  - MLP hidden widths the schema gives no key for (enc.proj, pred.embed.0/.2,
@@ -58,6 +62,7 @@ struct ld {
     /* every tensor looked up, to count the ones the schema does not name */
     const struct gguf_tensor **used;
     size_t n_used, cap_used;
+    int cap_weights;             /* of m->weights */
 };
 
 /* ---- names of enum values, indexed by the enum ---------------------------------- */
@@ -68,8 +73,8 @@ static const char *const layout_names[] = {"tiled", "interleaved"};
 static const char *const attn_names[] = {"full", "block_causal"};
 static const char *const pred_names[] = {"masked", "ac", "lewm"};
 static const char *const head_names[] = {"none", "attentive_pool", "linear_cls"};
-static const char *const resize_names[] = {"shortest_edge", "squash"};
-static const char *const resample_names[] = {"bilinear", "bicubic"};
+static const char *const resize_names[] = {"shortest_edge", "squash"};   /* enum pre_mode */
+static const char *const resample_names[] = {"bilinear", "bicubic"};   /* enum ji_resample */
 static const char *const modality_names[] = {"image", "video", "image+video"};
 #define NNAMES(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -224,6 +229,33 @@ static const char *type_name(uint32_t t) {
     return ti ? ti->name : "unknown";
 }
 
+/* The tensor types schema v1 allows in a file (docs/gguf-schema.md, "Tensor types").
+ * The GGUF reader takes any type whose layout it knows; this is the schema's rule. */
+static bool schema_type(uint32_t t) {
+    switch (t) {
+    case GGUF_TYPE_F32: case GGUF_TYPE_F16: case GGUF_TYPE_BF16: case GGUF_TYPE_Q8_0:
+    case GGUF_TYPE_Q4_0: case GGUF_TYPE_Q4_1: case GGUF_TYPE_Q5_0: case GGUF_TYPE_Q5_1:
+    case GGUF_TYPE_Q4_K: case GGUF_TYPE_Q5_K: case GGUF_TYPE_Q6_K:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Every tensor of the file in a type schema v1 allows: checked over the whole file
+ * before any tensor is read, so the reason is the type whatever the tensor's role. */
+static jepa_status check_types(struct ld *L) {
+    for (int64_t i = 0; i < jg_n_tensors(L->g); i++) {
+        const struct gguf_tensor *t = jg_tensor_at(L->g, i);
+        if (!schema_type(t->type))
+            return jr_err_set(L->err, JEPA_ERR_SCHEMA,
+                              "tensor %s: type %s (%u) is not allowed by schema v1 (f32, f16, bf16, "
+                              "q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K)",
+                              t->name, type_name(t->type), t->type);
+    }
+    return JEPA_OK;
+}
+
 enum tclass { T_F32, T_MATMUL };
 
 /* Look up a tensor and check its class and shape. ne0, ne1 in ggml order; ne1 < 0
@@ -305,10 +337,27 @@ static jepa_status norm(struct ld *L, struct jm_norm *o, const char *stem, int d
 
 enum bias { BIAS_OPT, BIAS_REQ, BIAS_NONE };
 
+/* Record o in the model's list of matmul weights (model.h, struct jm_weight). */
+static jepa_status record_weight(struct ld *L, const struct jm_linear *o, bool quantizable) {
+    struct jepa_model *m = L->m;
+    if (m->n_weights == L->cap_weights) {
+        const int cap = L->cap_weights ? 2 * L->cap_weights : 64;
+        struct jm_weight *w = realloc(m->weights, (size_t)cap * sizeof *w);
+        if (!w) return jr_err_set(L->err, JEPA_ERR_NOMEM, "out of memory (%d weights)", cap);
+        m->weights = w, L->cap_weights = cap;
+    }
+    m->weights[m->n_weights++] = (struct jm_weight){o, quantizable};
+    return JEPA_OK;
+}
+
+/* Whether a linear layer's weight is in the schema's quantization set. */
+enum quant { Q_NO, Q_YES };
+
 /* A linear layer <stem>.weight [n_out, n_in] (+ <stem>.bias [n_out]). n_out < 0: the row
- * count is read from the file (an MLP hidden width without a key). */
-static jepa_status jm_linear_forward(struct ld *L, struct jm_linear *o, const char *stem, int64_t n_out,
-                          int64_t n_in, enum bias bias) {
+ * count is read from the file (an MLP hidden width without a key). Recorded in the
+ * model's weight list. */
+static jepa_status load_linear(struct ld *L, struct jm_linear *o, const char *stem, int64_t n_out,
+                               int64_t n_in, enum bias bias, enum quant q) {
     char name[NAME_LEN];
     const struct gguf_tensor *t;
     jepa_status st;
@@ -327,6 +376,7 @@ static jepa_status jm_linear_forward(struct ld *L, struct jm_linear *o, const ch
                         name, (long long)n_in);
     o->ldw = jg_row_bytes(t->type, n_in);
     o->b = NULL;
+    if ((st = record_weight(L, o, q == Q_YES))) return st;
     if (bias == BIAS_NONE) return JEPA_OK;
     if ((st = name_of(L, name, "%s.bias", stem))) return st;
     return f32_tensor(L, &o->b, name, o->n_out, 1, bias == BIAS_OPT);
@@ -406,9 +456,10 @@ static jepa_status load_blocks(struct ld *L, struct jm_vit *v, const struct stac
             case BK_NORM: st = norm(L, (struct jm_norm *)(void *)field, stem, (int)n_out); break;
             case BK_VEC: st = f32_tensor(L, (const float **)(void *)field, stem, n_out, 1, false); break;
             case BK_LINEAR:
-                st = jm_linear_forward(L, (struct jm_linear *)(void *)field, stem, n_out,
-                            dsym_value(v, block_table[k].n_in),
-                            block_table[k].qkv ? s->qkv_bias : BIAS_OPT);
+                st = load_linear(L, (struct jm_linear *)(void *)field, stem, n_out,
+                                 dsym_value(v, block_table[k].n_in),
+                                 block_table[k].qkv ? s->qkv_bias : BIAS_OPT,
+                                 c == BC_ADALN ? Q_NO : Q_YES);   /* adaln: not in the set */
                 break;
             }
             if (st) return st;
@@ -559,10 +610,10 @@ static jepa_status load_encoder(struct ld *L) {
     if (n_grid > MAX_TOKENS)
         return jr_err_set(L->err, JEPA_ERR_SCHEMA, "training grid of %lld tokens is too large", (long long)n_grid);
     int64_t pp = (int64_t)e->patch * e->patch * e->in_chans;
-    if ((st = jm_linear_forward(L, &e->patch_embed, "enc.patch_embed", v->d, pp * e->tubelet, BIAS_OPT)))
+    if ((st = load_linear(L, &e->patch_embed, "enc.patch_embed", v->d, pp * e->tubelet, BIAS_OPT, Q_NO)))
         return st;
     if (e->image_patch_embed &&
-        (st = jm_linear_forward(L, &e->patch_embed_img, "enc.patch_embed_img", v->d, pp, BIAS_OPT)))
+        (st = load_linear(L, &e->patch_embed_img, "enc.patch_embed_img", v->d, pp, BIAS_OPT, Q_NO)))
         return st;
     e->pos_embed = NULL;
     e->n_pos = 0;
@@ -590,8 +641,8 @@ static jepa_status load_encoder(struct ld *L) {
         if ((st = key_enum(L, "jepa.enc.proj_act", JM_ACT_GELU_ERF, act_names, NNAMES(act_names), &pa)))
             return st;
         e->proj_act = (enum jm_act)pa;
-        if ((st = jm_linear_forward(L, &e->proj0, "enc.proj.0", -1, v->d, BIAS_OPT)) ||
-            (st = jm_linear_forward(L, &e->proj2, "enc.proj.2", v->d, e->proj0.n_out, BIAS_OPT)))
+        if ((st = load_linear(L, &e->proj0, "enc.proj.0", -1, v->d, BIAS_OPT, Q_YES)) ||
+            (st = load_linear(L, &e->proj2, "enc.proj.2", v->d, e->proj0.n_out, BIAS_OPT, Q_YES)))
             return st;
     }
     return JEPA_OK;
@@ -675,10 +726,10 @@ static jepa_status load_predictor(struct ld *L) {
                             "jepa.pred.embed_dim = %d must equal jepa.enc.embed_dim = %d for lewm",
                             v->d, e->vit.d);
     } else if (p->n_hier_in == 1) {
-        if ((st = jm_linear_forward(L, &p->embed, "pred.embed", v->d, e->vit.d, BIAS_OPT))) return st;
+        if ((st = load_linear(L, &p->embed, "pred.embed", v->d, e->vit.d, BIAS_OPT, Q_YES))) return st;
     } else {
-        if ((st = jm_linear_forward(L, &p->embed0, "pred.embed.0", -1, (int64_t)p->n_hier_in * e->vit.d, BIAS_OPT)) ||
-            (st = jm_linear_forward(L, &p->embed2, "pred.embed.2", v->d, p->embed0.n_out, BIAS_OPT)))
+        if ((st = load_linear(L, &p->embed0, "pred.embed.0", -1, (int64_t)p->n_hier_in * e->vit.d, BIAS_OPT, Q_YES)) ||
+            (st = load_linear(L, &p->embed2, "pred.embed.2", v->d, p->embed0.n_out, BIAS_OPT, Q_YES)))
             return st;
     }
     if (p->n_mask_tokens > 0 &&
@@ -702,29 +753,29 @@ static jepa_status load_predictor(struct ld *L) {
          (st = f32_tensor(L, &p->mod_embed_video, "pred.mod_embed_video", v->d, 1, false))))
         return st;
     if (p->kind == JM_PRED_AC) {
-        if ((st = jm_linear_forward(L, &p->action_embed, "pred.action_embed", v->d, p->action_dim, BIAS_OPT)))
+        if ((st = load_linear(L, &p->action_embed, "pred.action_embed", v->d, p->action_dim, BIAS_OPT, Q_NO)))
             return st;
         if (p->state_dim > 0 &&
-            (st = jm_linear_forward(L, &p->state_embed, "pred.state_embed", v->d, p->state_dim, BIAS_OPT)))
+            (st = load_linear(L, &p->state_embed, "pred.state_embed", v->d, p->state_dim, BIAS_OPT, Q_NO)))
             return st;
     }
     if (lewm &&
-        ((st = jm_linear_forward(L, &p->action_embed0, "pred.action_embed.0", -1, p->action_dim, BIAS_OPT)) ||
-         (st = jm_linear_forward(L, &p->action_embed2, "pred.action_embed.2", v->d, p->action_embed0.n_out, BIAS_OPT))))
+        ((st = load_linear(L, &p->action_embed0, "pred.action_embed.0", -1, p->action_dim, BIAS_OPT, Q_NO)) ||
+         (st = load_linear(L, &p->action_embed2, "pred.action_embed.2", v->d, p->action_embed0.n_out, BIAS_OPT, Q_NO))))
         return st;
 
     struct stack_spec spec = {"pred.blk", -1, false, lewm, qb};
     if ((st = load_blocks(L, v, &spec))) return st;
     if ((st = norm(L, &p->norm, "pred.norm", v->d))) return st;
     if (lewm) {
-        if ((st = jm_linear_forward(L, &p->proj0, "pred.proj.0", -1, v->d, BIAS_OPT)) ||
-            (st = jm_linear_forward(L, &p->proj2, "pred.proj.2", p->out_dim, p->proj0.n_out, BIAS_OPT)))
+        if ((st = load_linear(L, &p->proj0, "pred.proj.0", -1, v->d, BIAS_OPT, Q_YES)) ||
+            (st = load_linear(L, &p->proj2, "pred.proj.2", p->out_dim, p->proj0.n_out, BIAS_OPT, Q_YES)))
             return st;
-    } else if ((st = jm_linear_forward(L, &p->proj, "pred.proj", p->out_dim, v->d, BIAS_OPT))) {
+    } else if ((st = load_linear(L, &p->proj, "pred.proj", p->out_dim, v->d, BIAS_OPT, Q_YES))) {
         return st;
     }
     if (p->context_proj &&
-        (st = jm_linear_forward(L, &p->proj_context, "pred.proj_context", p->out_dim, v->d, BIAS_OPT)))
+        (st = load_linear(L, &p->proj_context, "pred.proj_context", p->out_dim, v->d, BIAS_OPT, Q_YES)))
         return st;
     return JEPA_OK;
 }
@@ -773,20 +824,20 @@ static jepa_status load_head(struct ld *L) {
         v->act = e->vit.act;
         if ((st = check_heads(L, v, "jepa.head", "jepa.enc.embed_dim", 0, false))) return st;
         /* the pooler's MLP width has no key: the cross-attention MLP gives it */
-        if ((st = jm_linear_forward(L, &h->up, "head.xattn.ffn_up", -1, d, BIAS_OPT))) return st;
+        if ((st = load_linear(L, &h->up, "head.xattn.ffn_up", -1, d, BIAS_OPT, Q_YES))) return st;
         v->ffn = h->up.n_out;
         struct stack_spec spec = {"head.blk", -1, false, false, BIAS_OPT};
         if ((st = load_blocks(L, v, &spec)) ||
             (st = f32_tensor(L, &h->query, "head.query", d, 1, false)) ||
             (st = norm(L, &h->ln_kv, "head.xattn.ln_kv", d)) ||
-            (st = jm_linear_forward(L, &h->q, "head.xattn.q", d, d, BIAS_OPT)) ||
-            (st = jm_linear_forward(L, &h->k, "head.xattn.k", d, d, BIAS_OPT)) ||
-            (st = jm_linear_forward(L, &h->v, "head.xattn.v", d, d, BIAS_OPT)) ||
+            (st = load_linear(L, &h->q, "head.xattn.q", d, d, BIAS_OPT, Q_YES)) ||
+            (st = load_linear(L, &h->k, "head.xattn.k", d, d, BIAS_OPT, Q_YES)) ||
+            (st = load_linear(L, &h->v, "head.xattn.v", d, d, BIAS_OPT, Q_YES)) ||
             (st = norm(L, &h->ln2, "head.xattn.ln2", d)) ||
-            (st = jm_linear_forward(L, &h->down, "head.xattn.ffn_down", d, v->ffn, BIAS_OPT)))
+            (st = load_linear(L, &h->down, "head.xattn.ffn_down", d, v->ffn, BIAS_OPT, Q_YES)))
             return st;
     }
-    return jm_linear_forward(L, &h->cls, "head.cls", h->n_classes, d, BIAS_OPT);
+    return load_linear(L, &h->cls, "head.cls", h->n_classes, d, BIAS_OPT, Q_YES);
 }
 
 /* ---- preprocessing ------------------------------------------------------------------ */
@@ -808,14 +859,14 @@ static jepa_status key_f32x3(struct ld *L, const char *key, float out[3]) {
 }
 
 static jepa_status load_pre(struct ld *L) {
-    struct jm_pre *p = &L->m->pre;
+    struct ji_recipe *p = &L->m->pre;
     jepa_status st;
     int resample = 0, mode = 0;
     if ((st = key_f32x3(L, "jepa.pre.mean", p->mean)) || (st = key_f32x3(L, "jepa.pre.std", p->std)) ||
         (st = key_int(L, "jepa.pre.resize_short", true, 0, 1, MAX_IMG, &p->resize_short)) ||
         (st = key_int(L, "jepa.pre.crop", true, 0, 1, MAX_IMG, &p->crop)) ||
         (st = key_enum(L, "jepa.pre.resample", -1, resample_names, NNAMES(resample_names), &resample)) ||
-        (st = key_enum(L, "jepa.pre.resize_mode", JM_RESIZE_SHORTEST_EDGE, resize_names,
+        (st = key_enum(L, "jepa.pre.resize_mode", PRE_SHORTEST_EDGE, resize_names,
                        NNAMES(resize_names), &mode)) ||
         (st = key_pos_float(L, "jepa.pre.rescale", false, 1.0f / 255.0f, &p->rescale)))
         return st;
@@ -823,8 +874,8 @@ static jepa_status load_pre(struct ld *L) {
         if (!(p->std[i] > 0))
             return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key jepa.pre.std: value %d = %g must be > 0", i,
                             (double)p->std[i]);
-    p->resample = (enum jm_resample)resample;
-    p->resize_mode = (enum jm_resize_mode)mode;
+    p->resample = (enum ji_resample)resample;
+    p->mode = (enum pre_mode)mode;
     return JEPA_OK;
 }
 
@@ -886,6 +937,7 @@ static void count_tensors(struct ld *L) {
 
 static void free_model(struct jepa_model *m) {
     if (!m) return;
+    free(m->weights);
     free(m->enc.vit.blk);
     free(m->pred.vit.blk);
     free(m->head.vit.blk);
@@ -899,7 +951,7 @@ jepa_status jm_load(struct jepa_model **out, struct gguf_file *g, struct jerr *e
     if (!g) return jr_err_set(err, JEPA_ERR_ARG, "jm_load: no file");
     L.m = calloc(1, sizeof *L.m);
     if (!L.m) return jr_err_set(err, JEPA_ERR_NOMEM, "out of memory");
-    if ((st = load_general(&L)) || (st = load_encoder(&L)) || (st = load_predictor(&L)) ||
+    if ((st = load_general(&L)) || (st = check_types(&L)) || (st = load_encoder(&L)) || (st = load_predictor(&L)) ||
         (st = load_head(&L)) || (st = load_pre(&L)))
         goto fail;
     count_tensors(&L);

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "gguf/gguf.h"
+#include "input/preprocess.h"
 #include "jepa.h"
 #include "kernels/kernels.h"
 #include "runtime/error.h"
@@ -39,12 +40,10 @@ enum jm_rope_layout { JM_ROPE_TILED, JM_ROPE_INTERLEAVED };
 enum jm_attn_mode { JM_ATTN_FULL, JM_ATTN_BLOCK_CAUSAL };
 enum jm_pred_kind { JM_PRED_MASKED, JM_PRED_AC, JM_PRED_LEWM };
 enum jm_head_kind { JM_HEAD_NONE, JM_HEAD_ATTENTIVE_POOL, JM_HEAD_LINEAR_CLS };
-enum jm_resize_mode { JM_RESIZE_SHORTEST_EDGE, JM_RESIZE_SQUASH };
-enum jm_resample { JM_RESAMPLE_BILINEAR, JM_RESAMPLE_BICUBIC };
 
 /* y = x . W^T + b: W is n_out rows of n_in weights of dtype dt (row stride ldw bytes). */
 struct jm_linear {
-    const char *name;      /* tensor name, for messages */
+    const char *name;      /* the GGUF tensor's own name string (messages; quantize.c) */
     const void *w;
     enum jk_dtype dt;
     int n_out, n_in;
@@ -145,12 +144,15 @@ struct jm_head {
     const char **labels;               /* [n_classes] or NULL */
 };
 
-struct jm_pre {
-    float mean[3], std[3];
-    int resize_short, crop;
-    enum jm_resample resample;
-    enum jm_resize_mode resize_mode;
-    float rescale;
+/* One matmul weight of a model: models/loader.c records every jm_linear it fills, in
+ * load order, and everything that asks "which tensors are matmul weights" reads this
+ * list (a device's missing-dtype check, `jepa quantize`, `jepa synth`). quantizable: in
+ * the schema's quantization set (docs/gguf-schema.md, "Quantization rules"), the
+ * weights `jepa quantize` converts; the others (patch embeddings, action and state
+ * embeddings, adaLN modulations) are matmul weights that keep the type they have. */
+struct jm_weight {
+    const struct jm_linear *lin;
+    bool quantizable;
 };
 
 struct jepa_model {
@@ -162,7 +164,9 @@ struct jepa_model {
     bool has_pred;
     struct jm_predictor pred;
     struct jm_head head;               /* kind JM_HEAD_NONE when absent */
-    struct jm_pre pre;
+    struct ji_recipe pre;              /* jepa.pre.*: the preprocessing recipe */
+    struct jm_weight *weights;         /* every matmul weight, in load order */
+    int n_weights;
     /* bookkeeping for `jepa info` */
     size_t weight_bytes;
     int64_t n_tensors_by_type[GGUF_TYPE_COUNT];

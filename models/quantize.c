@@ -8,22 +8,11 @@
 #include "kernels/ref/ref.h"
 #include "runtime/quant.h"
 
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && !strcmp(s + n - m, suffix);
-}
-
-bool jm_quantizable(const struct gguf_tensor *t) {
-    if (t->n_dims != 2 || !ends_with(t->name, ".weight")) return false;
-    static const char *const block_parts[] = {".attn_qkv.", ".attn_q.", ".attn_k.", ".attn_v.",
-                                              ".attn_out.", ".ffn_up.", ".ffn_down."};
-    for (size_t i = 0; i < sizeof block_parts / sizeof block_parts[0]; i++)
-        if (strstr(t->name, block_parts[i])) return true;
-    static const char *const prefixes[] = {"pred.proj", "pred.embed", "enc.proj.", "head.blk.",
-                                           "head.xattn.q.", "head.xattn.k.", "head.xattn.v.",
-                                           "head.cls."};
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-        if (!strncmp(t->name, prefixes[i], strlen(prefixes[i]))) return true;
+/* Is t the weight of one of m's quantizable linear layers? (The loader's jm_linear
+ * names point at the tensor's own name.) */
+static bool quantizable(const struct jepa_model *m, const struct gguf_tensor *t) {
+    for (int i = 0; i < m->n_weights; i++)
+        if (m->weights[i].lin->name == t->name) return m->weights[i].quantizable;
     return false;
 }
 
@@ -37,8 +26,9 @@ static int to_jk(uint32_t t) {
     }
 }
 
-jepa_status jm_quantize(const struct gguf_file *in, struct gguf_writer *w, uint32_t target,
+jepa_status jm_quantize(const struct jepa_model *m, struct gguf_writer *w, uint32_t target,
                         bool store_as_f32, struct jerr *err) {
+    const struct gguf_file *in = m->g;
     if (to_jk(target) < 0)
         return jr_err_set(err, JEPA_ERR_UNSUPPORTED, "quantize: target type %u is not f32, f16, bf16 or q8_0",
                         target);
@@ -54,7 +44,7 @@ jepa_status jm_quantize(const struct gguf_file *in, struct gguf_writer *w, uint3
     for (int64_t i = 0; i < jg_n_tensors(in); i++) {
         const struct gguf_tensor *t = jg_tensor_at(in, i);
         int src = to_jk(t->type);
-        if (!jm_quantizable(t) || src < 0 || (t->type == target && !store_as_f32)) {
+        if (!quantizable(m, t) || src < 0 || (t->type == target && !store_as_f32)) {
             st = jg_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes, err);
             if (st) goto done;
             continue;

@@ -1,8 +1,8 @@
 /*
  * rope.c — per-token cos/sin tables of the 3-D RoPE (V-JEPA 2, V-JEPA 2.1, LeVJEPA) and
  * the token positions they are built from; the conventions are those of models/rope.h
- * (shared/reference/vjepa2-tensor-maps-and-rope.md §4). The kernel slot k->rope applies
- * the tables. Tested by tests/checkasm/test_ops.c against the §4 formulas written out
+ * (docs/rope.md). The kernel slot k->rope applies
+ * the tables. Tested by tests/checkasm/test_ops.c against the formulas written out
  * independently there, and end to end by the parity tests (tests/models).
  */
 #include <math.h>

@@ -1,6 +1,6 @@
 /*
  * rope.h — per-token cos/sin tables of the 3-D RoPE used by V-JEPA 2, V-JEPA 2.1 and
- * LeVJEPA (reference: shared/reference/vjepa2-tensor-maps-and-rope.md §4).
+ * LeVJEPA (the conventions, and where they come from: docs/rope.md).
  *
  * Each token has a position (t, h, w) (floats: 2.1 rescales h, w to a reference grid).
  * With d = 2 * ((head_dim / 3) / 2) dims per axis, dims [0, d) rotate with t, [d, 2d)

@@ -22,6 +22,19 @@ void jm_linear_forward(const struct jepa_ctx *c, float *y, size_t ldy, const flo
     c->k.gemm[L->dt](&a);
 }
 
+void jm_linear_act(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
+                   const struct jm_linear *L, int M, enum jm_act act, void *ws) {
+    if (act == JM_ACT_GELU_ERF) {
+        jm_linear_forward(c, y, ldy, x, ldx, L, M, JK_EPI_GELU, ws);
+        return;
+    }
+    jm_linear_forward(c, y, ldy, x, ldx, L, M, JK_EPI_STORE, ws);
+    jk_unary_fn *fn = act == JM_ACT_SILU ? c->k.silu : c->k.gelu_tanh;
+    if (ldy == (size_t)L->n_out) fn(y, (size_t)M * ldy, c->nthreads);   /* one call, dense rows */
+    else
+        for (int m = 0; m < M; m++) fn(y + (size_t)m * ldy, (size_t)L->n_out, c->nthreads);
+}
+
 int jm_vit_wide_cols(const struct jm_vit *vit) {
     int w = 3 * vit->d;
     return vit->ffn > w ? vit->ffn : w;
@@ -34,15 +47,6 @@ size_t jm_vit_ws_bytes(const struct jepa_ctx *c, int n, int head_dim, const int 
         if (g > w) w = g;
     }
     return w;
-}
-
-/* Apply the MLP activation in place when the matmul epilogue could not. */
-static void activate(const struct jepa_ctx *c, enum jm_act act, float *x, size_t n) {
-    switch (act) {
-    case JM_ACT_GELU_ERF: c->k.gelu(x, n, c->nthreads); break;
-    case JM_ACT_GELU_TANH: c->k.gelu_tanh(x, n, c->nthreads); break;
-    case JM_ACT_SILU: c->k.silu(x, n, c->nthreads); break;
-    }
 }
 
 /* x += branch, or x += ls * branch with layer-scale: a matmul whose epilogue adds. */
@@ -97,11 +101,6 @@ void jm_vit_block(const struct jepa_ctx *c, const struct jm_vit *vit, const stru
     float *mid = s->wide;     /* [rows, ffn] */
     c->k.layernorm(h, (size_t)d, x, (size_t)d, dw(c, b->ln2.w), dw(c, b->ln2.b), rows, d,
                    vit->ln_eps, nt);
-    if (vit->act == JM_ACT_GELU_ERF) {
-        jm_linear_forward(c, mid, (size_t)vit->ffn, h, (size_t)d, &b->up, rows, JK_EPI_GELU, s->ws);
-    } else {
-        jm_linear_forward(c, mid, (size_t)vit->ffn, h, (size_t)d, &b->up, rows, JK_EPI_STORE, s->ws);
-        activate(c, vit->act, mid, (size_t)rows * (size_t)vit->ffn);
-    }
+    jm_linear_act(c, mid, (size_t)vit->ffn, h, (size_t)d, &b->up, rows, vit->act, s->ws);
     residual_linear(c, x, d, mid, (size_t)vit->ffn, &b->down, b->ls2, rows, s);
 }

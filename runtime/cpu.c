@@ -64,12 +64,12 @@ static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
 static unsigned cpu_flags;
 static void cpu_detect_once(void) { cpu_flags = detect(); }
 
-unsigned jepa_cpu_detect(void) {
+unsigned jr_cpu_detect(void) {
     pthread_once(&cpu_once, cpu_detect_once);
     return cpu_flags;
 }
 
-long jepa_cpu_cap(unsigned flags, const char *name) {
+long jr_cpu_cap(unsigned flags, const char *name) {
     if (!name || !*name || !strcmp(name, "auto")) return flags;
     if (!strcmp(name, "scalar") || !strcmp(name, "c")) return 0;
     if (!strcmp(name, "avx2")) return flags & JEPA_CPU_AVX2;
@@ -79,7 +79,7 @@ long jepa_cpu_cap(unsigned flags, const char *name) {
     return -1;
 }
 
-const char *jepa_cpu_describe(unsigned flags, char *buf, int size) {
+const char *jr_cpu_describe(unsigned flags, char *buf, int size) {
     static const struct { unsigned f; const char *n; } names[] = {
         {JEPA_CPU_AVX2, "avx2"}, {JEPA_CPU_AVX512, "avx512"},
         {JEPA_CPU_AVX512_VNNI, "avx512_vnni"}, {JEPA_CPU_AVX512_BF16, "avx512_bf16"},

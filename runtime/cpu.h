@@ -19,13 +19,13 @@ enum jepa_cpu_flag {
 };
 
 /* Flags of this machine (cached after the first call). */
-unsigned jepa_cpu_detect(void);
+unsigned jr_cpu_detect(void);
 
 /* Apply a cap by name ("auto"/NULL = none, "scalar", "avx2", "avx512", "neon").
  * Returns the capped flags, or -1 for an unknown name. */
-long jepa_cpu_cap(unsigned flags, const char *name);
+long jr_cpu_cap(unsigned flags, const char *name);
 
 /* Human-readable list of flags ("avx2 avx512 avx512_vnni ..."). */
-const char *jepa_cpu_describe(unsigned flags, char *buf, int size);
+const char *jr_cpu_describe(unsigned flags, char *buf, int size);
 
 #endif

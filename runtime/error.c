@@ -20,7 +20,7 @@ void jr_err_clear(struct jerr *e) {
     e->msg[0] = '\0';
 }
 
-const char *jepa_status_str(jepa_status s) {
+const char *jr_status_str(jepa_status s) {
     switch (s) {
     case JEPA_OK: return "ok";
     case JEPA_ERR_IO: return "i/o error";

@@ -26,5 +26,8 @@ struct jerr {
 jepa_status jr_err_set(struct jerr *e, jepa_status s, const char *fmt, ...) JEPA_PRINTF(3, 4);
 /* Forget a recorded failure. */
 void jr_err_clear(struct jerr *e);
+/* The status's name ("schema error"): what the public jepa_status_str returns, for the
+ * layers below the API (the GGUF tools and tests). */
+const char *jr_status_str(jepa_status s);
 
 #endif

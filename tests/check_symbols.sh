@@ -10,14 +10,25 @@
 # (GGUF), jr_ (runtime), ji_ (input); C++ names (the CUDA objects) whose demangled name
 # has such a prefix or lies in an anonymous namespace (unique to its file by
 # construction, nvcc's kernel stubs included); and the compiler's weak
-# DW.ref.__gxx_personality_v0.
+# DW.ref.__gxx_personality_v0. jepa_ is the public API's alone: every jepa_ symbol must be
+# declared JEPA_API in include/jepa.h (so internal code cannot hide behind it).
 set -u
 lib=$1
+header="$(dirname "$0")/../include/jepa.h"
 [ -f "$lib" ] || { echo "check_symbols: $lib: no such file" >&2; exit 1; }
+[ -f "$header" ] || { echo "check_symbols: $header: no such file" >&2; exit 1; }
+public=$(grep -o 'JEPA_API[^(]*\bjepa_[a-z0-9_]*(' "$header" | grep -o 'jepa_[a-z0-9_]*(' | tr -d '(' | sort -u)
+[ -n "$public" ] || { echo "check_symbols: no JEPA_API declarations read from $header" >&2; exit 1; }
 prefixes='^(jepa_|jk_|jkc_|jm_|jg_|jr_|ji_)'
 bad=0 n=0
 while read -r sym; do
     n=$((n + 1))
+    if [[ $sym == jepa_* ]]; then
+        grep -qx "$sym" <<<"$public" && continue
+        echo "check_symbols: $lib: '$sym' has the public prefix jepa_ but is not declared in include/jepa.h"
+        bad=$((bad + 1))
+        continue
+    fi
     [[ $sym =~ $prefixes ]] && continue
     [ "$sym" = DW.ref.__gxx_personality_v0 ] && continue
     if [[ $sym == _Z* ]]; then

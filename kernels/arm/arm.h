@@ -11,24 +11,14 @@
 
 #include "kernels/kernels.h"
 
-void jk_gemm_f32_neon(const struct jk_gemm_args *a);
-void jk_gemm_f16_neon(const struct jk_gemm_args *a);
-void jk_gemm_bf16_neon(const struct jk_gemm_args *a);
-void jk_gemm_q8_0_neon(const struct jk_gemm_args *a);
-size_t jk_gemm_ws_neon(int nthreads, int K);
-void jk_attn_neon(const struct jk_attn_args *a);
-size_t jk_attn_ws_neon(int nthreads, int head_dim, int nkv);
-void jk_rope_neon(float *x, size_t ldx, int n, int n_head, int head_dim, const float *cos,
-                  const float *sin, int nthreads);
-void jk_layernorm_neon(float *y, size_t ldy, const float *x, size_t ldx, const float *w,
-                       const float *b, int n, int d, float eps, int nthreads);
-void jk_gelu_neon(float *x, size_t n, int nthreads);
-void jk_gelu_tanh_neon(float *x, size_t n, int nthreads);
-void jk_silu_neon(float *x, size_t n, int nthreads);
-void jk_softmax_neon(float *x, int n, int d, int nthreads);
-void jk_add_neon(float *y, size_t ldy, const float *x, size_t ldx, const float *s, int n, int d,
-                 int nthreads);
-void jk_patchify_neon(float *out, const float *in, int C, int T, int H, int W, int tubelet, int p,
-                      int nthreads);
+jk_gemm_fn jk_gemm_f32_neon, jk_gemm_f16_neon, jk_gemm_bf16_neon, jk_gemm_q8_0_neon;
+jk_gemm_ws_fn jk_gemm_ws_neon;
+jk_attn_fn jk_attn_neon;
+jk_attn_ws_fn jk_attn_ws_neon;
+jk_rope_fn jk_rope_neon;
+jk_layernorm_fn jk_layernorm_neon;
+jk_unary_fn jk_gelu_tanh_neon, jk_silu_neon;
+jk_add_fn jk_add_neon;
+jk_patchify_fn jk_patchify_neon;
 
 #endif

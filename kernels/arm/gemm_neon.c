@@ -51,13 +51,13 @@ static ALWAYS_INLINE void store4(float *y, float32x4_t acc, float32x4_t bv, int 
     if (last) acc = vaddq_f32(acc, bv);
     if (nr >= 4) {
         if (load) acc = vaddq_f32(vld1q_f32(y), acc);
-        if (last && epi == JK_EPI_GELU) acc = vf_gelu_fast(acc);
+        if (last && epi == JK_EPI_GELU) acc = vf_gelu(acc);
         vst1q_f32(y, acc);
     } else {
         float v[4], old[4] = {0};
         if (load) memcpy(old, y, (size_t)nr * sizeof(float));
         if (load) acc = vaddq_f32(vld1q_f32(old), acc);
-        if (last && epi == JK_EPI_GELU) acc = vf_gelu_fast(acc);
+        if (last && epi == JK_EPI_GELU) acc = vf_gelu(acc);
         vst1q_f32(v, acc);
         memcpy(y, v, (size_t)nr * sizeof(float));
     }
@@ -245,8 +245,8 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
             for (int r = 0; r < nw; r++) y[r] += s[r];
         } else {
             if (a->epi == JK_EPI_GELU) {
-                vst1q_f32(s, vf_gelu_fast(vld1q_f32(s)));
-                vst1q_f32(s + 4, vf_gelu_fast(vld1q_f32(s + 4)));
+                vst1q_f32(s, vf_gelu(vld1q_f32(s)));
+                vst1q_f32(s + 4, vf_gelu(vld1q_f32(s + 4)));
             }
             memcpy(y, s, (size_t)nw * sizeof(float));
         }

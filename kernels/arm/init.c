@@ -18,10 +18,8 @@ void jk_init_arm(struct jk_kernels *k, unsigned cpu_flags) {
     k->attn_ws = jk_attn_ws_neon;
     k->rope = jk_rope_neon;
     k->layernorm = jk_layernorm_neon;
-    k->gelu = jk_gelu_neon;
     k->gelu_tanh = jk_gelu_tanh_neon;
     k->silu = jk_silu_neon;
-    k->softmax = jk_softmax_neon;
     k->add = jk_add_neon;
     k->patchify = jk_patchify_neon;
 }

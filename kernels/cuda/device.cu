@@ -254,10 +254,8 @@ void jk_init_cuda(struct jk_kernels *k) {
     k->attn = jkc_attn;
     k->rope = jkc_rope;
     k->layernorm = jkc_layernorm;
-    k->gelu = jkc_gelu;
     k->gelu_tanh = jkc_gelu_tanh;
     k->silu = jkc_silu;
-    k->softmax = jkc_softmax;
     k->add = jkc_add;
     k->patchify = jkc_patchify;
     k->gather = jkc_gather;

@@ -6,7 +6,7 @@
  *               thread's bound device (jkc_stream), jk_init_cuda (the table)
  *   gemm.cu     tensor-core matmul (mma.sync m16n8k16), f16 / bf16 / f32 weights
  *   attn.cu     fused flash attention (mma.sync), f32 fallback for other head sizes
- *   ops.cu      LayerNorm, GELU, SiLU, softmax, add, RoPE, patchify, gather, mean
+ *   ops.cu      LayerNorm, tanh-GELU, SiLU, add, RoPE, patchify, gather, mean
  *
  * Every entry point has the signature of its kernels.h slot, takes device pointers,
  * enqueues its kernels on jkc_stream() and returns without waiting. After each launch
@@ -32,27 +32,17 @@ void jkc_check_launch(const char *what);
 
 extern "C" {
 /* gemm.cu */
-void jkc_gemm_f32(const struct jk_gemm_args *a);
-void jkc_gemm_f16(const struct jk_gemm_args *a);
-void jkc_gemm_bf16(const struct jk_gemm_args *a);
+jk_gemm_fn jkc_gemm_f32, jkc_gemm_f16, jkc_gemm_bf16;
 /* attn.cu */
-void jkc_attn(const struct jk_attn_args *a);
+jk_attn_fn jkc_attn;
 /* ops.cu */
-void jkc_rope(float *x, size_t ldx, int n, int n_head, int head_dim, const float *cos,
-              const float *sin, int nthreads);
-void jkc_layernorm(float *y, size_t ldy, const float *x, size_t ldx, const float *w,
-                   const float *b, int n, int d, float eps, int nthreads);
-void jkc_gelu(float *x, size_t n, int nthreads);
-void jkc_gelu_tanh(float *x, size_t n, int nthreads);
-void jkc_silu(float *x, size_t n, int nthreads);
-void jkc_softmax(float *x, int n, int d, int nthreads);
-void jkc_add(float *y, size_t ldy, const float *x, size_t ldx, const float *s, int n, int d,
-             int nthreads);
-void jkc_patchify(float *out, const float *in, int C, int T, int H, int W, int tubelet, int p,
-                  int nthreads);
-void jkc_gather(float *y, size_t ldy, const float *x, size_t ldx, const int32_t *idx, int n,
-                int d, int nthreads);
-void jkc_mean_rows(float *y, const float *x, size_t ldx, int n, int d, int nthreads);
+jk_rope_fn jkc_rope;
+jk_layernorm_fn jkc_layernorm;
+jk_unary_fn jkc_gelu_tanh, jkc_silu;
+jk_add_fn jkc_add;
+jk_patchify_fn jkc_patchify;
+jk_gather_fn jkc_gather;
+jk_mean_rows_fn jkc_mean_rows;
 }
 
 #endif

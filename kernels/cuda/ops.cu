@@ -1,18 +1,15 @@
 /*
- * ops.cu — the row and element-wise slots of the CUDA table: LayerNorm, GELU (erf and
- * tanh), SiLU, softmax, residual add / layer-scale, RoPE, patchify, row gather and the
- * column mean. Same semantics as the reference (kernels/ref/ops_ref.c), device
+ * ops.cu — the row and element-wise slots of the CUDA table: LayerNorm, tanh-GELU,
+ * SiLU, residual add / layer-scale, RoPE, patchify, row gather and the column mean. Same semantics as the reference (kernels/ref/ops_ref.c), device
  * pointers, queued on jkc_stream(); nthreads is ignored.
  *
  * Determinism: every output element is computed by one thread, and every reduction
- * (a row's sum, max, the column sums of mean_rows) runs in an order fixed by the shape
+ * (a row's sums, the column sums of mean_rows) runs in an order fixed by the shape
  * alone, so a launch gives the same bits every time. f32 throughout, with the
  * reference's accuracy bought back where a plain f32 formula would lose it:
  *  - LayerNorm: two passes over a row held in registers, the first shifted by x[0]
  *    (a constant row gives exactly b), the second centred with a correction term
  *    (Chan, Golub and LeVeque's corrected two-pass variance), never E[x^2] - mean^2.
- *  - GELU for x < 0 is 0.5 x erfc(-x / sqrt 2) with erfc from exp(-x^2/2) (x^2 split
- *    exactly with an fma) and a fitted erfcx, not 1 + erf(x / sqrt 2), which cancels.
  *  - SiLU and the tanh GELU are x / (1 + e^w) with w formed in double and e^w carried
  *    as a float pair, so a large |w| does not amplify the rounding of w.
  *  - mean_rows sums each column with compensated (Kahan) sums.
@@ -44,11 +41,6 @@ __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
-__device__ __forceinline__ float warp_max(float v) {
-    JKC_UNROLL
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
 
 /* Over a block of whole warps, through red[32] in shared memory. The leading barrier
  * keeps a previous call's readers ahead of this call's writers. */
@@ -62,16 +54,6 @@ __device__ __forceinline__ float block_sum(float v, float *red) {
     for (int i = 1; i < nw; i++) s += red[i];
     return s;
 }
-__device__ __forceinline__ float block_max(float v, float *red) {
-    v = warp_max(v);
-    const int nw = (int)(blockDim.x >> 5);
-    __syncthreads();
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
-    __syncthreads();
-    float m = red[0];
-    for (int i = 1; i < nw; i++) m = fmaxf(m, red[i]);
-    return m;
-}
 
 /* A row spread over a group of threads: thread `lane` of `nthr` owns elements
  * lane + k nthr. VPL > 0: the row is held in registers, VPL values per thread
@@ -82,7 +64,6 @@ struct row_group {
     int lane, nthr;
     float *red;
     __device__ float sum(float v) const { return kBlock ? block_sum(v, red) : warp_sum(v); }
-    __device__ float max(float v) const { return kBlock ? block_max(v, red) : warp_max(v); }
 };
 
 /* ---------------------------------------------------------------------------------
@@ -180,69 +161,6 @@ layernorm_block_kernel(float *y, size_t ldy, const float *x, size_t ldx, const f
 }
 
 /* ---------------------------------------------------------------------------------
- * softmax
- * --------------------------------------------------------------------------------- */
-
-/* One row, in place: e = exp(x - max), x = e / sum e. */
-template <int VPL, bool kBlock>
-__device__ __forceinline__ void softmax_row(const row_group<VPL, kBlock> &g, float *x, int d) {
-    float v[VPL > 0 ? VPL : 1];
-    float m = -INFINITY;
-    if constexpr (VPL > 0) {
-        JKC_UNROLL
-        for (int k = 0; k < VPL; k++) {
-            const int j = g.lane + k * g.nthr;
-            v[k] = j < d ? x[j] : -INFINITY;
-            m = fmaxf(m, v[k]);
-        }
-    } else {
-        for (int j = g.lane; j < d; j += g.nthr) m = fmaxf(m, x[j]);
-    }
-    m = g.max(m);
-
-    float s = 0.0f;
-    if constexpr (VPL > 0) {
-        JKC_UNROLL
-        for (int k = 0; k < VPL; k++) {
-            const int j = g.lane + k * g.nthr;
-            v[k] = j < d ? expf(v[k] - m) : 0.0f;
-            s += v[k];
-        }
-    } else {
-        for (int j = g.lane; j < d; j += g.nthr) s += expf(x[j] - m);
-    }
-    s = g.sum(s);
-
-    if constexpr (VPL > 0) {
-        JKC_UNROLL
-        for (int k = 0; k < VPL; k++) {
-            const int j = g.lane + k * g.nthr;
-            if (j < d) x[j] = v[k] / s;
-        }
-    } else {
-        for (int j = g.lane; j < d; j += g.nthr) x[j] = expf(x[j] - m) / s;
-    }
-}
-
-template <int VPL>
-__global__ void JKC_LAUNCH_BOUNDS(32 * kRowsPerBlock)
-softmax_warp_kernel(float *x, int n, int d) {
-    const int row = (int)(blockIdx.x * blockDim.y + threadIdx.y);
-    if (row >= n) return;
-    const row_group<VPL, false> g = {(int)threadIdx.x, 32, nullptr};
-    softmax_row(g, x + (size_t)row * d, d);
-}
-
-template <int VPL>
-__global__ void JKC_LAUNCH_BOUNDS(kRowThreads)
-softmax_block_kernel(float *x, int n, int d) {
-    __shared__ float red[32];
-    const row_group<VPL, true> g = {(int)threadIdx.x, (int)blockDim.x, red};
-    (void)n;
-    softmax_row(g, x + (size_t)blockIdx.x * d, d);
-}
-
-/* ---------------------------------------------------------------------------------
  * activations
  * --------------------------------------------------------------------------------- */
 
@@ -279,14 +197,14 @@ __device__ __forceinline__ float gelu_tanh_f(float x) {
 /* x sigmoid(x) = x / (1 + e^-x). */
 __device__ __forceinline__ float silu_f(float x) { return x_over_1p_exp(x, -(double)x); }
 
-enum unary_op { OP_GELU, OP_GELU_TANH, OP_SILU };
+enum unary_op { OP_GELU_TANH, OP_SILU };
 
 template <int OP>
 __global__ void JKC_LAUNCH_BOUNDS(256) unary_kernel(float *x, size_t n) {
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const float v = x[i];
-        x[i] = OP == OP_GELU ? gelu_erf(v) : OP == OP_GELU_TANH ? gelu_tanh_f(v) : silu_f(v);
+        x[i] = OP == OP_GELU_TANH ? gelu_tanh_f(v) : silu_f(v);
     }
 }
 
@@ -464,29 +382,17 @@ void jkc_layernorm(float *y, size_t ldy, const float *x, size_t ldx, const float
     jkc_check_launch("layernorm");
 }
 
-void jkc_softmax(float *x, int n, int d, int nthreads) {
-    (void)nthreads;
-    if (n <= 0 || d <= 0) return;
-    ROW_DISPATCH(softmax_warp_kernel, softmax_block_kernel, n, d, x, n, d);
-    jkc_check_launch("softmax");
-}
-
 static void unary(float *x, size_t n, int op, const char *what) {
     if (n == 0) return;
     const dim3 grid(blocks_1d(n, 256)), block(256);
     const cudaStream_t st = jkc_stream();
     switch (op) {
-    case OP_GELU: JKC_LAUNCH(unary_kernel<OP_GELU>, grid, block, 0, st, x, n); break;
     case OP_GELU_TANH: JKC_LAUNCH(unary_kernel<OP_GELU_TANH>, grid, block, 0, st, x, n); break;
     default: JKC_LAUNCH(unary_kernel<OP_SILU>, grid, block, 0, st, x, n); break;
     }
     jkc_check_launch(what);
 }
 
-void jkc_gelu(float *x, size_t n, int nthreads) {
-    (void)nthreads;
-    unary(x, n, OP_GELU, "gelu");
-}
 void jkc_gelu_tanh(float *x, size_t n, int nthreads) {
     (void)nthreads;
     unary(x, n, OP_GELU_TANH, "gelu_tanh");

@@ -1,6 +1,6 @@
 /*
  * ops_ref.c — reference element-wise and row ops: RoPE, LayerNorm, GELU (erf and
- * tanh), SiLU, softmax, residual add / layer-scale, patchify, row gather, column mean.
+ * tanh), SiLU, residual add / layer-scale, patchify, row gather, column mean.
  * Exact formulas in double; parallel over rows (bits independent of the thread count).
  */
 #include <math.h>
@@ -52,13 +52,6 @@ void jk_layernorm_ref(float *y, size_t ldy, const float *x, size_t ldx, const fl
     }
 }
 
-void jk_gelu_ref(float *x, size_t n, int nthreads) {
-    int nt = nthreads > 0 ? nthreads : 1;
-    (void)nt;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (size_t i = 0; i < n; i++) x[i] = (float)jk_ref_gelu_erf(x[i]);
-}
-
 void jk_gelu_tanh_ref(float *x, size_t n, int nthreads) {
     int nt = nthreads > 0 ? nthreads : 1;
     (void)nt;
@@ -76,19 +69,6 @@ void jk_silu_ref(float *x, size_t n, int nthreads) {
     for (size_t i = 0; i < n; i++) {
         double v = x[i];
         x[i] = (float)(v / (1.0 + exp(-v)));
-    }
-}
-
-void jk_softmax_ref(float *x, int n, int d, int nthreads) {
-    int nt = nthreads > 0 ? nthreads : 1;
-    (void)nt;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int i = 0; i < n; i++) {
-        float *r = x + (size_t)i * d;
-        double mx = -INFINITY, s = 0.0;
-        for (int j = 0; j < d; j++) if (r[j] > mx) mx = r[j];
-        for (int j = 0; j < d; j++) s += exp((double)r[j] - mx);
-        for (int j = 0; j < d; j++) r[j] = (float)(exp((double)r[j] - mx) / s);
     }
 }
 

@@ -54,7 +54,7 @@
 
 #include "kernels/kernels.h"
 
-/* The GELU epilogue (JK_EPI_GELU) is vf_gelu_fast of kernels/simd/math.h, over the
+/* The GELU epilogue (JK_EPI_GELU) is vf_gelu of kernels/simd/math.h, over the
  * including file's vector layer. */
 
 #endif /* JEPA_KERNELS_GEMM_TMPL_H */

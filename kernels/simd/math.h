@@ -1,8 +1,8 @@
 /*
  * math.h — vector math written once over the vector layer (kernels/simd/vector.h) and
- * shared by every ISA: partial loads, exp2 and exp in float, the element-wise
- * activations (erf-GELU, tanh-GELU, SiLU) evaluated in double, and the matmul's fused
- * GELU epilogue (vf_gelu_fast) in float. #included at the end of each vector layer
+ * shared by every ISA: partial loads, exp2 in float (attention), the element-wise
+ * activations of the tanh-GELU and SiLU slots evaluated in double, and the erf-GELU of
+ * the matmul's fused epilogue (vf_gelu) in float. #included at the end of each vector layer
  * (kernels/x86/vec_avx2.h, vec_avx512.h, kernels/arm/vec_neon.h); all static inline, so
  * each ISA file gets its own copy under its own flags.
  * Tested through the slots by tests/checkasm/test_ops.c (against the reference kernels,
@@ -46,30 +46,6 @@ static OPS_ALWAYS vf vf_exp2(vf x) {
     return vf_mul(vf_fma(f, h, vf_set1(1.0f)), vf_pow2i(t));
 }
 
-/* ---- e^x in float, for the row softmax ----
- * x clamped to [-104, 88.3] (e^88.3 < FLT_MAX; e^-104 rounds to 0).
- * n = rint(x log2 e) (one FMA into 1.5 * 2^23), r = x - n ln2 in two steps (Cody-Waite:
- * ln2_hi has 9 significant bits, so n ln2_hi is exact), |r| <= ln2/2;
- * e^r = 1 + r + r^2 g(r), g of degree 4 (fit of (e^r - 1 - r)/r^2, relative error of
- * e^r 1.0e-8). 2^n below 2^-125 is applied as 2^(n+64) then 2^-64, so results in the
- * subnormal range are rounded once, like the reference. */
-static OPS_ALWAYS vf vf_exp(vf x) {
-    const vf magic = vf_set1(0x1.8p23f), one = vf_set1(1.0f);
-    x = vf_max(vf_min(x, vf_set1(88.3f)), vf_set1(-104.0f));
-    vf t = vf_fma(x, vf_set1(1.44269504089f), magic);
-    vf n = vf_sub(t, magic);
-    vf r = vf_fma(n, vf_set1(-0.693359375f), x);
-    r = vf_fma(n, vf_set1(2.12194440054690583e-4f), r);
-    vf g = vf_fma(vf_set1(1.3926176120e-3f), r, vf_set1(8.3631730745e-3f));
-    g = vf_fma(g, r, vf_set1(4.1666554662e-2f));
-    g = vf_fma(g, r, vf_set1(1.6666577026e-1f));
-    g = vf_fma(g, r, vf_set1(0.5f));
-    vf p = vf_add(vf_fma(vf_mul(r, r), g, r), one);
-    const vf lim = vf_set1(-125.0f);
-    vf y = vf_mul(p, vf_pow2i(vf_lt_sel(n, lim, vf_add(t, vf_set1(64.0f)), t)));
-    return vf_mul(y, vf_lt_sel(n, lim, vf_set1(0x1p-64f), one));
-}
-
 /* ---- e^x in double, x in [-1000, 0] ----
  * Same scheme: n = rint(x log2 e), r = x - n ln2 (ln2_hi has 32 significant bits, so
  * n ln2_hi is exact), e^r = 1 + r + r^2 g(r), g of degree 6 (relative error 4.3e-12).
@@ -88,36 +64,6 @@ static OPS_ALWAYS vd vd_exp(vd x) {
     g = vd_fma(g, r, vd_set1(0.5));
     vd p = vd_add(vd_fma(vd_mul(r, r), g, r), vd_set1(1.0));
     return vd_mul(p, vd_pow2i(t));
-}
-
-/* ---- erf-GELU: gelu(x) = x Phi(x), Phi the standard normal CDF ----
- * Evaluated in double and rounded to float once, so the result is the correctly rounded
- * value up to the ~4e-10 relative error of the double evaluation: the worst relative
- * error is 2^-24 (half an ulp) + 4e-10 = 6.0e-8 over every float with a normal result
- * (tests/checkasm/test_ops.c sweeps [-16, 16] against erfc in double at each ISA).
- *   t = min(|x|, 15), Q(t) = P(X > t) = 0.5 erfc(t / sqrt 2)  (the upper tail)
- *   Q(t) = e^(-t^2/2) s G(s),   s = 4 / (4 + t)   (t^2 is exact in double)
- *   G: degree 11, fit of Q(t) e^(t^2/2) / s over t in [0, 15] (relative error 3.6e-10;
- *      the Mills ratio is smooth in s, which maps [0, inf) onto (0, 1])
- *   Phi(x) = x < 0 ? Q(t) : 1 - Q(t)     (no cancellation: 1 - Q >= 1/2)
- * Past |x| = 15, Q < 4e-51: gelu(x) rounds to x (x > 0) or to -0 (x < 0). */
-static OPS_ALWAYS vd vd_gelu(vd x) {
-    const vd one = vd_set1(1.0);
-    vd t = vd_min(vd_abs(x), vd_set1(15.0));
-    vd s = vd_div(vd_set1(4.0), vd_add(vd_set1(4.0), t));
-    vd g = vd_fma(vd_set1(-7.5572586062383420443e-3), s, vd_set1(3.7435524927787764736e-2));
-    g = vd_fma(g, s, vd_set1(-5.5293589661139048987e-2));
-    g = vd_fma(g, s, vd_set1(-7.0954774909311593903e-3));
-    g = vd_fma(g, s, vd_set1(6.8254133008957024639e-2));
-    g = vd_fma(g, s, vd_set1(-4.6613908117766292202e-2));
-    g = vd_fma(g, s, vd_set1(8.6682803038660789881e-2));
-    g = vd_fma(g, s, vd_set1(4.6481353867783676913e-2));
-    g = vd_fma(g, s, vd_set1(8.5367839660024486871e-2));
-    g = vd_fma(g, s, vd_set1(9.2805787871167633207e-2));
-    g = vd_fma(g, s, vd_set1(9.9799814158334900833e-2));
-    g = vd_fma(g, s, vd_set1(9.9732977283102550744e-2));
-    vd q = vd_mul(vd_mul(s, g), vd_exp(vd_mul(vd_set1(-0.5), vd_mul(t, t))));
-    return vd_mul(x, vd_neg_sel(x, q, vd_sub(one, q)));
 }
 
 /* ---- tanh-GELU: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3) ----
@@ -139,13 +85,12 @@ static OPS_ALWAYS vd vd_silu(vd x) {
     return vd_div(vd_neg_sel(x, vd_mul(x, e), x), vd_add(one, e));
 }
 
-static OPS_ALWAYS vf vf_gelu(vf x) { return vd_join_ps(vd_gelu(vf_lo_pd(x)), vd_gelu(vf_hi_pd(x))); }
 static OPS_ALWAYS vf vf_gelu_tanh(vf x) {
     return vd_join_ps(vd_gelu_tanh(vf_lo_pd(x)), vd_gelu_tanh(vf_hi_pd(x)));
 }
 static OPS_ALWAYS vf vf_silu(vf x) { return vd_join_ps(vd_silu(vf_lo_pd(x)), vd_silu(vf_hi_pd(x))); }
 
-/* ---- the matmul's GELU epilogue, gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), in float ----
+/* ---- erf-GELU, the matmul's JK_EPI_GELU epilogue: 0.5 x (1 + erf(x / sqrt 2)), float ----
  * One branch-free formula on |x| <= 13 (z = |x|/sqrt 2 <= 9.2):
  *   erfc(z) = t exp(-z^2 + g(t)),  t = 1 / (1 + z/2)
  *   h       = 0.5 x erfc(|z|)                          (x clamped to [-13, 13])
@@ -164,7 +109,7 @@ static OPS_ALWAYS vf vf_silu(vf x) { return vd_join_ps(vd_silu(vf_lo_pd(x)), vd_
  * double erf/erfc): max relative error 4.4e-7 on x < 0 (the erfc tail, down to 1e-37),
  * 3.0e-7 on [0, 1], 1e-7 on x > 1. tests/checkasm/test_gemm.c checks every ISA at
  * 8e-7 relative with K = 1 (an exact pre-activation).
- * (The gelu slot, vf_gelu below, is the more accurate evaluation in double.) */
+ */
 #define GT_GELU_XMAX 13.0f
 #define GT_SQRT1_2 0.70710678118654752f
 #define GT_LOG2E 1.4426950408889634f
@@ -190,7 +135,7 @@ static OPS_ALWAYS vf vf_silu(vf x) { return vd_join_ps(vd_silu(vf_lo_pd(x)), vd_
 #define GT_EXP_P1 1.000000038e+00f
 #define GT_EXP_P0 1.0f
 
-static OPS_ALWAYS vf vf_gelu_fast(vf x) {
+static OPS_ALWAYS vf vf_gelu(vf x) {
     const vf xmax = vf_set1(GT_GELU_XMAX), half = vf_set1(0.5f), zero = vf_zero();
     const vf ax0 = vf_abs(x);
     const vf ax = vf_min(ax0, xmax);                     /* NaN -> 13 on x86, kept finite */
@@ -214,8 +159,9 @@ static OPS_ALWAYS vf vf_gelu_fast(vf x) {
     const vf ahi = vf_mul(x2, vf_set1(-0.5f));
     const vf alo = vf_fma(vf_set1(-0.5f), x2lo, g);
     const vf n = vf_rint(vf_mul(vf_add(ahi, alo), vf_set1(GT_LOG2E)));
-    vf r = vf_fma(vf_xor(n, vf_set1(-0.0f)), vf_set1(GT_LN2_HI), ahi);
-    r = vf_fma(vf_xor(n, vf_set1(-0.0f)), vf_set1(GT_LN2_LO), r);
+    const vf nneg = vf_xor(n, vf_set1(-0.0f));
+    vf r = vf_fma(nneg, vf_set1(GT_LN2_HI), ahi);
+    r = vf_fma(nneg, vf_set1(GT_LN2_LO), r);
     r = vf_add(r, alo);
     vf p = vf_set1(GT_EXP_P6);
     p = vf_fma(p, r, vf_set1(GT_EXP_P5));

@@ -1,6 +1,6 @@
 /*
  * ops_tmpl.h — the element-wise and row slots of struct jk_kernels (RoPE, LayerNorm,
- * erf-GELU, tanh-GELU, SiLU, softmax, residual add / layer-scale, patchify), written once
+ * tanh-GELU, SiLU, residual add / layer-scale, patchify), written once
  * over the vector layer (kernels/simd/vector.h) and #included by kernels/x86/ops_avx2.c,
  * kernels/x86/ops_avx512.c and kernels/arm/ops_neon.c after their layer header
  * (vec_<isa>.h) and a definition of JK_SFX(name) (jk_##name##_<isa>). Each defines the
@@ -132,47 +132,8 @@ void JK_SFX(layernorm)(float *y, size_t ldy, const float *x, size_t ldx, const f
             if (j < m) vf_store_n(p + j, vfn(vf_load_n(p + j, (int)(m - j), 0.0f)), (int)(m - j)); \
         }                                                                               \
     }
-OT_UNARY(gelu, vf_gelu)
 OT_UNARY(gelu_tanh, vf_gelu_tanh)
 OT_UNARY(silu, vf_silu)
-
-/* ---- softmax over rows of d: y = e^(x - max) / sum e^(x - max) ----
- * max (exact in any order), then e^(x - max) stored and summed (2 partial sums, fixed
- * order), then one division per element. */
-static OPS_ALWAYS void softmax_row(float *r, int d) {
-    const vf ninf = vf_set1(-__builtin_inff());
-    vf m0 = ninf, m1 = ninf;
-    int j = 0;
-    for (; j + 2 * VW <= d; j += 2 * VW) {
-        m0 = vf_max(m0, vf_load(r + j));
-        m1 = vf_max(m1, vf_load(r + j + VW));
-    }
-    for (; j < d; j += VW) m0 = vf_max(m0, vf_load_n(r + j, d - j, -__builtin_inff()));
-    const vf mv = vf_set1(vf_hmax(vf_max(m0, m1)));
-
-    vf s0 = vf_zero(), s1 = vf_zero();
-    for (j = 0; j + 2 * VW <= d; j += 2 * VW) {
-        vf e0 = vf_exp(vf_sub(vf_load(r + j), mv)), e1 = vf_exp(vf_sub(vf_load(r + j + VW), mv));
-        vf_store(r + j, e0), vf_store(r + j + VW, e1);
-        s0 = vf_add(s0, e0), s1 = vf_add(s1, e1);
-    }
-    for (; j < d; j += VW) {
-        const int n = d - j < VW ? d - j : VW;
-        vf e = vf_exp(vf_sub(vf_load_n(r + j, n, 0.0f), mv));
-        vf_store_n(r + j, e, n);
-        s0 = vf_add(s0, vf_load_n(r + j, n, 0.0f));   /* the valid lanes only */
-    }
-    const vf sv = vf_set1(vf_hsum(vf_add(s0, s1)));
-    for (j = 0; j + VW <= d; j += VW) vf_store(r + j, vf_div(vf_load(r + j), sv));
-    if (j < d) vf_store_n(r + j, vf_div(vf_load_n(r + j, d - j, 0.0f), sv), d - j);
-}
-
-void JK_SFX(softmax)(float *x, int n, int d, int nthreads) {
-    int nt = OT_NT(nthreads);
-    (void)nt;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int i = 0; i < n; i++) softmax_row(x + (size_t)i * d, d);
-}
 
 /* ---- y += s * x (layer-scale) or y += x (residual) ----
  * A product and a sum, each rounded (no FMA), as the reference computes it. */

@@ -65,7 +65,7 @@ static ALWAYS_INLINE void store16(float *y, __m512 acc, __m512 bv, int nr, int m
     if (nr >= 16) {
         if (last) acc = _mm512_add_ps(acc, bv);
         if (load) acc = _mm512_add_ps(_mm512_loadu_ps(y), acc);
-        if (last && epi == JK_EPI_GELU) acc = vf_gelu_fast(acc);
+        if (last && epi == JK_EPI_GELU) acc = vf_gelu(acc);
         _mm512_storeu_ps(y, acc);
     } else if (nr > 0) {
         store8_partial(y, lo256(acc), lo256(bv), nr, mode);

@@ -30,14 +30,14 @@ static ALWAYS_INLINE __m256i lane_mask(int n) {
     return _mm256_loadu_si256((const __m256i *)(const void *)(mask_tbl + 8 - n));
 }
 
-/* The GELU epilogue on 8 lanes: vf_gelu_fast (kernels/simd/math.h) of the including
+/* The GELU epilogue on 8 lanes: vf_gelu (kernels/simd/math.h) of the including
  * file's vector layer, 8 lanes wide (AVX2) or 16 (AVX-512: in the low half of a zmm; every
  * lane's arithmetic is the same, so the bits are too). */
 static ALWAYS_INLINE __m256 gelu8(__m256 x) {
 #if VW == 8
-    return vf_gelu_fast(x);
+    return vf_gelu(x);
 #else
-    return _mm512_castps512_ps256(vf_gelu_fast(_mm512_insertf32x8(_mm512_setzero_ps(), x, 0)));
+    return _mm512_castps512_ps256(vf_gelu(_mm512_insertf32x8(_mm512_setzero_ps(), x, 0)));
 #endif
 }
 

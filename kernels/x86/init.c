@@ -21,10 +21,8 @@
         (k)->attn_ws = jk_attn_ws_##name;            \
         (k)->rope = jk_rope_##name;                  \
         (k)->layernorm = jk_layernorm_##name;        \
-        (k)->gelu = jk_gelu_##name;                  \
         (k)->gelu_tanh = jk_gelu_tanh_##name;        \
         (k)->silu = jk_silu_##name;                  \
-        (k)->softmax = jk_softmax_##name;            \
         (k)->add = jk_add_##name;                    \
         (k)->patchify = jk_patchify_##name;          \
     } while (0)

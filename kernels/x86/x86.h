@@ -13,26 +13,16 @@
 
 #include "kernels/kernels.h"
 
-#define JK_X86_DECLARE(isa)                                                                   \
-    void jk_gemm_f32_##isa(const struct jk_gemm_args *a);                                     \
-    void jk_gemm_f16_##isa(const struct jk_gemm_args *a);                                     \
-    void jk_gemm_bf16_##isa(const struct jk_gemm_args *a);                                    \
-    void jk_gemm_q8_0_##isa(const struct jk_gemm_args *a);                                    \
-    size_t jk_gemm_ws_##isa(int nthreads, int K);                                             \
-    void jk_attn_##isa(const struct jk_attn_args *a);                                         \
-    size_t jk_attn_ws_##isa(int nthreads, int head_dim, int nkv);                             \
-    void jk_rope_##isa(float *x, size_t ldx, int n, int n_head, int head_dim, const float *cos, \
-                       const float *sin, int nthreads);                                       \
-    void jk_layernorm_##isa(float *y, size_t ldy, const float *x, size_t ldx, const float *w, \
-                            const float *b, int n, int d, float eps, int nthreads);           \
-    void jk_gelu_##isa(float *x, size_t n, int nthreads);                                     \
-    void jk_gelu_tanh_##isa(float *x, size_t n, int nthreads);                                \
-    void jk_silu_##isa(float *x, size_t n, int nthreads);                                     \
-    void jk_softmax_##isa(float *x, int n, int d, int nthreads);                              \
-    void jk_add_##isa(float *y, size_t ldy, const float *x, size_t ldx, const float *s, int n, \
-                      int d, int nthreads);                                                   \
-    void jk_patchify_##isa(float *out, const float *in, int C, int T, int H, int W,           \
-                           int tubelet, int p, int nthreads);
+#define JK_X86_DECLARE(isa)                                                                \
+    jk_gemm_fn jk_gemm_f32_##isa, jk_gemm_f16_##isa, jk_gemm_bf16_##isa, jk_gemm_q8_0_##isa; \
+    jk_gemm_ws_fn jk_gemm_ws_##isa;                                                        \
+    jk_attn_fn jk_attn_##isa;                                                              \
+    jk_attn_ws_fn jk_attn_ws_##isa;                                                        \
+    jk_rope_fn jk_rope_##isa;                                                              \
+    jk_layernorm_fn jk_layernorm_##isa;                                                    \
+    jk_unary_fn jk_gelu_tanh_##isa, jk_silu_##isa;                                         \
+    jk_add_fn jk_add_##isa;                                                                \
+    jk_patchify_fn jk_patchify_##isa;
 
 JK_X86_DECLARE(avx2)
 JK_X86_DECLARE(avx512)

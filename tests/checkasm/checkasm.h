@@ -54,11 +54,11 @@ struct ca_level {
 };
 /* Levels to test on this machine (beyond the reference): those the CPU has. */
 static inline int ca_levels(struct ca_level *out) {
-    unsigned f = jepa_cpu_detect();
+    unsigned f = jr_cpu_detect();
     int n = 0;
-    if (f & JEPA_CPU_AVX2) out[n++] = (struct ca_level){"avx2", (unsigned)jepa_cpu_cap(f, "avx2")};
-    if (f & JEPA_CPU_AVX512) out[n++] = (struct ca_level){"avx512", (unsigned)jepa_cpu_cap(f, "avx512")};
-    if (f & JEPA_CPU_NEON) out[n++] = (struct ca_level){"neon", (unsigned)jepa_cpu_cap(f, "neon")};
+    if (f & JEPA_CPU_AVX2) out[n++] = (struct ca_level){"avx2", (unsigned)jr_cpu_cap(f, "avx2")};
+    if (f & JEPA_CPU_AVX512) out[n++] = (struct ca_level){"avx512", (unsigned)jr_cpu_cap(f, "avx512")};
+    if (f & JEPA_CPU_NEON) out[n++] = (struct ca_level){"neon", (unsigned)jr_cpu_cap(f, "neon")};
     for (int i = 0; i < n; i++) printf("  level %s available\n", out[i].name);
     return n;
 }

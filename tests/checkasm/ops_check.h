@@ -192,10 +192,10 @@ static inline int ops_ln_finish(struct ops_ln *c, const char *label, const float
 
 /* ---- element-wise activations ---- */
 
-enum { OPS_GELU, OPS_GELU_TANH, OPS_SILU, OPS_NACT };
-static const char *const ops_act_name[] = {"gelu", "gelu_tanh", "silu"};
-static inline jk_unary_fn ops_act_slot(const struct jk_kernels *k, int op) {
-    return op == OPS_GELU ? k->gelu : op == OPS_GELU_TANH ? k->gelu_tanh : k->silu;
+enum { OPS_GELU_TANH, OPS_SILU, OPS_NACT };
+static const char *const ops_act_name[] = {"gelu_tanh", "silu"};
+static inline jk_unary_fn *ops_act_slot(const struct jk_kernels *k, int op) {
+    return op == OPS_GELU_TANH ? k->gelu_tanh : k->silu;
 }
 
 struct ops_unary {
@@ -226,8 +226,7 @@ static inline void ops_unary_make(struct ops_unary *c, const struct jk_kernels *
 }
 
 /* Against the reference slot, which evaluates in double and rounds once, but cancels in
- * 1 + erf(x / sqrt2) and 1 + tanh(u) for x < 0 (~|x| 2^-53 absolute, counted 4 |x| 2^-53
- * for the GELUs): rel u |ref| (rel: the kernel's own error, plus one rounding) + that
+ * 1 + tanh(u) for x < 0 (~|x| 2^-53 absolute, counted 4 |x| 2^-53 for the GELU): rel u |ref| (rel: the kernel's own error, plus one rounding) + that
  * cancellation + one subnormal step (2^-149) for subnormal results. */
 static inline int ops_unary_finish(struct ops_unary *c, const char *label, const float *y1,
                                    const float *y2, const char *again, double rel) {
@@ -259,10 +258,9 @@ static inline float *ops_act_sweep(uint32_t step, size_t *m) {
 }
 
 /* The activations written without cancellation for either sign, in double (each within
- * ~1e-15 relative): gelu = 0.5 x erfc(-x / sqrt2); gelu_tanh = 0.5 x (1 + tanh u) =
+ * ~1e-15 relative): gelu_tanh = 0.5 x (1 + tanh u) =
  * x / (1 + e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3); silu = x / (1 + e^-x). */
 static inline double ops_act_exact(int op, double x) {
-    if (op == OPS_GELU) return 0.5 * x * erfc(-x * 0.70710678118654752440);
     if (op == OPS_GELU_TANH) {
         const double u = 0.79788456080286535588 * (x + 0.044715 * x * x * x);
         return x / (1.0 + exp(-2.0 * u));
@@ -294,52 +292,6 @@ static inline size_t ops_act_check(const char *label, int op, const float *x, co
            label, ops_act_name[op], worst, worst / U, wx, m, sworst / 0x1p-149, swx);
     CHECK(!bad, "%s %s vs its exact formula: %zu values beyond %.3g relative (or 2^-149)",
              label, ops_act_name[op], bad, bound);
-    return bad;
-}
-
-/* ---- softmax ---- */
-
-enum { OPS_SM_NORMAL, OPS_SM_WIDE, OPS_SM_DOMINANT, OPS_SM_KINDS };
-static const char *const ops_sm_kind[] = {"normal", "+-80", "one dominant"};
-
-struct ops_sm {
-    int n, d, kind;
-    float *x0, *xr;    /* [n, d] contiguous: the input, the reference's output */
-};
-
-/* n rows of d: 2 N(0, 1); uniform in [-80, 80] (e^(x - m) down to e^-160, subnormal and
- * 0 in f32); or 2 N(0, 1) with a first element of 60 that takes almost all the mass. */
-static inline void ops_sm_make(struct ops_sm *c, int n, int d, int kind) {
-    c->n = n, c->d = d, c->kind = kind;
-    c->x0 = falloc((size_t)n * d), c->xr = falloc((size_t)n * d);
-    for (int i = 0; i < n * d; i++) {
-        c->x0[i] = kind == OPS_SM_WIDE ? (float)(160.0 * ca_uniform() - 80.0) : 2.0f * ca_normal();
-        if (kind == OPS_SM_DOMINANT && i % d == 0) c->x0[i] = 60.0f;
-    }
-    memcpy(c->xr, c->x0, (size_t)n * d * sizeof(float));
-    jk_softmax_ref(c->xr, n, d, 1);
-}
-
-/* e^(x - m) with the argument rounded (|x_j - m| u), the exponential (a few u), the sum
- * of d positive terms (depth u relative: `depth` is the summation depth of the kernel's
- * row sum) and the division (u):
- *   |y - y_ref| <= u |y_ref| (|x_j - m| + depth + 8) + 2^-140  (subnormal results). */
-static inline int ops_sm_finish(struct ops_sm *c, const char *label, const float *y1,
-                                const float *y2, const char *again, double depth) {
-    const int n = c->n, d = c->d;
-    double *tol = dalloc((size_t)n * d);
-    for (int i = 0; i < n; i++) {
-        float m = -INFINITY;
-        for (int j = 0; j < d; j++) m = (float)dmax(m, c->x0[(size_t)i * d + j]);
-        for (int j = 0; j < d; j++) {
-            const size_t k = (size_t)i * d + j;
-            tol[k] = U * fabs(c->xr[k]) * (fabs((double)c->x0[k] - m) + depth + 8) + 0x1p-140;
-        }
-    }
-    char what[120];
-    snprintf(what, sizeof what, "%s softmax n %d d %d %s", label, n, d, ops_sm_kind[c->kind]);
-    const int bad = ops_check_rows(what, again, y1, y2, c->xr, (size_t)d, n, d, tol);
-    free(tol), free(c->x0), free(c->xr);
     return bad;
 }
 

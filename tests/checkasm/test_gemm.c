@@ -17,7 +17,8 @@
  *    every epilogue in turn;
  *  - the GELU epilogue alone (K = 1 with W = 1, an exact pre-activation), x over
  *    [-16, 16], against the double erf at 8e-7 relative (the formula's measured error
- *    is 4.4e-7, kernels/simd/gemm_tmpl.h);
+ *    is 4.4e-7, kernels/simd/math.h), and (f32) over a sweep of every binade of
+ *    [-16, 16] as weights against X = 1 (17 million values);
  *  - every output is written exactly once: Y starts as NaN (ADD: random values), the
  *    padding between N and ldy and 16 floats either side of Y are NaN and must stay
  *    NaN; the padding of X and of the W rows holds NaN too, so reading past K shows;
@@ -48,8 +49,8 @@
 #include "kernels/ref/ref.h"
 #include "runtime/dtype.h"
 #include "tests/checkasm/checkasm.h"
+#include "tests/checkasm/ops_check.h"   /* U, ops_act_sweep */
 
-#define U (1.0 / 16777216.0) /* 2^-24 */
 
 /* Uniform on [-sqrt 3, sqrt 3): unit variance, and much cheaper than ca_normal() under qemu. */
 static float rnd(void) { return (float)((2.0 * ca_uniform() - 1.0) * 1.7320508075688772); }
@@ -267,6 +268,40 @@ static void check_gelu(const struct jk_kernels *kt, const char *level, const str
     free(w), free(x), free(ws);
     ca_free_guarded(y), ca_free_guarded(yr);
 }
+/* The GELU epilogue over every binade of [-16, 16]: every 127th float bit pattern from the
+ * smallest subnormal up to 16, both signs (17 million values), as the f32 weights of one
+ * row each against X = 1 (M = 1, K = 1), so every pre-activation is exact. Against
+ * 0.5 x erfc(-x / sqrt 2) in double (no cancellation for either sign) at the formula's
+ * bound, 8e-7 relative (kernels/simd/math.h: 4.4e-7 measured), or 1e-37 absolute where
+ * the result is that small (the formula returns 0 past |x| = 13, where |gelu| < 1e-37).
+ * The worst error seen is printed. */
+static void check_gelu_sweep(const struct jk_kernels *kt, const char *level) {
+    size_t m;
+    float *w = ops_act_sweep(127, &m);
+    const int n = (int)m;
+    float *y = ca_alloc_guarded(m);
+    void *ws = malloc(kt->gemm_ws(1, 1) + 1);
+    if (!ws) { fprintf(stderr, "out of memory\n"); exit(1); }
+    const float one = 1.0f;
+    struct jk_gemm_args a = {.y = y, .ldy = (size_t)n, .x = &one, .ldx = 1, .w = w, .ldw = 4,
+                             .M = 1, .N = n, .K = 1, .epi = JK_EPI_GELU, .nthreads = 2, .ws = ws};
+    kt->gemm[JK_F32](&a);
+    int bad = 0;
+    double worst = 0.0, wx = 0.0;
+    for (int i = 0; i < n; i++) {
+        const double xv = w[i], truth = 0.5 * xv * erfc(-xv * 0.70710678118654752440);
+        const double q = fabs((double)y[i] - truth) / (8e-7 * fabs(truth) + 1e-37);
+        if (!(q <= 1.0)) bad++;
+        if (!(q <= worst)) worst = q, wx = xv;
+    }
+    printf("  %s gelu epilogue: worst error %.3g of the bound (at x = %.9g) over %d floats in [-16, 16]\n",
+           level, worst, wx, n);
+    CHECK(!bad, "%s gelu epilogue vs 0.5 x erfc(-x / sqrt 2): %d of %d values beyond 8e-7 relative",
+          level, bad, n);
+    CHECK(ca_guard_ok(y, (size_t)n), "%s gelu epilogue sweep: wrote outside Y", level);
+    free(w), free(ws);
+    ca_free_guarded(y);
+}
 
 int main(void) {
     ca_seed("checkasm_gemm");
@@ -335,6 +370,7 @@ int main(void) {
             }
             check_gelu(&kt, lv[l].name, &ref, (enum jk_dtype)t, 577);
             check_gelu(&kt, lv[l].name, &ref, (enum jk_dtype)t, 3);
+            if (t == JK_F32) check_gelu_sweep(&kt, lv[l].name);
             printf("  %s %s: %d shapes, %d failed; gelu epilogue checked\n", lv[l].name,
                    jk_dtype_name((enum jk_dtype)t), cases, fails);
         }

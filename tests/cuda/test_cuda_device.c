@@ -116,13 +116,13 @@ static void check_table(struct jk_device *d) {
 /* Upload, a kernel, a device copy, a download, all queued on one stream: the download
  * must see the kernel's result. Then the same through a second handle on the same GPU
  * (its own stream), bound in turn. */
-static void run_gelu(struct jk_device *d, const struct jk_kernels *k, const float *x, float *out,
+static void run_silu(struct jk_device *d, const struct jk_kernels *k, const float *x, float *out,
                      size_t n) {
     d->bind(d);
     float *a = (float *)d->alloc(d, n * sizeof(float)), *b = (float *)d->alloc(d, n * sizeof(float));
     if (!a || !b) { printf("FAIL alloc: %s\n", d->error(d)); exit(1); }
     d->upload(d, a, x, n * sizeof(float));
-    k->gelu(a, n, 1);
+    k->silu(a, n, 1);
     d->copy(d, b, a, n * sizeof(float));
     d->zero(d, a, n * sizeof(float));
     CHECK(!d->download(d, out, b, n * sizeof(float)), "download: %s", d->error(d));
@@ -135,20 +135,20 @@ static void check_order_and_bind(struct jk_device *d) {
     float *g1 = (float *)malloc(n * sizeof(float)), *g2 = (float *)malloc(n * sizeof(float));
     ca_fill(x, n, 3.0f);
     memcpy(r, x, n * sizeof(float));
-    jk_gelu_ref(r, n, 1);
+    jk_silu_ref(r, n, 1);
     struct jk_kernels k;
     d->init_kernels(d, &k, 0);
-    run_gelu(d, &k, x, g1, n);
-    ca_close("gelu through upload / kernel / copy / zero / download on one stream", g1, r, n, 1e-13, 1e-6);
+    run_silu(d, &k, x, g1, n);
+    ca_close("silu through upload / kernel / copy / zero / download on one stream", g1, r, n, 1e-13, 1e-6);
 
     char err[256] = "";
     struct jk_device *d2 = jk_device_open_cuda(0, err, sizeof err);
     CHECK(d2 != NULL, "a second handle on device 0: %s", err);
     if (d2) {
-        run_gelu(d2, &k, x, g2, n);
-        CHECK(!memcmp(g1, g2, n * sizeof(float)), "gelu through a second handle differs");
-        run_gelu(d, &k, x, g2, n);   /* back to the first */
-        CHECK(!memcmp(g1, g2, n * sizeof(float)), "gelu after binding the first handle again differs");
+        run_silu(d2, &k, x, g2, n);
+        CHECK(!memcmp(g1, g2, n * sizeof(float)), "silu through a second handle differs");
+        run_silu(d, &k, x, g2, n);   /* back to the first */
+        CHECK(!memcmp(g1, g2, n * sizeof(float)), "silu after binding the first handle again differs");
         d2->close(d2);
     }
     d->bind(d);

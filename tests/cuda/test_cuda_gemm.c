@@ -61,21 +61,16 @@
 #include "kernels/ref/ref.h"
 #include "runtime/dtype.h"
 #include "tests/checkasm/checkasm.h"
+#include "tests/checkasm/ops_check.h"   /* U, xmalloc, ops_act_sweep */
 #include "tests/cuda/cuda_test.h"
 
 /* gemm.cu's test hook: 0 = tile chosen by the shape, 64 or 128 = forced. */
 void jkc_gemm_force_tile(int tile);
 
-#define U (1.0 / 16777216.0)   /* 2^-24 */
 #define GEMV_MAX_M 8           /* gemm.cu: M <= this takes the f32 GEMV kernel */
 
 static struct jk_kernels kt, kref;
 
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) { fprintf(stderr, "out of memory\n"); exit(1); }
-    return p;
-}
 
 /* Uniform on [-sqrt 3, sqrt 3): unit variance. */
 static float rnd(void) { return (float)((2.0 * ca_uniform() - 1.0) * 1.7320508075688772); }
@@ -326,6 +321,44 @@ static int run_vit(void) {
     return ca_finish("test_cuda_gemm");
 }
 
+/* The GELU epilogue (math.cuh gelu_erf) over every binade of [-16, 16]: every 1021st
+ * float bit pattern, both signs (2.2 million values), as the f32 weights of one row each
+ * against X = 1 (M = 1, K = 1: the GEMV kernel, whose f32 product 1 * w is exact), so
+ * only the activation is measured. Against 0.5 x erfc(-x / sqrt 2) in double (no
+ * cancellation for either sign). gelu_erf: x >= 0, x (0.5 + 0.5 erf) with erff (2 ulp on
+ * the GPU): 5 u; x < 0, 0.5 x q(t) / (1 + 2z) (1 - l/2) e^(-h/2): the fit 1.5 u, z and t
+ * 1.5 u, six roundings, expf 2 ulp, so 11 u (two more past x = -12.6, where e^(-h/4) is
+ * squared): bound 13 u relative, and a subnormal result that relative error plus one
+ * step (2^-149) for its rounding. */
+static void check_gelu_sweep(void) {
+    size_t m;
+    float *w = ops_act_sweep(1021, &m);
+    const int n = (int)m;
+    float *y = (float *)xmalloc(m * sizeof(float));
+    const float one = 1.0f;
+    float *dx = ct_upload_f(&one, 1), *dw = ct_upload_f(w, (size_t)n);
+    float *dy = ct_upload_guarded(y, (size_t)n);
+    struct jk_gemm_args a = {.y = dy, .ldy = (size_t)n, .x = dx, .ldx = 1, .w = dw, .ldw = 4,
+                             .M = 1, .N = n, .K = 1, .epi = JK_EPI_GELU, .nthreads = 1};
+    kt.gemm[JK_F32](&a);
+    ct_download(y, dy, (size_t)n * sizeof(float));
+    ct_free(dx), ct_free(dw), ct_free_guarded(dy);
+    const double rel = 13.0 * U;
+    int bad = 0;
+    double worst = 0.0, wx = 0.0;
+    for (int i = 0; i < n; i++) {
+        const double xv = w[i], e = 0.5 * xv * erfc(-xv * 0.70710678118654752440);
+        const double d = fabs((double)y[i] - e);
+        const double q = d / (rel * fabs(e) + (fabs(e) < 0x1p-126 ? 0x1p-149 : 0.0));
+        if (!(q <= 1.0)) bad++;
+        if (!(q <= worst)) worst = q, wx = xv;
+    }
+    printf("  f32 gelu epilogue: worst error %.3g of the bound (at x = %.9g) over %d floats in [-16, 16]\n",
+           worst, wx, n);
+    CHECK(!bad, "gelu epilogue vs 0.5 x erfc(-x / sqrt 2): %d of %d values beyond 13 u relative", bad, n);
+    free(w), free(y);
+}
+
 int main(int argc, char **argv) {
     ca_seed("test_cuda_gemm");
     /* argument: random cases per dtype (default 24: ~10 s on the emulator), or "vit" */
@@ -373,6 +406,7 @@ int main(int argc, char **argv) {
     }
     printf("  f32 as plain bf16 (x and w rounded) would give %.3g on the same data (M > 8)\n",
            bf16_plain_worst);
+    check_gelu_sweep();
     (void)cases, (void)fails;
     ct_close();
     return ca_finish("test_cuda_gemm");

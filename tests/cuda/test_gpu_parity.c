@@ -60,18 +60,18 @@ static jepa_model *load_model(const char *dir, const char *name) {
 static jepa_model *load_bf16(const char *dir, const char *name, void **buf) {
     char path[1024], err[JEPA_ERR_LEN];
     snprintf(path, sizeof path, "%s/%s/%s", data_dir, dir, name);
-    struct gguf_file *g = NULL;
     struct jerr e = {0};
     struct gguf_writer *w = jg_writer_new();
     size_t size = 0;
+    jepa_model *src = NULL;
     *buf = NULL;
-    if (!w || jg_open(&g, path, &e) || jm_quantize(g, w, GGUF_TYPE_BF16, false, &e) ||
+    if (!w || jepa_model_load(&src, path, e.msg) || jm_quantize(src, w, GGUF_TYPE_BF16, false, &e) ||
         jg_writer_write_mem(w, buf, &size, &e)) {
         fprintf(stderr, "%s: bf16 rewrite: %s\n", path, e.msg);
         exit(1);
     }
     jg_writer_free(w);
-    jg_close(g);
+    jepa_model_free(src);
     jepa_model *m = NULL;
     if (jepa_model_load_memory(&m, *buf, size, err)) {
         fprintf(stderr, "%s (bf16): %s\n", path, err);

@@ -60,7 +60,7 @@ def build_model():
 @torch.no_grad()
 def perturb(model):
     """Make every parameter matter (HF init leaves LN = (1, 0), biases 0, mask tokens 0 and
-    near-uniform attention). Same recipe as the Meta fixtures in shared/fixtures."""
+    near-uniform attention). Same recipe as the Meta fixtures in tests/data."""
     g = torch.Generator().manual_seed(SEED + 1)
     N = lambda t: torch.randn(t.shape, generator=g, dtype=t.dtype)
     for name, mod in model.named_modules():

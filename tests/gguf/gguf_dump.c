@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
     struct jerr err = {0};
     struct gguf_file *g = NULL;
     if (jg_open(&g, argv[1], &err) != JEPA_OK) {
-        fprintf(stderr, "gguf_dump: %s (%s)\n", err.msg, jepa_status_str(err.status));
+        fprintf(stderr, "gguf_dump: %s (%s)\n", err.msg, jr_status_str(err.status));
         return 1;
     }
     const uint8_t *base = NULL;

@@ -45,7 +45,7 @@ static void kv_begin(const char *key, const char *type, const char *elem) {
 }
 
 static int fail_st(jepa_status st, const char *what) {
-    fprintf(stderr, "gguf_write_sample: %s failed: %s\n", what, jepa_status_str(st));
+    fprintf(stderr, "gguf_write_sample: %s failed: %s\n", what, jr_status_str(st));
     return 1;
 }
 

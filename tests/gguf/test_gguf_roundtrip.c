@@ -30,31 +30,29 @@
 #include "tcheck.h"
 
 static void test_types(void) {
-    static const struct { uint32_t t; int64_t bs; size_t ts; bool allowed; const char *name; } want[] = {
-        {GGUF_TYPE_F32, 1, 4, true, "f32"},      {GGUF_TYPE_F16, 1, 2, true, "f16"},
-        {GGUF_TYPE_BF16, 1, 2, true, "bf16"},    {GGUF_TYPE_Q4_0, 32, 18, true, "q4_0"},
-        {GGUF_TYPE_Q4_1, 32, 20, true, "q4_1"},  {GGUF_TYPE_Q5_0, 32, 22, true, "q5_0"},
-        {GGUF_TYPE_Q5_1, 32, 24, true, "q5_1"},  {GGUF_TYPE_Q8_0, 32, 34, true, "q8_0"},
-        {GGUF_TYPE_Q4_K, 256, 144, true, "q4_K"}, {GGUF_TYPE_Q5_K, 256, 176, true, "q5_K"},
-        {GGUF_TYPE_Q6_K, 256, 210, true, "q6_K"}, {GGUF_TYPE_Q8_1, 32, 36, false, "q8_1"},
-        {GGUF_TYPE_Q2_K, 256, 84, false, "q2_K"}, {GGUF_TYPE_Q3_K, 256, 110, false, "q3_K"},
-        {GGUF_TYPE_Q8_K, 256, 292, false, "q8_K"},
+    static const struct { uint32_t t; int64_t bs; size_t ts; const char *name; } want[] = {
+        {GGUF_TYPE_F32, 1, 4, "f32"},      {GGUF_TYPE_F16, 1, 2, "f16"},
+        {GGUF_TYPE_BF16, 1, 2, "bf16"},    {GGUF_TYPE_Q4_0, 32, 18, "q4_0"},
+        {GGUF_TYPE_Q4_1, 32, 20, "q4_1"},  {GGUF_TYPE_Q5_0, 32, 22, "q5_0"},
+        {GGUF_TYPE_Q5_1, 32, 24, "q5_1"},  {GGUF_TYPE_Q8_0, 32, 34, "q8_0"},
+        {GGUF_TYPE_Q4_K, 256, 144, "q4_K"}, {GGUF_TYPE_Q5_K, 256, 176, "q5_K"},
+        {GGUF_TYPE_Q6_K, 256, 210, "q6_K"}, {GGUF_TYPE_Q8_1, 32, 36, "q8_1"},
+        {GGUF_TYPE_Q2_K, 256, 84, "q2_K"}, {GGUF_TYPE_Q3_K, 256, 110, "q3_K"},
+        {GGUF_TYPE_Q8_K, 256, 292, "q8_K"},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const struct jg_type_info *ti = jg_type_info(want[i].t);
         CHECK(ti != NULL, "type %u missing", want[i].t);
         if (!ti) continue;
         CHECK(ti->block_size == want[i].bs && ti->type_size == want[i].ts &&
-              ti->schema_allowed == want[i].allowed && strcmp(ti->name, want[i].name) == 0,
-              "type %u: %s %lld/%zu %d", want[i].t, ti->name, (long long)ti->block_size,
-              ti->type_size, ti->schema_allowed);
+              strcmp(ti->name, want[i].name) == 0,
+              "type %u: %s %lld/%zu", want[i].t, ti->name, (long long)ti->block_size, ti->type_size);
     }
-    int allowed = 0;
-    for (uint32_t t = 0; t < 100; t++) {
-        const struct jg_type_info *ti = jg_type_info(t);
-        if (ti && ti->schema_allowed) allowed++;
-    }
-    CHECK(allowed == 11, "%d allowed types, expected 11", allowed);
+    int known = 0;
+    for (uint32_t t = 0; t < 100; t++)
+        if (jg_type_info(t)) known++;
+    CHECK(known == (int)(sizeof want / sizeof want[0]), "%d known types, expected %d", known,
+          (int)(sizeof want / sizeof want[0]));
     CHECK(jg_type_info(4) == NULL && jg_type_info(GGUF_TYPE_COUNT) == NULL &&
           jg_type_info(UINT32_MAX) == NULL, "unknown ids must give NULL");
     CHECK(jg_row_bytes(GGUF_TYPE_F32, 10) == 40, "f32 row");
@@ -498,7 +496,7 @@ static void test_write_failures(void) {
     REFUSED(jg_writer_add_tensor(w, "q", GGUF_TYPE_Q8_0, 2, ne64, q, 68, &err), "duplicate");
     REFUSED(jg_writer_add_tensor(w, "q2", GGUF_TYPE_Q8_0, 2, ne64, q, 67, &err), "expected 68");
     REFUSED(jg_writer_add_tensor(w, "q3", GGUF_TYPE_Q8_0, 1, ne33, q, 34, &err), "block size");
-    REFUSED(jg_writer_add_tensor(w, "q4", GGUF_TYPE_Q8_1, 2, ne64, q, 68, &err), "schema");
+    REFUSED(jg_writer_add_tensor(w, "q4", 20, 2, ne64, q, 68, &err), "no layout");
     REFUSED(jg_writer_add_tensor(w, "q5", GGUF_TYPE_F32, 0, ne64, q, 68, &err), "n_dims");
     REFUSED(jg_writer_add_tensor(w, "q6", GGUF_TYPE_F32, 5, ne64, q, 68, &err), "n_dims");
     REFUSED(jg_writer_add_tensor(w, "q7", GGUF_TYPE_F32, 2, ne0, q, 0, &err), "ne[1]");

@@ -1,7 +1,7 @@
 /*
  * parity.h — comparing a jepa.c output with a reference array: per-row cosine and
  * rel = max|a - b| / max|b|, printed in one line per check, and the bars of the
- * parity tests (shared/fixtures/README.md: cosine >= 0.99999 on every token,
+ * parity tests (tests/data/README.md: cosine >= 0.99999 on every token,
  * rel <= 1e-4 — a correct forward lands near rel 1e-6).
  */
 #ifndef JEPA_TESTS_PARITY_H

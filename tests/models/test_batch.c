@@ -228,7 +228,7 @@ int main(int argc, char **argv) {
     data_dir = argv[1];
     static const char *const levels[] = {"scalar", "avx2", "avx512", "neon"};
     static const unsigned need[] = {0, JEPA_CPU_AVX2, JEPA_CPU_AVX512, JEPA_CPU_NEON};
-    const unsigned have = jepa_cpu_detect();
+    const unsigned have = jr_cpu_detect();
     static const int32_t ids[] = {0, 3, 5, 6, 10, 17, 30, 31};   /* of the 32-token grid */
     for (int i = 0; i < 4; i++) {
         if (need[i] && !(have & need[i])) continue;

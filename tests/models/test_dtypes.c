@@ -25,11 +25,11 @@
 
 static int failures;
 
-static void *make_file(const struct gguf_file *g, uint32_t type, bool as_f32, size_t *size) {
+static void *make_file(const jepa_model *m, uint32_t type, bool as_f32, size_t *size) {
     struct gguf_writer *w = jg_writer_new();
     struct jerr e = {0};
     void *data = NULL;
-    if (!w || jm_quantize(g, w, type, as_f32, &e) || jg_writer_write_mem(w, &data, size, &e)) {
+    if (!w || jm_quantize(m, w, type, as_f32, &e) || jg_writer_write_mem(w, &data, size, &e)) {
         printf("FAIL making a %s file: %s\n", as_f32 ? "rounded-f32" : "typed", e.msg);
         failures++;
         data = NULL;
@@ -94,12 +94,12 @@ static void free_outputs(struct outputs *o) {
 }
 
 static void check_model(const char *data_dir, const char *model, const char *input, const char *cpu) {
-    char path[1024];
+    char path[1024], err[JEPA_ERR_LEN];
     snprintf(path, sizeof path, "%s/%s", data_dir, model);
-    struct gguf_file *g = NULL;
+    jepa_model *m = NULL;
     struct jerr e = {0};
-    if (jg_open(&g, path, &e)) {
-        printf("FAIL %s: %s\n", path, e.msg);
+    if (jepa_model_load(&m, path, err)) {
+        printf("FAIL %s: %s\n", path, err);
         failures++;
         return;
     }
@@ -108,15 +108,15 @@ static void check_model(const char *data_dir, const char *model, const char *inp
     if (npy_load_f32(&x, path, &e)) {
         printf("FAIL %s: %s\n", path, e.msg);
         failures++;
-        jg_close(g);
+        jepa_model_free(m);
         return;
     }
     static const struct { uint32_t type; const char *name; } types[] = {
         {GGUF_TYPE_F16, "f16"}, {GGUF_TYPE_BF16, "bf16"}, {GGUF_TYPE_Q8_0, "q8_0"}};
     for (int k = 0; k < 3; k++) {
         size_t sa = 0, sb = 0;
-        void *typed = make_file(g, types[k].type, false, &sa);
-        void *widened = make_file(g, types[k].type, true, &sb);
+        void *typed = make_file(m, types[k].type, false, &sa);
+        void *widened = make_file(m, types[k].type, true, &sb);
         struct outputs a, b;
         if (typed && widened && !run(typed, sa, cpu, &x, &a) && !run(widened, sb, cpu, &x, &b)) {
             char what[128];
@@ -139,7 +139,7 @@ static void check_model(const char *data_dir, const char *model, const char *inp
         free(widened);
     }
     npy_free(&x);
-    jg_close(g);
+    jepa_model_free(m);
 }
 
 int main(int argc, char **argv) {
@@ -149,7 +149,7 @@ int main(int argc, char **argv) {
     }
     static const char *const levels[] = {"scalar", "avx2", "avx512", "neon"};
     static const unsigned need[] = {0, JEPA_CPU_AVX2, JEPA_CPU_AVX512, JEPA_CPU_NEON};
-    unsigned have = jepa_cpu_detect();
+    unsigned have = jr_cpu_detect();
     for (int i = 0; i < 4; i++) {
         if (need[i] && !(have & need[i])) continue;
         printf("-- kernels capped at %s\n", levels[i]);

@@ -232,7 +232,7 @@ int main(int argc, char **argv) {
     table_case("dinov2", "hf_vit", "model_ls.gguf", "ls_pos_48x64", 1, 3, 4);
     static const char *const levels[] = {"scalar", "avx2", "avx512", "neon"};
     static const unsigned need[] = {0, JEPA_CPU_AVX2, JEPA_CPU_AVX512, JEPA_CPU_NEON};
-    const unsigned have = jepa_cpu_detect();
+    const unsigned have = jr_cpu_detect();
     static const char *const sizes[] = {"", "_84x70", "_42x56"}, *const vsizes[] = {"", "_96x80", "_48x64"};
     for (int i = 0; i < 4; i++) {
         if (need[i] && !(have & need[i])) continue;

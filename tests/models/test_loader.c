@@ -99,7 +99,7 @@ static int64_t blk_params(int64_t d, int64_t ffn) {
     return 2 * 2 * d + (3 * d * d + 3 * d) + (d * d + d) + (ffn * d + ffn) + (d * ffn + d);
 }
 
-static void check_pre_vjepa(const struct jm_pre *p, int crop) {
+static void check_pre_vjepa(const struct ji_recipe *p, int crop) {
     /* schema: V-JEPA resize_short = crop*256/224, ImageNet mean/std, bilinear, 1/255 */
     static const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
     for (int i = 0; i < 3; i++) {
@@ -108,8 +108,8 @@ static void check_pre_vjepa(const struct jm_pre *p, int crop) {
     }
     CHECK_INT(p->resize_short, crop * 256 / 224);
     CHECK_INT(p->crop, crop);
-    CHECK_INT(p->resample, JM_RESAMPLE_BILINEAR);
-    CHECK_INT(p->resize_mode, JM_RESIZE_SHORTEST_EDGE);
+    CHECK_INT(p->resample, JI_RESAMPLE_BILINEAR);
+    CHECK_INT(p->mode, PRE_SHORTEST_EDGE);
     CHECK_F(p->rescale, 1.0 / 255.0);
 }
 
@@ -332,7 +332,7 @@ static void chk_defaults_v2(const struct jepa_model *m) {
     CHECK_INT(m->enc.rope_layout, JM_ROPE_TILED);
     CHECK_INT(m->pred.rope_layout, JM_ROPE_TILED);
     CHECK_INT(m->pred.grid_size, 4);
-    CHECK_INT(m->pre.resize_mode, JM_RESIZE_SHORTEST_EDGE);
+    CHECK_INT(m->pre.mode, PRE_SHORTEST_EDGE);
 }
 
 static void chk_defaults_v21(const struct jepa_model *m) {
@@ -444,6 +444,8 @@ static const struct vcase {
     {V2, "labels count != n_classes", {{.op = K_ARR_STR, .key = "jepa.head.labels", .sarr = (const char *const[]){"c0", "c1", "c2", "c3", "c4", "c5"}, .n = 6}}, {{0}}, JEPA_ERR_SCHEMA, "jepa.head.labels", NULL},
     {V2, "n_classes != labels", {KU32("jepa.head.n_classes", 8)}, {{0}}, JEPA_ERR_SCHEMA, "jepa.head.labels", NULL},
     {V2, "q4_k matmul weight", {{0}}, {TTYPE("enc.blk.0.ffn_down.weight", GGUF_TYPE_Q4_K)}, JEPA_ERR_UNSUPPORTED, "enc.blk.0.ffn_down.weight", NULL},
+    {V2, "q2_K matmul weight (not a schema type)", {{0}}, {TTYPE("enc.blk.0.ffn_down.weight", GGUF_TYPE_Q2_K)}, JEPA_ERR_SCHEMA, "enc.blk.0.ffn_down.weight: type q2_K (10) is not allowed by schema v1", NULL},
+    {V2, "q8_1 norm (not a schema type)", {{0}}, {TTYPE("enc.norm.weight", GGUF_TYPE_Q8_1)}, JEPA_ERR_SCHEMA, "enc.norm.weight: type q8_1 (9) is not allowed by schema v1", NULL},
     {V2, "q4_0 matmul weight", {{0}}, {TTYPE("enc.blk.1.attn_out.weight", GGUF_TYPE_Q4_0)}, JEPA_ERR_UNSUPPORTED, "enc.blk.1.attn_out.weight", NULL},
     {V2, "integer key stored as string", {KSTR("jepa.enc.embed_dim", "128")}, {{0}}, JEPA_ERR_SCHEMA, "jepa.enc.embed_dim", NULL},
     {V2, "float key stored as string", {KSTR("jepa.enc.ln_eps", "1e-6")}, {{0}}, JEPA_ERR_SCHEMA, "jepa.enc.ln_eps", NULL},
@@ -663,8 +665,8 @@ static void test_lewm(void) {
         CHECK_F(p->vit.ln_eps, 1e-5);
         CHECK_F(p->adaln_eps, 1e-6);
         CHECK_INT(p->action_act, JM_ACT_SILU);
-        CHECK_INT(m->pre.resize_mode, JM_RESIZE_SQUASH);
-        CHECK_INT(m->pre.resample, JM_RESAMPLE_BICUBIC);
+        CHECK_INT(m->pre.mode, PRE_SQUASH);
+        CHECK_INT(m->pre.resample, JI_RESAMPLE_BICUBIC);
         CHECK_INT(m->n_unknown_tensors, 0);
     }
     jm_free(m);

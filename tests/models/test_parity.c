@@ -1,6 +1,6 @@
 /*
  * test_parity.c — the forward functions against reference outputs computed with Meta's
- * own PyTorch modules (tests/data, copied from shared/fixtures; see its README):
+ * own PyTorch modules (tests/data; see its README):
  *
  *   A  V-JEPA 2 encoder tokens; predictor with context = target = all ids, mask_index 1
  *   C  V-JEPA 2 predictor, 20/12 split, mask_index 0
@@ -17,7 +17,7 @@
  * equivariant and positions travel with the ids), and 1 and 2 threads give the same bits.
  * Every case runs at every kernel level this machine has (scalar reference first).
  *
- * Bars (shared/fixtures/README.md): every token cosine >= 0.99999 and
+ * Bars (tests/data/README.md): every token cosine >= 0.99999 and
  * rel = max|a-b|/max|b| <= 1e-4; the logits also rel <= 5e-6 (that catches a head
  * LayerNorm eps of 1e-6 instead of 1e-5, rel 1.1e-5) and the same top-1.
  *
@@ -274,7 +274,7 @@ int main(int argc, char **argv) {
     };
     static const char *const levels[] = {"scalar", "avx2", "avx512", "neon"};
     static const unsigned need[] = {0, JEPA_CPU_AVX2, JEPA_CPU_AVX512, JEPA_CPU_NEON};
-    const unsigned have = jepa_cpu_detect();
+    const unsigned have = jr_cpu_detect();
     for (int i = 0; i < 4; i++) {
         if (need[i] && !(have & need[i])) continue;
         for (size_t b = 0; b < sizeof bundles / sizeof bundles[0]; b++) bundle_cases(&bundles[b], levels[i]);
