@@ -65,5 +65,19 @@ for cpu in $levels; do
     e synth-v21-bf16 embed -m "$out/synth-vjepa2_1-tiny-bf16.gguf" --test-pattern 1x64x64 --hier
     e synth-v2-q8 embed -m "$out/synth-vjepa2-tiny-q8_0.gguf" --test-pattern 2x64x64 --pool mean
     e synth-lewm embed -m "$out/synth-lewm-f16.gguf" --test-pattern 1x224x224 --pool lewm
+    # pixel inputs through the CLI's decoders and clip planner
+    I=tests/input/data
+    e v2-png embed -m "$V2/model.gguf" -i "$I/e2e.png"
+    e v21-png embed -m "$V21/model.gguf" -i "$I/e2e.png" --pool mean
+    e levjepa-still embed -m "$D/levjepa/model.gguf" -i "$I/e2e.png" --pool cls
+    e v2-frames embed -m "$V2/model.gguf" --frames-npy "$I/e2e_frames.npy"
+    if jepa embed -m "$V2/model.gguf" "$I/video_601.mp4" -q -o /dev/null 2>/dev/null; then
+        e v2-video embed -m "$V2/model.gguf" "$I/video_601.mp4" --frames-per-clip 4 --frame-step 3
+        e v2-dense embed -m "$V2/model.gguf" "$I/video_601.mp4" --frames-per-clip 4 --dense --stride 5 --pool mean
+        jepa classify -m "$V2/model.gguf" "$I/video_601.mp4" --frames-per-clip 4 --frame-step 2 --num-clips 3 \
+            -k 3 --cpu "$cpu" -q --logits-out "$out/$cpu-v2-clips-logits.npy" >"$out/$cpu-v2-clips-top3.txt"
+        jepa classify -m "$V2/model.gguf" "$I/video_601.mp4" --frames-per-clip 4 --frame-step 2 --dense --stride 5 \
+            -k 1 --cpu "$cpu" -q >"$out/$cpu-v2-dense-top1.txt"
+    fi
 done
 echo "$(ls "$out" | wc -l) files in $out (kernel levels: $levels)"

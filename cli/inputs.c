@@ -26,7 +26,6 @@
 #include "input/image.h"
 #include "input/video.h"
 
-#define LEVJEPA_STILL_FRAMES 16   /* schema v1: a still goes to LeVJEPA as 16 repeated frames */
 #define DEFAULT_FRAME_STEP 4      /* Meta's frame_step in every V-JEPA 2 / 2.1 eval config */
 
 /* ---- parsing ------------------------------------------------------------------------ */
@@ -190,12 +189,6 @@ static int put_frame(const struct inputs_reader *r, const char *what, const uint
     return 0;
 }
 
-/* Copy frame `from` of a [3, T, H, W] clip to frame `to`. */
-static void copy_frame(float *clip, int T, size_t hw, int from, int to) {
-    for (int c = 0; c < 3; c++)
-        memcpy(clip + ((size_t)c * T + to) * hw, clip + ((size_t)c * T + from) * hw, sizeof(float) * hw);
-}
-
 static int plan_video(struct inputs_reader *r, const jepa_model_info *info) {
     const struct inputs_opts *o = r->o;
     struct jerr e = {0};
@@ -258,8 +251,7 @@ int inputs_open(struct inputs_reader **out, const struct inputs_opts *o, const j
         r->kind = SRC_NPY;
     } else {
         r->kind = SRC_IMAGES;
-        r->T = o->n_images;
-        if (o->n_images == 1 && !strcmp(info.family, "levjepa")) r->T = LEVJEPA_STILL_FRAMES;
+        r->T = o->n_images;   /* a still is repeated by the model where its family wants it */
     }
     *out = r;
     return 0;
@@ -280,7 +272,6 @@ static int alloc_clip(struct npy *clip, int T, int H, int W) {
 }
 
 static int next_images(struct inputs_reader *r, float *x) {
-    const size_t hw = (size_t)r->H * r->W;
     for (int i = 0; i < r->o->n_images; i++) {
         struct jerr e = {0};
         uint8_t *rgb = NULL;
@@ -290,7 +281,6 @@ static int next_images(struct inputs_reader *r, float *x) {
         free(rgb);
         if (rc) return rc;
     }
-    for (int t = r->o->n_images; t < r->T; t++) copy_frame(x, r->T, hw, 0, t);
     return 0;
 }
 
@@ -305,14 +295,11 @@ static int load_npy_frames(struct inputs_reader *r, struct npy *clip) {
         rc = cli_fail(path, "expected uint8 RGB frames [T, H, W, 3]");
         goto done;
     }
-    jepa_model_info info;
-    jepa_model_get_info(r->m, &info);
     const int n = (int)a.shape[0], h = (int)a.shape[1], w = (int)a.shape[2];
-    r->T = n == 1 && !strcmp(info.family, "levjepa") ? LEVJEPA_STILL_FRAMES : n;
+    r->T = n;
     if ((rc = alloc_clip(clip, r->T, r->H, r->W))) goto done;
     const size_t fsz = (size_t)h * w * 3;
     for (int t = 0; t < n && !rc; t++) rc = put_frame(r, path, (const uint8_t *)a.data + t * fsz, h, w, clip->data, r->T, t);
-    for (int t = n; t < r->T && !rc; t++) copy_frame(clip->data, r->T, (size_t)r->H * r->W, 0, t);
 done:
     npy_free(&a);
     return rc;

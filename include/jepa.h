@@ -94,8 +94,9 @@ JEPA_API void jepa_model_get_info(const jepa_model *m, jepa_model_info *info);
 /* Label of class i, or NULL when the file carries no labels or i is out of range. */
 JEPA_API const char *jepa_model_label(const jepa_model *m, int i);
 
-/* Token grid for an input of T frames of H x W pixels: *n_tokens includes the CLS
- * row where the family has one. JEPA_ERR_ARG when the size does not fit the model. */
+/* Token grid for an input of T frames of H x W pixels (a still image, T = 1, as the
+ * encoder takes it: see JEPA_INPUT_AUTO): *n_tokens includes the CLS row where the
+ * family has one. JEPA_ERR_ARG when the size does not fit the model. */
 JEPA_API jepa_status jepa_model_grid(const jepa_model *m, int T, int H, int W,
                                      int *gt, int *gh, int *gw, int *n_tokens);
 
@@ -133,6 +134,7 @@ JEPA_API size_t jepa_ctx_arena_bytes(const jepa_ctx *c);
 
 typedef enum jepa_input_kind {
     JEPA_INPUT_AUTO = 0,   /* video for T > 1; for T == 1: V-JEPA 2.1's native image path,
+                              LeVJEPA's clip of 16 copies of the image,
                               repetition to fill the tubelet elsewhere */
     JEPA_INPUT_VIDEO = 1,
     JEPA_INPUT_IMAGE = 2,

@@ -93,15 +93,14 @@ const char *jepa_model_label(const jepa_model *m, int i) {
 
 jepa_status jepa_model_grid(const jepa_model *m, int T, int H, int W, int *gt, int *gh, int *gw,
                             int *n_tokens) {
-    const struct jm_encoder *e = &m->enc;
-    if (T < 1 || H < e->patch || W < e->patch || H % e->patch || W % e->patch) return JEPA_ERR_ARG;
-    int tub = (e->image_patch_embed && T == 1) ? 1 : e->tubelet;
-    int t = T == 1 ? 1 : (T % tub ? -1 : T / tub);
-    if (t < 0) return JEPA_ERR_ARG;
-    if (gt) *gt = t;
-    if (gh) *gh = H / e->patch;
-    if (gw) *gw = W / e->patch;
-    if (n_tokens) *n_tokens = t * (H / e->patch) * (W / e->patch) + (e->cls ? 1 : 0);
+    struct jm_input in;
+    if (!m) return JEPA_ERR_ARG;
+    jepa_status st = jm_encoder_input(m, T, H, W, JEPA_INPUT_AUTO, &in, NULL);
+    if (st) return st;
+    if (gt) *gt = in.gt;
+    if (gh) *gh = in.gh;
+    if (gw) *gw = in.gw;
+    if (n_tokens) *n_tokens = in.n_patch + (m->enc.cls ? 1 : 0);
     return JEPA_OK;
 }
 

@@ -12,10 +12,16 @@
  *   tokens = enc.norm(x); pooled = mean(patch tokens); cls = row 0; lewm: emb = proj(cls)
  *   V-JEPA 2.1: hier[k] = hier_norm_k(x after block hier_layers[k])
  *
+ * jm_encoder_forward reads as those steps: check the request, plan the input
+ * (jm_encoder_input) and the buffers, then tokenize, add table positions, keep the
+ * context rows, build the RoPE and mask tables, run the blocks, write the outputs. What
+ * the file's keys say (CLS, position kind, tokenizers, mask) is read from the model;
+ * what only the family says is in family_traits below.
+ *
  * RoPE positions are decoded on the grid of the actual input (Meta's VisionTransformer;
  * Hugging Face's V-JEPA 2 uses the square training grid, which agrees only at the
- * training size). V-JEPA 2.1 rescales h, w onto rope_ref_grid. Tested against Meta's
- * and Hugging Face's outputs (tests/models/test_parity.c).
+ * training size). V-JEPA 2.1 rescales h, w onto rope_ref_grid (docs/rope.md). Tested
+ * against Meta's and Hugging Face's outputs (tests/models/test_parity.c).
  *
  * Batch: B clips of one shape [B, C, T, H, W] run as one [B*n, d] matrix through every
  * row-wise op; patchify, the position tables, RoPE, attention and the pooling run per
@@ -31,266 +37,349 @@
 #include "models/forward.h"
 #include "models/posembed.h"
 
-/* The tokenizer an input goes through. */
-struct tokenizer {
-    const struct jm_linear *pe;   /* patch embedding */
-    int tubelet;
-    const float *modality;        /* [d] added to every token, or NULL */
-    int repeat;                   /* frames to repeat a single frame into (0: none) */
+/* What the encoder does differently per family where the file's keys do not say it. */
+static const struct family_traits {
+    bool forward;           /* the encoder forward runs this family */
+    int still_frames;       /* a still image (T = 1) is fed as a clip of this many copies of
+                               it (LeVJEPA: 16, the schema's family note, which is what its
+                               model card's probe does); 0: a still is repeated to fill one
+                               tubelet (the HF processors' rule) or, with
+                               image_patch_embed, taken as it is */
+} family_traits[] = {
+    [JM_FAMILY_IJEPA] = {true, 0},    [JM_FAMILY_VJEPA] = {false, 0},
+    [JM_FAMILY_VJEPA2] = {true, 0},   [JM_FAMILY_VJEPA2_1] = {true, 0},
+    [JM_FAMILY_LEVJEPA] = {true, 16}, [JM_FAMILY_HFVIT] = {true, 0},
+    [JM_FAMILY_LEWM] = {true, 0},
 };
 
-static jepa_status pick_tokenizer(struct jepa_ctx *c, int T, jepa_input_kind kind,
-                                  struct tokenizer *tk) {
-    const struct jm_encoder *e = &c->m->enc;
-    int image = e->image_patch_embed && T == 1 && kind != JEPA_INPUT_VIDEO;
-    tk->pe = image ? &e->patch_embed_img : &e->patch_embed;
-    tk->tubelet = image ? 1 : e->tubelet;
-    tk->modality = e->modality_embed ? (image ? e->mod_embed_img : e->mod_embed_video) : NULL;
-    tk->repeat = 0;
-    if (T % tk->tubelet) {
+jepa_status jm_encoder_input(const struct jepa_model *m, int T, int H, int W, jepa_input_kind kind,
+                             struct jm_input *in, struct jerr *err) {
+    const struct jm_encoder *e = &m->enc;
+    const int P = e->patch;
+    if (T < 1 || H < P || W < P || H % P || W % P)
+        return jr_err_set(err, JEPA_ERR_ARG,
+                          "input %dx%dx%d: height and width must be positive multiples of the "
+                          "patch size %d", T, H, W, P);
+    const bool image = e->image_patch_embed && T == 1 && kind != JEPA_INPUT_VIDEO;
+    in->pe = image ? &e->patch_embed_img : &e->patch_embed;
+    in->tubelet = image ? 1 : e->tubelet;
+    in->modality = e->modality_embed ? (image ? e->mod_embed_img : e->mod_embed_video) : NULL;
+    in->repeat = 0;
+    const int still = family_traits[m->family].still_frames;
+    if (T == 1 && !image && still && still % in->tubelet == 0) {
+        in->repeat = still;
+    } else if (T % in->tubelet) {
         if (T != 1)
-            return jr_err_set(&c->err, JEPA_ERR_ARG,
-                            "clip of %d frames: the frame count must be a multiple of the tubelet "
-                            "size %d (or 1 for a still image)", T, tk->tubelet);
-        tk->repeat = tk->tubelet;   /* the HF processor repeats a still to fill the tubelet */
+            return jr_err_set(err, JEPA_ERR_ARG,
+                              "clip of %d frames: the frame count must be a multiple of the tubelet "
+                              "size %d (or 1 for a still image)", T, in->tubelet);
+        in->repeat = in->tubelet;
     }
+    in->frames = in->repeat ? in->repeat : T;
+    in->gt = in->frames / in->tubelet, in->gh = H / P, in->gw = W / P;
+    in->n_patch = in->gt * in->gh * in->gw;
     return JEPA_OK;
 }
 
-static int family_supported(enum jm_family f) {
-    return f == JM_FAMILY_VJEPA2 || f == JM_FAMILY_VJEPA2_1 || f == JM_FAMILY_IJEPA ||
-           f == JM_FAMILY_HFVIT || f == JM_FAMILY_LEWM || f == JM_FAMILY_LEVJEPA;
-}
+/* Everything one call works with: the request, its sizes and the planned buffers. */
+struct enc_run {
+    const struct jm_encoder *e;
+    const jepa_embed_params *p;
+    jepa_embed_out *out;
+    struct jm_input in;
+    int B, T, H, W;
+    int n;            /* rows of one clip through the blocks: CLS + patch or context rows */
+    int ncls;
+    bool rope, masked, interp, host;
+    bool want_tokens, want_pooled, want_hier, want_emb;
+    int g0;           /* training grid side (table positions) */
+    int rows0;        /* rows of one clip before masking */
+    size_t in_floats, clip_floats;   /* one clip as the caller gave it / as patchify reads it */
+    /* Patch embeddings go straight into x's patch rows, except when masked (into h,
+     * gathered into x afterwards); they form one [B*n_patch, d] matrix unless a CLS row
+     * separates the clips' patch rows in x. */
+    bool pcontig;
+    float *pe;        /* patch rows of clip 0 */
+    size_t pstride;   /* floats from one clip's patch rows to the next */
+    /* buffers (device memory unless said otherwise) */
+    const float *src; /* the clip patchify reads */
+    float *clip, *x, *h, *wide, *tmp, *emb_mid, *tokens;
+    float *pooled_d, *hier_d, *emb_d;
+    int32_t *ids_d;
+    struct rope_pos *pos;                       /* host */
+    struct staged cosb, sinb, pos_tab, frame;
+    void *ws;
+};
 
-jepa_status jm_encoder_forward(struct jepa_ctx *c, const float *x_in, int T, int H, int W,
-                            const jepa_embed_params *p, jepa_embed_out *out) {
+/* ---- the request: what the model can run, the input's geometry ---- */
+static jepa_status check_request(struct jepa_ctx *c, int T, int H, int W, const jepa_embed_params *p,
+                                 jepa_embed_out *out, struct enc_run *r) {
     const struct jepa_model *m = c->m;
     const struct jm_encoder *e = &m->enc;
-    const struct jm_vit *vit = &e->vit;
-    struct jk_device *dev = c->dev;
-    const int d = vit->d, hd = vit->head_dim, C = e->in_chans, P = e->patch, nt = c->nthreads;
-    const int rope = e->pos_type == JM_POS_ROPE3D;
-    const int ncls = e->cls ? 1 : 0;
-    const bool host = dev->host_memory;
-
-    if (!family_supported(m->family) || e->n_registers > 0)
+    if (!family_traits[m->family].forward || e->n_registers > 0)
         return jr_err_set(&c->err, JEPA_ERR_UNSUPPORTED,
-                        "family '%s'%s: the encoder forward is not implemented yet", m->family_name,
-                        e->n_registers > 0 ? " with register tokens" : "");
-    if (T < 1 || H < P || W < P || H % P || W % P)
-        return jr_err_set(&c->err, JEPA_ERR_ARG,
-                        "input %dx%dx%d: height and width must be positive multiples of the "
-                        "patch size %d", T, H, W, P);
+                          "family '%s'%s: the encoder forward is not implemented yet", m->family_name,
+                          e->n_registers > 0 ? " with register tokens" : "");
+    jepa_status st = jm_encoder_input(m, T, H, W, p ? p->kind : JEPA_INPUT_AUTO, &r->in, &c->err);
+    if (st) return st;
     if (p && p->batch < 0)
         return jr_err_set(&c->err, JEPA_ERR_ARG, "batch %d: the clip count must be 0, 1 or more",
-                        p->batch);
+                          p->batch);
     if (out && out->cls && !e->cls)
         return jr_err_set(&c->err, JEPA_ERR_ARG, "family '%s' has no CLS token", m->family_name);
     if (out && out->emb && !e->has_proj)
         return jr_err_set(&c->err, JEPA_ERR_ARG, "family '%s' has no projector (emb is LeWM's)",
-                        m->family_name);
+                          m->family_name);
     if (out && out->hier && !e->n_hier)
         return jr_err_set(&c->err, JEPA_ERR_ARG, "family '%s' has no hierarchical outputs",
-                        m->family_name);
-
-    struct tokenizer tk;
-    jepa_status st = pick_tokenizer(c, T, p ? p->kind : JEPA_INPUT_AUTO, &tk);
-    if (st) return st;
-    const int B = p && p->batch > 1 ? p->batch : 1;     /* clips */
-    const int Tin = tk.repeat ? tk.repeat : T;
-    const int gt = Tin / tk.tubelet, gh = H / P, gw = W / P;
-    const int n_patch = gt * gh * gw;                   /* patch tokens of one clip */
-    const int F = tk.pe->n_in;                          /* C * tubelet * P * P */
-    const int masked = p && p->ctx_ids;
-    const int n = ncls + (masked ? p->n_ctx : n_patch); /* rows of one clip through the blocks */
-    if (masked) {
+                          m->family_name);
+    r->e = e, r->p = p, r->out = out;
+    r->B = p && p->batch > 1 ? p->batch : 1;
+    r->T = T, r->H = H, r->W = W;
+    r->ncls = e->cls ? 1 : 0;
+    r->rope = e->pos_type == JM_POS_ROPE3D;
+    r->host = c->dev->host_memory;
+    r->masked = p && p->ctx_ids;
+    const int n_patch = r->in.n_patch;
+    if (r->masked) {
         if (p->n_ctx < 1) return jr_err_set(&c->err, JEPA_ERR_ARG, "masked encoder: no context ids");
         for (int i = 0; i < p->n_ctx; i++)
             if (p->ctx_ids[i] < 0 || p->ctx_ids[i] >= n_patch)
                 return jr_err_set(&c->err, JEPA_ERR_ARG,
-                                "context id %d at position %d is outside the %d-token grid",
-                                (int)p->ctx_ids[i], i, n_patch);
+                                  "context id %d at position %d is outside the %d-token grid",
+                                  (int)p->ctx_ids[i], i, n_patch);
     }
-    const int g0 = e->img_size / P;                     /* training grid (square) */
-    if (!rope && (e->n_frames / e->tubelet != 1 || gt != 1))
+    r->n = r->ncls + (r->masked ? p->n_ctx : n_patch);
+    r->g0 = e->img_size / e->patch;
+    if (!r->rope && (e->n_frames / e->tubelet != 1 || r->in.gt != 1))
         return jr_err_set(&c->err, JEPA_ERR_UNSUPPORTED,
-                        "family '%s': position tables for video inputs are not implemented",
-                        m->family_name);
-    const int interp = !rope && (gh != g0 || gw != g0); /* table resampled to this grid */
-    const int rows0 = ncls + n_patch;                   /* rows of one clip before masking */
-    const size_t in_floats = (size_t)C * T * H * W;     /* one clip of the caller's input */
-    const size_t clip_floats = (size_t)C * Tin * H * W; /* one clip as patchify reads it */
+                          "family '%s': position tables for video inputs are not implemented",
+                          m->family_name);
+    r->interp = !r->rope && (r->in.gh != r->g0 || r->in.gw != r->g0);
+    r->rows0 = r->ncls + n_patch;
+    r->in_floats = (size_t)e->in_chans * T * H * W;
+    r->clip_floats = (size_t)e->in_chans * r->in.frames * H * W;
+    r->pcontig = r->masked || !r->ncls;
+    r->want_tokens = out && out->tokens, r->want_pooled = out && out->pooled;
+    r->want_hier = out && out->hier, r->want_emb = out && out->emb;
+    return JEPA_OK;
+}
 
-    /* Where the patch embeddings go: straight into x's patch rows, except when masked
-     * (into h, gathered into x afterwards). They form one [B*n_patch, d] matrix unless a
-     * CLS row separates the clips' patch rows in x. */
-    const int pcontig = masked || !ncls;
-
-    /* ---- plan: count, reserve, carve ---- */
+/* ---- the buffers: counted, reserved, carved (context.h) ---- */
+static jepa_status plan_buffers(struct jepa_ctx *c, struct enc_run *r) {
+    const struct jm_encoder *e = r->e;
+    const struct jm_vit *vit = &e->vit;
+    const int d = vit->d, hd = vit->head_dim, B = r->B, n = r->n, F = r->in.pe->n_in;
     const int wide_cols = jm_vit_wide_cols(vit) > F ? jm_vit_wide_cols(vit) : F;
     /* the K of every matmul: blocks (d, ffn), patch embedding, LeWM projector */
     const int ks[] = {d, vit->ffn, F, e->has_proj ? e->proj0.n_out : d};
-    const bool want_tokens = out && out->tokens, want_pooled = out && out->pooled;
-    const bool want_hier = out && out->hier, want_emb = out && out->emb;
-    float *clip = NULL, *x = NULL, *h = NULL, *wide = NULL, *tmp = NULL, *emb_mid = NULL;
-    float *pooled_d = NULL, *hier_d = NULL, *emb_d = NULL;
-    int32_t *ids_d = NULL;
-    struct rope_pos *pos = NULL;
-    struct staged cosb = {0}, sinb = {0}, pos_tab = {0}, frame = {0};
-    void *ws = NULL;
+    r->clip = r->emb_mid = r->pooled_d = r->hier_d = r->emb_d = r->tmp = NULL;
+    r->ids_d = NULL;
+    r->pos = NULL;
+    r->cosb = r->sinb = r->pos_tab = r->frame = (struct staged){0};
     for (int pass = 0; pass < 2; pass++) {
         struct plan pl = plan_begin(c, pass);
         /* the clip as patchify reads it: repeated frames, or a device copy of the input */
-        if (tk.repeat || !host) clip = plan_dev(&pl, sizeof(float) * (size_t)B * clip_floats);
-        x = plan_dev(&pl, sizeof(float) * (size_t)B * n * d);            /* [B*n, d] */
-        h = plan_dev(&pl, sizeof(float) * (size_t)B * rows0 * d);        /* [B*rows0, d] */
-        wide = plan_dev(&pl, sizeof(float) * (size_t)B * rows0 * wide_cols);
-        tmp = e->layer_scale ? plan_dev(&pl, sizeof(float) * (size_t)B * n * d) : NULL;
-        if (rope) {
-            pos = plan_host(&pl, sizeof(struct rope_pos) * (size_t)n);
-            cosb = plan_staged(&pl, sizeof(float) * (size_t)n * hd);     /* [n, hd] */
-            sinb = plan_staged(&pl, sizeof(float) * (size_t)n * hd);
+        if (r->in.repeat || !r->host) r->clip = plan_dev(&pl, sizeof(float) * (size_t)B * r->clip_floats);
+        r->x = plan_dev(&pl, sizeof(float) * (size_t)B * n * d);            /* [B*n, d] */
+        r->h = plan_dev(&pl, sizeof(float) * (size_t)B * r->rows0 * d);     /* [B*rows0, d] */
+        r->wide = plan_dev(&pl, sizeof(float) * (size_t)B * r->rows0 * wide_cols);
+        r->tmp = e->layer_scale ? plan_dev(&pl, sizeof(float) * (size_t)B * n * d) : NULL;
+        if (r->rope) {
+            r->pos = plan_host(&pl, sizeof(struct rope_pos) * (size_t)n);
+            r->cosb = plan_staged(&pl, sizeof(float) * (size_t)n * hd);     /* [n, hd] */
+            r->sinb = plan_staged(&pl, sizeof(float) * (size_t)n * hd);
         }
-        if (interp) pos_tab = plan_staged(&pl, sizeof(float) * (size_t)n_patch * d);
+        if (r->interp) r->pos_tab = plan_staged(&pl, sizeof(float) * (size_t)r->in.n_patch * d);
         if (e->attn_mode == JM_ATTN_BLOCK_CAUSAL)
-            frame = plan_staged(&pl, sizeof(int32_t) * (size_t)n);
-        if (masked && !host) ids_d = plan_dev(&pl, sizeof(int32_t) * (size_t)p->n_ctx);
-        if (want_emb) emb_mid = plan_dev(&pl, sizeof(float) * (size_t)B * e->proj0.n_out);
-        if (!host) {   /* outputs before their download (the CPU writes the caller's buffers) */
-            if (want_pooled) pooled_d = plan_dev(&pl, sizeof(float) * (size_t)B * d);
-            if (want_hier) hier_d = plan_dev(&pl, sizeof(float) * (size_t)B * e->n_hier * n * d);
-            if (want_emb) emb_d = plan_dev(&pl, sizeof(float) * (size_t)B * e->proj2.n_out);
+            r->frame = plan_staged(&pl, sizeof(int32_t) * (size_t)n);
+        if (r->masked && !r->host) r->ids_d = plan_dev(&pl, sizeof(int32_t) * (size_t)r->p->n_ctx);
+        if (r->want_emb) r->emb_mid = plan_dev(&pl, sizeof(float) * (size_t)B * e->proj0.n_out);
+        if (!r->host) {   /* outputs before their download (the CPU writes the caller's buffers) */
+            if (r->want_pooled) r->pooled_d = plan_dev(&pl, sizeof(float) * (size_t)B * d);
+            if (r->want_hier) r->hier_d = plan_dev(&pl, sizeof(float) * (size_t)B * e->n_hier * n * d);
+            if (r->want_emb) r->emb_d = plan_dev(&pl, sizeof(float) * (size_t)B * e->proj2.n_out);
         }
-        ws = plan_dev(&pl, jm_vit_ws_bytes(c, n, hd, ks, (int)(sizeof ks / sizeof *ks)));
+        r->ws = plan_dev(&pl, jm_vit_ws_bytes(c, n, hd, ks, (int)(sizeof ks / sizeof *ks)));
+        jepa_status st;
         if (!pass && (st = jm_ctx_reserve(c, &pl))) return st;
     }
-    if (host) {
-        pooled_d = want_pooled ? out->pooled : NULL;
-        hier_d = want_hier ? out->hier : NULL;
-        emb_d = want_emb ? out->emb : NULL;
+    if (r->host) {
+        r->pooled_d = r->want_pooled ? r->out->pooled : NULL;
+        r->hier_d = r->want_hier ? r->out->hier : NULL;
+        r->emb_d = r->want_emb ? r->out->emb : NULL;
     }
+    r->pe = r->masked ? r->h : r->x + (size_t)r->ncls * d;
+    r->pstride = r->pcontig ? (size_t)r->in.n_patch * d : (size_t)n * d;
+    return JEPA_OK;
+}
 
-    /* ---- the clip on the device: [B, C, Tin, H, W] ---- */
-    const float *src = x_in;
-    if (tk.repeat) {   /* [C, 1, H, W] -> [C, repeat, H, W]: one upload per plane */
-        const size_t plane = (size_t)H * W;
-        for (int b = 0; b < B; b++)
-            for (int ch = 0; ch < C; ch++)
+/* ---- the clip on the device: [B, C, frames, H, W] (a still repeated if it must be) ---- */
+static void upload_clip(struct jepa_ctx *c, struct enc_run *r, const float *x_in) {
+    struct jk_device *dev = c->dev;
+    r->src = x_in;
+    if (r->in.repeat) {   /* [C, 1, H, W] -> [C, repeat, H, W]: one upload per plane */
+        const size_t plane = (size_t)r->H * r->W;
+        const int Tin = r->in.frames;
+        for (int b = 0; b < r->B; b++)
+            for (int ch = 0; ch < r->e->in_chans; ch++)
                 for (int t = 0; t < Tin; t++)
                     dev->upload(dev,
-                                clip + (size_t)b * clip_floats + ((size_t)ch * Tin + t) * plane,
-                                x_in + (size_t)b * in_floats + (size_t)ch * plane,
+                                r->clip + (size_t)b * r->clip_floats + ((size_t)ch * Tin + t) * plane,
+                                x_in + (size_t)b * r->in_floats + (size_t)ch * plane,
                                 plane * sizeof(float));
-        src = clip;
-    } else if (!host) {
-        dev->upload(dev, clip, x_in, sizeof(float) * (size_t)B * in_floats);
-        src = clip;
+        r->src = r->clip;
+    } else if (!r->host) {
+        dev->upload(dev, r->clip, x_in, sizeof(float) * (size_t)r->B * r->in_floats);
+        r->src = r->clip;
     }
+}
 
-    /* ---- patch embeddings = patchify(clip) . Wpe^T + b (+ modality embedding) ---- */
-    float *pe = masked ? h : x + (size_t)ncls * d;      /* patch rows of clip 0 */
-    const size_t pstride = pcontig ? (size_t)n_patch * d : (size_t)n * d;   /* clip to clip */
-    for (int b = 0; b < B; b++)                                          /* [B*n_patch, F] */
-        c->k.patchify(wide + (size_t)b * n_patch * F, src + (size_t)b * clip_floats, C, Tin, H,
-                      W, tk.tubelet, P, nt);
-    const int nblk = pcontig ? 1 : B, blk_rows = pcontig ? B * n_patch : n_patch;
+/* ---- patch embeddings = patchify(clip) . Wpe^T + b (+ modality embedding); CLS rows ---- */
+static void tokenize(struct jepa_ctx *c, struct enc_run *r) {
+    const int d = r->e->vit.d, n_patch = r->in.n_patch, F = r->in.pe->n_in, nt = c->nthreads;
+    for (int b = 0; b < r->B; b++)                                       /* [B*n_patch, F] */
+        c->k.patchify(r->wide + (size_t)b * n_patch * F, r->src + (size_t)b * r->clip_floats,
+                      r->e->in_chans, r->in.frames, r->H, r->W, r->in.tubelet, r->e->patch, nt);
+    const int nblk = r->pcontig ? 1 : r->B, blk_rows = r->pcontig ? r->B * n_patch : n_patch;
     for (int i = 0; i < nblk; i++) {
-        float *pb = pe + (size_t)i * pstride;
-        jm_linear_forward(c, pb, (size_t)d, wide + (size_t)i * n_patch * F, (size_t)F, tk.pe, blk_rows,
-               JK_EPI_STORE, ws);
-        if (tk.modality) c->k.add(pb, (size_t)d, dw(c, tk.modality), 0, NULL, blk_rows, d, nt);
+        float *pb = r->pe + (size_t)i * r->pstride;
+        jm_linear_forward(c, pb, (size_t)d, r->wide + (size_t)i * n_patch * F, (size_t)F, r->in.pe,
+                          blk_rows, JK_EPI_STORE, r->ws);
+        if (r->in.modality) c->k.add(pb, (size_t)d, dw(c, r->in.modality), 0, NULL, blk_rows, d, nt);
     }
-    if (ncls)   /* the CLS row of every clip */
-        for (int b = 0; b < B; b++)
-            dev->copy(dev, x + (size_t)b * n * d, dw(c, e->cls_token), sizeof(float) * (size_t)d);
+    if (r->ncls)   /* the CLS row of every clip */
+        for (int b = 0; b < r->B; b++)
+            c->dev->copy(c->dev, r->x + (size_t)b * r->n * d, dw(c, r->e->cls_token),
+                         sizeof(float) * (size_t)d);
+}
 
-    /* ---- absolute positions: table rows added (CLS slot first), interpolated if needed ---- */
-    if (!rope) {
-        const float *tab = dw(c, e->pos_embed + (size_t)ncls * d);
-        if (interp) {
-            jm_pos_embed_interpolate(pos_tab.host, e->pos_embed + (size_t)ncls * d, g0, g0, gh, gw, d);
-            stage_upload(c, &pos_tab);
-            tab = pos_tab.dev;
-        }
-        for (int b = 0; b < B; b++)
-            c->k.add(pe + (size_t)b * pstride, (size_t)d, tab, (size_t)d, NULL, n_patch, d, nt);
-        if (ncls)   /* row 0 of the table on every clip's CLS row */
-            c->k.add(x, (size_t)n * d, dw(c, e->pos_embed), 0, NULL, B, d, nt);
+/* ---- absolute positions: table rows added (CLS slot first), interpolated if needed ---- */
+static void add_table_positions(struct jepa_ctx *c, struct enc_run *r) {
+    const struct jm_encoder *e = r->e;
+    const int d = e->vit.d, ncls = r->ncls, nt = c->nthreads;
+    if (r->rope) return;
+    const float *tab = dw(c, e->pos_embed + (size_t)ncls * d);
+    if (r->interp) {
+        jm_pos_embed_interpolate(r->pos_tab.host, e->pos_embed + (size_t)ncls * d, r->g0, r->g0,
+                                 r->in.gh, r->in.gw, d);
+        stage_upload(c, &r->pos_tab);
+        tab = r->pos_tab.dev;
     }
+    for (int b = 0; b < r->B; b++)
+        c->k.add(r->pe + (size_t)b * r->pstride, (size_t)d, tab, (size_t)d, NULL, r->in.n_patch, d, nt);
+    if (ncls)   /* row 0 of the table on every clip's CLS row */
+        c->k.add(r->x, (size_t)r->n * d, dw(c, e->pos_embed), 0, NULL, r->B, d, nt);
+}
 
-    /* ---- masked encoder: keep the context patch rows (the same ids in every clip) ---- */
-    if (masked) {
-        const int32_t *ids = p->ctx_ids;
-        if (!host) {
-            dev->upload(dev, ids_d, p->ctx_ids, sizeof(int32_t) * (size_t)p->n_ctx);
-            ids = ids_d;
-        }
-        for (int b = 0; b < B; b++)
-            c->k.gather(x + ((size_t)b * n + ncls) * d, (size_t)d, pe + (size_t)b * pstride,
-                        (size_t)d, ids, p->n_ctx, d, nt);
+/* ---- masked encoder: keep the context patch rows (the same ids in every clip) ---- */
+static void keep_context(struct jepa_ctx *c, struct enc_run *r) {
+    if (!r->masked) return;
+    const int d = r->e->vit.d;
+    const int32_t *ids = r->p->ctx_ids;
+    if (!r->host) {
+        c->dev->upload(c->dev, r->ids_d, r->p->ctx_ids, sizeof(int32_t) * (size_t)r->p->n_ctx);
+        ids = r->ids_d;
     }
+    for (int b = 0; b < r->B; b++)
+        c->k.gather(r->x + ((size_t)b * r->n + r->ncls) * d, (size_t)d, r->pe + (size_t)b * r->pstride,
+                    (size_t)d, ids, r->p->n_ctx, d, c->nthreads);
+}
 
-    /* ---- RoPE tables of the kept rows (t, h, w on the real grid; CLS: identity) and the
-     * block-causal frame ids: one clip's worth, computed on the host ---- */
-    const int32_t *kept = masked ? p->ctx_ids : NULL;  /* patch id of row ncls + i (NULL: i) */
-    if (rope) {
-        if (ncls) pos[0] = (struct rope_pos){0, 0, 0, true};
-        jm_rope_positions(pos + ncls, kept, n - ncls, gh, gw, e->rope_interpolate, e->rope_ref_grid);
-        jm_rope_tables(cosb.host, sinb.host, pos, n, hd, e->rope_theta, e->rope_layout);
-        stage_upload(c, &cosb);
-        stage_upload(c, &sinb);
+/* ---- RoPE tables of the kept rows (t, h, w on the real grid; CLS: identity) and the
+ * block-causal frame ids: one clip's worth, computed on the host ---- */
+static void position_tables(struct jepa_ctx *c, struct enc_run *r) {
+    const struct jm_encoder *e = r->e;
+    const int n = r->n, ncls = r->ncls, gh = r->in.gh, gw = r->in.gw;
+    const int32_t *kept = r->masked ? r->p->ctx_ids : NULL;   /* patch id of row ncls + i (NULL: i) */
+    if (r->rope) {
+        if (ncls) r->pos[0] = (struct rope_pos){0, 0, 0, true};
+        jm_rope_positions(r->pos + ncls, kept, n - ncls, gh, gw, e->rope_interpolate, e->rope_ref_grid);
+        jm_rope_tables(r->cosb.host, r->sinb.host, r->pos, n, e->vit.head_dim, e->rope_theta,
+                       e->rope_layout);
+        stage_upload(c, &r->cosb);
+        stage_upload(c, &r->sinb);
     }
-    if (frame.dev) {   /* key j visible to query i iff frame(i) >= frame(j) */
-        int32_t *fr = frame.host;
+    if (r->frame.dev) {   /* key j visible to query i iff frame(i) >= frame(j) */
+        int32_t *fr = r->frame.host;
         if (ncls) fr[0] = INT32_MAX;   /* CLS row open, CLS column closed */
         for (int i = 0; i < n - ncls; i++) fr[ncls + i] = (kept ? kept[i] : i) / (gh * gw);
-        stage_upload(c, &frame);
+        stage_upload(c, &r->frame);
     }
+}
 
-    /* ---- blocks ---- */
-    struct vit_scratch s = {.h = h, .wide = wide, .tmp = tmp, .cos = cosb.dev, .sin = sinb.dev,
-                            .mask_pos = frame.dev, .ws = ws};
+/* ---- the blocks; V-JEPA 2.1's hierarchical outputs on the way ---- */
+static void run_blocks(struct jepa_ctx *c, struct enc_run *r) {
+    const struct jm_encoder *e = r->e;
+    const struct jm_vit *vit = &e->vit;
+    const int d = vit->d, n = r->n;
+    struct vit_scratch s = {.h = r->h, .wide = r->wide, .tmp = r->tmp, .cos = r->cosb.dev,
+                            .sin = r->sinb.dev, .mask_pos = r->frame.dev, .ws = r->ws};
     int next_hier = 0;
     for (int l = 0; l < vit->n_layer; l++) {
-        jm_vit_block(c, vit, &vit->blk[l], x, n, B, &s);
+        jm_vit_block(c, vit, &vit->blk[l], r->x, n, r->B, &s);
         if (next_hier < e->n_hier && e->hier_layers[next_hier] == l) {
-            if (want_hier)   /* [B, n_hier, n, d]: level k of clip b */
-                for (int b = 0; b < B; b++)
-                    c->k.layernorm(hier_d + ((size_t)b * e->n_hier + next_hier) * n * d, (size_t)d,
-                                   x + (size_t)b * n * d, (size_t)d,
+            if (r->want_hier)   /* [B, n_hier, n, d]: level k of clip b */
+                for (int b = 0; b < r->B; b++)
+                    c->k.layernorm(r->hier_d + ((size_t)b * e->n_hier + next_hier) * n * d, (size_t)d,
+                                   r->x + (size_t)b * n * d, (size_t)d,
                                    dw(c, e->hier_norm[next_hier].w),
-                                   dw(c, e->hier_norm[next_hier].b), n, d, vit->ln_eps, nt);
+                                   dw(c, e->hier_norm[next_hier].b), n, d, vit->ln_eps, c->nthreads);
             next_hier++;
         }
     }
+}
 
-    /* ---- tokens = norm(x); pooled = mean of the patch tokens; cls; lewm emb ---- */
-    float *tokens = want_tokens && host ? out->tokens : h;              /* [B*n, d] */
-    c->k.layernorm(tokens, (size_t)d, x, (size_t)d, dw(c, e->norm.w), dw(c, e->norm.b), B * n, d,
-                   vit->ln_eps, nt);
-    if (want_pooled)
+/* ---- tokens = norm(x); pooled = mean of the patch tokens; lewm emb = proj(cls) ---- */
+static void final_outputs(struct jepa_ctx *c, struct enc_run *r) {
+    const struct jm_encoder *e = r->e;
+    const int d = e->vit.d, n = r->n, B = r->B, nt = c->nthreads;
+    r->tokens = r->want_tokens && r->host ? r->out->tokens : r->h;       /* [B*n, d] */
+    c->k.layernorm(r->tokens, (size_t)d, r->x, (size_t)d, dw(c, e->norm.w), dw(c, e->norm.b), B * n,
+                   d, e->vit.ln_eps, nt);
+    if (r->want_pooled)
         for (int b = 0; b < B; b++)
-            c->k.mean_rows(pooled_d + (size_t)b * d, tokens + ((size_t)b * n + ncls) * d,
-                           (size_t)d, n - ncls, d, nt);
-    if (want_emb) {   /* emb = proj2(act(proj0(cls))): the CLS rows are n*d apart */
+            c->k.mean_rows(r->pooled_d + (size_t)b * d, r->tokens + ((size_t)b * n + r->ncls) * d,
+                           (size_t)d, n - r->ncls, d, nt);
+    if (r->want_emb) {   /* emb = proj2(act(proj0(cls))): the CLS rows are n*d apart */
         const int hid = e->proj0.n_out;
-        jm_linear_act(c, emb_mid, (size_t)hid, tokens, (size_t)n * d, &e->proj0, B, e->proj_act, ws);
-        jm_linear_forward(c, emb_d, (size_t)e->proj2.n_out, emb_mid, (size_t)hid, &e->proj2, B,
-               JK_EPI_STORE, ws);
+        jm_linear_act(c, r->emb_mid, (size_t)hid, r->tokens, (size_t)n * d, &e->proj0, B, e->proj_act,
+                      r->ws);
+        jm_linear_forward(c, r->emb_d, (size_t)e->proj2.n_out, r->emb_mid, (size_t)hid, &e->proj2, B,
+                          JK_EPI_STORE, r->ws);
     }
+}
 
-    /* ---- outputs to the caller (no-ops on the CPU, where they were written in place,
-     * except cls, copied out of the token rows) ---- */
-    if (want_tokens)
-        dev->download(dev, out->tokens, tokens, sizeof(float) * (size_t)B * n * d);
-    if (want_pooled) dev->download(dev, out->pooled, pooled_d, sizeof(float) * (size_t)B * d);
-    if (want_hier)
-        dev->download(dev, out->hier, hier_d, sizeof(float) * (size_t)B * e->n_hier * n * d);
-    if (want_emb)
-        dev->download(dev, out->emb, emb_d, sizeof(float) * (size_t)B * e->proj2.n_out);
+/* ---- outputs to the caller (no-ops on the CPU, where they were written in place, except
+ * cls, copied out of the token rows) ---- */
+static void download_outputs(struct jepa_ctx *c, const struct enc_run *r) {
+    struct jk_device *dev = c->dev;
+    const struct jm_encoder *e = r->e;
+    const int d = e->vit.d, n = r->n, B = r->B;
+    jepa_embed_out *out = r->out;
+    if (r->want_tokens) dev->download(dev, out->tokens, r->tokens, sizeof(float) * (size_t)B * n * d);
+    if (r->want_pooled) dev->download(dev, out->pooled, r->pooled_d, sizeof(float) * (size_t)B * d);
+    if (r->want_hier)
+        dev->download(dev, out->hier, r->hier_d, sizeof(float) * (size_t)B * e->n_hier * n * d);
+    if (r->want_emb) dev->download(dev, out->emb, r->emb_d, sizeof(float) * (size_t)B * e->proj2.n_out);
     if (out && out->cls)
         for (int b = 0; b < B; b++)
-            dev->download(dev, out->cls + (size_t)b * d, tokens + (size_t)b * n * d,
+            dev->download(dev, out->cls + (size_t)b * d, r->tokens + (size_t)b * n * d,
                           sizeof(float) * (size_t)d);
+}
+
+jepa_status jm_encoder_forward(struct jepa_ctx *c, const float *x, int T, int H, int W,
+                               const jepa_embed_params *p, jepa_embed_out *out) {
+    struct enc_run r;
+    jepa_status st;
+    if ((st = check_request(c, T, H, W, p, out, &r)) || (st = plan_buffers(c, &r))) return st;
+    upload_clip(c, &r, x);
+    tokenize(c, &r);
+    add_table_positions(c, &r);
+    keep_context(c, &r);
+    position_tables(c, &r);
+    run_blocks(c, &r);
+    final_outputs(c, &r);
+    download_outputs(c, &r);
     return JEPA_OK;
 }

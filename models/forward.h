@@ -50,6 +50,21 @@ size_t jm_vit_ws_bytes(const struct jepa_ctx *c, int n, int head_dim, const int 
 /* Column count of the `wide` buffer for a stack. */
 int jm_vit_wide_cols(const struct jm_vit *vit);
 
+/* How an input of T frames of H x W pixels enters the encoder: the tokenizer, the frames
+ * patchify reads (a still image repeated where the family or the tubelet wants it) and
+ * the token grid. The one place this is decided: the forward and jepa_model_grid() read
+ * it. JEPA_ERR_ARG (with the reason in err) when the size does not fit the model. */
+struct jm_input {
+    const struct jm_linear *pe;   /* patch embedding */
+    int tubelet;
+    const float *modality;        /* [d] added to every token, or NULL */
+    int repeat;                   /* a still (T = 1) is repeated to this many frames (0: not) */
+    int frames;                   /* frames patchify reads: repeat, or T */
+    int gt, gh, gw, n_patch;      /* token grid and its size */
+};
+jepa_status jm_encoder_input(const struct jepa_model *m, int T, int H, int W, jepa_input_kind kind,
+                             struct jm_input *in, struct jerr *err);
+
 /* Family forwards (models/encoder.c, predictor.c, head.c). They plan their buffers in
  * c's arenas and record failures in c->err. Inputs and outputs are host memory. */
 jepa_status jm_encoder_forward(struct jepa_ctx *c, const float *x, int T, int H, int W,

@@ -174,6 +174,50 @@ out:
     jepa_model_free(m);
 }
 
+/* A still image (T = 1) goes to LeVJEPA as a clip of 16 copies of it (the schema's family
+ * note; the model repeats it, not the caller): the same bits as that clip built here,
+ * and the token count of that clip from jepa_model_grid. */
+static void levjepa_still(jepa_ctx *c, const jepa_model *m) {
+    struct npy x;
+    if (load(&x, "levjepa", "input")) return;
+    jepa_model_info info;
+    jepa_model_get_info(m, &info);
+    const int T = (int)x.shape[1], H = (int)x.shape[2], W = (int)x.shape[3], F = 16;
+    const size_t plane = (size_t)H * W;
+    struct npy still = x, clip = x;
+    still.ndim = 3, still.shape[0] = 3, still.shape[1] = H, still.shape[2] = W;
+    still.data = malloc(sizeof(float) * 3 * plane);
+    clip.shape[1] = F;
+    clip.data = malloc(sizeof(float) * 3 * (size_t)F * plane);
+    struct run a, b;
+    if (still.data && clip.data) {
+        for (int ch = 0; ch < 3; ch++) {   /* frame 0 of the fixture's clip */
+            memcpy((float *)still.data + ch * plane, (const float *)x.data + (size_t)ch * T * plane,
+                   sizeof(float) * plane);
+            for (int t = 0; t < F; t++)
+                memcpy((float *)clip.data + ((size_t)ch * F + t) * plane,
+                       (const float *)still.data + ch * plane, sizeof(float) * plane);
+        }
+        if (!encode(c, m, &still, &a)) {
+            if (!encode(c, m, &clip, &b)) {
+                const int same = a.n == b.n && a.n == 1 + F * (H / info.patch_size) * (W / info.patch_size) &&
+                                 !memcmp(a.tokens, b.tokens, sizeof(float) * (size_t)a.n * a.d) &&
+                                 !memcmp(a.cls, b.cls, sizeof(float) * (size_t)a.d);
+                printf("%-4s levjepa: a still image is the %d-frame clip of its copies (%d tokens, bit-identical)\n",
+                       same ? "ok" : "FAIL", F, a.n);
+                failures += !same;
+                run_free(&b);
+            }
+            run_free(&a);
+        }
+    } else {
+        printf("FAIL out of memory\n");
+        failures++;
+    }
+    free(still.data), free(clip.data);
+    npy_free(&x);
+}
+
 static void levjepa_case(const char *cpu) {
     jepa_model *m = open_model("levjepa", "model.gguf");
     if (!m) return;
@@ -216,6 +260,7 @@ static void levjepa_case(const char *cpu) {
         failures += !moved;
     }
     for (int v = 0; v < 3; v++) if (ok[v]) run_free(&r[v]);
+    levjepa_still(c, m);
     jepa_ctx_free(c);
     jepa_model_free(m);
 }
