@@ -17,7 +17,8 @@ int cmd_quantize(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf("usage: jepa quantize IN.gguf OUT.gguf --type f16|bf16|q8_0|f32\n"
-                   "Converts the 2-D matmul weights (the schema's quantizable set); norms, biases,\n"
+                   "Converts the matmul weights of the schema's quantization set (docs/gguf-schema.md);\n"
+                   "patch and action embeddings keep their type; norms, biases,\n"
                    "tokens and tables stay F32. q8_0 falls back to f16 for rows not a multiple of 32.\n");
             return 0;
         }

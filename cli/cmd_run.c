@@ -1,6 +1,10 @@
 /*
  * cmd_run.c — `jepa embed`, `jepa predict` and `jepa classify`: load a model, read the
  * input, run the forward through the public API (include/jepa.h), write .npy outputs.
+ * One loop for every input: its clips (one clip, a 5-D tensor's B clips, N test
+ * patterns, a video's sampled or dense clips) run in passes of G clips, and each clip's
+ * outputs (embeddings, logits, a per-clip top-k for dense clips) are taken as its pass
+ * ends; then each command writes what it writes.
  *
  *   jepa embed    -m MODEL INPUT [--pool mean|cls|lewm|none] [--hier] [--batch N] [-o OUT.npy]
  *   jepa predict  -m MODEL INPUT --ctx C.npy --tgt T.npy [--mask-index K]
@@ -8,7 +12,8 @@
  *   jepa classify -m MODEL INPUT [-k 5] [--logits-out L.npy]
  *   INPUT: --input-tensor X.npy (float32 [C,T,H,W] or [C,H,W], already preprocessed),
  *          --test-pattern TxHxW, or pixels: -i IMAGE..., --frames-npy F.npy, VIDEO
- *          (cli/inputs.c: decoding, clip sampling and the model's preprocessing)
+ *          (cli/inputs.c: the options; input/clips.c: decoding, the clip plan, the
+ *          model's preprocessing)
  *   common: -g N (CUDA GPU N), -t N threads, --cpu ISA, --time, -v, -q
  *   --batch N (embed): N clips per forward pass, outputs stacked on a leading axis: N test
  *          patterns, the clips of a 5-D [B, C, T, H, W] input tensor, or a video's clips
@@ -18,6 +23,7 @@
  * (pixel inputs).
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +31,7 @@
 
 #include "cli/cli.h"
 #include "cli/inputs.h"
-#include "cli/npy.h"
+#include "input/npy.h"
 #include "jepa.h"
 
 enum run_cmd { RUN_EMBED, RUN_PREDICT, RUN_CLASSIFY };
@@ -38,7 +44,7 @@ struct run_opts {
     int batch;             /* --batch N (embed); 0: not given */
     int repeat;            /* --repeat N (embed): N more timed encodes */
     jepa_modality modality;
-    struct inputs_opts in;   /* -i / --frames-npy / VIDEO and their options (cli/inputs.c) */
+    struct inputs_opts in;   /* -i / --frames-npy / VIDEO and their options (cli/inputs.h) */
 };
 
 static const char *cmd_name(enum run_cmd c) {
@@ -74,7 +80,7 @@ static void run_usage(enum run_cmd c) {
     printf("INPUT is one of:\n"
            "  --input-tensor X.npy  float32 [C, T, H, W] clip or [C, H, W] image, preprocessed%s\n",
            c == RUN_EMBED ? ";\n                        [B, C, T, H, W]: B clips (outputs stacked)" : "");
-    inputs_usage();
+    inputs_usage(c != RUN_PREDICT);
     printf(
            "  --test-pattern TxHxW  a synthetic moving pattern of T frames of H x W (no file needed)\n"
            "  -g, --gpu N           run on CUDA GPU N (exit 1 with the reason when there is none)\n"
@@ -179,7 +185,7 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
             if (o->topk < 1) return cli_usage_error(name, "-k needs a positive count");
         }
         else if (c == RUN_CLASSIFY && !strcmp(a, "--logits-out")) { NEEDV(); o->logits_out = v; }
-        else if ((rc = inputs_parse(&o->in, name, argc, argv, &i))) { if (rc != 1) return rc; }
+        else if ((rc = inputs_parse(&o->in, name, c != RUN_PREDICT, argc, argv, &i))) { if (rc != 1) return rc; }
         else if (a[0] == '-') return cli_usage_error(name, "unknown option '%s'", a);
         else if ((rc = inputs_positional(&o->in, name, a))) return rc;
 #undef NEEDV
@@ -275,19 +281,125 @@ static int save(const char *path, const float *data, int ndim, const int64_t *sh
     return 0;
 }
 
+/* Where the clips come from: nb clips held in memory (an input tensor, test patterns, a
+ * one-clip pixel input), or a reader streaming a video's clips (input/clips.h). */
+struct clip_source {
+    struct clip_reader *rdr;   /* streams clips when they are more than one */
+    struct npy mem;            /* the clips in memory [nb, C, T, H, W] */
+    int nb, T, H, W;
+    bool stacked;              /* the outputs get a leading clip axis */
+    const char *name;
+};
+
+static int source_open(struct clip_source *s, const struct run_opts *o, enum run_cmd cmd,
+                       const jepa_model *m, const jepa_model_info *info) {
+    memset(s, 0, sizeof *s);
+    s->nb = 1;
+    if (inputs_given(&o->in)) {
+        s->name = inputs_name(&o->in);
+        if (inputs_open(&s->rdr, &o->in, m, o->verbose)) return CLI_EXIT_FAIL;
+        clips_shape(s->rdr, &s->T, &s->H, &s->W);
+        s->nb = clips_count(s->rdr);
+        s->stacked = s->nb > 1;
+        if (s->nb == 1) {   /* one clip: read it now and hold it like a tensor */
+            struct jerr e = {0};
+            s->mem.dtype = NPY_F32, s->mem.ndim = 4;
+            s->mem.count = (int64_t)3 * s->T * s->H * s->W;
+            s->mem.data = malloc(sizeof(float) * (size_t)s->mem.count);
+            if (!s->mem.data) return cli_fail(NULL, "out of memory for a %dx%dx%d clip", s->T, s->H, s->W);
+            if (clips_next(s->rdr, s->mem.data, &e)) return cli_fail(NULL, "%s", e.msg);
+            clips_close(s->rdr);
+            s->rdr = NULL;
+        }
+        return 0;
+    }
+    if (o->test_pattern) {
+        s->name = "test pattern";
+        s->nb = o->batch > 0 ? o->batch : 1;
+        s->stacked = s->nb > 1;
+        return make_pattern(o->test_pattern, &s->mem, info->in_chans, s->nb, &s->T, &s->H, &s->W);
+    }
+    s->name = o->input_tensor;
+    int rc = load_clip(o->input_tensor, &s->mem, info->in_chans, cmd == RUN_EMBED, &s->nb, &s->T, &s->H, &s->W);
+    s->stacked = !rc && s->mem.ndim == 5;
+    return rc;
+}
+
+/* Clips k0 .. k0 + g - 1 as one [g, C, T, H, W] array: in place for clips in memory, read
+ * into buf otherwise. NULL after printing the reason. */
+static const float *source_clips(struct clip_source *s, int k0, int g, float *buf, bool verbose) {
+    const size_t clip_floats = (size_t)3 * s->T * s->H * s->W;
+    if (!s->rdr) return (const float *)s->mem.data + (size_t)k0 * clip_floats;
+    for (int j = 0; j < g; j++) {
+        struct jerr e = {0};
+        if (clips_next(s->rdr, buf + (size_t)j * clip_floats, &e)) {
+            cli_fail(NULL, "%s", e.msg);
+            return NULL;
+        }
+        const char *note = clips_take_note(s->rdr);
+        if (note && verbose) fprintf(stderr, "jepa: %s: note: %s\n", s->name, note);
+    }
+    return buf;
+}
+
+static void source_close(struct clip_source *s) {
+    clips_close(s->rdr);
+    npy_free(&s->mem);
+}
+
+/* Order the indices of v[n] by value, largest first (ties: the lower index first). */
+static const double *g_rank_v;
+static int rank_cmp(const void *a, const void *b) {
+    const int i = *(const int *)a, j = *(const int *)b;
+    if (g_rank_v[i] != g_rank_v[j]) return g_rank_v[i] > g_rank_v[j] ? -1 : 1;
+    return (i > j) - (i < j);
+}
+static void rank(const double *v, int n, int *order) {
+    for (int i = 0; i < n; i++) order[i] = i;
+    g_rank_v = v;
+    qsort(order, (size_t)n, sizeof *order, rank_cmp);
+}
+
+static void softmax(const float *logits, int K, double *p) {
+    double mx = logits[0], sum = 0;
+    for (int i = 1; i < K; i++)
+        if (logits[i] > mx) mx = logits[i];
+    for (int i = 0; i < K; i++) sum += p[i] = exp(logits[i] - mx);
+    for (int i = 0; i < K; i++) p[i] /= sum;
+}
+
+/* The buffers of one run: a pass's outputs (G clips) and what is kept over all clips. */
+struct run_bufs {
+    float *tokens, *pooled, *cls, *emb, *hier;   /* [G, ...] one pass */
+    float *xs;                                   /* [G, C, T, H, W] streamed clips */
+    float *all;                                  /* embed: [nb, per] the requested output */
+    float *logits;                               /* classify: [nb, K] */
+    double *prob, *mean;                         /* classify: [K] */
+    int *order;                                  /* classify: [K] */
+    float *pred, *ctx_out;                       /* predict */
+};
+
+static void bufs_free(struct run_bufs *b) {
+    free(b->tokens), free(b->pooled), free(b->cls), free(b->emb), free(b->hier), free(b->xs);
+    free(b->all), free(b->logits), free(b->prob), free(b->mean), free(b->order), free(b->pred);
+    free(b->ctx_out);
+}
+
 static int run(enum run_cmd cmd, int argc, char **argv) {
     struct run_opts o;
     int rc = parse(cmd, argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
+    const char *name = cmd_name(cmd);
 
     char err[JEPA_ERR_LEN];
     jepa_model *m = NULL;
     jepa_ctx *c = NULL;
-    struct npy clip = {0}, ctx_ids = {0}, tgt_ids = {0};
-    struct inputs_reader *rdr = NULL;
-    float *tokens = NULL, *pooled = NULL, *hier = NULL, *pred = NULL, *ctx_out = NULL, *logits = NULL;
+    struct clip_source src = {0};
+    struct npy ctx_ids = {0}, tgt_ids = {0};
+    struct run_bufs b = {0};
     rc = CLI_EXIT_FAIL;
 
+    /* ---- the model and a context ---- */
     double t0 = now_ms();
     if (jepa_model_load(&m, o.model, err)) { cli_fail(o.model, "%s", err); goto done; }
     jepa_model_info info;
@@ -301,52 +413,40 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
     jepa_status st = jepa_ctx_new(&c, m, &cp, err);
     if (st) {
         /* a bad --cpu is a usage error; a missing or failing GPU is a runtime one */
-        if (st == JEPA_ERR_ARG) rc = cli_usage_error(cmd_name(cmd), "%s", err);
+        if (st == JEPA_ERR_ARG) rc = cli_usage_error(name, "%s", err);
         else cli_fail(device, "%s", err);
         goto done;
     }
-    double t_load = now_ms() - t0;
+    const double t_load = now_ms() - t0;
 
-    int T = 0, H = 0, W = 0, gt = 0, gh = 0, gw = 0, n = 0;
-    int nb = 1;              /* clips in the input */
-    int stacked = 0;         /* outputs get a leading clip axis */
-    if (inputs_given(&o.in)) {
-        /* images / frames / video (cli/inputs.c); several clips run there */
-        if (inputs_open(&rdr, &o.in, m, !o.verbose)) goto done;
-        if (inputs_n_clips(rdr) > 1) {
-            struct inputs_run_opts ro = {
-                .cmd = cmd == RUN_EMBED ? INPUTS_EMBED : cmd == RUN_CLASSIFY ? INPUTS_CLASSIFY : INPUTS_PREDICT,
-                .pool = o.pool, .hier = o.hier, .out = o.out, .logits_out = o.logits_out, .topk = o.topk,
-                .quiet = !o.verbose, .timing = o.timing, .batch = o.batch};
-            rc = inputs_run_clips(rdr, m, c, &ro);
-            goto done;
-        }
-        if (inputs_next(rdr, &clip, &T, &H, &W)) goto done;
-    } else if (o.test_pattern) {
-        nb = o.batch > 0 ? o.batch : 1;
-        stacked = nb > 1;
-        if (make_pattern(o.test_pattern, &clip, info.in_chans, nb, &T, &H, &W)) goto done;
-    } else {
-        if (load_clip(o.input_tensor, &clip, info.in_chans, cmd == RUN_EMBED, &nb, &T, &H, &W)) goto done;
-        stacked = clip.ndim == 5;
-    }
-    const char *input_name = rdr ? inputs_name(rdr) : o.test_pattern ? "test pattern" : o.input_tensor;
-    if (o.batch > 1 && !stacked && !o.test_pattern) {
+    /* ---- the clips, and what the request needs of the model ---- */
+    t0 = now_ms();
+    if ((rc = source_open(&src, &o, cmd, m, &info))) goto done;
+    rc = CLI_EXIT_FAIL;
+    const int nb = src.nb, T = src.T, H = src.H, W = src.W;
+    if (o.batch > 1 && !src.stacked && !o.test_pattern) {
         rc = cli_usage_error("embed", "--batch %d: %s is one clip; batches come from --test-pattern, a "
                              "5-D --input-tensor [B, C, T, H, W] or a video's clips (--num-clips, --dense)",
-                             o.batch, input_name);
+                             o.batch, src.name);
         goto done;
     }
+    if (o.repeat > 0 && src.rdr) {
+        rc = cli_usage_error("embed", "--repeat times clips held in memory; %s streams %d clips", src.name, nb);
+        goto done;
+    }
+    int gt, gh, gw, n;
     if (jepa_model_grid(m, T, H, W, &gt, &gh, &gw, &n)) {
-        cli_fail(input_name, "a %dx%dx%d input does not fit this model (patch %d, tubelet %d)",
+        cli_fail(src.name, "a %dx%dx%d input does not fit this model (patch %d, tubelet %d)",
                  T, H, W, info.patch_size, info.tubelet_size);
         goto done;
     }
-    if (cmd == RUN_EMBED && !strcmp(o.pool, "cls") && !info.has_cls) {
+    const bool pool_mean = !strcmp(o.pool, "mean"), pool_cls = !strcmp(o.pool, "cls");
+    const bool pool_lewm = !strcmp(o.pool, "lewm");
+    if (cmd == RUN_EMBED && pool_cls && !info.has_cls) {
         rc = cli_usage_error("embed", "--pool cls: family '%s' has no CLS token", info.family);
         goto done;
     }
-    if (cmd == RUN_EMBED && !strcmp(o.pool, "lewm") && !info.emb_dim) {
+    if (cmd == RUN_EMBED && pool_lewm && !info.emb_dim) {
         rc = cli_usage_error("embed", "--pool lewm: family '%s' has no LeWM projector", info.family);
         goto done;
     }
@@ -356,53 +456,110 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
     }
     if (cmd == RUN_PREDICT && !info.has_predictor) { cli_fail(o.model, "this model file has no predictor"); goto done; }
     if (cmd == RUN_CLASSIFY && !info.has_head) { cli_fail(o.model, "this model file has no classifier head"); goto done; }
-
+    if (cmd == RUN_PREDICT && nb != 1) { rc = cli_usage_error(name, "predict takes one clip"); goto done; }
     if (cmd == RUN_PREDICT && (load_ids(o.ctx, &ctx_ids, n) || load_ids(o.tgt, &tgt_ids, n))) goto done;
 
-    const int D = info.embed_dim;
-    tokens = malloc(sizeof(float) * (size_t)nb * n * D);
-    pooled = malloc(sizeof(float) * (size_t)nb * D);
-    if (o.hier) hier = malloc(sizeof(float) * (size_t)nb * info.n_hier * n * D);
-    if (!tokens || !pooled || (o.hier && !hier)) { cli_fail(NULL, "out of memory"); goto done; }
-
-    jepa_embed_out eo = {.tokens = tokens, .pooled = pooled, .hier = hier,
-                         .cls = info.has_cls ? malloc(sizeof(float) * (size_t)nb * D) : NULL,
-                         .emb = info.emb_dim ? malloc(sizeof(float) * (size_t)nb * info.emb_dim) : NULL};
-    /* nb clips, G per forward pass (--batch, default all of them) */
-    const int G = o.batch > 0 && o.batch < nb ? o.batch : nb;
+    /* ---- buffers: G clips per forward pass (embed --batch; in memory: all at once) ---- */
+    const int D = info.embed_dim, K = info.n_classes;
+    const int G = cmd == RUN_EMBED && o.batch > 0 ? (o.batch < nb ? o.batch : nb) : src.rdr ? 1 : nb;
     const size_t clip_floats = (size_t)info.in_chans * T * H * W;
-    double t1 = now_ms();
-    st = JEPA_OK;
-    for (int k0 = 0; k0 < nb && st == JEPA_OK; k0 += G) {
-        const int g = nb - k0 < G ? nb - k0 : G;
-        jepa_embed_params ep = {.batch = g};
-        jepa_embed_out ek = {
-            .tokens = tokens + (size_t)k0 * n * D, .pooled = pooled + (size_t)k0 * D,
-            .hier = hier ? hier + (size_t)k0 * info.n_hier * n * D : NULL,
-            .cls = eo.cls ? eo.cls + (size_t)k0 * D : NULL,
-            .emb = eo.emb ? eo.emb + (size_t)k0 * info.emb_dim : NULL};
-        st = jepa_ctx_embed(c, (const float *)clip.data + (size_t)k0 * clip_floats, T, H, W, &ep, &ek);
+    const size_t per = o.hier ? (size_t)info.n_hier * n * D : pool_lewm ? (size_t)info.emb_dim
+                     : (pool_mean || pool_cls) ? (size_t)D : (size_t)n * D;   /* embed, per clip */
+    b.tokens = malloc(sizeof(float) * (size_t)G * n * D);
+    b.pooled = malloc(sizeof(float) * (size_t)G * D);
+    b.cls = info.has_cls ? malloc(sizeof(float) * (size_t)G * D) : NULL;
+    b.emb = info.emb_dim ? malloc(sizeof(float) * (size_t)G * info.emb_dim) : NULL;
+    b.hier = o.hier ? malloc(sizeof(float) * (size_t)G * info.n_hier * n * D) : NULL;
+    b.xs = src.rdr ? malloc(sizeof(float) * (size_t)G * clip_floats) : NULL;
+    b.all = cmd == RUN_EMBED && o.out ? malloc(sizeof(float) * per * (size_t)nb) : NULL;
+    if (cmd == RUN_CLASSIFY) {
+        b.logits = malloc(sizeof(float) * (size_t)K * nb);
+        b.prob = calloc((size_t)K, sizeof(double));
+        b.mean = calloc((size_t)K, sizeof(double));
+        b.order = malloc(sizeof(int) * (size_t)K);
     }
-    double t_enc = now_ms() - t1;
-    if (st) { free(eo.cls); free(eo.emb); cli_fail(input_name, "%s", jepa_ctx_error(c)); goto done; }
-    if (o.repeat > 0) {   /* the same encode again, timed: the median of o.repeat runs */
+    if (!b.tokens || !b.pooled || (info.has_cls && !b.cls) || (info.emb_dim && !b.emb) || (o.hier && !b.hier) ||
+        (src.rdr && !b.xs) || (cmd == RUN_EMBED && o.out && !b.all) ||
+        (cmd == RUN_CLASSIFY && (!b.logits || !b.prob || !b.mean || !b.order))) {
+        cli_fail(NULL, "out of memory for %d clip%s", nb, nb > 1 ? "s" : "");
+        goto done;
+    }
+
+    /* ---- the one loop: clips in passes of G; each clip's outputs as it is done ---- */
+    const bool dense = o.in.dense;
+    const int k_show = o.topk < K ? o.topk : K;
+    double t_in = now_ms() - t0, t_enc = 0, t_cls = 0;
+    for (int k0 = 0; k0 < nb; k0 += G) {
+        const int g = nb - k0 < G ? nb - k0 : G;
+        t0 = now_ms();
+        const float *x = source_clips(&src, k0, g, b.xs, o.verbose);
+        if (!x) goto done;
+        t_in += now_ms() - t0;
+        jepa_embed_out eo = {.tokens = b.tokens, .pooled = b.pooled, .cls = b.cls, .hier = b.hier, .emb = b.emb};
+        jepa_embed_params ep = {.batch = g};
+        t0 = now_ms();
+        if (jepa_ctx_embed(c, x, T, H, W, &ep, &eo)) {
+            if (nb == 1) cli_fail(src.name, "%s", jepa_ctx_error(c));
+            else if (g == 1) cli_fail(src.name, "clip %d: %s", k0, jepa_ctx_error(c));
+            else cli_fail(src.name, "clips %d..%d: %s", k0, k0 + g - 1, jepa_ctx_error(c));
+            goto done;
+        }
+        t_enc += now_ms() - t0;
+        for (int j = 0; j < g; j++) {
+            const int k = k0 + j;
+            const int64_t *fr = src.rdr ? clips_frames(src.rdr, k) : NULL;
+            const long long f0 = fr ? (long long)fr[0] : 0, f1 = fr ? (long long)fr[T - 1] : 0;
+            if (cmd == RUN_EMBED) {
+                const float *out = o.hier ? b.hier : pool_lewm ? b.emb : pool_mean ? b.pooled
+                                 : pool_cls ? b.cls : b.tokens;
+                if (b.all) memcpy(b.all + per * (size_t)k, out + per * (size_t)j, sizeof(float) * per);
+                else {   /* nothing written: a summary */
+                    const float *pv = b.pooled + (size_t)j * D;
+                    double nrm = 0;
+                    for (int q = 0; q < D; q++) nrm += (double)pv[q] * pv[q];
+                    if (src.stacked) printf("clip %d ", k);
+                    if (fr) printf("frames %lld..%lld ", f0, f1);
+                    printf("pooled mean: |v| = %.6g, v[0..3] = %.6g %.6g %.6g %.6g\n", sqrt(nrm), pv[0],
+                           pv[1 % D], pv[2 % D], pv[3 % D]);
+                }
+            } else if (cmd == RUN_CLASSIFY) {
+                float *lg = b.logits + (size_t)K * k;
+                t0 = now_ms();
+                if (jepa_ctx_classify(c, b.tokens + (size_t)j * n * D, n, lg)) {
+                    if (nb == 1) cli_fail(o.model, "classify: %s", jepa_ctx_error(c));
+                    else cli_fail(src.name, "clip %d: classify: %s", k, jepa_ctx_error(c));
+                    goto done;
+                }
+                t_cls += now_ms() - t0;
+                softmax(lg, K, b.prob);
+                for (int i = 0; i < K; i++) b.mean[i] += b.prob[i] / nb;
+                if (dense) {   /* one top-k per clip, with its frames */
+                    rank(b.prob, K, b.order);
+                    for (int q = 0; q < k_show; q++) {
+                        const char *label = jepa_model_label(m, b.order[q]);
+                        printf("%d\t%lld\t%lld\t%d\t%.4f\t%s\n", k, f0, f1, b.order[q], b.prob[b.order[q]],
+                               label ? label : "");
+                    }
+                }
+            }
+        }
+    }
+
+    /* ---- --repeat: the same encodes again, timed (clips in memory) ---- */
+    if (o.repeat > 0) {
         double *ms = malloc(sizeof(double) * (size_t)o.repeat);
-        if (!ms) { free(eo.cls); free(eo.emb); cli_fail(NULL, "out of memory"); goto done; }
+        if (!ms) { cli_fail(NULL, "out of memory"); goto done; }
+        st = JEPA_OK;
         for (int r = 0; r < o.repeat && st == JEPA_OK; r++) {
-            double tr = now_ms();
+            const double tr = now_ms();
             for (int k0 = 0; k0 < nb && st == JEPA_OK; k0 += G) {
                 jepa_embed_params ep = {.batch = nb - k0 < G ? nb - k0 : G};
-                jepa_embed_out ek = {.tokens = tokens + (size_t)k0 * n * D};
-                st = jepa_ctx_embed(c, (const float *)clip.data + (size_t)k0 * clip_floats, T, H, W,
-                                    &ep, &ek);
+                jepa_embed_out ek = {.tokens = b.tokens};
+                st = jepa_ctx_embed(c, (const float *)src.mem.data + (size_t)k0 * clip_floats, T, H, W, &ep, &ek);
             }
             ms[r] = now_ms() - tr;
         }
-        if (st) {
-            free(ms); free(eo.cls); free(eo.emb);
-            cli_fail(input_name, "%s", jepa_ctx_error(c));
-            goto done;
-        }
+        if (st) { free(ms); cli_fail(src.name, "%s", jepa_ctx_error(c)); goto done; }
         qsort(ms, (size_t)o.repeat, sizeof *ms, cmp_double);
         const double med = ms[o.repeat / 2];
         free(ms);
@@ -412,96 +569,67 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
     }
     if (o.verbose)
         fprintf(stderr, "jepa: %s %s: %d%s tokens (%dx%dx%d grid) x %d dims, %s kernels on %s, %d threads\n",
-                info.family, cmd_name(cmd), n, nb > 1 ? " x B" : "", gt, gh, gw, D, jepa_ctx_isa(c),
+                info.family, name, n, nb > 1 ? " x B" : "", gt, gh, gw, D, jepa_ctx_isa(c),
                 jepa_ctx_device(c), jepa_ctx_threads(c));
-    if (o.verbose && stacked)
-        fprintf(stderr, "jepa: B = %d clips, %d per forward pass\n", nb, G);
-    if (o.timing)
-        fprintf(stderr, "time: load %.1f ms, encode %.1f ms (%.0f tokens/s, %.1f GFLOP/s)\n", t_load, t_enc,
-                (double)nb * n / (t_enc / 1e3),
+    if (o.verbose && src.stacked) fprintf(stderr, "jepa: B = %d clips, %d per forward pass\n", nb, G);
+    if (o.timing) {
+        fprintf(stderr, "time: load %.1f ms, input %.1f ms, encode %.1f ms (%d clip%s, %.0f tokens/s, %.1f GFLOP/s)\n",
+                t_load, t_in, t_enc, nb, nb > 1 ? "s" : "", (double)nb * n / (t_enc / 1e3),
                 nb * encoder_flops(&info, n, T == 1 ? 1 : info.tubelet_size) / (t_enc * 1e6));
-
-    if (cmd == RUN_EMBED) {
-        const float *outp = tokens;
-        int64_t shape[4] = {n, D, 0, 0};
-        int nd = 2;
-        if (o.hier) { outp = hier; shape[0] = info.n_hier; shape[1] = n; shape[2] = D; nd = 3; }
-        else if (!strcmp(o.pool, "mean")) { outp = pooled; shape[0] = D; nd = 1; }
-        else if (!strcmp(o.pool, "cls")) { outp = eo.cls; shape[0] = D; nd = 1; }
-        else if (!strcmp(o.pool, "lewm")) { outp = eo.emb; shape[0] = info.emb_dim; nd = 1; }
-        if (stacked) {   /* [B, ...] */
-            memmove(shape + 1, shape, sizeof(int64_t) * 3);
-            shape[0] = nb;
-            nd++;
-        }
-        if (o.out && save(o.out, outp, nd, shape)) { free(eo.cls); free(eo.emb); goto done; }
-        if (!o.out) {   /* nothing written: show a summary */
-            for (int b = 0; b < nb; b++) {
-                const float *pv = pooled + (size_t)b * D;
-                double nrm = 0;
-                for (int j = 0; j < D; j++) nrm += (double)pv[j] * pv[j];
-                if (stacked) printf("clip %d ", b);
-                printf("pooled mean: |v| = %.6g, v[0..3] = %.6g %.6g %.6g %.6g\n", sqrt(nrm), pv[0],
-                       pv[1 % D], pv[2 % D], pv[3 % D]);
-            }
-        }
+        if (cmd == RUN_CLASSIFY) fprintf(stderr, "time: classify %.1f ms\n", t_cls);
     }
-    free(eo.cls);
-    free(eo.emb);
 
+    /* ---- what each command writes ---- */
+    if (cmd == RUN_EMBED && b.all) {
+        int64_t shape[5] = {0};
+        int nd = 0;
+        if (src.stacked) shape[nd++] = nb;
+        if (o.hier) shape[nd++] = info.n_hier, shape[nd++] = n, shape[nd++] = D;
+        else if (pool_lewm) shape[nd++] = info.emb_dim;
+        else if (pool_mean || pool_cls) shape[nd++] = D;
+        else shape[nd++] = n, shape[nd++] = D;
+        if (save(o.out, b.all, nd, shape)) goto done;
+    }
     if (cmd == RUN_PREDICT) {
         const int nc = (int)ctx_ids.count, ntg = (int)tgt_ids.count, od = info.pred_out_dim;
         float *ctx_tok = malloc(sizeof(float) * (size_t)nc * D);
-        pred = malloc(sizeof(float) * (size_t)ntg * od);
-        if (o.ctx_out) ctx_out = malloc(sizeof(float) * (size_t)nc * od);
-        if (!ctx_tok || !pred || (o.ctx_out && !ctx_out)) { free(ctx_tok); cli_fail(NULL, "out of memory"); goto done; }
+        b.pred = malloc(sizeof(float) * (size_t)ntg * od);
+        if (o.ctx_out) b.ctx_out = malloc(sizeof(float) * (size_t)nc * od);
+        if (!ctx_tok || !b.pred || (o.ctx_out && !b.ctx_out)) { free(ctx_tok); cli_fail(NULL, "out of memory"); goto done; }
         for (int i = 0; i < nc; i++)
-            memcpy(ctx_tok + (size_t)i * D, tokens + (size_t)((int32_t *)ctx_ids.data)[i] * D,
+            memcpy(ctx_tok + (size_t)i * D, b.tokens + (size_t)((int32_t *)ctx_ids.data)[i] * D,
                    sizeof(float) * (size_t)D);
         jepa_modality mod = o.modality;
         if (mod == JEPA_MODALITY_AUTO) mod = T == 1 ? JEPA_MODALITY_IMAGE : JEPA_MODALITY_VIDEO;
         jepa_predict_params pp = {.ctx_ids = ctx_ids.data, .n_ctx = nc, .tgt_ids = tgt_ids.data,
                                   .n_tgt = ntg, .mask_index = o.mask_index, .modality = mod};
-        double t2 = now_ms();
-        st = jepa_ctx_predict(c, ctx_tok, &pp, pred, ctx_out);
+        const double t2 = now_ms();
+        st = jepa_ctx_predict(c, ctx_tok, &pp, b.pred, b.ctx_out);
         free(ctx_tok);
         if (st) { cli_fail(o.model, "predict: %s", jepa_ctx_error(c)); goto done; }
         if (o.timing) fprintf(stderr, "time: predict %.1f ms\n", now_ms() - t2);
         int64_t sp[2] = {ntg, od}, sc[2] = {nc, od};
-        if (save(o.out, pred, 2, sp)) goto done;
-        if (o.ctx_out && save(o.ctx_out, ctx_out, 2, sc)) goto done;
+        if (save(o.out, b.pred, 2, sp)) goto done;
+        if (o.ctx_out && save(o.ctx_out, b.ctx_out, 2, sc)) goto done;
     }
-
     if (cmd == RUN_CLASSIFY) {
-        const int K = info.n_classes;
-        logits = malloc(sizeof(float) * (size_t)K);
-        if (!logits) { cli_fail(NULL, "out of memory"); goto done; }
-        double t2 = now_ms();
-        if (jepa_ctx_classify(c, tokens, n, logits)) { cli_fail(o.model, "classify: %s", jepa_ctx_error(c)); goto done; }
-        if (o.timing) fprintf(stderr, "time: classify %.1f ms\n", now_ms() - t2);
-        int64_t sl[1] = {K};
-        if (o.logits_out && save(o.logits_out, logits, 1, sl)) goto done;
-        /* softmax for display, top-k by selection */
-        double mx = logits[0], sum = 0;
-        for (int i = 1; i < K; i++) if (logits[i] > mx) mx = logits[i];
-        for (int i = 0; i < K; i++) sum += exp(logits[i] - mx);
-        int k = o.topk < K ? o.topk : K;
-        char *used = calloc((size_t)K, 1);
-        if (!used) { cli_fail(NULL, "out of memory"); goto done; }
-        for (int r = 0; r < k; r++) {
-            int best = -1;
-            for (int i = 0; i < K; i++) if (!used[i] && (best < 0 || logits[i] > logits[best])) best = i;
-            used[best] = 1;
-            const char *label = jepa_model_label(m, best);
-            printf("%d\t%.4f\t%s\n", best, exp(logits[best] - mx) / sum, label ? label : "");
+        if (!dense) {   /* one top-k: of the mean of the per-clip softmax (Meta's evaluation) */
+            rank(b.mean, K, b.order);
+            for (int q = 0; q < k_show; q++) {
+                const char *label = jepa_model_label(m, b.order[q]);
+                printf("%d\t%.4f\t%s\n", b.order[q], b.mean[b.order[q]], label ? label : "");
+            }
         }
-        free(used);
+        int64_t shape[2] = {nb, K};
+        if (o.logits_out && save(o.logits_out, b.logits, src.stacked ? 2 : 1, src.stacked ? shape : shape + 1))
+            goto done;
     }
     rc = 0;
 done:
-    free(tokens); free(pooled); free(hier); free(pred); free(ctx_out); free(logits);
-    npy_free(&clip); npy_free(&ctx_ids); npy_free(&tgt_ids);
-    inputs_close(rdr);
+    bufs_free(&b);
+    npy_free(&ctx_ids);
+    npy_free(&tgt_ids);
+    source_close(&src);
     jepa_ctx_free(c);
     jepa_model_free(m);
     return rc;

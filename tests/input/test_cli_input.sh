@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_cli_input.sh — `jepa embed / classify` on pixel inputs (cli/inputs.c): every path
+# test_cli_input.sh — `jepa embed / classify` on pixel inputs (cli/inputs.c, input/clips.c): every path
 # must give outputs byte-identical to --input-tensor on the tensor torchvision / the HF
 # processor made from the same pixels (tests/gen/gen_preprocess.py), plus the multi-clip
 # and dense runs, the per-family rules and the usage errors (exit 2, one stderr line).

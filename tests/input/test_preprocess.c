@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/npy.h"
+#include "input/npy.h"
 #include "input/image.h"
 #include "input/preprocess.h"
 #include "jepa.h"

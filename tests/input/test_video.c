@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/npy.h"
+#include "input/npy.h"
 #include "input/video.h"
 #include "manifest.h"
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli/npy.h"
+#include "input/npy.h"
 #include "tests/models/parity.h"
 
 int main(int argc, char **argv) {

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/npy.h"
+#include "input/npy.h"
 #include "jepa.h"
 #include "runtime/cpu.h"
 #include "tests/models/parity.h"

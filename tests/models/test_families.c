@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/npy.h"
+#include "input/npy.h"
 #include "gguf/gguf.h"
 #include "jepa.h"
 #include "models/posembed.h"

@@ -6,8 +6,8 @@
  * size; every failure is a one-line message. Writing goes through PATH.tmp and a
  * rename, so an interrupted run never leaves a complete-looking file.
  */
-#ifndef JEPA_CLI_NPY_H
-#define JEPA_CLI_NPY_H
+#ifndef JEPA_INPUT_NPY_H
+#define JEPA_INPUT_NPY_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* npy.c — see npy.h. Tested by tests/models (fixtures are .npy) and the CLI tests. */
-#include "cli/npy.h"
+#include "input/npy.h"
 
 #include <errno.h>
 #include <stdio.h>

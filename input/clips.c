@@ -1,0 +1,296 @@
+/* clips.c — see clips.h. */
+#include "input/clips.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "input/image.h"
+#include "input/npy.h"
+#include "input/video.h"
+
+enum src_kind { SRC_IMAGES, SRC_FRAMES, SRC_VIDEO };
+
+struct cached {
+    int64_t index;
+    float *px;            /* [3][H][W], one preprocessed frame */
+};
+
+struct clip_reader {
+    enum src_kind kind;
+    struct pre_cfg cfg;
+    const char *name;     /* the video, the .npy, or the first image */
+    int T, H, W;          /* every clip's geometry */
+    int n_clips, next_clip;
+    /* images */
+    const char *const *paths;
+    /* frames */
+    struct npy frames;
+    /* video */
+    int vw, vh;
+    int64_t video_len;    /* packets = frames */
+    int64_t *idx;         /* [n_clips][T] frame indices */
+    int32_t *last_use;    /* [video_len] last clip that needs the frame, -1: none */
+    struct video_reader *vr;
+    int64_t next_frame;   /* index of the next frame the decoder returns */
+    bool eof;
+    struct cached *cache;
+    int n_cache, cap_cache;
+    float *fill;          /* the last decoded frame, when decodable frames run out */
+    char note[160];
+    bool note_taken;
+};
+
+static size_t frame_floats(const struct clip_reader *r) { return (size_t)3 * r->H * r->W; }
+
+/* Preprocess one RGB frame into frame t of a [3, T, H, W] clip; a failure's reason is
+ * prefixed with `what` (the file or the frame). */
+static jepa_status put_frame(const struct clip_reader *r, const char *what, const uint8_t *rgb, int h,
+                             int w, float *clip, int T, int t, struct jerr *e) {
+    struct jerr pe = {0};
+    if (ji_pre_clip_frame(&r->cfg, rgb, h, w, clip, T, t, &pe))
+        return jr_err_set(e, pe.status, "%s: %s", what, pe.msg);
+    return JEPA_OK;
+}
+
+static jepa_status reader_new(struct clip_reader **out, enum src_kind kind, const char *name,
+                              const struct pre_cfg *cfg, struct jerr *e) {
+    struct clip_reader *r = calloc(1, sizeof *r);
+    *out = r;
+    if (!r) return jr_err_set(e, JEPA_ERR_NOMEM, "out of memory");
+    r->kind = kind, r->cfg = *cfg, r->name = name;
+    r->H = r->W = cfg->crop;
+    r->n_clips = 1;
+    return JEPA_OK;
+}
+
+static jepa_status fail_open(struct clip_reader **r, jepa_status st) {
+    clips_close(*r);
+    *r = NULL;
+    return st;
+}
+
+void clips_close(struct clip_reader *r) {
+    if (!r) return;
+    for (int i = 0; i < r->n_cache; i++) free(r->cache[i].px);
+    free(r->cache);
+    free(r->fill);
+    free(r->idx);
+    free(r->last_use);
+    video_close(r->vr);
+    npy_free(&r->frames);
+    free(r);
+}
+
+int clips_count(const struct clip_reader *r) { return r->n_clips; }
+
+void clips_shape(const struct clip_reader *r, int *T, int *H, int *W) {
+    *T = r->T, *H = r->H, *W = r->W;
+}
+
+const int64_t *clips_frames(const struct clip_reader *r, int k) {
+    return r->kind == SRC_VIDEO && k >= 0 && k < r->n_clips ? r->idx + (size_t)k * r->T : NULL;
+}
+
+int64_t clips_video_length(const struct clip_reader *r, int *w, int *h) {
+    if (w) *w = r->vw;
+    if (h) *h = r->vh;
+    return r->kind == SRC_VIDEO ? r->video_len : 0;
+}
+
+const char *clips_take_note(struct clip_reader *r) {
+    if (!r->note[0] || r->note_taken) return NULL;
+    r->note_taken = true;
+    return r->note;
+}
+
+/* ---- images and frame arrays ---- */
+
+jepa_status clips_open_images(struct clip_reader **r, const char *const *paths, int n,
+                              const struct pre_cfg *cfg, struct jerr *e) {
+    if (n < 1 || n > CLIPS_MAX_IMAGES)
+        return jr_err_set(e, JEPA_ERR_ARG, "%d images: a clip takes 1 to %d", n, CLIPS_MAX_IMAGES);
+    jepa_status st = reader_new(r, SRC_IMAGES, paths[0], cfg, e);
+    if (st) return fail_open(r, st);
+    (*r)->paths = paths;
+    (*r)->T = n;
+    return JEPA_OK;
+}
+
+static jepa_status next_images(struct clip_reader *r, float *x, struct jerr *e) {
+    for (int i = 0; i < r->T; i++) {
+        uint8_t *rgb = NULL;
+        int h, w;
+        jepa_status st = image_load_rgb(r->paths[i], &rgb, &h, &w, e);
+        if (!st) st = put_frame(r, r->paths[i], rgb, h, w, x, r->T, i, e);
+        free(rgb);
+        if (st) return st;
+    }
+    return JEPA_OK;
+}
+
+jepa_status clips_open_frames(struct clip_reader **r, const char *path, const struct pre_cfg *cfg,
+                              struct jerr *e) {
+    jepa_status st = reader_new(r, SRC_FRAMES, path, cfg, e);
+    if (st) return fail_open(r, st);
+    struct npy *a = &(*r)->frames;
+    struct jerr le = {0};
+    if ((st = npy_load(a, path, &le))) return fail_open(r, jr_err_set(e, st, "%s: %s", path, le.msg));
+    if (a->dtype != NPY_U8 || a->ndim != 4 || a->shape[3] != 3 || a->shape[0] < 1 || a->shape[1] < 1 ||
+        a->shape[2] < 1 || a->shape[0] > 100000 || a->shape[1] > 65536 || a->shape[2] > 65536)
+        return fail_open(r, jr_err_set(e, JEPA_ERR_ARG, "%s: expected uint8 RGB frames [T, H, W, 3]", path));
+    (*r)->T = (int)a->shape[0];
+    return JEPA_OK;
+}
+
+static jepa_status next_frames(struct clip_reader *r, float *x, struct jerr *e) {
+    const struct npy *a = &r->frames;
+    const int h = (int)a->shape[1], w = (int)a->shape[2];
+    const size_t fsz = (size_t)h * w * 3;
+    for (int t = 0; t < r->T; t++) {
+        jepa_status st = put_frame(r, r->name, (const uint8_t *)a->data + t * fsz, h, w, x, r->T, t, e);
+        if (st) return st;
+    }
+    return JEPA_OK;
+}
+
+/* ---- video: the clip plan, forward decoding, the frame cache ---- */
+
+jepa_status clips_open_video(struct clip_reader **out, const char *path, const struct pre_cfg *cfg,
+                             const struct clip_sampling *s, struct jerr *e) {
+    jepa_status st = reader_new(out, SRC_VIDEO, path, cfg, e);
+    if (st) return fail_open(out, st);
+    struct clip_reader *r = *out;
+    const int fpc = s->frames_per_clip, fstp = s->frame_step;
+    if (fpc < 1 || fstp < 1 || (!s->dense && (s->num_clips < 1 || s->num_clips > CLIPS_MAX_CLIPS)))
+        return fail_open(out, jr_err_set(e, JEPA_ERR_ARG, "%s: bad clip sampling (%d frames, step %d, %d clips)",
+                                         path, fpc, fstp, s->num_clips));
+    if ((st = video_probe(path, &r->video_len, &r->vh, &r->vw, e))) return fail_open(out, st);
+    if (r->video_len > INT32_MAX)
+        return fail_open(out, jr_err_set(e, JEPA_ERR_ARG, "%s: %lld frames is too long", path,
+                                         (long long)r->video_len));
+    r->T = fpc;
+    if (s->dense) {
+        int64_t n = video_dense_indices(r->video_len, fpc, fstp, s->stride, NULL);
+        if (n < 1 || n > CLIPS_MAX_CLIPS)
+            return fail_open(out, jr_err_set(e, JEPA_ERR_ARG, "%s: cannot tile %lld frames", path,
+                                             (long long)r->video_len));
+        r->n_clips = (int)n;
+    } else {
+        r->n_clips = s->num_clips;
+    }
+    r->idx = malloc(sizeof(int64_t) * (size_t)r->n_clips * (size_t)fpc);
+    r->last_use = malloc(sizeof(int32_t) * (size_t)(r->video_len > 0 ? r->video_len : 1));
+    if (!r->idx || !r->last_use)
+        return fail_open(out, jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory for the clip plan", path));
+    if (s->dense) {
+        video_dense_indices(r->video_len, fpc, fstp, s->stride, r->idx);
+    } else {
+        struct jerr ie = {0};
+        if ((st = video_clip_indices(r->video_len, fpc, fstp, r->n_clips, r->idx, &ie)))
+            return fail_open(out, jr_err_set(e, st, "%s: %s", path, ie.msg));
+    }
+    for (int64_t j = 0; j < r->video_len; j++) r->last_use[j] = -1;
+    for (int k = 0; k < r->n_clips; k++)
+        for (int t = 0; t < fpc; t++) r->last_use[r->idx[(size_t)k * fpc + t]] = k;
+    if ((st = video_open(&r->vr, path, e))) return fail_open(out, st);
+    return JEPA_OK;
+}
+
+static const float *cache_find(const struct clip_reader *r, int64_t index) {
+    for (int i = 0; i < r->n_cache; i++)
+        if (r->cache[i].index == index) return r->cache[i].px;
+    return NULL;
+}
+
+static jepa_status cache_add(struct clip_reader *r, int64_t index, const uint8_t *rgb, int h, int w,
+                             struct jerr *e) {
+    if (r->n_cache == r->cap_cache) {
+        int cap = r->cap_cache ? 2 * r->cap_cache : 32;
+        struct cached *c = realloc(r->cache, sizeof *c * (size_t)cap);
+        if (!c) return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", r->name);
+        r->cache = c, r->cap_cache = cap;
+    }
+    float *px = malloc(sizeof(float) * frame_floats(r));
+    if (!px) return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", r->name);
+    char what[64];
+    snprintf(what, sizeof what, "frame %lld", (long long)index);
+    jepa_status st = put_frame(r, what, rgb, h, w, px, 1, 0, e);
+    if (st) {
+        free(px);
+        return st;
+    }
+    r->cache[r->n_cache].index = index;
+    r->cache[r->n_cache++].px = px;
+    return JEPA_OK;
+}
+
+/* Decode forward until every frame of clip k is cached (or the stream ends). */
+static jepa_status decode_for_clip(struct clip_reader *r, int k, struct jerr *e) {
+    const int64_t *need = r->idx + (size_t)k * r->T;
+    int64_t maxn = 0;
+    for (int t = 0; t < r->T; t++)
+        if (need[t] > maxn) maxn = need[t];
+    while (!r->eof && r->next_frame <= maxn) {
+        const int64_t j = r->next_frame;
+        bool want = j < r->video_len && r->last_use[j] >= k;
+        const uint8_t *rgb = NULL;
+        int h = 0, w = 0;
+        int64_t index = 0;
+        bool eof = false;
+        jepa_status st = video_next(r->vr, want, &rgb, &h, &w, &index, &eof, e);
+        if (st) return st;
+        if (eof) {
+            r->eof = true;
+            break;
+        }
+        r->next_frame = index + 1;
+        if (want && (st = cache_add(r, index, rgb, h, w, e))) return st;
+    }
+    return JEPA_OK;
+}
+
+static jepa_status next_video(struct clip_reader *r, int k, float *x, struct jerr *e) {
+    jepa_status st = decode_for_clip(r, k, e);
+    if (st) return st;
+    const int64_t *need = r->idx + (size_t)k * r->T;
+    const size_t hw = (size_t)r->H * r->W;
+    for (int t = 0; t < r->T; t++) {
+        const float *px = cache_find(r, need[t]);
+        if (!px) {
+            /* fewer decodable frames than packets: repeat the last decoded frame */
+            if (!r->fill) {
+                const uint8_t *rgb;
+                int h, w;
+                int64_t last;
+                if ((st = video_last(r->vr, &rgb, &h, &w, &last, e))) return st;
+                if (!(r->fill = malloc(sizeof(float) * frame_floats(r))))
+                    return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", r->name);
+                if ((st = put_frame(r, r->name, rgb, h, w, r->fill, 1, 0, e))) return st;
+                snprintf(r->note, sizeof r->note, "%lld frames decode out of %lld packets; later frames repeat frame %lld",
+                         (long long)r->next_frame, (long long)r->video_len, (long long)last);
+            }
+            px = r->fill;
+        }
+        for (int c = 0; c < 3; c++) memcpy(x + ((size_t)c * r->T + t) * hw, px + (size_t)c * hw, sizeof(float) * hw);
+    }
+    /* drop frames no later clip uses */
+    int keep = 0;
+    for (int i = 0; i < r->n_cache; i++) {
+        int64_t j = r->cache[i].index;
+        if (j < r->video_len && r->last_use[j] > k) r->cache[keep++] = r->cache[i];
+        else free(r->cache[i].px);
+    }
+    r->n_cache = keep;
+    return JEPA_OK;
+}
+
+jepa_status clips_next(struct clip_reader *r, float *x, struct jerr *e) {
+    if (r->next_clip >= r->n_clips) return jr_err_set(e, JEPA_ERR_ARG, "%s: no more clips", r->name);
+    const int k = r->next_clip++;
+    switch (r->kind) {
+    case SRC_IMAGES: return next_images(r, x, e);
+    case SRC_FRAMES: return next_frames(r, x, e);
+    default: return next_video(r, k, x, e);
+    }
+}

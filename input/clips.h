@@ -1,0 +1,69 @@
+/*
+ * clips.h — pixel sources as preprocessed clips [3, T, H, W]: still images, uint8 frame
+ * arrays (.npy) and video files, through one preprocessing configuration
+ * (input/preprocess.h; the caller makes it from the model's recipe).
+ *
+ *   images   the files form one clip, in order, each resized and cropped on its own
+ *            (one image is one frame: the model fills a tubelet, takes V-JEPA 2.1's
+ *            image path or repeats it as its family says)
+ *   frames   a uint8 [T, H, W, 3] RGB array, one clip
+ *   video    decoded once, in order, never seeking (input/video.h). The clip plan (the
+ *            frame indices of every clip: Meta's partitioned sampling, or dense windows
+ *            over the whole video) is made up front from the packet count; decoding then
+ *            runs forward as far as the next clip needs, preprocessing only frames some
+ *            clip uses, and keeps the preprocessed frames later clips still need
+ *            (overlapping windows): a long video in dense mode costs one decode and
+ *            memory for one window.
+ *
+ * Errors are status + a one-line reason naming the file (or the frame), never printed.
+ * Tested by tests/input/test_cli_input.sh (bit-identical outputs against the
+ * torchvision-preprocessed tensors of tests/gen/gen_preprocess.py) and test_video.c.
+ */
+#ifndef JEPA_INPUT_CLIPS_H
+#define JEPA_INPUT_CLIPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "input/preprocess.h"
+#include "runtime/error.h"
+
+#define CLIPS_MAX_IMAGES 4096
+#define CLIPS_DEFAULT_FRAME_STEP 4   /* Meta's frame_step in every V-JEPA 2 / 2.1 eval config */
+#define CLIPS_MAX_CLIPS 1000000
+
+/* How a video is cut into clips. */
+struct clip_sampling {
+    int frames_per_clip;   /* >= 1 */
+    int frame_step;        /* >= 1: a clip spans frames_per_clip * frame_step frames */
+    int num_clips;         /* >= 1: Meta's partitioned sampling (ignored when dense) */
+    bool dense;            /* windows over the whole video */
+    int64_t stride;        /* dense: a window every `stride` frames (0: back to back) */
+};
+
+struct clip_reader;
+
+jepa_status clips_open_images(struct clip_reader **r, const char *const *paths, int n,
+                              const struct pre_cfg *cfg, struct jerr *e);
+jepa_status clips_open_frames(struct clip_reader **r, const char *npy_path, const struct pre_cfg *cfg,
+                              struct jerr *e);
+jepa_status clips_open_video(struct clip_reader **r, const char *path, const struct pre_cfg *cfg,
+                             const struct clip_sampling *s, struct jerr *e);
+void clips_close(struct clip_reader *r);
+
+/* The number of clips, and the geometry every clip has. */
+int clips_count(const struct clip_reader *r);
+void clips_shape(const struct clip_reader *r, int *T, int *H, int *W);
+/* Video only (NULL / 0 otherwise): clip k's frame indices [T], the video's packet count
+ * and frame size. */
+const int64_t *clips_frames(const struct clip_reader *r, int k);
+int64_t clips_video_length(const struct clip_reader *r, int *w, int *h);
+
+/* The next clip into x [3, T, H, W] (caller's memory). */
+jepa_status clips_next(struct clip_reader *r, float *x, struct jerr *e);
+
+/* A note for the user, once (NULL: none): the video's decodable frames ran out before its
+ * packet count, and later indices repeat the last decoded frame. */
+const char *clips_take_note(struct clip_reader *r);
+
+#endif
