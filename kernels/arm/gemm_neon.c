@@ -154,22 +154,6 @@ static ALWAYS_INLINE void ld8(enum jk_dtype t, const uint8_t *row, int k, float3
     }
 }
 
-/* One weight, for the k % 8 tail (q8_0 rows are whole blocks of 32). */
-static ALWAYS_INLINE float ld1(enum jk_dtype t, const uint8_t *row, int k) {
-    uint16_t h;
-    float f;
-    switch (t) {
-    case JK_F16: memcpy(&h, row + 2 * (size_t)k, 2); return f16_to_f32(h);
-    case JK_BF16: memcpy(&h, row + 2 * (size_t)k, 2); return bf16_to_f32(h);
-    case JK_Q8_0: {
-        const uint8_t *blk = row + (size_t)(k / QK8_0) * sizeof(struct block_q8_0);
-        memcpy(&h, blk, 2);
-        return f16_to_f32(h) * (float)(int8_t)blk[2 + k % QK8_0];
-    }
-    default: memcpy(&f, row + 4 * (size_t)k, 4); return f;
-    }
-}
-
 /* 4 x 4 transpose: r[i] lane j -> r[j] lane i. */
 static ALWAYS_INLINE void transpose4(float32x4_t r[4]) {
     const float32x4_t t0 = vtrn1q_f32(r[0], r[1]), t1 = vtrn2q_f32(r[0], r[1]);
@@ -200,7 +184,7 @@ static ALWAYS_INLINE void pack_b(enum jk_dtype t, float *p, const uint8_t *w, si
             }
         }
         for (; k < kc; k++)
-            for (int j = 0; j < GT_NR; j++) p[(size_t)k * GT_NR + j] = ld1(t, r[j], k0 + k);
+            for (int j = 0; j < GT_NR; j++) p[(size_t)k * GT_NR + j] = gt_weight1(t, r[j], k0 + k);
     }
 }
 
@@ -236,7 +220,7 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
         for (int r = 0; r < NW; r++) s[r] = vaddvq_f32(acc[i][r]);
         for (int r = 0; r < nw; r++) {
             float tail = 0.0f;
-            for (int k = K8; k < K; k++) tail += xr[i][k] * ld1(t, wr[r], k);
+            for (int k = K8; k < K; k++) tail += xr[i][k] * gt_weight1(t, wr[r], k);
             s[r] += tail;
             if (a->bias) s[r] += a->bias[n + r];
         }
@@ -263,7 +247,7 @@ static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float 
         vst1q_f32(d + k, lo);
         vst1q_f32(d + k + 4, hi);
     }
-    for (; k < K; k++) d[k] = ld1(t, row, k);
+    for (; k < K; k++) d[k] = gt_weight1(t, row, k);
 }
 
 #include "kernels/simd/gemm_small_tmpl.h"

@@ -52,10 +52,30 @@
 #include <omp.h>
 #endif
 
+#include <string.h>
+
 #include "kernels/kernels.h"
+#include "runtime/dtype.h"
 
 /* The GELU epilogue (JK_EPI_GELU) is vf_gelu of kernels/simd/math.h, over the
  * including file's vector layer. */
+
+/* Weight k of a row, widened to f32: the scalar tail of every ISA's weight packing and
+ * small-M kernel (their vector loads widen 8 at a time). */
+static inline __attribute__((always_inline)) float gt_weight1(enum jk_dtype t, const uint8_t *row, int k) {
+    uint16_t h;
+    float f;
+    switch (t) {
+    case JK_F16: memcpy(&h, row + 2 * (size_t)k, 2); return f16_to_f32(h);
+    case JK_BF16: memcpy(&h, row + 2 * (size_t)k, 2); return bf16_to_f32(h);
+    case JK_Q8_0: {
+        const uint8_t *blk = row + (size_t)(k / QK8_0) * sizeof(struct block_q8_0);
+        memcpy(&h, blk, 2);
+        return f16_to_f32(h) * (float)(int8_t)blk[2 + k % QK8_0];
+    }
+    default: memcpy(&f, row + 4 * (size_t)k, 4); return f;
+    }
+}
 
 #endif /* JEPA_KERNELS_GEMM_TMPL_H */
 

@@ -65,22 +65,6 @@ static ALWAYS_INLINE __m256 ld8(enum jk_dtype t, const uint8_t *row, int k) {
     }
 }
 
-/* One weight, for the k % 8 tail (f32 / f16 / bf16: q8_0 rows are whole blocks of 32). */
-static ALWAYS_INLINE float ld1(enum jk_dtype t, const uint8_t *row, int k) {
-    uint16_t h;
-    float f;
-    switch (t) {
-    case JK_F16: memcpy(&h, row + 2 * (size_t)k, 2); return f16_to_f32(h);
-    case JK_BF16: memcpy(&h, row + 2 * (size_t)k, 2); return bf16_to_f32(h);
-    case JK_Q8_0: {
-        const uint8_t *blk = row + (size_t)(k / QK8_0) * sizeof(struct block_q8_0);
-        memcpy(&h, blk, 2);
-        return f16_to_f32(h) * (float)(int8_t)blk[2 + k % QK8_0];
-    }
-    default: memcpy(&f, row + 4 * (size_t)k, 4); return f;
-    }
-}
-
 /* In-register 8 x 8 transpose: r[i] lane j -> r[j] lane i. */
 static ALWAYS_INLINE void transpose8(__m256 r[8]) {
     const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
@@ -118,7 +102,7 @@ static ALWAYS_INLINE void pack_b(enum jk_dtype t, float *p, const uint8_t *w, si
             }
         }
         for (; k < kc; k++)
-            for (int j = 0; j < GT_NR; j++) p[(size_t)k * GT_NR + j] = ld1(t, r[j], k0 + k);
+            for (int j = 0; j < GT_NR; j++) p[(size_t)k * GT_NR + j] = gt_weight1(t, r[j], k0 + k);
     }
 }
 
@@ -216,7 +200,7 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
         if (K8 < K) {
             float tail[8] = {0};
             for (int r = 0; r < nw; r++)
-                for (int k = K8; k < K; k++) tail[r] += xr[i][k] * ld1(t, wr[r], k);
+                for (int k = K8; k < K; k++) tail[r] += xr[i][k] * gt_weight1(t, wr[r], k);
             s = _mm256_add_ps(s, _mm256_loadu_ps(tail));
         }
         s = _mm256_add_ps(s, bv);
@@ -232,7 +216,7 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
 static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float *d, int K) {
     int k = 0;
     for (; k + 8 <= K; k += 8) _mm256_storeu_ps(d + k, ld8(t, row, k));
-    for (; k < K; k++) d[k] = ld1(t, row, k);
+    for (; k < K; k++) d[k] = gt_weight1(t, row, k);
 }
 
 #include "kernels/simd/gemm_small_tmpl.h"
