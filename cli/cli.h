@@ -7,6 +7,8 @@
 #ifndef JEPA_CLI_H
 #define JEPA_CLI_H
 
+#include <stddef.h>
+
 #include "runtime/error.h"
 
 #define CLI_EXIT_FAIL 1
@@ -18,6 +20,19 @@ typedef int (*cli_cmd_fn)(int argc, char **argv);
 int cli_fail(const char *what, const char *fmt, ...) JEPA_PRINTF(2, 3);
 /* Print "jepa <cmd>: <msg>" plus a hint to --help and return CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) JEPA_PRINTF(2, 3);
+/* Both print their message with control characters escaped (\n, \x1b, ... as \xHH): a
+ * string that came from a file can neither split the one-line error nor reach the
+ * terminal as an escape sequence. */
+
+/* s with every control character (< 0x20, 0x7f) written as \xHH, into buf (n bytes,
+ * truncated if it must be): for text from a file printed to stdout (names, labels). */
+const char *cli_escape(const char *s, char *buf, size_t n);
+
+/* Strict numbers for options: the whole of v is one decimal integer in [lo, hi] (no
+ * sign for the unsigned one), or a usage error naming opt. 0 or CLI_EXIT_USAGE. */
+int cli_parse_int(const char *cmd, const char *opt, const char *v, long long lo, long long hi,
+                  long long *out);
+int cli_parse_u64(const char *cmd, const char *opt, const char *v, unsigned long long *out);
 
 int cmd_info(int argc, char **argv);
 int cmd_embed(int argc, char **argv);

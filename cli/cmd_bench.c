@@ -54,9 +54,9 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "--quick")) o.quick = 1;
         else if (!strcmp(a, "--full")) o.full = 1;
         else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && i + 1 < argc) {
-            char *end;
-            long t = strtol(argv[++i], &end, 10);
-            if (*end || t < 1 || t > 1024) return cli_usage_error("bench", "bad thread count '%s'", argv[i]);
+            long long t;
+            int rc = cli_parse_int("bench", a, argv[++i], 1, 4096, &t);
+            if (rc) return rc;
             o.threads = (int)t;
         } else if (!strcmp(a, "--op") && i + 1 < argc) {
             o.op = argv[++i];
@@ -64,10 +64,9 @@ int cmd_bench(int argc, char **argv) {
                 return cli_usage_error("bench", "unknown op '%s'", o.op);
         } else if (!strcmp(a, "--cpu") && i + 1 < argc) cap = argv[++i];
         else if ((!strcmp(a, "-g") || !strcmp(a, "--gpu")) && i + 1 < argc) {
-            char *end;
-            long g = strtol(argv[++i], &end, 10);
-            if (*end || end == argv[i] || g < 0 || g > 1024)
-                return cli_usage_error("bench", "bad GPU number '%s'", argv[i]);
+            long long g;
+            int rc = cli_parse_int("bench", a, argv[++i], 0, 1024, &g);
+            if (rc) return rc;
             gpu = (int)g;
         }
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

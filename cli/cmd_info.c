@@ -19,6 +19,15 @@
 
 #define MIB (1024.0 * 1024.0)
 
+/* Text from the file, printable: control characters escaped (cli_escape). Four
+ * rotating buffers, so one printf may take several. */
+static const char *esc(const char *s) {
+    static char bufs[4][4 * 1024 + 1];
+    static int next;
+    char *b = bufs[next++ & 3];
+    return cli_escape(s, b, sizeof bufs[0]);
+}
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: jepa info MODEL [--kv] [--tensors]\n"
@@ -129,7 +138,7 @@ static void print_head(const struct jepa_model *m) {
     if (h->labels) {
         int n = h->n_classes < 5 ? h->n_classes : 5;
         printf("  labels    ");
-        for (int i = 0; i < n; i++) printf("%s\"%s\"", i ? ", " : "", h->labels[i]);
+        for (int i = 0; i < n; i++) printf("%s\"%s\"", i ? ", " : "", esc(h->labels[i]));
         printf("%s\n", h->n_classes > n ? ", ..." : "");
     } else {
         printf("  labels    (none in the file)\n");
@@ -159,24 +168,24 @@ static void print_weights(const struct jepa_model *m) {
     printf("\n");
     if (m->n_unknown_tensors)
         printf("  unknown   %lld tensor%s not named by schema v1 for this family (first: %s), ignored\n",
-               (long long)m->n_unknown_tensors, m->n_unknown_tensors == 1 ? "" : "s", m->unknown_tensor);
+               (long long)m->n_unknown_tensors, m->n_unknown_tensors == 1 ? "" : "s", esc(m->unknown_tensor));
 }
 
 static void print_summary(const char *path, const struct jepa_model *m) {
     const struct gguf_file *g = m->g;
-    printf("file        %s (%.2f MiB, GGUF v%u, %lld tensors, %lld keys)\n", path,
+    printf("file        %s (%.2f MiB, GGUF v%u, %lld tensors, %lld keys)\n", esc(path),
            (double)jg_file_size(g) / MIB, jg_version(g), (long long)jg_n_tensors(g),
            (long long)jg_n_kv(g));
     const char *name = m->name ? m->name : "(no general.name)";
-    printf("name        %s%s\n", name, strstr(name, "random") ? "   *** RANDOM WEIGHTS ***" : "");
+    printf("name        %s%s\n", esc(name), strstr(name, "random") ? "   *** RANDOM WEIGHTS ***" : "");
     printf("family      %s, modality %s\n", m->family_name, m->modality);
     print_encoder(m);
     print_predictor(m);
     print_head(m);
     print_pre(&m->pre);
     print_weights(m);
-    printf("licence     %s\n", m->license ? m->license : "(not given)");
-    printf("source      %s\n", m->source_url ? m->source_url : "(not given)");
+    printf("licence     %s\n", m->license ? esc(m->license) : "(not given)");
+    printf("source      %s\n", m->source_url ? esc(m->source_url) : "(not given)");
 }
 
 static void print_kv(const struct gguf_file *g) {
@@ -190,7 +199,7 @@ static void print_kv(const struct gguf_file *g) {
         else
             snprintf(type, sizeof type, "%s", jg_vtype_name(kv->type));
         jg_kv_format(kv, buf, sizeof buf, 16);
-        printf("  %-32s %-12s %s\n", kv->key, type, buf);
+        printf("  %-32s %-12s %s\n", esc(kv->key), type, esc(buf));
     }
 }
 
@@ -211,10 +220,10 @@ static void print_tensors(const struct gguf_file *g) {
             len += (size_t)snprintf(shape + len, sizeof shape - len, "%lld%s", (long long)t->ne[d],
                                     d ? ", " : "]");
         if (t->nbytes >= 1024 * 1024)
-            printf("  %-*s %-5s %-20s %10.2f MiB\n", w, t->name, ti ? ti->name : "?", shape,
+            printf("  %-*s %-5s %-20s %10.2f MiB\n", w, esc(t->name), ti ? ti->name : "?", shape,
                    (double)t->nbytes / MIB);
         else
-            printf("  %-*s %-5s %-20s %10zu B\n", w, t->name, ti ? ti->name : "?", shape, t->nbytes);
+            printf("  %-*s %-5s %-20s %10zu B\n", w, esc(t->name), ti ? ti->name : "?", shape, t->nbytes);
     }
 }
 

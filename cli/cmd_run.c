@@ -114,6 +114,7 @@ static double now_ms(void) {
 static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
     const char *name = cmd_name(c);
     int rc;
+    long long num;
     memset(o, 0, sizeof *o);
     o->gpu = -1;
     o->pool = "none";
@@ -130,33 +131,24 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
         else if (!strcmp(a, "-o") || !strcmp(a, "--out")) { NEEDV(); o->out = v; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             NEEDV();
-            o->threads = atoi(v);
-            if (o->threads < 1) return cli_usage_error(name, "-t needs a positive thread count");
+            if ((rc = cli_parse_int(name, a, v, 1, 4096, &num))) return rc;
+            o->threads = (int)num;
         }
         else if (!strcmp(a, "--cpu")) { NEEDV(); o->cpu = v; }
         else if (!strcmp(a, "-g") || !strcmp(a, "--gpu")) {
             NEEDV();
-            char *end;
-            long g = strtol(v, &end, 10);
-            if (end == v || *end || g < 0 || g > 1024)
-                return cli_usage_error(name, "%s takes a GPU number (0, 1, ...), not '%s'", a, v);
-            o->gpu = (int)g;
+            if ((rc = cli_parse_int(name, a, v, 0, 1024, &num))) return rc;
+            o->gpu = (int)num;
         }
         else if (c == RUN_EMBED && !strcmp(a, "--repeat")) {
             NEEDV();
-            char *end;
-            long r = strtol(v, &end, 10);
-            if (end == v || *end || r < 1 || r > 100000)
-                return cli_usage_error(name, "--repeat takes a run count >= 1, not '%s'", v);
-            o->repeat = (int)r;
+            if ((rc = cli_parse_int(name, a, v, 1, 100000, &num))) return rc;
+            o->repeat = (int)num;
         }
         else if (c == RUN_EMBED && !strcmp(a, "--batch")) {
             NEEDV();
-            char *end;
-            long b = strtol(v, &end, 10);
-            if (end == v || *end || b < 1 || b > 65536)
-                return cli_usage_error(name, "--batch takes a clip count >= 1, not '%s'", v);
-            o->batch = (int)b;
+            if ((rc = cli_parse_int(name, a, v, 1, 65536, &num))) return rc;
+            o->batch = (int)num;
         }
         else if (!strcmp(a, "--time")) o->timing = 1;
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->verbose = 0;
@@ -171,7 +163,11 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
         else if (c == RUN_PREDICT && !strcmp(a, "--ctx")) { NEEDV(); o->ctx = v; }
         else if (c == RUN_PREDICT && !strcmp(a, "--tgt")) { NEEDV(); o->tgt = v; }
         else if (c == RUN_PREDICT && !strcmp(a, "--ctx-out")) { NEEDV(); o->ctx_out = v; }
-        else if (c == RUN_PREDICT && !strcmp(a, "--mask-index")) { NEEDV(); o->mask_index = atoi(v); }
+        else if (c == RUN_PREDICT && !strcmp(a, "--mask-index")) {
+            NEEDV();
+            if ((rc = cli_parse_int(name, a, v, 0, 1 << 24, &num))) return rc;
+            o->mask_index = (int)num;
+        }
         else if (c == RUN_PREDICT && !strcmp(a, "--modality")) {
             NEEDV();
             if (!strcmp(v, "auto")) o->modality = JEPA_MODALITY_AUTO;
@@ -181,8 +177,8 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
         }
         else if (c == RUN_CLASSIFY && !strcmp(a, "-k")) {
             NEEDV();
-            o->topk = atoi(v);
-            if (o->topk < 1) return cli_usage_error(name, "-k needs a positive count");
+            if ((rc = cli_parse_int(name, a, v, 1, 1 << 20, &num))) return rc;
+            o->topk = (int)num;
         }
         else if (c == RUN_CLASSIFY && !strcmp(a, "--logits-out")) { NEEDV(); o->logits_out = v; }
         else if ((rc = inputs_parse(&o->in, name, c != RUN_PREDICT, argc, argv, &i))) { if (rc != 1) return rc; }
@@ -230,14 +226,32 @@ static int load_clip(const char *path, struct npy *a, int in_chans, int batch_ok
     return 0;
 }
 
+/* "TxHxW": three decimal integers joined by 'x', T in 1..4096, H and W in 1..8192. */
+static int parse_dims(const char *s, int *T, int *H, int *W) {
+    static const long hi[3] = {4096, 8192, 8192};
+    int *dst[3] = {T, H, W};
+    for (int i = 0; i < 3; i++) {
+        long v = 0;
+        int digits = 0;
+        for (; *s >= '0' && *s <= '9'; s++, digits++) {
+            v = v * 10 + (*s - '0');
+            if (v > hi[i]) return -1;
+        }
+        if (!digits || v < 1 || *s != (i < 2 ? 'x' : '\0')) return -1;
+        *dst[i] = (int)v;
+        if (i < 2) s++;
+    }
+    return 0;
+}
+
 /* nb deterministic clips [nb, 3, T, H, W]: drifting colour gratings, normalised to about
  * [-2, 2] like an ImageNet-normalised frame, clip b with its own phase (clip 0 is the
  * pattern of a single run). For demos and benchmarks without files. */
 static int make_pattern(const char *spec, struct npy *a, int in_chans, int nb, int *T, int *H,
                         int *W) {
-    if (sscanf(spec, "%dx%dx%d", T, H, W) != 3 || *T < 1 || *H < 1 || *W < 1 || *T > 4096 ||
-        *H > 8192 || *W > 8192)
-        return cli_usage_error("embed", "--test-pattern takes FRAMESxHEIGHTxWIDTH, e.g. 16x256x256");
+    if (parse_dims(spec, T, H, W))
+        return cli_usage_error("embed", "--test-pattern takes FRAMESxHEIGHTxWIDTH (1..4096 x 1..8192 x 1..8192), "
+                               "e.g. 16x256x256, not '%s'", spec);
     memset(a, 0, sizeof *a);
     a->ndim = nb > 1 ? 5 : 4;
     int64_t *sh = a->shape + (nb > 1);
@@ -536,9 +550,9 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
                 if (dense) {   /* one top-k per clip, with its frames */
                     rank(b.prob, K, b.order);
                     for (int q = 0; q < k_show; q++) {
-                        const char *label = jepa_model_label(m, b.order[q]);
+                        char lb[4 * 256 + 1];
                         printf("%d\t%lld\t%lld\t%d\t%.4f\t%s\n", k, f0, f1, b.order[q], b.prob[b.order[q]],
-                               label ? label : "");
+                               cli_escape(jepa_model_label(m, b.order[q]), lb, sizeof lb));
                     }
                 }
             }
@@ -616,8 +630,9 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
         if (!dense) {   /* one top-k: of the mean of the per-clip softmax (Meta's evaluation) */
             rank(b.mean, K, b.order);
             for (int q = 0; q < k_show; q++) {
-                const char *label = jepa_model_label(m, b.order[q]);
-                printf("%d\t%.4f\t%s\n", b.order[q], b.mean[b.order[q]], label ? label : "");
+                char lb[4 * 256 + 1];
+                printf("%d\t%.4f\t%s\n", b.order[q], b.mean[b.order[q]],
+                       cli_escape(jepa_model_label(m, b.order[q]), lb, sizeof lb));
             }
         }
         int64_t shape[2] = {nb, K};

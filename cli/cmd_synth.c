@@ -167,7 +167,12 @@ int cmd_synth(int argc, char **argv) {
         if (!v) return cli_usage_error("synth", "option %s needs a value", a);
         if (!strcmp(a, "--arch")) arch_name = v;
         else if (!strcmp(a, "--dtype")) dtype = v;
-        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 0);
+        else if (!strcmp(a, "--seed")) {
+            unsigned long long s;
+            int rc = cli_parse_u64("synth", a, v, &s);
+            if (rc) return rc;
+            seed = s;
+        }
         else if (!strcmp(a, "-o")) out = v;
         else return cli_usage_error("synth", "unknown option '%s'", a);
     }

@@ -19,17 +19,6 @@
 
 /* ---- parsing ------------------------------------------------------------------------ */
 
-static int parse_int(const char *cmd, const char *opt, const char *v, long long lo, long long hi,
-                     long long *out) {
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi)
-        return cli_usage_error(cmd, "%s takes an integer in [%lld, %lld], not '%s'", opt, lo, hi, v);
-    *out = x;
-    return 0;
-}
-
 int inputs_parse(struct inputs_opts *o, const char *cmd, bool clips_ok, int argc, char **argv, int *i) {
     const char *a = argv[*i];
     const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
@@ -71,8 +60,9 @@ int inputs_parse(struct inputs_opts *o, const char *cmd, bool clips_ok, int argc
     else if (!strcmp(a, "--num-clips")) kind = INT_CLIPS;
     else if (!strcmp(a, "--stride")) kind = INT_STRIDE;
     else kind = INT_SHORT;
-    long long hi = kind == INT_STRIDE ? (1LL << 40) : kind == INT_FPC ? 4096 : kind == INT_SHORT ? 65536 : 100000;
-    if ((rc = parse_int(cmd, a, v, 1, hi, &x))) return rc;
+    long long hi = kind == INT_STRIDE ? (1LL << 40) : kind == INT_FPC ? 4096 : kind == INT_SHORT ? JI_MAX_PRE_SIDE
+                 : CLIPS_MAX_CLIPS;
+    if ((rc = cli_parse_int(cmd, a, v, 1, hi, &x))) return rc;
     switch (kind) {
     case INT_FPC: o->fpc = (int)x; break;
     case INT_STEP: o->fstp = (int)x; break;

@@ -1,8 +1,10 @@
 /*
  * main.c — the `jepa` binary: a table of subcommands, each in its own cmd_*.c.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -23,25 +25,69 @@ static const struct {
     {"bench", cmd_bench, "time the kernels against the FMA peak and OpenBLAS (bench kernels)"},
 };
 
+const char *cli_escape(const char *s, char *buf, size_t n) {
+    size_t k = 0;
+    if (!n) return "";
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && k + 1 < n; p++) {
+        if (*p < 0x20 || *p == 0x7f) {
+            if (k + 5 > n) break;
+            snprintf(buf + k, n - k, "\\x%02x", *p);
+            k += 4;
+        } else {
+            buf[k++] = (char)*p;
+        }
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+/* One escaped line on stderr: prefix, the formatted message, suffix. */
+static void print_line(const char *prefix, const char *suffix, const char *fmt, va_list ap) {
+    char msg[2048], safe[4 * 2048 + 1];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fprintf(stderr, "%s%s%s\n", prefix, cli_escape(msg, safe, sizeof safe), suffix);
+}
+
 int cli_fail(const char *what, const char *fmt, ...) {
+    char safe[4 * 512 + 1], prefix[sizeof safe + 16];
+    snprintf(prefix, sizeof prefix, "jepa: %s%s", what ? cli_escape(what, safe, sizeof safe) : "", what ? ": " : "");
     va_list ap;
-    fputs("jepa: ", stderr);
-    if (what) fprintf(stderr, "%s: ", what);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    print_line(prefix, "", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     return CLI_EXIT_FAIL;
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    char prefix[128], suffix[128];
+    snprintf(prefix, sizeof prefix, "jepa %s: ", cmd);
+    snprintf(suffix, sizeof suffix, " (see 'jepa %s --help')", cmd);
     va_list ap;
-    fprintf(stderr, "jepa %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    print_line(prefix, suffix, fmt, ap);
     va_end(ap);
-    fprintf(stderr, " (see 'jepa %s --help')\n", cmd);
     return CLI_EXIT_USAGE;
+}
+
+int cli_parse_int(const char *cmd, const char *opt, const char *v, long long lo, long long hi,
+                  long long *out) {
+    char *end;
+    errno = 0;
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    if (!v || errno || end == v || *end || x < lo || x > hi)
+        return cli_usage_error(cmd, "%s takes an integer in [%lld, %lld], not '%s'", opt, lo, hi, v ? v : "");
+    *out = x;
+    return 0;
+}
+
+int cli_parse_u64(const char *cmd, const char *opt, const char *v, unsigned long long *out) {
+    char *end;
+    errno = 0;
+    unsigned long long x = v && *v != '-' && *v != '+' ? strtoull(v, &end, 10) : 0;
+    if (!v || *v == '-' || *v == '+' || errno || end == v || *end)
+        return cli_usage_error(cmd, "%s takes an unsigned decimal integer, not '%s'", opt, v ? v : "");
+    *out = x;
+    return 0;
 }
 
 static void usage(FILE *f) {

@@ -459,8 +459,9 @@ jepa_status ji_pre_cfg(const struct ji_recipe *r, const struct jepa_preprocess_p
     }
     if (p->norm != JEPA_NORM_FUSED && p->norm != JEPA_NORM_SEQUENTIAL)
         return jr_err_set(e, JEPA_ERR_ARG, "preprocess: unknown normalisation %d", (int)p->norm);
-    if (p->resize_short < 0 || p->crop < 0 || p->resize_short > MAX_SIDE || p->crop > MAX_SIDE)
-        return jr_err_set(e, JEPA_ERR_ARG, "preprocess: resize_short %d / crop %d out of range", p->resize_short, p->crop);
+    if (p->resize_short < 0 || p->crop < 0 || p->resize_short > JI_MAX_PRE_SIDE || p->crop > JI_MAX_PRE_SIDE)
+        return jr_err_set(e, JEPA_ERR_ARG, "preprocess: resize_short %d / crop %d out of range (0 .. %d)",
+                          p->resize_short, p->crop, JI_MAX_PRE_SIDE);
     c->mode = r->mode;
     c->resize_short = p->resize_short ? p->resize_short : r->resize_short;
     c->crop = p->crop ? p->crop : r->crop;

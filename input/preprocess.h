@@ -36,6 +36,11 @@ enum pre_filter {
 enum pre_mode { PRE_SHORTEST_EDGE, PRE_SQUASH };   /* jepa.pre.resize_mode, in its order */
 enum pre_norm { PRE_NORM_FUSED, PRE_NORM_SEQUENTIAL };
 
+/* The largest resize target and crop side, from a file (jepa.pre.*) or an override: a
+ * crop of 4096^2 pixels is 200 MB of floats per frame, far past any published model
+ * (384 px). */
+#define JI_MAX_PRE_SIDE 4096
+
 /* A model's preprocessing recipe: its jepa.pre.* keys as models/loader.c reads them
  * (docs/gguf-schema.md, "Preprocessing"). The model holds one; the caller's
  * jepa_preprocess_params override parts of it. */

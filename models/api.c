@@ -61,8 +61,10 @@ jepa_status jepa_model_load_memory(jepa_model **out, const void *data, size_t si
 void jepa_model_free(jepa_model *m) { jm_free(m); }
 
 void jepa_model_get_info(const jepa_model *m, jepa_model_info *info) {
-    const struct jm_encoder *e = &m->enc;
+    if (!info) return;
     memset(info, 0, sizeof *info);
+    if (!m) return;
+    const struct jm_encoder *e = &m->enc;
     info->family = m->family_name;
     info->modality = m->modality;
     info->name = m->name;
@@ -86,7 +88,7 @@ void jepa_model_get_info(const jepa_model *m, jepa_model_info *info) {
 }
 
 const char *jepa_model_label(const jepa_model *m, int i) {
-    if (m->head.kind == JM_HEAD_NONE || !m->head.labels || i < 0 || i >= m->head.n_classes)
+    if (!m || m->head.kind == JM_HEAD_NONE || !m->head.labels || i < 0 || i >= m->head.n_classes)
         return NULL;
     return m->head.labels[i];
 }
@@ -235,12 +237,15 @@ void jepa_ctx_free(jepa_ctx *c) {
     free(c);
 }
 
+/* The accessors take a NULL context as "none": a message, 0, or "" (never a crash). */
 const char *jepa_ctx_error(const jepa_ctx *c) { return c ? c->err.msg : "no context"; }
-void jepa_ctx_set_threads(jepa_ctx *c, int n) { c->nthreads = n > 0 ? n : default_threads(); }
-int jepa_ctx_threads(const jepa_ctx *c) { return c->nthreads; }
-const char *jepa_ctx_isa(const jepa_ctx *c) { return c->k.isa; }
-const char *jepa_ctx_device(const jepa_ctx *c) { return c->dev->name; }
-size_t jepa_ctx_arena_bytes(const jepa_ctx *c) { return c->arena.cap + c->host.cap; }
+void jepa_ctx_set_threads(jepa_ctx *c, int n) {
+    if (c) c->nthreads = n > 0 ? n : default_threads();
+}
+int jepa_ctx_threads(const jepa_ctx *c) { return c ? c->nthreads : 0; }
+const char *jepa_ctx_isa(const jepa_ctx *c) { return c ? c->k.isa : ""; }
+const char *jepa_ctx_device(const jepa_ctx *c) { return c ? c->dev->name : ""; }
+size_t jepa_ctx_arena_bytes(const jepa_ctx *c) { return c ? c->arena.cap + c->host.cap : 0; }
 
 /* ---- runs ---- */
 

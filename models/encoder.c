@@ -77,7 +77,11 @@ jepa_status jm_encoder_input(const struct jepa_model *m, int T, int H, int W, je
     }
     in->frames = in->repeat ? in->repeat : T;
     in->gt = in->frames / in->tubelet, in->gh = H / P, in->gw = W / P;
-    in->n_patch = in->gt * in->gh * in->gw;
+    const int64_t n = (int64_t)in->gt * in->gh * in->gw;
+    if (n > JM_MAX_CLIP_TOKENS)
+        return jr_err_set(err, JEPA_ERR_ARG, "input %dx%dx%d: %lld tokens, at most %d per clip", T, H, W,
+                          (long long)n, JM_MAX_CLIP_TOKENS);
+    in->n_patch = (int)n;
     return JEPA_OK;
 }
 

@@ -54,6 +54,11 @@ int jm_vit_wide_cols(const struct jm_vit *vit);
  * patchify reads (a still image repeated where the family or the tubelet wants it) and
  * the token grid. The one place this is decided: the forward and jepa_model_grid() read
  * it. JEPA_ERR_ARG (with the reason in err) when the size does not fit the model. */
+/* Tokens one clip may have (2^20: 16 frames of 4096 x 4096 pixels at patch 16; the largest
+ * published inputs have under 20 000). Bounds every size the forward computes from an
+ * input's shape before anything is allocated. */
+#define JM_MAX_CLIP_TOKENS (1 << 20)
+
 struct jm_input {
     const struct jm_linear *pe;   /* patch embedding */
     int tubelet;

@@ -33,6 +33,7 @@
  * fixtures' meta.json; one rewritten file per schema violation; also under ASan/UBSan)
  * and tests/models/test_loader_cli.sh (`jepa info`).
  */
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -137,8 +138,9 @@ static jepa_status key_pos_float(struct ld *L, const char *key, bool required, f
     }
     if (!vt_is_float(kv->type)) return bad_type(L, kv, "f32 (or f64)");
     double v = kv->v.f;
-    if (!isfinite(v) || !(v > 0) || v > 3.4e38)
-        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key %s = %g: expected a finite value > 0", key, v);
+    if (!isfinite(v) || !(v >= FLT_MIN) || v > 3.4e38)   /* a positive normal float */
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key %s = %g: expected a finite value >= %g", key, v,
+                          (double)FLT_MIN);
     *out = (float)v;
     return JEPA_OK;
 }
@@ -706,7 +708,15 @@ static jepa_status load_predictor(struct ld *L) {
     if ((st = rope_grid(L, "jepa.pred.rope_ref_grid", rope && p->rope_interpolate, e->patch,
                         &p->rope_ref_grid)))
         return st;
+    if (head_dim && !lewm && (int64_t)head_dim * v->n_head != v->d)
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA,
+                          "key jepa.pred.head_dim = %d: n_head x head_dim = %lld differs from jepa.pred.embed_dim = %d, "
+                          "which only a lewm predictor implements", head_dim, (long long)head_dim * v->n_head, v->d);
     if ((st = check_heads(L, v, "jepa.pred", "jepa.pred.embed_dim", head_dim, rope))) return st;
+    if ((int64_t)(e->n_frames / e->tubelet) * p->grid_size * p->grid_size > MAX_TOKENS)
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA,
+                          "key jepa.pred.grid_size = %d: %d tubelets x %d^2 positions is more than %d tokens",
+                          p->grid_size, e->n_frames / e->tubelet, p->grid_size, MAX_TOKENS);
     enum bias qb = has_qkv_bias_key ? (qkv_bias ? BIAS_REQ : BIAS_NONE) : BIAS_OPT;
 
     if (!masked) {
@@ -863,17 +873,23 @@ static jepa_status load_pre(struct ld *L) {
     jepa_status st;
     int resample = 0, mode = 0;
     if ((st = key_f32x3(L, "jepa.pre.mean", p->mean)) || (st = key_f32x3(L, "jepa.pre.std", p->std)) ||
-        (st = key_int(L, "jepa.pre.resize_short", true, 0, 1, MAX_IMG, &p->resize_short)) ||
-        (st = key_int(L, "jepa.pre.crop", true, 0, 1, MAX_IMG, &p->crop)) ||
+        (st = key_int(L, "jepa.pre.resize_short", true, 0, 1, JI_MAX_PRE_SIDE, &p->resize_short)) ||
+        (st = key_int(L, "jepa.pre.crop", true, 0, 1, JI_MAX_PRE_SIDE, &p->crop)) ||
         (st = key_enum(L, "jepa.pre.resample", -1, resample_names, NNAMES(resample_names), &resample)) ||
         (st = key_enum(L, "jepa.pre.resize_mode", PRE_SHORTEST_EDGE, resize_names,
                        NNAMES(resize_names), &mode)) ||
         (st = key_pos_float(L, "jepa.pre.rescale", false, 1.0f / 255.0f, &p->rescale)))
         return st;
     for (int i = 0; i < 3; i++)
-        if (!(p->std[i] > 0))
-            return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key jepa.pre.std: value %d = %g must be > 0", i,
-                            (double)p->std[i]);
+        if (!(p->std[i] >= 1e-6f))
+            return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key jepa.pre.std: value %d = %g must be >= 1e-6", i,
+                              (double)p->std[i]);
+    if (!(p->rescale >= 1e-6f && p->rescale <= 1.0f))
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key jepa.pre.rescale = %g: expected a pixel scale in [1e-6, 1]",
+                          (double)p->rescale);
+    if (p->crop > p->resize_short)
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key jepa.pre.crop = %d is larger than jepa.pre.resize_short = %d",
+                          p->crop, p->resize_short);
     p->resample = (enum ji_resample)resample;
     p->mode = (enum pre_mode)mode;
     return JEPA_OK;

@@ -39,16 +39,29 @@ jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
                         "predictor kind '%s' (n_hier_in %d): not implemented yet",
                         pr->kind == JM_PRED_MASKED ? "masked" : pr->kind == JM_PRED_AC ? "ac" : "lewm",
                         pr->n_hier_in);
+    if (m->enc.pos_type != JM_POS_ROPE3D)
+        return jr_err_set(&c->err, JEPA_ERR_UNSUPPORTED,
+                          "a masked predictor with a position table (pred.pos_embed, %s): not implemented yet",
+                          m->family_name);
     if (!p || !p->ctx_ids || !p->tgt_ids || p->n_ctx < 1 || p->n_tgt < 1)
         return jr_err_set(&c->err, JEPA_ERR_ARG, "predict needs at least one context and one target id");
     if (ctx_out && !pr->context_proj)
         return jr_err_set(&c->err, JEPA_ERR_ARG, "this predictor has no context projection");
+    /* Ids index the predictor's position space: the training clip's tubelets x the
+     * grid_size^2 grid (the loader bounds that product). Each list holds at most that
+     * many ids (repeats allowed), so the attention is bounded by the grid, not by the
+     * caller. */
     const int slice = pr->grid_size * pr->grid_size;
+    const int64_t grid = (int64_t)(m->enc.n_frames / m->enc.tubelet) * slice;
+    if (p->n_ctx > grid || p->n_tgt > grid)
+        return jr_err_set(&c->err, JEPA_ERR_ARG, "%d context / %d target ids: at most %lld each (the predictor's grid)",
+                          p->n_ctx, p->n_tgt, (long long)grid);
     for (int i = 0; i < p->n_ctx + p->n_tgt; i++) {
         int id = i < p->n_ctx ? p->ctx_ids[i] : p->tgt_ids[i - p->n_ctx];
-        if (id < 0)
-            return jr_err_set(&c->err, JEPA_ERR_ARG, "%s id %d is negative",
-                            i < p->n_ctx ? "context" : "target", id);
+        if (id < 0 || id >= grid)
+            return jr_err_set(&c->err, JEPA_ERR_ARG, "%s id %d at position %d is %s", i < p->n_ctx ? "context" : "target",
+                              id, i < p->n_ctx ? i : i - p->n_ctx,
+                              id < 0 ? "negative" : "outside the predictor's grid (jepa.enc.n_frames / tubelet x grid_size^2)");
     }
 
     const int nc = p->n_ctx, ntg = p->n_tgt, n = nc + ntg, D = m->enc.vit.d;

@@ -334,15 +334,16 @@ static void check_gelu_sweep(void) {
     size_t m;
     float *w = ops_act_sweep(1021, &m);
     const int n = (int)m;
-    float *y = (float *)xmalloc(m * sizeof(float));
+    float *y = ca_alloc_guarded(m);
     const float one = 1.0f;
     float *dx = ct_upload_f(&one, 1), *dw = ct_upload_f(w, (size_t)n);
     float *dy = ct_upload_guarded(y, (size_t)n);
     struct jk_gemm_args a = {.y = dy, .ldy = (size_t)n, .x = dx, .ldx = 1, .w = dw, .ldw = 4,
                              .M = 1, .N = n, .K = 1, .epi = JK_EPI_GELU, .nthreads = 1};
     kt.gemm[JK_F32](&a);
-    ct_download(y, dy, (size_t)n * sizeof(float));
+    ct_download_guarded(y, dy, (size_t)n);
     ct_free(dx), ct_free(dw), ct_free_guarded(dy);
+    CHECK(ca_guard_ok(y, (size_t)n), "gelu epilogue sweep: wrote outside Y");
     const double rel = 13.0 * U;
     int bad = 0;
     double worst = 0.0, wx = 0.0;
@@ -356,7 +357,8 @@ static void check_gelu_sweep(void) {
     printf("  f32 gelu epilogue: worst error %.3g of the bound (at x = %.9g) over %d floats in [-16, 16]\n",
            worst, wx, n);
     CHECK(!bad, "gelu epilogue vs 0.5 x erfc(-x / sqrt 2): %d of %d values beyond 13 u relative", bad, n);
-    free(w), free(y);
+    free(w);
+    ca_free_guarded(y);
 }
 
 int main(int argc, char **argv) {

@@ -81,6 +81,30 @@ int main(int argc, char **argv) {
           "a still image is repeated to one tubelet: 16 tokens");
     CHECK(jepa_model_grid(m, 3, 64, 64, NULL, NULL, NULL, &n) == JEPA_ERR_ARG, "3 frames do not fit tubelet 2");
     CHECK(jepa_model_grid(m, 4, 60, 64, NULL, NULL, NULL, &n) == JEPA_ERR_ARG, "60 px is not a multiple of 16");
+    CHECK(jepa_model_grid(m, 2, 65536 * 16, 65536 * 16, NULL, NULL, NULL, &n) == JEPA_ERR_ARG,
+          "a grid whose token count overflows int is refused");
+    CHECK(jepa_model_grid(m, 64, 16384, 16384, NULL, NULL, NULL, &n) == JEPA_ERR_ARG,
+          "more than 2^20 tokens per clip are refused");
+    /* NULL where a model or a context goes: a status, a NULL / empty answer, no crash */
+    jepa_model_info none;
+    jepa_model_get_info(NULL, &none);
+    jepa_model_get_info(m, NULL);
+    CHECK(none.embed_dim == 0 && none.family == NULL, "info of a NULL model is all zero");
+    CHECK(jepa_model_grid(NULL, 4, 64, 64, NULL, NULL, NULL, &n) == JEPA_ERR_ARG, "grid of a NULL model");
+    CHECK(jepa_model_label(NULL, 0) == NULL, "label of a NULL model");
+    CHECK(jepa_ctx_embed(NULL, x.data, 4, 64, 64, NULL, NULL) == JEPA_ERR_ARG &&
+              jepa_ctx_predict(NULL, NULL, NULL, NULL, NULL) == JEPA_ERR_ARG &&
+              jepa_ctx_classify(NULL, NULL, 0, NULL) == JEPA_ERR_ARG,
+          "runs on a NULL context");
+    jepa_ctx_set_threads(NULL, 2);
+    CHECK(jepa_ctx_threads(NULL) == 0 && !strcmp(jepa_ctx_isa(NULL), "") && !strcmp(jepa_ctx_device(NULL), "") &&
+              jepa_ctx_arena_bytes(NULL) == 0 && jepa_ctx_error(NULL) != NULL,
+          "accessors of a NULL context");
+    jepa_ctx *nc = (jepa_ctx *)&none;   /* must not be touched */
+    CHECK(jepa_ctx_new(&nc, NULL, NULL, NULL) == JEPA_ERR_ARG && nc == NULL, "a context of a NULL model");
+    CHECK(jepa_preprocess_size(NULL, NULL, &n, &n) == JEPA_ERR_ARG &&
+              jepa_preprocess_rgb(NULL, NULL, 1, 1, NULL, NULL, 1, 0, NULL) == JEPA_ERR_ARG,
+          "preprocessing with a NULL model");
     CHECK(jepa_model_label(m, 3) && !strcmp(jepa_model_label(m, 3), "c3") && !jepa_model_label(m, 7) &&
               !jepa_model_label(m, -1),
           "labels: c3 at 3, none out of range");
@@ -119,6 +143,17 @@ int main(int argc, char **argv) {
     st = jepa_ctx_predict(c, ref, &pp, pred, NULL);
     CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "negative"), "negative target id refused: %s",
           jepa_ctx_error(c));
+    int32_t past[1] = {32 * 1000};
+    pp.tgt_ids = past;
+    st = jepa_ctx_predict(c, ref, &pp, pred, NULL);
+    CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "outside the predictor's grid"),
+          "target id past the predictor's grid refused: %s", jepa_ctx_error(c));
+    static int32_t many[200000];   /* repeats of id 0: more ids than the grid has tokens */
+    pp.tgt_ids = many, pp.n_tgt = 200000;
+    st = jepa_ctx_predict(c, ref, &pp, pred, NULL);
+    CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "at most"), "200000 target ids refused: %s",
+          jepa_ctx_error(c));
+    pp.n_tgt = 1;
     float ctx_out[128];
     pp.tgt_ids = ok1;
     st = jepa_ctx_predict(c, ref, &pp, pred, ctx_out);

@@ -81,6 +81,21 @@ expect 2 "unknown option" jepa embed -m "$V2/model.gguf" --frobnicate
 expect 2 "no input" jepa embed -m "$V2/model.gguf"
 expect 2 "--pool cls without CLS" jepa embed -m "$V2/model.gguf" --input-tensor "$V2/input.npy" --pool cls
 expect 2 "unknown cpu" jepa embed -m "$V2/model.gguf" --input-tensor "$V2/input.npy" --cpu z80
+# numbers are parsed strictly: the whole value, in range (no atoi / sscanf prefixes, no wrap)
+M="$V2/model.gguf" X="$V2/input.npy"
+expect 2 "--mask-index foo" jepa predict -m "$M" --input-tensor "$X" --ctx "$V2/ctx_ids.npy" --tgt "$V2/tgt_ids.npy" -o "$WORK/p.npy" --mask-index foo
+expect 2 "-t 2x" jepa embed -m "$M" --input-tensor "$X" -t 2x
+expect 2 "-t 0" jepa embed -m "$M" --input-tensor "$X" -t 0
+expect 2 "-k 3.5" jepa classify -m "$M" --input-tensor "$X" -k 3.5
+expect 2 "--test-pattern 4294967298x16x16" jepa embed -m "$M" --test-pattern 4294967298x16x16
+expect 2 "--test-pattern 4x64x64x" jepa embed -m "$M" --test-pattern 4x64x64x
+expect 2 "--test-pattern 4x-64x64" jepa embed -m "$M" --test-pattern 4x-64x64
+expect 2 "--repeat 1e3" jepa embed -m "$M" --input-tensor "$X" --repeat 1e3
+expect 2 "--frames-per-clip 4frames" jepa embed -m "$M" -i "$DATA/../input/data/e2e.png" --frames-per-clip 4frames
+expect 2 "synth --seed banana" jepa synth --arch vjepa2-tiny --seed banana -o "$WORK/s.gguf"
+expect 2 "synth --seed -1" jepa synth --arch vjepa2-tiny --seed -1 -o "$WORK/s.gguf"
+[ -e "$WORK/s.gguf" ] && bad "a refused synth left a file" || ok "a refused synth wrote nothing"
+expect 2 "bench -t 2x" jepa bench kernels -t 2x
 
 # batches (--batch, 5-D input tensors): stacked outputs, the same values as single runs
 expect 0 "embed --test-pattern --batch 3" jepa embed -q -m "$V2/model.gguf" --test-pattern 4x64x64 --batch 3 \

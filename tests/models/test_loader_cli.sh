@@ -83,6 +83,34 @@ printf 'not a gguf file at all\n' >"$TMP/text.gguf"
 run "not a gguf" 1 info "$TMP/text.gguf"
 one_error_line "not a gguf"
 
+# text from the file reaches the terminal escaped: a general.name and a jepa.family with a
+# newline and an escape sequence in them (the string value rewritten in place, same length)
+set_str() {  # set_str IN OUT KEY VALUE: the string value of KEY replaced by VALUE (same length)
+    python3 - "$@" <<'PY'
+import struct, sys
+src, dst, key, val = sys.argv[1], sys.argv[2], sys.argv[3].encode(), sys.argv[4].encode().decode("unicode_escape").encode("latin-1")
+b = bytearray(open(src, "rb").read())
+k = struct.pack("<Q", len(key)) + key
+i = b.index(k) + len(k)
+assert struct.unpack_from("<I", b, i)[0] == 8, "not a string key"
+n = struct.unpack_from("<Q", b, i + 4)[0]
+assert n == len(val), "value length %d, replacement %d" % (n, len(val))
+b[i + 12:i + 12 + n] = val
+open(dst, "wb").write(bytes(b))
+PY
+}
+if command -v python3 >/dev/null && set_str "$V2" "$TMP/name.gguf" general.name 'vjepa2\n\x1b[2Jtiny-random-fix' 2>/dev/null &&
+   set_str "$V2" "$TMP/family.gguf" jepa.family 'vj\x1b[2J'; then
+    run "control characters in general.name" 0 info "$TMP/name.gguf"
+    if LC_ALL=C grep -q "$(printf '\033')" "$TMP/out"; then bad "an escape byte reached stdout"; else ok; fi
+    has "control characters in general.name" "$TMP/out" 'vjepa2\x0a\x1b[2Jtiny-random-fix'
+    run "control characters in jepa.family" 1 info "$TMP/family.gguf"
+    one_error_line "control characters in jepa.family"
+    has "control characters in jepa.family" "$TMP/err" 'unknown family "vj\x1b[2J"'
+else
+    echo "skip the control-character checks: no python3 to rewrite the fixture"
+fi
+
 run "unknown option" 2 info --frobnicate "$V2"
 run "no model" 2 info
 run "two models" 2 info "$V2" "$V21"
