@@ -34,6 +34,11 @@ int cli_parse_int(const char *cmd, const char *opt, const char *v, long long lo,
                   long long *out);
 int cli_parse_u64(const char *cmd, const char *opt, const char *v, unsigned long long *out);
 
+/* Outputs that would destroy an input or each other are usage errors: an output naming
+ * the same file as an input (by device and inode, so another path to it counts), or two
+ * outputs naming one file. NULL entries are skipped. 0 or CLI_EXIT_USAGE. */
+int cli_check_outputs(const char *cmd, const char *const *ins, int n_in, const char *const *outs, int n_out);
+
 int cmd_info(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
 int cmd_predict(int argc, char **argv);

@@ -38,7 +38,9 @@ int cmd_quantize(int argc, char **argv) {
     else if (!strcmp(type, "bf16")) target = GGUF_TYPE_BF16;
     else if (!strcmp(type, "q8_0")) target = GGUF_TYPE_Q8_0;
     else return cli_usage_error("quantize", "--type takes f32, f16, bf16 or q8_0, not '%s'", type);
-    if (!strcmp(in, out)) return cli_usage_error("quantize", "the output must not overwrite the input");
+    const char *ins[] = {in}, *outs[] = {out};
+    int urc = cli_check_outputs("quantize", ins, 1, outs, 1);
+    if (urc) return urc;
 
     struct jerr e = {0};
     struct gguf_writer *w = NULL;

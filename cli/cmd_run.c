@@ -193,6 +193,13 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
                                      "--frames-npy F.npy or a VIDEO");
     if (c == RUN_PREDICT && (!o->ctx || !o->tgt || !o->out))
         return cli_usage_error(name, "predict needs --ctx, --tgt and -o");
+    {   /* no output may replace an input, nor two outputs one file */
+        const char *outs[] = {o->out, o->ctx_out, o->logits_out};
+        const char *ins[CLIPS_MAX_IMAGES + 6] = {o->model, o->input_tensor, o->ctx, o->tgt, o->in.frames_npy,
+                                                  o->in.video};
+        for (int k = 0; k < o->in.n_images; k++) ins[6 + k] = o->in.images[k];
+        if ((rc = cli_check_outputs(name, ins, 6 + o->in.n_images, outs, 3))) return rc;
+    }
     if (o->hier && strcmp(o->pool, "none"))
         return cli_usage_error(name, "--hier writes every token of every level; drop --pool");
     return 0;
@@ -291,7 +298,7 @@ static int load_ids(const char *path, struct npy *a, int n_tokens) {
 
 static int save(const char *path, const float *data, int ndim, const int64_t *shape) {
     struct jerr e = {0};
-    if (npy_save_f32(path, data, ndim, shape, &e)) return cli_fail(path, "%s", e.msg);
+    if (npy_save_f32(path, data, ndim, shape, &e)) return cli_fail(NULL, "%s", e.msg);   /* names the file */
     return 0;
 }
 
@@ -622,9 +629,18 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
         free(ctx_tok);
         if (st) { cli_fail(o.model, "predict: %s", jepa_ctx_error(c)); goto done; }
         if (o.timing) fprintf(stderr, "time: predict %.1f ms\n", now_ms() - t2);
+        /* both outputs or neither: each written to its temporary, then both renamed */
         int64_t sp[2] = {ntg, od}, sc[2] = {nc, od};
-        if (save(o.out, b.pred, 2, sp)) goto done;
-        if (o.ctx_out && save(o.ctx_out, b.ctx_out, 2, sc)) goto done;
+        struct jr_outfile fp, fc = {0};
+        struct jerr e = {0};
+        if (npy_write_f32(&fp, o.out, b.pred, 2, sp, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
+        if (o.ctx_out && npy_write_f32(&fc, o.ctx_out, b.ctx_out, 2, sc, &e)) {
+            jr_outfile_abort(&fp);
+            cli_fail(NULL, "%s", e.msg);
+            goto done;
+        }
+        if (jr_outfile_commit(&fp, &e)) { jr_outfile_abort(&fc); cli_fail(NULL, "%s", e.msg); goto done; }
+        if (o.ctx_out && jr_outfile_commit(&fc, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
     }
     if (cmd == RUN_CLASSIFY) {
         if (!dense) {   /* one top-k: of the mean of the per-clip softmax (Meta's evaluation) */

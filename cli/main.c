@@ -2,10 +2,12 @@
  * main.c — the `jepa` binary: a table of subcommands, each in its own cmd_*.c.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "jepa.h"
@@ -69,6 +71,27 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
     return CLI_EXIT_USAGE;
 }
 
+/* The same file: the same name, or both exist with one device and inode. */
+static int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (!strcmp(a, b)) return 1;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino &&
+           S_ISREG(sa.st_mode);
+}
+
+int cli_check_outputs(const char *cmd, const char *const *ins, int n_in, const char *const *outs, int n_out) {
+    for (int i = 0; i < n_out; i++) {
+        if (!outs[i]) continue;
+        for (int j = 0; j < n_in; j++)
+            if (ins[j] && same_file(outs[i], ins[j]))
+                return cli_usage_error(cmd, "the output '%s' is the input '%s'; write it elsewhere", outs[i], ins[j]);
+        for (int j = 0; j < i; j++)
+            if (outs[j] && same_file(outs[i], outs[j]))
+                return cli_usage_error(cmd, "two outputs name one file, '%s'", outs[i]);
+    }
+    return 0;
+}
+
 int cli_parse_int(const char *cmd, const char *opt, const char *v, long long lo, long long hi,
                   long long *out) {
     char *end;
@@ -98,6 +121,9 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    /* a write past RLIMIT_FSIZE fails with EFBIG (one error line, the temporary removed)
+     * instead of killing the process half-way through an output */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_USAGE;

@@ -9,9 +9,9 @@
  *   zero padding to the alignment (general.alignment if set, else 32)
  *   tensor data, each tensor followed by zero padding to the alignment
  *
- * jg_writer_write streams into PATH.tmp, fsyncs it, renames it over PATH and
- * fsyncs the directory; on any failure the .tmp is removed, so a file at PATH is
- * always complete. jg_writer_write_mem produces the same bytes in memory.
+ * jg_writer_write streams into a temporary beside PATH (runtime/outfile.h: mkstemp,
+ * O_EXCL), fsyncs it, renames it over PATH and fsyncs the directory; on any failure the
+ * temporary is removed, so a file at PATH is always complete. jg_writer_write_mem produces the same bytes in memory.
  *
  * Tested by tests/gguf/test_gguf_roundtrip.c (every value type and every allowed tensor
  * type through the reader, memory and file, byte-identical; replace-in-place; .tmp
@@ -27,6 +27,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "runtime/outfile.h"
 
 struct wkv {
     char *key;
@@ -508,84 +510,27 @@ jepa_status jg_writer_write_mem(const struct gguf_writer *w, void **data, size_t
     return JEPA_OK;
 }
 
-/* fsync the directory holding path so the rename itself is durable (best effort). */
-static void sync_dir(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char dir[4096];
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else if ((size_t)(slash - path) < sizeof dir) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    else return;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
 jepa_status jg_writer_write(const struct gguf_writer *w, const char *path, struct jerr *err) {
     if (!w || !path || !*path) return jr_err_set(err, JEPA_ERR_ARG, "jg_writer_write: NULL argument");
     uint64_t *offs = NULL;
-    char *tmp = NULL;
-    struct sink s = {0};
-    bool created = false;
     size_t data_off, total, align;
-    /* The file is renamed into place, which would replace a device or a FIFO (as root,
-     * `-o /dev/null` would become a regular file): only regular files are written. */
-    struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
-        return jr_err_set(err, JEPA_ERR_IO, "refusing to replace '%s': not a regular file", path);
     jepa_status st = plan(w, &offs, &data_off, &total, &align, err);
     if (st) return st;
-
-    size_t plen = strlen(path);
-    tmp = malloc(plen + 5);
-    if (!tmp) {
-        st = jr_err_set(err, JEPA_ERR_NOMEM, "gguf writer: out of memory");
-        goto fail;
+    /* beside the target, renamed into place (runtime/outfile.h); a device or a FIFO is
+     * refused: renaming over it would replace it (as root, `-o /dev/null` would become a
+     * regular file) */
+    struct jr_outfile o;
+    if ((st = jr_outfile_open(&o, path, false, err))) {
+        free(offs);
+        return st;
     }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
-
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        st = jr_err_set(err, JEPA_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
-        goto fail;
-    }
-    created = true;
-    s.f = fdopen(fd, "wb");
-    if (!s.f) {
-        st = jr_err_set(err, JEPA_ERR_IO, "cannot open '%s': %s", tmp, strerror(errno));
-        close(fd);
-        goto fail;
-    }
+    struct sink s = {.f = o.f};
     serialise(w, &s, align, offs, data_off);
-    if (s.failed || fflush(s.f) != 0) {
-        st = jr_err_set(err, JEPA_ERR_IO, "cannot write '%s': %s", tmp, strerror(errno));
-        goto fail;
-    }
-    if (fsync(fileno(s.f)) != 0) {
-        st = jr_err_set(err, JEPA_ERR_IO, "cannot sync '%s': %s", tmp, strerror(errno));
-        goto fail;
-    }
-    FILE *f = s.f;
-    s.f = NULL;
-    if (fclose(f) != 0) {
-        st = jr_err_set(err, JEPA_ERR_IO, "cannot close '%s': %s", tmp, strerror(errno));
-        goto fail;
-    }
-    if (rename(tmp, path) != 0) {
-        st = jr_err_set(err, JEPA_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-        goto fail;
-    }
-    sync_dir(path);
-    free(tmp);
     free(offs);
-    return JEPA_OK;
-fail:
-    if (s.f) fclose(s.f);
-    if (created) unlink(tmp);
-    free(tmp);
-    free(offs);
-    return st;
+    if (s.failed) {
+        st = jr_err_set(err, JEPA_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+        jr_outfile_abort(&o);
+        return st;
+    }
+    return jr_outfile_commit(&o, err);
 }

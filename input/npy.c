@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/outfile.h"
+
 static size_t dtype_size(enum npy_dtype t) {
     switch (t) {
     case NPY_F32: case NPY_I32: return 4;
@@ -159,8 +161,8 @@ void npy_free(struct npy *a) {
     a->data = NULL;
 }
 
-jepa_status npy_save_f32(const char *path, const float *data, int ndim, const int64_t *shape,
-                         struct jerr *err) {
+jepa_status npy_write_f32(struct jr_outfile *o, const char *path, const float *data, int ndim,
+                          const int64_t *shape, struct jerr *err) {
     char hdr[256], shp[160] = "";
     int64_t count = 1;
     int n = 0;
@@ -173,21 +175,11 @@ jepa_status npy_save_f32(const char *path, const float *data, int ndim, const in
     int hl = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", shp);
     int total = 10 + hl + 1;
     int pad = (64 - total % 64) % 64;
-    /* A regular file is written beside and renamed into place; a device or pipe
-     * (/dev/stdout, a FIFO) is written directly — renaming over it would replace it. */
-    struct stat sb;
-    const int direct = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 5);
-    if (!tmp) return jr_err_set(err, JEPA_ERR_NOMEM, "out of memory");
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, direct ? "" : ".tmp", direct ? 1 : 5);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        jepa_status st = jr_err_set(err, JEPA_ERR_IO, "cannot write: %s", strerror(errno));
-        free(tmp);
-        return st;
-    }
+    /* beside and renamed into place (runtime/outfile.h); a device or pipe (/dev/stdout, a
+     * FIFO) is written directly */
+    jepa_status st = jr_outfile_open(o, path, true, err);
+    if (st) return st;
+    FILE *f = o->f;
     unsigned hlen = (unsigned)(hl + pad + 1);
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
                              (unsigned char)(hlen >> 8)};
@@ -195,13 +187,16 @@ jepa_status npy_save_f32(const char *path, const float *data, int ndim, const in
     for (int i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
     ok = ok && fputc('\n', f) != EOF;
     ok = ok && fwrite(data, sizeof(float), (size_t)count, f) == (size_t)count;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || (!direct && rename(tmp, path) != 0)) {
-        jepa_status st = jr_err_set(err, JEPA_ERR_IO, "write failed: %s", strerror(errno));
-        if (!direct) unlink(tmp);
-        free(tmp);
-        return st;
+    if (!ok) {
+        st = jr_err_set(err, JEPA_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+        jr_outfile_abort(o);
     }
-    free(tmp);
-    return JEPA_OK;
+    return st;
+}
+
+jepa_status npy_save_f32(const char *path, const float *data, int ndim, const int64_t *shape,
+                         struct jerr *err) {
+    struct jr_outfile o;
+    jepa_status st = npy_write_f32(&o, path, data, ndim, shape, err);
+    return st ? st : jr_outfile_commit(&o, err);
 }

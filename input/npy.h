@@ -3,8 +3,9 @@
  *
  * Reading checks the magic, the header dict ('descr', 'fortran_order', 'shape'), the
  * element type against what the caller accepts and the data size against the file
- * size; every failure is a one-line message. Writing goes through PATH.tmp and a
- * rename, so an interrupted run never leaves a complete-looking file.
+ * size; every failure is a one-line message. Writing goes through a temporary beside
+ * PATH and a rename (runtime/outfile.h), so an interrupted run never leaves a
+ * complete-looking file.
  */
 #ifndef JEPA_INPUT_NPY_H
 #define JEPA_INPUT_NPY_H
@@ -13,6 +14,7 @@
 #include <stdint.h>
 
 #include "runtime/error.h"
+#include "runtime/outfile.h"
 
 enum npy_dtype { NPY_F32, NPY_F64, NPY_I32, NPY_I64, NPY_U8 };
 
@@ -33,5 +35,9 @@ void npy_free(struct npy *a);
 
 jepa_status npy_save_f32(const char *path, const float *data, int ndim, const int64_t *shape,
                          struct jerr *err);
+/* The same in two steps, for a command with several outputs (all or none): write into
+ * the temporary of o (runtime/outfile.h), then jr_outfile_commit or jr_outfile_abort. */
+jepa_status npy_write_f32(struct jr_outfile *o, const char *path, const float *data, int ndim,
+                          const int64_t *shape, struct jerr *err);
 
 #endif

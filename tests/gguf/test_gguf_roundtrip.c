@@ -8,8 +8,9 @@
  *    and one tensor of every schema-v1 type, 1-D to 4-D, written to memory and to a file
  *    and read back from both: values, order, shapes, bytes, aligned data pointers;
  *  - replacing a key keeps its place; general.alignment 64; version 2 is read;
- *  - jg_writer_write leaves no .tmp, fails cleanly on an unwritable path and when the
- *    rename fails (the .tmp is removed), and refuses bad tensors / alignment;
+ *  - jg_writer_write leaves no temporary, is not redirected by a symlink planted at
+ *    PATH.tmp, fails cleanly on an unwritable path and when the write is cut short (the
+ *    temporary is removed), and refuses bad tensors / alignment;
  *  - jg_writer_copy_kv reproduces the metadata byte for byte;
  *  - jg_kv_format and gguf_arr_* on known values.
  * Run: meson test -C build --suite gguf (also under -Db_sanitize=address,undefined).
@@ -23,6 +24,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "gguf/gguf.h"
@@ -326,6 +328,21 @@ static int file_exists(const char *p) {
     return stat(p, &sb) == 0;
 }
 
+/* Is a temporary of path's writer left in its directory (".<name>.XXXXXX",
+ * runtime/outfile.h)? */
+static int temp_left(const char *path) {
+    char dir[512], pfx[256];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    snprintf(pfx, sizeof pfx, ".%s.", slash ? slash + 1 : path);
+    DIR *d = opendir(dir);
+    int found = 0;
+    for (struct dirent *de; d && (de = readdir(d));)
+        if (!strncmp(de->d_name, pfx, strlen(pfx))) found = 1;
+    if (d) closedir(d);
+    return found;
+}
+
 static void test_sample(uint32_t alignment) {
     size_t align = alignment ? alignment : 32;
     char where[64];
@@ -350,8 +367,19 @@ static void test_sample(uint32_t alignment) {
     char path[512], tmp[520];
     snprintf(path, sizeof path, "%s/sample%zu.gguf", tmpdir, align);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    /* a symlink planted at the name a writer might use must not redirect the write */
+    char victim[560];
+    snprintf(victim, sizeof victim, "%s/victim%zu", tmpdir, align);
+    FILE *vf = fopen(victim, "w");
+    if (vf) fputs("keep", vf), fclose(vf);
+    CHECK(symlink(victim, tmp) == 0, "symlink %s", tmp);
     CHECK(jg_writer_write(w, path, &err) == JEPA_OK, "write: %s", err.msg);
-    CHECK(!file_exists(tmp), "%s is left after a successful write", tmp);
+    CHECK(!temp_left(path), "a temporary of %s is left after a successful write", path);
+    vf = fopen(victim, "r");
+    char vb[8] = "";
+    if (vf) { if (!fgets(vb, sizeof vb, vf)) vb[0] = 0; fclose(vf); }
+    CHECK(!strcmp(vb, "keep"), "the write went through the planted symlink %s", tmp);
+    unlink(tmp), unlink(victim);
     FILE *f = fopen(path, "rb");
     uint8_t *back = malloc(size + 1);
     size_t got = f && back ? fread(back, 1, size + 1, f) : 0;
@@ -437,7 +465,7 @@ static void test_write_failures(void) {
     jr_err_clear(&err);
     CHECK(jg_writer_write(w, path, &err) == JEPA_ERR_IO, "writing over a directory must fail");
     CHECK(strstr(err.msg, "not a regular file") != NULL, "message: %s", err.msg);
-    CHECK(!file_exists(tmp), "%s must be removed after a failed write", tmp);
+    CHECK(!temp_left(path), "the temporary of %s must be removed after a failed write", path);
     CHECK(file_exists(inner), "the directory must be left alone");
     unlink(inner);
     rmdir(path);
@@ -455,14 +483,14 @@ static void test_write_failures(void) {
         struct jerr cerr = {0};
         int ok = big && setrlimit(RLIMIT_FSIZE, &rl) == 0 &&
                  jg_writer_write(big, path, &cerr) == JEPA_ERR_IO &&
-                 strstr(cerr.msg, "cannot write") && !file_exists(tmp) && !file_exists(path);
+                 strstr(cerr.msg, "cannot write") && !temp_left(path) && !file_exists(path);
         if (!ok) fprintf(stderr, "EFBIG child: %s\n", cerr.msg);
         _exit(ok ? 0 : 1);
     }
     int wst = 0;
     CHECK(pid > 0 && waitpid(pid, &wst, 0) == pid && WIFEXITED(wst) && WEXITSTATUS(wst) == 0,
           "a write cut short by RLIMIT_FSIZE must fail with IO and leave nothing");
-    CHECK(!file_exists(tmp) && !file_exists(path), "nothing may be left after a failed write");
+    CHECK(!temp_left(path) && !file_exists(path), "nothing may be left after a failed write");
     jg_writer_free(big);
 
     /* a bad general.alignment refuses the write */

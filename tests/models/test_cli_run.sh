@@ -97,6 +97,34 @@ expect 2 "synth --seed -1" jepa synth --arch vjepa2-tiny --seed -1 -o "$WORK/s.g
 [ -e "$WORK/s.gguf" ] && bad "a refused synth left a file" || ok "a refused synth wrote nothing"
 expect 2 "bench -t 2x" jepa bench kernels -t 2x
 
+# outputs: never an input, never redirected, all or none, no temporary left behind (on
+# copies: a binary that fails these must not destroy the repository's fixtures)
+cp "$X" "$WORK/in.npy" && cp "$WORK/in.npy" "$WORK/in.orig"
+cp "$V2/model.gguf" "$WORK/model.gguf" && M="$WORK/model.gguf"
+expect 2 "-o is the input tensor" jepa embed -m "$M" --input-tensor "$WORK/in.npy" -o "$WORK/in.npy"
+expect 2 "-o is the input by another path" jepa embed -m "$M" --input-tensor "$WORK/in.npy" -o "$WORK/./in.npy"
+ln -f "$WORK/in.npy" "$WORK/in_link.npy"
+expect 2 "-o is a hard link to the input" jepa embed -m "$M" --input-tensor "$WORK/in.npy" -o "$WORK/in_link.npy"
+cmp -s "$WORK/in.npy" "$WORK/in.orig" && ok "the input is untouched" || bad "the input is untouched"
+expect 2 "-o is the model" jepa embed -m "$M" --input-tensor "$X" -o "$M"
+expect 2 "--logits-out is the model" jepa classify -m "$M" --input-tensor "$X" --logits-out "$M"
+cmp -s "$M" "$V2/model.gguf" && ok "the model is untouched" || bad "the model is untouched"
+cp "$V21/model.gguf" "$WORK/model21.gguf"
+expect 2 "two outputs, one file" jepa predict -m "$WORK/model21.gguf" --input-tensor "$V21/input_video.npy" \
+    --ctx "$V21/h_ctx_ids.npy" --tgt "$V21/h_tgt_ids.npy" -o "$WORK/pc.npy" --ctx-out "$WORK/pc.npy"
+expect 2 "quantize onto its input by another path" jepa quantize "$M" "$(dirname "$M")/./$(basename "$M")" --type f16
+echo keep >"$WORK/victim"
+ln -sf "$WORK/victim" "$WORK/out.npy.tmp"
+expect 0 "a symlink planted at OUT.tmp" jepa embed -q -m "$M" --input-tensor "$X" -o "$WORK/out.npy"
+[ "$(cat "$WORK/victim")" = keep ] && [ -f "$WORK/out.npy" ] && [ ! -L "$WORK/out.npy" ] &&
+    ok "the write did not follow the planted symlink" || bad "the write did not follow the planted symlink"
+rm -f "$WORK/big.npy"
+expect 1 "an output cut short by the file size limit" sh -c 'ulimit -f 4 && exec "$@"' sh \
+    ${MESON_EXE_WRAPPER:-} "$JEPA_BIN" embed -q -m "$M" --input-tensor "$X" -o "$WORK/big.npy"
+[ ! -e "$WORK/big.npy" ] && ok "nothing at the output path after EFBIG" || bad "nothing at the output path after EFBIG"
+left=$(ls -A "$WORK" | grep -c '^\..*\.[A-Za-z0-9]\{6\}$')
+[ "$left" -eq 0 ] && ok "no temporary left in the output directory" || { bad "temporaries left: $left"; ls -A "$WORK"; }
+
 # batches (--batch, 5-D input tensors): stacked outputs, the same values as single runs
 expect 0 "embed --test-pattern --batch 3" jepa embed -q -m "$V2/model.gguf" --test-pattern 4x64x64 --batch 3 \
     --pool mean -o "$WORK/b3.npy"
