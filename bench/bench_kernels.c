@@ -33,7 +33,25 @@
 #include "runtime/dtype.h"
 
 #ifdef JEPA_HAVE_OPENBLAS
+/* OpenBLAS is the baseline of `jepa bench kernels` and nothing else, so it is opened here
+ * at run time, never linked: a linked OpenBLAS maps itself into every command and starts
+ * its thread pool from a constructor (and that pool hangs the process at exit when an
+ * address-space limit made its allocation fail). cblas.h gives the types only. */
 #include <cblas.h>
+#include <dlfcn.h>
+static __typeof__(cblas_sgemm) *blas_sgemm;
+static __typeof__(openblas_set_num_threads) *blas_set_threads;
+static __typeof__(openblas_get_corename) *blas_corename;
+
+static int blas_open(void) {
+    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = dlopen("libopenblas.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return 0;
+    blas_sgemm = (__typeof__(cblas_sgemm) *)dlsym(h, "cblas_sgemm");
+    blas_set_threads = (__typeof__(openblas_set_num_threads) *)dlsym(h, "openblas_set_num_threads");
+    blas_corename = (__typeof__(openblas_get_corename) *)dlsym(h, "openblas_get_corename");
+    return blas_sgemm && blas_set_threads && blas_corename;
+}
 #endif
 
 #define BUDGET_S 0.4
@@ -121,8 +139,8 @@ struct blas_ctx {
 };
 static void run_blas(void *p) {
     struct blas_ctx *c = (struct blas_ctx *)p;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c->M, c->N, c->K, 1.0f, c->x, c->K,
-                c->w, c->K, 0.0f, c->y, c->N);
+    blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c->M, c->N, c->K, 1.0f, c->x, c->K,
+               c->w, c->K, 0.0f, c->y, c->N);
 }
 #endif
 
@@ -215,11 +233,13 @@ static int bench_matmul(const struct bench_opts *o, const struct jk_kernels *k, 
             const char *baseline = NULL;
             double base_gf = 0.0;
 #ifdef JEPA_HAVE_OPENBLAS
-            pause_ms(50);
-            struct blas_ctx bc = {M, N, K, x, w, y};
-            base_gf = flops / time_median(run_blas, &bc, budget) * 1e-9;
-            baseline = "openblas";
-            pause_ms(300); /* OpenBLAS threads spin ~0.1-0.2 s after a call */
+            if (blas_sgemm) {
+                pause_ms(50);
+                struct blas_ctx bc = {M, N, K, x, w, y};
+                base_gf = flops / time_median(run_blas, &bc, budget) * 1e-9;
+                baseline = "openblas";
+                pause_ms(300); /* OpenBLAS threads spin ~0.1-0.2 s after a call */
+            }
 #endif
             for (int t = 0; t < JK_NDTYPES; t++) {
                 char note[64];
@@ -307,10 +327,14 @@ int bench_kernels(const struct bench_opts *o) {
     fprintf(info, "FMA peak (%s register loop, %d thread%s): %.1f GFLOP/s\n", peak_isa,
             o->threads, o->threads == 1 ? "" : "s", peak);
 #ifdef JEPA_HAVE_OPENBLAS
-    openblas_set_num_threads(o->threads);
-    const char *ct = getenv("OPENBLAS_CORETYPE");
-    fprintf(info, "baseline: OpenBLAS sgemm, core %s (OPENBLAS_CORETYPE=%s), %d thread%s\n",
-            openblas_get_corename(), ct ? ct : "unset", o->threads, o->threads == 1 ? "" : "s");
+    if (blas_open()) {
+        blas_set_threads(o->threads);
+        const char *ct = getenv("OPENBLAS_CORETYPE");
+        fprintf(info, "baseline: OpenBLAS sgemm, core %s (OPENBLAS_CORETYPE=%s), %d thread%s\n",
+                blas_corename(), ct ? ct : "unset", o->threads, o->threads == 1 ? "" : "s");
+    } else {
+        fprintf(info, "baseline: none (libopenblas.so.0 not found: %s)\n", dlerror());
+    }
 #else
     fprintf(info, "baseline: none (built without OpenBLAS)\n");
 #endif

@@ -260,6 +260,8 @@ static int make_pattern(const char *spec, struct npy *a, int in_chans, int nb, i
         return cli_usage_error("embed", "--test-pattern takes FRAMESxHEIGHTxWIDTH (1..4096 x 1..8192 x 1..8192), "
                                "e.g. 16x256x256, not '%s'", spec);
     memset(a, 0, sizeof *a);
+    if ((int64_t)nb * in_chans * *T * *H * *W > ((int64_t)1 << 28))   /* 1 GiB of floats */
+        return cli_usage_error("embed", "--test-pattern %s x %d clips is more than 1 GiB of input", spec, nb);
     a->ndim = nb > 1 ? 5 : 4;
     int64_t *sh = a->shape + (nb > 1);
     if (nb > 1) a->shape[0] = nb;

@@ -64,6 +64,14 @@ static jepa_status reader_new(struct clip_reader **out, enum src_kind kind, cons
     return JEPA_OK;
 }
 
+/* A clip of T frames of the reader's crop within CLIPS_MAX_CLIP_BYTES. */
+static jepa_status check_clip_size(const struct clip_reader *r, int64_t T, struct jerr *e) {
+    const int64_t bytes = (int64_t)3 * 4 * r->H * r->W * T;
+    if (T > 0 && bytes <= CLIPS_MAX_CLIP_BYTES) return JEPA_OK;
+    return jr_err_set(e, JEPA_ERR_ARG, "%s: a clip of %lld frames of %dx%d is %lld MiB, more than %lld MiB", r->name,
+                      (long long)T, r->W, r->H, (long long)(bytes >> 20), (long long)(CLIPS_MAX_CLIP_BYTES >> 20));
+}
+
 static jepa_status fail_open(struct clip_reader **r, jepa_status st) {
     clips_close(*r);
     *r = NULL;
@@ -114,6 +122,7 @@ jepa_status clips_open_images(struct clip_reader **r, const char *const *paths, 
     if (st) return fail_open(r, st);
     (*r)->paths = paths;
     (*r)->T = n;
+    if ((st = check_clip_size(*r, n, e))) return fail_open(r, st);
     return JEPA_OK;
 }
 
@@ -140,6 +149,7 @@ jepa_status clips_open_frames(struct clip_reader **r, const char *path, const st
         a->shape[2] < 1 || a->shape[0] > 100000 || a->shape[1] > 65536 || a->shape[2] > 65536)
         return fail_open(r, jr_err_set(e, JEPA_ERR_ARG, "%s: expected uint8 RGB frames [T, H, W, 3]", path));
     (*r)->T = (int)a->shape[0];
+    if ((st = check_clip_size(*r, (*r)->T, e))) return fail_open(r, st);
     return JEPA_OK;
 }
 
@@ -165,11 +175,12 @@ jepa_status clips_open_video(struct clip_reader **out, const char *path, const s
     if (fpc < 1 || fstp < 1 || (!s->dense && (s->num_clips < 1 || s->num_clips > CLIPS_MAX_CLIPS)))
         return fail_open(out, jr_err_set(e, JEPA_ERR_ARG, "%s: bad clip sampling (%d frames, step %d, %d clips)",
                                          path, fpc, fstp, s->num_clips));
-    if ((st = video_probe(path, &r->video_len, &r->vh, &r->vw, e))) return fail_open(out, st);
-    if (r->video_len > INT32_MAX)
-        return fail_open(out, jr_err_set(e, JEPA_ERR_ARG, "%s: %lld frames is too long", path,
-                                         (long long)r->video_len));
     r->T = fpc;
+    if ((st = check_clip_size(r, fpc, e))) return fail_open(out, st);
+    if ((st = video_probe(path, &r->video_len, &r->vh, &r->vw, e))) return fail_open(out, st);
+    if (r->video_len > CLIPS_MAX_VIDEO_FRAMES)
+        return fail_open(out, jr_err_set(e, JEPA_ERR_ARG, "%s: %lld frames, more than %lld", path,
+                                         (long long)r->video_len, (long long)CLIPS_MAX_VIDEO_FRAMES));
     if (s->dense) {
         int64_t n = video_dense_indices(r->video_len, fpc, fstp, s->stride, NULL);
         if (n < 1 || n > CLIPS_MAX_CLIPS)
@@ -179,6 +190,9 @@ jepa_status clips_open_video(struct clip_reader **out, const char *path, const s
     } else {
         r->n_clips = s->num_clips;
     }
+    if ((int64_t)r->n_clips * fpc > CLIPS_MAX_PLAN)
+        return fail_open(out, jr_err_set(e, JEPA_ERR_ARG, "%s: %d clips of %d frames is a plan of more than %lld frames",
+                                         path, r->n_clips, fpc, (long long)CLIPS_MAX_PLAN));
     r->idx = malloc(sizeof(int64_t) * (size_t)r->n_clips * (size_t)fpc);
     r->last_use = malloc(sizeof(int32_t) * (size_t)(r->video_len > 0 ? r->video_len : 1));
     if (!r->idx || !r->last_use)

@@ -31,6 +31,12 @@
 #define CLIPS_MAX_IMAGES 4096
 #define CLIPS_DEFAULT_FRAME_STEP 4   /* Meta's frame_step in every V-JEPA 2 / 2.1 eval config */
 #define CLIPS_MAX_CLIPS 1000000
+/* Bounds checked before anything is allocated or decoded: one preprocessed clip (3 x T x
+ * crop^2 floats) at most 1 GiB, a video's clip plan at most 2^22 frame indices (32 MiB),
+ * a video at most 2^24 frames (its per-frame bookkeeping 64 MiB). */
+#define CLIPS_MAX_CLIP_BYTES ((int64_t)1 << 30)
+#define CLIPS_MAX_PLAN ((int64_t)1 << 22)
+#define CLIPS_MAX_VIDEO_FRAMES ((int64_t)1 << 24)
 
 /* How a video is cut into clips. */
 struct clip_sampling {

@@ -100,5 +100,40 @@ expect 1 "not an image" jepa embed -m "$V2" -i "$D/manifest.txt"
 expect 1 "float frames array" jepa embed -m "$V2" --frames-npy "$D/e2e_png_input.npy"
 expect 1 "odd clip for a tubelet-2 model" jepa embed -m "$V2" -i "$D/e2e.png" -i "$D/e2e.png" -i "$D/e2e.png"
 
+# hostile images (made here, a few bytes each): refused before any pixel is decoded, in
+# bounded memory (a 300 MB address-space limit: a decode of the declared size would need
+# gigabytes), with one line naming the problem
+png_sig='\211PNG\r\n\032\n'
+printf "${png_sig}"'\000\000\000\015IHDR\000\000\352\140\000\000\352\140\010\002\000\000\000\000\000\000\000' >"$WORK/bomb.png"
+printf 'BM\066\000\000\000\000\000\000\000\066\000\000\000\050\000\000\000\000\020\000\000\000\020\000\000' >"$WORK/a.bmp"
+printf 'GIF89a\000\020\000\020\000\000\000' >"$WORK/a.gif"
+# a JPEG whose header declares 16x16 and whose scan stops before the end-of-image marker
+printf '\377\330\377\300\000\021\010\000\020\000\020\003\001\042\000\002\021\001\003\021\001\377\332\000\014\003\001\000\002\021\003\021\000\077\000\012\012' >"$WORK/cut.jpg"
+# a JPEG header declaring 65000 x 65000
+printf '\377\330\377\300\000\021\010\375\350\375\350\003\001\042\000\002\021\001\003\021\001\377\331' >"$WORK/huge.jpg"
+head -c 100 "$D/e2e.png" >"$WORK/cut.png"
+lim() { sh -c 'ulimit -v 300000 && exec "$@"' sh "$@"; }
+expect 1 "PNG bomb (60000 x 60000 declared in 33 bytes)" lim ${MESON_EXE_WRAPPER:-} "$JEPA" embed -m "$V2" -i "$WORK/bomb.png"
+grep -q "larger than" "$WORK/err.txt" && ok "the bomb is refused by its declared size" || bad "the bomb is refused by its declared size"
+expect 1 "BMP refused" jepa embed -m "$V2" -i "$WORK/a.bmp"
+grep -q "BMP images are not supported" "$WORK/err.txt" && ok "BMP named" || bad "BMP named"
+expect 1 "GIF refused" jepa embed -m "$V2" -i "$WORK/a.gif"
+expect 1 "truncated JPEG" jepa embed -m "$V2" -i "$WORK/cut.jpg"
+grep -q "truncated JPEG" "$WORK/err.txt" && ok "truncation named" || bad "truncation named"
+expect 1 "JPEG header of 65000 x 65000" lim ${MESON_EXE_WRAPPER:-} "$JEPA" embed -m "$V2" -i "$WORK/huge.jpg"
+expect 1 "truncated PNG" jepa embed -m "$V2" -i "$WORK/cut.png"
+
+# sizes from a file or an option bounded before anything is allocated: 100000 frames of
+# 1x1 pixels (300 KB) would be 5 GB of preprocessed clip
+if command -v python3 >/dev/null; then
+    python3 -c "import sys; h=\"{'descr': '|u1', 'fortran_order': False, 'shape': (100000, 1, 1, 3), }\"; h += ' ' * (117 - len(h)) + '\\n'; sys.stdout.buffer.write(b'\\x93NUMPY\\x01\\x00' + len(h).to_bytes(2, 'little') + h.encode() + bytes(300000))" >"$WORK/many.npy"
+    expect 1 "100000 1x1 frames" lim ${MESON_EXE_WRAPPER:-} "$JEPA" embed -m "$V2" --frames-npy "$WORK/many.npy"
+    grep -q "more than 1024 MiB" "$WORK/err.txt" && ok "the clip size is refused first" || bad "the clip size is refused first"
+fi
+if [ -s "$D/video_601.mp4" ] && jepa embed -m "$V2" "$D/video_601.mp4" -q -o "$WORK/v.npy" 2>/dev/null; then
+    expect 1 "a plan of 10^5 clips" lim ${MESON_EXE_WRAPPER:-} "$JEPA" embed -m "$V2" "$D/video_601.mp4" --num-clips 100000 --frames-per-clip 64
+    grep -q "plan of more than" "$WORK/err.txt" && ok "the plan size is refused first" || bad "the plan size is refused first"
+fi
+
 echo "$fails failed"
 [ "$fails" -eq 0 ]
