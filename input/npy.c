@@ -32,51 +32,50 @@ static const char *dict_value(const char *hdr, const char *key) {
     return p;
 }
 
-jepa_status npy_load(struct npy *a, const char *path, struct jerr *err) {
+/* The header of b[0 .. n): magic, version, the dict. On success a holds dtype, ndim,
+ * shape and count (no data yet), *data_off is where the data starts and *bytes its
+ * size. n may stop anywhere after the header (the data is not read here). */
+static jepa_status parse_header(const unsigned char *b, size_t n, struct npy *a, size_t *data_off, size_t *bytes,
+                                struct jerr *err) {
+    const jepa_status st = JEPA_ERR_FORMAT;
     memset(a, 0, sizeof *a);
-    FILE *f = fopen(path, "rb");
-    char *hdr = NULL;
-    if (!f) return jr_err_set(err, JEPA_ERR_IO, "cannot open: %s", strerror(errno));
-    unsigned char pre[12];
-    jepa_status st = JEPA_ERR_FORMAT;
-    if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6)) {
-        jr_err_set(err, st, "not a .npy file (bad magic)");
-        goto fail;
-    }
-    size_t hlen;
-    if (pre[6] == 1) {
-        hlen = (size_t)pre[8] | (size_t)pre[9] << 8;
-    } else if (pre[6] == 2 || pre[6] == 3) {
-        if (fread(pre + 10, 1, 2, f) != 2) { jr_err_set(err, st, "truncated .npy header"); goto fail; }
-        hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
-        if (hlen > (1u << 20)) { jr_err_set(err, st, ".npy header of %zu bytes is too long", hlen); goto fail; }
+    if (n < 10 || memcmp(b, "\x93NUMPY", 6)) return jr_err_set(err, st, "not a .npy file (bad magic)");
+    size_t hlen, pre;
+    if (b[6] == 1) {
+        hlen = (size_t)b[8] | (size_t)b[9] << 8, pre = 10;
+    } else if (b[6] == 2 || b[6] == 3) {
+        if (n < 12) return jr_err_set(err, st, "truncated .npy header");
+        hlen = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24, pre = 12;
+        if (hlen > (1u << 20)) return jr_err_set(err, st, ".npy header of %zu bytes is too long", hlen);
     } else {
-        jr_err_set(err, st, "unsupported .npy version %d", pre[6]);
-        goto fail;
+        return jr_err_set(err, st, "unsupported .npy version %d", b[6]);
     }
-    hdr = malloc(hlen + 1);
-    if (!hdr) { st = jr_err_set(err, JEPA_ERR_NOMEM, "out of memory"); goto fail; }
-    if (fread(hdr, 1, hlen, f) != hlen) { jr_err_set(err, st, "truncated .npy header"); goto fail; }
+    if (n - pre < hlen) return jr_err_set(err, st, "truncated .npy header");
+    char *hdr = malloc(hlen + 1);
+    if (!hdr) return jr_err_set(err, JEPA_ERR_NOMEM, "out of memory");
+    memcpy(hdr, b + pre, hlen);
     hdr[hlen] = '\0';
-
+    jepa_status rc = JEPA_OK;
     const char *d = dict_value(hdr, "descr");
-    if (!d) { jr_err_set(err, st, ".npy header has no 'descr'"); goto fail; }
     static const struct { const char *s; enum npy_dtype t; } types[] = {
         {"'<f4'", NPY_F32}, {"'<f8'", NPY_F64}, {"'<i4'", NPY_I32}, {"'<i8'", NPY_I64},
         {"'|u1'", NPY_U8}, {"'<u1'", NPY_U8},
     };
     int found = 0;
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+    for (size_t i = 0; d && i < sizeof types / sizeof types[0]; i++)
         if (!strncmp(d, types[i].s, strlen(types[i].s))) { a->dtype = types[i].t; found = 1; }
-    if (!found) {
-        st = JEPA_ERR_UNSUPPORTED;
-        jr_err_set(err, st, "unsupported .npy dtype %.8s (float32/float64/int32/int64/uint8 little-endian only)", d);
-        goto fail;
-    }
     const char *fo = dict_value(hdr, "fortran_order");
-    if (!fo || strncmp(fo, "False", 5)) { jr_err_set(err, st, ".npy array is not in C order"); goto fail; }
     const char *sh = dict_value(hdr, "shape");
-    if (!sh || *sh != '(') { jr_err_set(err, st, ".npy header has no 'shape'"); goto fail; }
+    if (!d) rc = jr_err_set(err, st, ".npy header has no 'descr'");
+    else if (!found)
+        rc = jr_err_set(err, JEPA_ERR_UNSUPPORTED,
+                        "unsupported .npy dtype %.8s (float32/float64/int32/int64/uint8 little-endian only)", d);
+    else if (!fo || strncmp(fo, "False", 5)) rc = jr_err_set(err, st, ".npy array is not in C order");
+    else if (!sh || *sh != '(') rc = jr_err_set(err, st, ".npy header has no 'shape'");
+    if (rc) {
+        free(hdr);
+        return rc;
+    }
     sh++;
     a->count = 1;
     while (*sh && *sh != ')') {
@@ -86,30 +85,71 @@ jepa_status npy_load(struct npy *a, const char *path, struct jerr *err) {
         errno = 0;
         long long v = strtoll(sh, &end, 10);
         if (end == sh || errno || v < 0 || v > (1LL << 40) || a->ndim == 8) {
-            jr_err_set(err, st, "bad .npy shape");
-            goto fail;
+            rc = jr_err_set(err, st, "bad .npy shape");
+            break;
         }
         a->shape[a->ndim++] = v;
         if (__builtin_mul_overflow(a->count, (int64_t)v, &a->count) || a->count > (1LL << 40)) {
-            jr_err_set(err, st, ".npy shape is too large");
-            goto fail;
+            rc = jr_err_set(err, st, ".npy shape is too large");
+            break;
         }
         sh = end;
     }
-    size_t bytes = (size_t)a->count * dtype_size(a->dtype);
-    a->data = malloc(bytes ? bytes : 1);
-    if (!a->data) { st = jr_err_set(err, JEPA_ERR_NOMEM, "out of memory for %zu bytes", bytes); goto fail; }
-    if (fread(a->data, 1, bytes, f) != bytes) {
-        jr_err_set(err, st, "truncated .npy data (expected %zu bytes)", bytes);
-        goto fail;
-    }
     free(hdr);
-    fclose(f);
+    if (rc) return rc;
+    *data_off = pre + hlen;
+    *bytes = (size_t)a->count * dtype_size(a->dtype);
     return JEPA_OK;
-fail:
-    free(hdr);
+}
+
+/* The data must be there before anything is allocated for it. */
+static jepa_status check_data(size_t have, size_t bytes, struct jerr *err) {
+    if (have < bytes)
+        return jr_err_set(err, JEPA_ERR_FORMAT, "truncated .npy data (%zu bytes, the shape needs %zu)", have, bytes);
+    return JEPA_OK;
+}
+
+jepa_status npy_parse(struct npy *a, const void *data, size_t size, struct jerr *err) {
+    size_t off = 0, bytes = 0;
+    jepa_status st = parse_header(data, size, a, &off, &bytes, err);
+    if (!st) st = check_data(size - off, bytes, err);
+    if (!st && !(a->data = malloc(bytes ? bytes : 1))) st = jr_err_set(err, JEPA_ERR_NOMEM, "out of memory");
+    if (st) {
+        npy_free(a);
+        return st;
+    }
+    memcpy(a->data, (const unsigned char *)data + off, bytes);
+    return JEPA_OK;
+}
+
+jepa_status npy_load(struct npy *a, const char *path, struct jerr *err) {
+    memset(a, 0, sizeof *a);
+    FILE *f = fopen(path, "rb");
+    if (!f) return jr_err_set(err, JEPA_ERR_IO, "cannot open: %s", strerror(errno));
+    struct stat sb;
+    unsigned char *head = NULL;
+    jepa_status st = JEPA_OK;
+    size_t off = 0, bytes = 0;
+    /* the header (at most 12 + 2^20 bytes), then the data, bounded by the file's size */
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        st = jr_err_set(err, JEPA_ERR_IO, "not a regular file");
+        goto done;
+    }
+    const size_t fsize = (size_t)sb.st_size, hmax = fsize < 12 + (1u << 20) ? fsize : 12 + (1u << 20);
+    head = malloc(hmax ? hmax : 1);
+    if (!head) { st = jr_err_set(err, JEPA_ERR_NOMEM, "out of memory"); goto done; }
+    if (fread(head, 1, hmax, f) != hmax) { st = jr_err_set(err, JEPA_ERR_IO, "cannot read"); goto done; }
+    if ((st = parse_header(head, hmax, a, &off, &bytes, err)) || (st = check_data(fsize - off, bytes, err))) goto done;
+    if (!(a->data = malloc(bytes ? bytes : 1))) {
+        st = jr_err_set(err, JEPA_ERR_NOMEM, "out of memory for %zu bytes", bytes);
+        goto done;
+    }
+    if (fseek(f, (long)off, SEEK_SET) != 0 || fread(a->data, 1, bytes, f) != bytes)
+        st = jr_err_set(err, JEPA_ERR_FORMAT, "truncated .npy data (expected %zu bytes)", bytes);
+done:
+    free(head);
     fclose(f);
-    npy_free(a);
+    if (st) npy_free(a);
     return st;
 }
 

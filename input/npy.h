@@ -26,12 +26,15 @@ struct npy {
     void *data;         /* malloc'ed, count elements */
 };
 
-/* Load path; dtype is whatever the file holds. */
+/* Load path; dtype is whatever the file holds. The shape is checked against the file's
+ * size before the data is allocated. */
 jepa_status npy_load(struct npy *a, const char *path, struct jerr *err);
 /* Load and convert to f32 / int32 (ids); integer conversion fails on values out of range. */
 jepa_status npy_load_f32(struct npy *a, const char *path, struct jerr *err);
 jepa_status npy_load_i32(struct npy *a, const char *path, struct jerr *err);
 void npy_free(struct npy *a);
+/* The same from memory (a copy of the data is made). */
+jepa_status npy_parse(struct npy *a, const void *data, size_t size, struct jerr *err);
 
 jepa_status npy_save_f32(const char *path, const float *data, int ndim, const int64_t *shape,
                          struct jerr *err);

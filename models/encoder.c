@@ -116,8 +116,8 @@ struct enc_run {
 };
 
 /* ---- the request: what the model can run, the input's geometry ---- */
-static jepa_status check_request(struct jepa_ctx *c, int T, int H, int W, const jepa_embed_params *p,
-                                 jepa_embed_out *out, struct enc_run *r) {
+static jepa_status check_request(struct jepa_ctx *c, const float *x, int T, int H, int W,
+                                 const jepa_embed_params *p, jepa_embed_out *out, struct enc_run *r) {
     const struct jepa_model *m = c->m;
     const struct jm_encoder *e = &m->enc;
     if (!family_traits[m->family].forward || e->n_registers > 0)
@@ -164,6 +164,7 @@ static jepa_status check_request(struct jepa_ctx *c, int T, int H, int W, const 
     r->in_floats = (size_t)e->in_chans * T * H * W;
     r->clip_floats = (size_t)e->in_chans * r->in.frames * H * W;
     r->pcontig = r->masked || !r->ncls;
+    if ((st = jm_check_finite(c, x, (size_t)r->B * r->in_floats, "input"))) return st;
     r->want_tokens = out && out->tokens, r->want_pooled = out && out->pooled;
     r->want_hier = out && out->hier, r->want_emb = out && out->emb;
     return JEPA_OK;
@@ -376,7 +377,7 @@ jepa_status jm_encoder_forward(struct jepa_ctx *c, const float *x, int T, int H,
                                const jepa_embed_params *p, jepa_embed_out *out) {
     struct enc_run r;
     jepa_status st;
-    if ((st = check_request(c, T, H, W, p, out, &r)) || (st = plan_buffers(c, &r))) return st;
+    if ((st = check_request(c, x, T, H, W, p, out, &r)) || (st = plan_buffers(c, &r))) return st;
     upload_clip(c, &r, x);
     tokenize(c, &r);
     add_table_positions(c, &r);

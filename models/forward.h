@@ -70,6 +70,11 @@ struct jm_input {
 jepa_status jm_encoder_input(const struct jepa_model *m, int T, int H, int W, jepa_input_kind kind,
                              struct jm_input *in, struct jerr *err);
 
+/* Inputs must be finite: JEPA_ERR_ARG naming the first NaN / Inf of x[0 .. n) (what:
+ * "input", "tokens"), else JEPA_OK. Outputs are not checked: a model with non-finite
+ * weights gives non-finite outputs (the CLI refuses to write those). */
+jepa_status jm_check_finite(struct jepa_ctx *c, const float *x, size_t n, const char *what);
+
 /* Family forwards (models/encoder.c, predictor.c, head.c). They plan their buffers in
  * c's arenas and record failures in c->err. Inputs and outputs are host memory. */
 jepa_status jm_encoder_forward(struct jepa_ctx *c, const float *x, int T, int H, int W,

@@ -28,6 +28,10 @@ jepa_status jm_head_forward(struct jepa_ctx *c, const float *tokens, int n, floa
     if (hd_->kind != JM_HEAD_ATTENTIVE_POOL)
         return jr_err_set(&c->err, JEPA_ERR_UNSUPPORTED, "head kind linear_cls: not implemented yet");
     if (n < 1) return jr_err_set(&c->err, JEPA_ERR_ARG, "classify needs at least one token");
+    if (n > JM_MAX_CLIP_TOKENS)
+        return jr_err_set(&c->err, JEPA_ERR_ARG, "classify: %d tokens, at most %d", n, JM_MAX_CLIP_TOKENS);
+    jepa_status fst = jm_check_finite(c, tokens, (size_t)n * D, "token");
+    if (fst) return fst;
 
     struct jk_device *dev = c->dev;
     const bool host = dev->host_memory;

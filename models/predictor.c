@@ -65,6 +65,8 @@ jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
     }
 
     const int nc = p->n_ctx, ntg = p->n_tgt, n = nc + ntg, D = m->enc.vit.d;
+    jepa_status fst = jm_check_finite(c, tokens, (size_t)nc * D, "context token");
+    if (fst) return fst;
     const bool host = dev->host_memory;
     float *x = NULL, *h = NULL, *wide = NULL, *tmp = NULL, *tok_d = NULL, *pred_d = NULL,
           *ctx_d = NULL;

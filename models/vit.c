@@ -35,6 +35,14 @@ void jm_linear_act(const struct jepa_ctx *c, float *y, size_t ldy, const float *
         for (int m = 0; m < M; m++) fn(y + (size_t)m * ldy, (size_t)L->n_out, c->nthreads);
 }
 
+jepa_status jm_check_finite(struct jepa_ctx *c, const float *x, size_t n, const char *what) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return jr_err_set(&c->err, JEPA_ERR_ARG, "%s element %zu is %s: inputs must be finite", what, i,
+                              isnan(x[i]) ? "NaN" : "infinite");
+    return JEPA_OK;
+}
+
 int jm_vit_wide_cols(const struct jm_vit *vit) {
     int w = 3 * vit->d;
     return vit->ffn > w ? vit->ffn : w;

@@ -14,6 +14,7 @@
  * usage: test_api DATA_DIR
  */
 #include <pthread.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,24 @@ int main(int argc, char **argv) {
     jepa_predict_params pp = {.ctx_ids = ok1, .n_ctx = 1, .tgt_ids = neg, .n_tgt = 1, .mask_index = 1};
     st = jepa_ctx_predict(c, ref, &pp, pred, NULL);
     CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "negative"), "negative target id refused: %s",
+          jepa_ctx_error(c));
+    /* non-finite inputs are refused, naming the element */
+    float *xnan = malloc(sizeof(float) * 3 * 4 * 64 * 64);
+    if (xnan) {
+        memcpy(xnan, x.data, sizeof(float) * 3 * 4 * 64 * 64);
+        xnan[1000] = NAN;
+        jepa_embed_out o2 = {.tokens = again};
+        st = jepa_ctx_embed(c, xnan, 4, 64, 64, NULL, &o2);
+        CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "element 1000 is NaN"), "a NaN input refused: %s",
+              jepa_ctx_error(c));
+        free(xnan);
+    }
+    float tok_inf[128];
+    memcpy(tok_inf, ref, sizeof tok_inf);
+    tok_inf[5] = INFINITY;
+    float lg7[7];
+    st = jepa_ctx_classify(c, tok_inf, 1, lg7);
+    CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "infinite"), "an infinite token refused: %s",
           jepa_ctx_error(c));
     int32_t past[1] = {32 * 1000};
     pp.tgt_ids = past;

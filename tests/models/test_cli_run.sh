@@ -122,6 +122,50 @@ rm -f "$WORK/big.npy"
 expect 1 "an output cut short by the file size limit" sh -c 'ulimit -f 4 && exec "$@"' sh \
     ${MESON_EXE_WRAPPER:-} "$JEPA_BIN" embed -q -m "$M" --input-tensor "$X" -o "$WORK/big.npy"
 [ ! -e "$WORK/big.npy" ] && ok "nothing at the output path after EFBIG" || bad "nothing at the output path after EFBIG"
+# non-finite values: an input tensor with a NaN is refused; a model whose weights hold a
+# NaN gives a non-finite output, which is not written
+if command -v python3 >/dev/null; then
+    python3 - "$X" "$WORK/nan.npy" "$V2/model.gguf" "$WORK/nanw.gguf" <<'PY'
+import struct, sys
+x = bytearray(open(sys.argv[1], "rb").read())
+x[-4:] = struct.pack("<f", float("nan"))            # the last element of the tensor
+open(sys.argv[2], "wb").write(bytes(x))
+g = bytearray(open(sys.argv[3], "rb").read())
+# enc.norm.bias (f32): find its tensor info, then its data at data_start + offset
+def rd(fmt, o): return struct.unpack_from(fmt, g, o)[0]
+n_t, n_kv = rd("<Q", 8), rd("<Q", 16)
+o = 24
+def skip_val(t, o):
+    if t in (0, 1, 7): return o + 1
+    if t in (2, 3): return o + 2
+    if t in (4, 5, 6): return o + 4
+    if t in (10, 11, 12): return o + 8
+    if t == 8: return o + 8 + rd("<Q", o)
+    et, n = rd("<I", o), rd("<Q", o + 4); o += 12
+    for _ in range(n): o = skip_val(et, o)
+    return o
+align = 32
+for _ in range(n_kv):
+    kl = rd("<Q", o); key = g[o + 8:o + 8 + kl].decode(); o += 8 + kl
+    t = rd("<I", o); o += 4
+    if key == "general.alignment": align = rd("<I", o)
+    o = skip_val(t, o)
+target = None
+for _ in range(n_t):
+    nl = rd("<Q", o); name = g[o + 8:o + 8 + nl].decode(); o += 8 + nl
+    nd = rd("<I", o); o += 4 + 8 * nd
+    ty, off = rd("<I", o), rd("<Q", o + 4); o += 12
+    if name == "enc.norm.bias": target = off
+start = (o + align - 1) // align * align
+g[start + target:start + target + 4] = struct.pack("<f", float("nan"))
+open(sys.argv[4], "wb").write(bytes(g))
+PY
+    expect 1 "a NaN in the input tensor" jepa embed -m "$M" --input-tensor "$WORK/nan.npy" -o "$WORK/nan_out.npy"
+    grep -q "is NaN" "$WORK/err.txt" && ok "the NaN is named" || bad "the NaN is named"
+    expect 1 "a NaN weight gives a non-finite output" jepa embed -m "$WORK/nanw.gguf" --input-tensor "$X" -o "$WORK/nan_out.npy"
+    grep -q "non-finite weights" "$WORK/err.txt" && ok "the non-finite output is named" || bad "the non-finite output is named"
+    [ ! -e "$WORK/nan_out.npy" ] && ok "no output written for non-finite values" || bad "no output written for non-finite values"
+fi
 left=$(ls -A "$WORK" | grep -c '^\..*\.[A-Za-z0-9]\{6\}$')
 [ "$left" -eq 0 ] && ok "no temporary left in the output directory" || { bad "temporaries left: $left"; ls -A "$WORK"; }
 

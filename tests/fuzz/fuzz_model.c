@@ -1,0 +1,79 @@
+/*
+ * fuzz_model.c — libFuzzer target for the model loader and a small forward.
+ *
+ * The input is a GGUF file: jepa_model_load_memory. When the loader accepts it and the
+ * model is small (width <= 256, depth <= 12, at most 4096 tokens at its training size),
+ * a context is made on the reference kernels and the model runs: embed on a clip of its
+ * smallest valid shape (one tubelet of the patch grid at half the training size, or the
+ * training size), predict with one context and one target id when it has a masked
+ * predictor, classify when it has a head. Every refusal must carry a one-line reason;
+ * anything else (a crash, an out-of-bounds access, a leak, UB) the sanitizers report.
+ *
+ * Replayed over tests/fuzz/corpus_model and the fixtures of tests/data by fuzz_model_replay
+ * in every build (tests/fuzz/meson.build); a libFuzzer binary with -Dfuzz=true.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jepa.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void need_reason(const char *msg) {
+    if (!msg || !msg[0] || strchr(msg, '\n')) __builtin_trap();   /* a refusal without one line */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char err[JEPA_ERR_LEN] = "";
+    jepa_model *m = NULL;
+    /* the reader maps nothing here: it reads the caller's buffer, which must stay */
+    if (jepa_model_load_memory(&m, data, size, err) != JEPA_OK) {
+        if (m) __builtin_trap();
+        need_reason(err);
+        return 0;
+    }
+    jepa_model_info info;
+    jepa_model_get_info(m, &info);
+    const int P = info.patch_size, tub = info.tubelet_size;
+    int T = tub, H = info.img_size, W = info.img_size;
+    if (H / P > 2) H = W = P * 2;   /* a 2 x 2 grid: the smallest clip that is not trivial */
+    int n = 0;
+    const int small = info.embed_dim <= 256 && info.n_layer <= 12 && info.ffn_dim <= 1024 &&
+                      jepa_model_grid(m, T, H, W, NULL, NULL, NULL, &n) == JEPA_OK && n <= 4096;
+    jepa_ctx *c = NULL;
+    jepa_ctx_params p = jepa_ctx_default_params();
+    p.cpu = "scalar";
+    p.n_threads = 1;
+    if (small && jepa_ctx_new(&c, m, &p, err) == JEPA_OK) {
+        const size_t nx = (size_t)info.in_chans * T * H * W, D = (size_t)info.embed_dim;
+        float *x = calloc(nx, sizeof(float)), *tokens = calloc((size_t)n * D, sizeof(float));
+        float *pooled = calloc(D, sizeof(float));
+        if (x && tokens && pooled) {
+            for (size_t i = 0; i < nx; i++) x[i] = (float)((int)(i % 7) - 3) * 0.25f;
+            jepa_embed_out out = {.tokens = tokens, .pooled = pooled};
+            if (jepa_ctx_embed(c, x, T, H, W, NULL, &out) != JEPA_OK) {
+                need_reason(jepa_ctx_error(c));
+            } else {
+                if (info.has_predictor && n >= 2) {
+                    const int32_t ctx[1] = {0}, tgt[1] = {1};
+                    float *pred = calloc((size_t)info.pred_out_dim + 1, sizeof(float));
+                    jepa_predict_params pp = {.ctx_ids = ctx, .n_ctx = 1, .tgt_ids = tgt, .n_tgt = 1, .mask_index = 1};
+                    if (pred && jepa_ctx_predict(c, tokens, &pp, pred, NULL) != JEPA_OK) need_reason(jepa_ctx_error(c));
+                    free(pred);
+                }
+                if (info.has_head) {
+                    float *logits = calloc((size_t)info.n_classes + 1, sizeof(float));
+                    if (logits && jepa_ctx_classify(c, tokens, n, logits) != JEPA_OK) need_reason(jepa_ctx_error(c));
+                    free(logits);
+                }
+            }
+        }
+        free(x), free(tokens), free(pooled);
+        jepa_ctx_free(c);
+    } else if (small) {
+        need_reason(err);
+    }
+    jepa_model_free(m);
+    return 0;
+}
