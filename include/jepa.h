@@ -183,8 +183,10 @@ typedef struct jepa_predict_params {
     jepa_modality modality;              /* V-JEPA 2.1 */
 } jepa_predict_params;
 
-/* tokens: [n_ctx, D] encoder tokens at ctx_ids. pred: [n_tgt, out_dim].
- * ctx_out: [n_ctx, out_dim] (V-JEPA 2.1 context projection) or NULL. */
+/* tokens: [n_ctx, D] encoder tokens at ctx_ids (finite). pred: [n_tgt, out_dim].
+ * ctx_out: [n_ctx, out_dim] (V-JEPA 2.1 context projection) or NULL. Ids lie in the
+ * predictor's grid, jepa.enc.n_frames / tubelet x grid_size^2 tokens, and each list holds
+ * at most that many (JEPA_ERR_ARG otherwise). */
 JEPA_API jepa_status jepa_ctx_predict(jepa_ctx *c, const float *tokens,
                                       const jepa_predict_params *p, float *pred, float *ctx_out);
 

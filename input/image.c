@@ -17,9 +17,15 @@
 
 #ifdef JEPA_HAVE_STB
 
-/* stb allocates with these, so the pixels it returns are the caller's to free() */
-#define STBI_MALLOC(sz) malloc(sz)
-#define STBI_REALLOC(p, newsz) realloc(p, newsz)
+/* stb allocates with these, so the pixels it returns are the caller's to free(). One
+ * allocation is at most 576 MiB (the raw data of the largest accepted PNG, 2^26 RGBA16
+ * pixels, plus its filter bytes): a zlib stream that inflates past it, or a chunk that
+ * lies about its length, makes stb fail with "out of memory" instead of allocating. */
+#define IMAGE_MAX_ALLOC ((size_t)576 << 20)
+static void *image_malloc(size_t n) { return n > IMAGE_MAX_ALLOC ? NULL : malloc(n); }
+static void *image_realloc(void *p, size_t n) { return n > IMAGE_MAX_ALLOC ? NULL : realloc(p, n); }
+#define STBI_MALLOC(sz) image_malloc(sz)
+#define STBI_REALLOC(p, newsz) image_realloc(p, newsz)
 #define STBI_FREE(p) free(p)
 #define STBI_MAX_DIMENSIONS (1 << 24)   /* the header is read; check_encoded bounds the size */
 #define STBI_ONLY_PNG
@@ -80,6 +86,20 @@ static jepa_status check_encoded(const uint8_t *d, size_t n, const char *what, s
     if (x > MAX_SIDE || y > MAX_SIDE || (uint64_t)x * (uint64_t)y > MAX_PIXELS)
         return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: a %lldx%lld image is larger than %d pixels (%d per side)", what,
                           x, y, (int)MAX_PIXELS, MAX_SIDE);
+    if (is_png) {
+        /* every chunk (length, type, data, CRC) inside the file, up to IEND: a truncated
+         * file is refused, and no chunk can make stb allocate more than the file holds */
+        bool iend = false;
+        for (size_t off = 8; off < n && !iend;) {
+            if (n - off < 12) return jr_err_set(e, JEPA_ERR_FORMAT, "%s: truncated PNG (a chunk header runs past the end)", what);
+            const size_t len = (size_t)d[off] << 24 | (size_t)d[off + 1] << 16 | (size_t)d[off + 2] << 8 | d[off + 3];
+            if (len > n - off - 12)
+                return jr_err_set(e, JEPA_ERR_FORMAT, "%s: truncated PNG (a %zu-byte chunk runs past the end)", what, len);
+            iend = !memcmp(d + off + 4, "IEND", 4);
+            off += 12 + len;
+        }
+        if (!iend) return jr_err_set(e, JEPA_ERR_FORMAT, "%s: truncated PNG (no IEND chunk)", what);
+    }
     if (is_jpeg) {
         size_t sos = 2;
         while (sos + 1 < n && !(d[sos] == 0xff && d[sos + 1] == 0xda)) sos++;
