@@ -112,7 +112,20 @@ printf '\377\330\377\300\000\021\010\000\020\000\020\003\001\042\000\002\021\001
 # a JPEG header declaring 65000 x 65000
 printf '\377\330\377\300\000\021\010\375\350\375\350\003\001\042\000\002\021\001\003\021\001\377\331' >"$WORK/huge.jpg"
 head -c 100 "$D/e2e.png" >"$WORK/cut.png"
-lim() { sh -c 'ulimit -v 300000 && exec "$@"' sh "$@"; }
+# lim CMD...: run CMD under a 300 MB address-space limit, where the build allows one (an
+# ASan build reserves terabytes of shadow address space and cannot start under it: there
+# the sizes are still refused first, only without the limit to prove it)
+lim() {
+    if [ -z "${lim_ok:-}" ]; then
+        if sh -c 'ulimit -v 300000 && exec "$@"' sh ${MESON_EXE_WRAPPER:-} "$JEPA" --version >/dev/null 2>&1; then
+            lim_ok=1
+        else
+            lim_ok=0
+            echo "note: no address-space limit in this build (sanitizers or emulation); the checks run without it"
+        fi
+    fi
+    if [ "$lim_ok" = 1 ]; then sh -c 'ulimit -v 300000 && exec "$@"' sh "$@"; else "$@"; fi
+}
 expect 1 "PNG bomb (60000 x 60000 declared in 33 bytes)" lim ${MESON_EXE_WRAPPER:-} "$JEPA" embed -m "$V2" -i "$WORK/bomb.png"
 grep -q "larger than" "$WORK/err.txt" && ok "the bomb is refused by its declared size" || bad "the bomb is refused by its declared size"
 expect 1 "BMP refused" jepa embed -m "$V2" -i "$WORK/a.bmp"
