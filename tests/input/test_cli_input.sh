@@ -148,5 +148,38 @@ if [ -s "$D/video_601.mp4" ] && jepa embed -m "$V2" "$D/video_601.mp4" -q -o "$W
     grep -q "plan of more than" "$WORK/err.txt" && ok "the plan size is refused first" || bad "the plan size is refused first"
 fi
 
+
+# the memory ceiling: a tiny model whose file asks for long clips (jepa.enc.n_frames, the
+# default clip length) runs a 7 KB video into memory it cannot have (4096 frames: 200 MB of
+# clip, 32768 tokens, 520 MB peak RSS without a limit; 8192 frames: 400 MB of clip alone):
+# under the 300 MB limit an allocation fails and the run ends with one line and exit 1
+# instead of being killed. Only where the limit can be set: without it these would be long
+# runs, not refusals.
+set_u32() {  # set_u32 IN OUT KEY VALUE: the uint32 value of KEY replaced in place
+    python3 - "$@" <<'PY'
+import struct, sys
+src, dst, key, val = sys.argv[1], sys.argv[2], sys.argv[3].encode(), int(sys.argv[4])
+b = bytearray(open(src, "rb").read())
+k = struct.pack("<Q", len(key)) + key
+i = b.index(k) + len(k)
+assert struct.unpack_from("<I", b, i)[0] == 4, "not a uint32 key"
+struct.pack_into("<I", b, i + 4, val)
+open(dst, "wb").write(bytes(b))
+PY
+}
+lim true >/dev/null
+if [ "$lim_ok" = 1 ] && command -v python3 >/dev/null && [ -s "$D/video_601.mp4" ] &&
+   jepa embed -m "$V2" "$D/video_601.mp4" -q -o "$WORK/v.npy" 2>/dev/null; then
+    for nf in 4096 8192; do
+        set_u32 "$V2" "$WORK/frames_$nf.gguf" jepa.enc.n_frames $nf
+        rm -f "$WORK/ceil.npy"
+        expect 1 "n_frames $nf under a 300 MB limit" lim ${MESON_EXE_WRAPPER:-} "$JEPA" embed -m "$WORK/frames_$nf.gguf" "$D/video_601.mp4" -o "$WORK/ceil.npy"
+        grep -Eq "cannot allocate|out of memory" "$WORK/err.txt" && ok "n_frames $nf: the allocation failure is named" || bad "n_frames $nf: the allocation failure is named"
+        [ ! -e "$WORK/ceil.npy" ] && ok "n_frames $nf: no output file" || bad "n_frames $nf: no output file"
+    done
+else
+    echo "skip the memory-ceiling checks: no address-space limit, python3 or video decoder in this build"
+fi
+
 echo "$fails failed"
 [ "$fails" -eq 0 ]

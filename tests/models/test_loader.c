@@ -394,6 +394,29 @@ static void chk_ac(const struct jepa_model *m) {
     CHECK_INT(m->n_unknown_tensors, 1);   /* pred.mask_tokens, without a count now */
 }
 
+/* A masked predictor whose positions come from a table (pred.pos_embed, an encoder with
+ * sincos positions): the loader reads it, predict refuses it by name (the forward applies
+ * RoPE only) instead of ignoring the table. */
+static void chk_pred_table(const struct jepa_model *m) {
+    CHECK(m->pred.pos_embed != NULL && m->enc.pos_type != JM_POS_ROPE3D, "a predictor position table");
+    jepa_ctx *c = NULL;
+    jepa_ctx_params cp = jepa_ctx_default_params();
+    cp.n_threads = 1;
+    char err[JEPA_ERR_LEN] = "";
+    if (jepa_ctx_new(&c, m, &cp, err) != JEPA_OK) {
+        CHECK(0, "context: %s", err);
+        return;
+    }
+    static const float tok[128];
+    float pred[128];
+    const int32_t ids[1] = {0};
+    jepa_predict_params pp = {.ctx_ids = ids, .n_ctx = 1, .tgt_ids = ids, .n_tgt = 1, .mask_index = 1};
+    jepa_status st = jepa_ctx_predict(c, tok, &pp, pred, NULL);
+    CHECK(st == JEPA_ERR_UNSUPPORTED && strstr(jepa_ctx_error(c), "position table (pred.pos_embed"),
+          "predict with a table: status %d, '%s'", st, jepa_ctx_error(c));
+    jepa_ctx_free(c);
+}
+
 /* ---- the table of rewritten fixtures ---- */
 
 #define KSTR(k, v) {.op = K_STR, .key = k, .s = v}
@@ -525,6 +548,7 @@ static const struct vcase {
     {V2, "linear_cls head", {KSTR("jepa.head.kind", "linear_cls")}, {{0}}, JEPA_OK, NULL, chk_linear_head},
     {V2, "f16 / bf16 / q8_0 weights", {{0}}, {TTYPE("enc.blk.0.attn_qkv.weight", GGUF_TYPE_F16), TTYPE("enc.blk.0.attn_out.weight", GGUF_TYPE_BF16), TTYPE("enc.blk.0.ffn_up.weight", GGUF_TYPE_Q8_0)}, JEPA_OK, NULL, chk_dtypes},
     {V2, "ac predictor", {KSTR("jepa.pred.kind", "ac"), KU32("jepa.pred.action_dim", 7), KU32("jepa.pred.state_dim", 7), KBOOL("jepa.pred.frame_causal", 1), KDEL("jepa.pred.n_mask_tokens")}, {TADD("pred.action_embed.weight", 7, 64), TADD("pred.state_embed.weight", 7, 64)}, JEPA_OK, NULL, chk_ac},
+    {V2, "masked predictor with a position table", {KSTR("jepa.enc.pos_type", "sincos3d")}, {TADD("enc.pos_embed", 128, 32), TADD("pred.pos_embed", 64, 32)}, JEPA_OK, NULL, chk_pred_table},
 };
 
 static void run_case(const struct vcase *c) {
