@@ -1,12 +1,17 @@
 /*
- * image.c — stb_image decoding to packed RGB (see image.h). The one translation unit
- * that compiles stb_image's implementation, and only its PNG and JPEG decoders: the
- * formats accepted are those tested. Before anything is decoded the file is read whole
- * (at most 256 MiB), its format checked by its signature, and the size its header
- * declares bounded (2^26 pixels, 16384 per side), so a few hundred bytes cannot make the
- * decoder allocate gigabytes; a JPEG without its end-of-image marker (truncated: stb
- * would fill the missing pixels with grey) is refused. Tested by
- * tests/input/test_preprocess.c and tests/input/test_hostile_images.sh.
+ * image.c — still images to packed RGB (see image.h): PNG through stb_image (the one
+ * translation unit that compiles its implementation, and only its PNG decoder), JPEG
+ * through libjpeg-turbo (Debian's libjpeg62-turbo), the library PIL decodes JPEGs with,
+ * at the defaults PIL keeps (accurate integer IDCT, fancy upsampling). Before anything is
+ * decoded the file is read whole (at most 256 MiB), its format checked by its signature,
+ * and the size its header declares bounded (2^26 pixels, 16384 per side), so a few
+ * hundred bytes cannot make a decoder allocate gigabytes. A truncated file is refused,
+ * as PIL refuses it: a PNG chunk past the end or no IEND; a JPEG without its
+ * end-of-image marker, or whose entropy-coded data runs out. A progressive JPEG may have
+ * at most 1000 scans (each is a pass over the whole image). stb's JPEG decoder is not
+ * used: the fuzzer found a 300-byte progressive JPEG on which Debian's stb 2.28 indexes
+ * out of bounds (kept as tests/fuzz/corpus_image/fz_stb_progressive.jpg). Tested by
+ * tests/input/test_preprocess.c, tests/input/test_cli_input.sh and tests/fuzz/fuzz_image.c.
  */
 #include "input/image.h"
 
@@ -15,8 +20,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef JEPA_HAVE_STB
+#ifdef JEPA_HAVE_JPEG
+#include <setjmp.h>
 
+#include <jpeglib.h>
+#include <jerror.h>
+#endif
+
+/* Largest accepted image: 16 Ki per side and 2^26 pixels (192 MiB of RGB); largest file. */
+#define MAX_SIDE 16384
+#define MAX_PIXELS (1u << 26)
+#define MAX_FILE_BYTES ((size_t)256 << 20)
+#define MAX_JPEG_SCANS 1000
+
+static jepa_status check_size(long long x, long long y, const char *what, struct jerr *e) {
+    if (x < 1 || y < 1)
+        return jr_err_set(e, JEPA_ERR_FORMAT, "%s: the header declares a %lldx%lld image", what, x, y);
+    if (x > MAX_SIDE || y > MAX_SIDE || (uint64_t)x * (uint64_t)y > MAX_PIXELS)
+        return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: a %lldx%lld image is larger than %d pixels (%d per side)", what,
+                          x, y, (int)MAX_PIXELS, MAX_SIDE);
+    return JEPA_OK;
+}
+
+/* ---- PNG: stb_image ---- */
+
+#ifdef JEPA_HAVE_STB
 /* stb allocates with these, so the pixels it returns are the caller's to free(). One
  * allocation is at most 576 MiB (the raw data of the largest accepted PNG, 2^26 RGBA16
  * pixels, plus its filter bytes): a zlib stream that inflates past it, or a chunk that
@@ -27,9 +55,8 @@ static void *image_realloc(void *p, size_t n) { return n > IMAGE_MAX_ALLOC ? NUL
 #define STBI_MALLOC(sz) image_malloc(sz)
 #define STBI_REALLOC(p, newsz) image_realloc(p, newsz)
 #define STBI_FREE(p) free(p)
-#define STBI_MAX_DIMENSIONS (1 << 24)   /* the header is read; check_encoded bounds the size */
+#define STBI_MAX_DIMENSIONS (1 << 24)   /* the header is read; decode_png bounds the size */
 #define STBI_ONLY_PNG
-#define STBI_ONLY_JPEG
 #define STBI_NO_STDIO
 #define STB_IMAGE_IMPLEMENTATION
 #if defined(__GNUC__)
@@ -47,79 +74,185 @@ static void *image_realloc(void *p, size_t n) { return n > IMAGE_MAX_ALLOC ? NUL
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
+#endif
 
-/* Largest accepted image: 16 Ki per side and 2^26 pixels (192 MiB of RGB); largest file. */
-#define MAX_SIDE 16384
-#define MAX_PIXELS (1u << 26)
-#define MAX_FILE_BYTES ((size_t)256 << 20)
-
-/* The checks before decoding: a PNG or JPEG signature, a declared size in bounds, and a
- * JPEG's end-of-image marker after its first scan. */
-static jepa_status check_encoded(const uint8_t *d, size_t n, const char *what, struct jerr *e) {
-    static const uint8_t png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    const bool is_png = n >= 8 && !memcmp(d, png, 8), is_jpeg = n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff;
-    if (!is_png && !is_jpeg) {
-        /* other image formats by their signature: named, and refused as unsupported */
-        const char *other = n >= 2 && d[0] == 'B' && d[1] == 'M' ? "BMP"
-                          : n >= 4 && !memcmp(d, "GIF8", 4) ? "GIF"
-                          : n >= 4 && !memcmp(d, "8BPS", 4) ? "PSD"
-                          : n >= 2 && !memcmp(d, "#?", 2) ? "HDR"
-                          : n >= 4 && !memcmp(d, "RIFF", 4) ? "RIFF (WebP?)"
-                          : n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7' ? "PNM" : NULL;
-        if (other) return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: %s images are not supported (PNG, JPEG)", what, other);
-        return jr_err_set(e, JEPA_ERR_FORMAT, "%s: cannot decode: not a PNG or JPEG image", what);
+/* IHDR first (big-endian width and height), every chunk (length, type, data, CRC) inside
+ * the file up to IEND: a truncated file is refused, and no chunk can make stb allocate
+ * more than the file holds. */
+static jepa_status decode_png(const uint8_t *d, size_t n, const char *what, uint8_t **rgb, int *h, int *w,
+                              struct jerr *e) {
+    if (n < 24 || memcmp(d + 12, "IHDR", 4))
+        return jr_err_set(e, JEPA_ERR_FORMAT, "%s: a PNG without its IHDR header", what);
+    const long long x = (long long)d[16] << 24 | d[17] << 16 | d[18] << 8 | d[19];
+    const long long y = (long long)d[20] << 24 | d[21] << 16 | d[22] << 8 | d[23];
+    jepa_status st = check_size(x, y, what, e);
+    if (st) return st;
+    bool iend = false;
+    for (size_t off = 8; off < n && !iend;) {
+        if (n - off < 12) return jr_err_set(e, JEPA_ERR_FORMAT, "%s: truncated PNG (a chunk header runs past the end)", what);
+        const size_t len = (size_t)d[off] << 24 | (size_t)d[off + 1] << 16 | (size_t)d[off + 2] << 8 | d[off + 3];
+        if (len > n - off - 12)
+            return jr_err_set(e, JEPA_ERR_FORMAT, "%s: truncated PNG (a %zu-byte chunk runs past the end)", what, len);
+        iend = !memcmp(d + off + 4, "IEND", 4);
+        off += 12 + len;
     }
-    long long x = 0, y = 0;
-    if (is_png) {   /* IHDR first, big-endian width and height (stb refuses large ones unnamed) */
-        if (n < 24 || memcmp(d + 12, "IHDR", 4))
-            return jr_err_set(e, JEPA_ERR_FORMAT, "%s: a PNG without its IHDR header", what);
-        x = (long long)d[16] << 24 | d[17] << 16 | d[18] << 8 | d[19];
-        y = (long long)d[20] << 24 | d[21] << 16 | d[22] << 8 | d[23];
-    } else {
-        int ix = 0, iy = 0, c = 0;
-        if (!stbi_info_from_memory(d, (int)n, &ix, &iy, &c))
-            return jr_err_set(e, JEPA_ERR_FORMAT, "%s: cannot read the image header (%s)", what, stbi_failure_reason());
-        x = ix, y = iy;
-    }
-    if (x < 1 || y < 1)
-        return jr_err_set(e, JEPA_ERR_FORMAT, "%s: the header declares a %lldx%lld image", what, x, y);
-    if (x > MAX_SIDE || y > MAX_SIDE || (uint64_t)x * (uint64_t)y > MAX_PIXELS)
-        return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: a %lldx%lld image is larger than %d pixels (%d per side)", what,
-                          x, y, (int)MAX_PIXELS, MAX_SIDE);
-    if (is_png) {
-        /* every chunk (length, type, data, CRC) inside the file, up to IEND: a truncated
-         * file is refused, and no chunk can make stb allocate more than the file holds */
-        bool iend = false;
-        for (size_t off = 8; off < n && !iend;) {
-            if (n - off < 12) return jr_err_set(e, JEPA_ERR_FORMAT, "%s: truncated PNG (a chunk header runs past the end)", what);
-            const size_t len = (size_t)d[off] << 24 | (size_t)d[off + 1] << 16 | (size_t)d[off + 2] << 8 | d[off + 3];
-            if (len > n - off - 12)
-                return jr_err_set(e, JEPA_ERR_FORMAT, "%s: truncated PNG (a %zu-byte chunk runs past the end)", what, len);
-            iend = !memcmp(d + off + 4, "IEND", 4);
-            off += 12 + len;
-        }
-        if (!iend) return jr_err_set(e, JEPA_ERR_FORMAT, "%s: truncated PNG (no IEND chunk)", what);
-    }
-    if (is_jpeg) {
-        size_t sos = 2;
-        while (sos + 1 < n && !(d[sos] == 0xff && d[sos + 1] == 0xda)) sos++;
-        bool eoi = false;
-        for (size_t i = n; i-- > sos + 2 && !eoi;) eoi = d[i - 1] == 0xff && d[i] == 0xd9;
-        if (!eoi) return jr_err_set(e, JEPA_ERR_FORMAT, "%s: truncated JPEG (no end-of-image marker)", what);
-    }
+    if (!iend) return jr_err_set(e, JEPA_ERR_FORMAT, "%s: truncated PNG (no IEND chunk)", what);
+#ifdef JEPA_HAVE_STB
+    int ix = 0, iy = 0, c = 0;
+    unsigned char *px = stbi_load_from_memory(d, (int)n, &ix, &iy, &c, 3);
+    if (!px) return jr_err_set(e, JEPA_ERR_FORMAT, "%s: cannot decode the image (%s)", what, stbi_failure_reason());
+    *rgb = px, *h = iy, *w = ix;
     return JEPA_OK;
+#else
+    (void)rgb, (void)h, (void)w;
+    return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: this build has no PNG decoding (stb_image.h not found; install libstb-dev)",
+                      what);
+#endif
 }
 
+/* ---- JPEG: libjpeg-turbo ---- */
+
+#ifdef JEPA_HAVE_JPEG
+/* libjpeg reports a fatal error through error_exit, which must not return: back to the
+ * setjmp in decode_jpeg with the message. Warnings (level -1) are counted; the one that
+ * says the data ran out (libjpeg then pads with grey, PIL refuses) is an error. */
+struct jpeg_fail {
+    struct jpeg_error_mgr pub;
+    jmp_buf back;
+    char msg[JMSG_LENGTH_MAX];
+    bool truncated;
+};
+
+static void jpeg_on_error(j_common_ptr ci) {
+    struct jpeg_fail *f = (struct jpeg_fail *)(void *)ci->err;
+    ci->err->format_message(ci, f->msg);
+    longjmp(f->back, 1);
+}
+
+static void jpeg_on_message(j_common_ptr ci, int level) {
+    struct jpeg_fail *f = (struct jpeg_fail *)(void *)ci->err;
+    if (level < 0) {
+        if (ci->err->msg_code == JWRN_JPEG_EOF) f->truncated = true;
+        ci->err->num_warnings++;
+    }
+}
+
+static void jpeg_on_progress(j_common_ptr ci) {
+    if (ci->is_decompressor && ((j_decompress_ptr)ci)->input_scan_number > MAX_JPEG_SCANS) {
+        struct jpeg_fail *f = (struct jpeg_fail *)(void *)ci->err;
+        snprintf(f->msg, sizeof f->msg, "more than %d progressive scans", MAX_JPEG_SCANS);
+        longjmp(f->back, 1);
+    }
+}
+#endif
+
+/* The frame size from the first SOFn marker, walking the marker segments before the
+ * first scan: 0 when there is none. */
+static void jpeg_sof_size(const uint8_t *d, size_t n, long long *x, long long *y) {
+    *x = *y = 0;
+    for (size_t off = 2; off + 4 <= n && d[off] == 0xff;) {
+        const uint8_t mk = d[off + 1];
+        if (mk == 0xff) { off++; continue; }   /* fill byte */
+        if (mk == 0xd8 || (mk >= 0xd0 && mk <= 0xd7) || mk == 0x01) { off += 2; continue; }
+        if (mk == 0xda || mk == 0xd9) return;   /* the first scan, or the end: no frame header */
+        const size_t len = (size_t)d[off + 2] << 8 | d[off + 3];
+        if (len < 2 || len > n - off - 2) return;
+        if (mk >= 0xc0 && mk <= 0xcf && mk != 0xc4 && mk != 0xc8 && mk != 0xcc) {
+            if (len >= 7) {
+                *y = (long long)d[off + 5] << 8 | d[off + 6];
+                *x = (long long)d[off + 7] << 8 | d[off + 8];
+            }
+            return;
+        }
+        off += 2 + len;
+    }
+}
+
+static jepa_status decode_jpeg(const uint8_t *d, size_t n, const char *what, uint8_t **rgb, int *h, int *w,
+                               struct jerr *e) {
+    /* the declared size, when the file has a frame header before its first scan (libjpeg
+     * reads it again below) */
+    long long fx, fy;
+    jpeg_sof_size(d, n, &fx, &fy);
+    if (fx || fy) {
+        jepa_status st = check_size(fx, fy, what, e);
+        if (st) return st;
+    }
+    /* the end-of-image marker after the first scan (libjpeg would pad a cut file) */
+    size_t sos = 2;
+    while (sos + 1 < n && !(d[sos] == 0xff && d[sos + 1] == 0xda)) sos++;
+    bool eoi = false;
+    for (size_t i = n; i-- > sos + 2 && !eoi;) eoi = d[i - 1] == 0xff && d[i] == 0xd9;
+    if (!eoi) return jr_err_set(e, JEPA_ERR_FORMAT, "%s: truncated JPEG (no end-of-image marker)", what);
+#ifdef JEPA_HAVE_JPEG
+    struct jpeg_decompress_struct ci;
+    struct jpeg_fail f;
+    struct jpeg_progress_mgr progress = {.progress_monitor = jpeg_on_progress};
+    uint8_t *volatile px = NULL;
+    memset(&f, 0, sizeof f);
+    ci.err = jpeg_std_error(&f.pub);
+    f.pub.error_exit = jpeg_on_error;
+    f.pub.emit_message = jpeg_on_message;
+    if (setjmp(f.back)) {
+        jpeg_destroy_decompress(&ci);
+        free(px);
+        return jr_err_set(e, JEPA_ERR_FORMAT, "%s: cannot decode the JPEG (%s)", what, f.msg);
+    }
+    jpeg_create_decompress(&ci);
+    ci.progress = &progress;
+    jpeg_mem_src(&ci, d, (unsigned long)n);
+    jpeg_read_header(&ci, TRUE);
+    jepa_status st = check_size(ci.image_width, ci.image_height, what, e);
+    if (!st && (ci.jpeg_color_space == JCS_CMYK || ci.jpeg_color_space == JCS_YCCK))
+        st = jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: a CMYK JPEG (PIL's convert(\"RGB\") of CMYK is not reproduced)", what);
+    if (st) {
+        jpeg_destroy_decompress(&ci);
+        return st;
+    }
+    ci.out_color_space = JCS_RGB;   /* grey replicated to RGB, as convert("RGB") */
+    jpeg_start_decompress(&ci);
+    const size_t row = (size_t)ci.output_width * 3;
+    px = malloc(row * ci.output_height);
+    if (!px) {
+        jpeg_destroy_decompress(&ci);
+        return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory for a %ux%u image", what, ci.output_width,
+                          ci.output_height);
+    }
+    while (ci.output_scanline < ci.output_height) {
+        JSAMPROW r = px + row * ci.output_scanline;
+        jpeg_read_scanlines(&ci, &r, 1);
+    }
+    jpeg_finish_decompress(&ci);
+    const int ow = (int)ci.output_width, oh = (int)ci.output_height;
+    jpeg_destroy_decompress(&ci);
+    if (f.truncated) {
+        free(px);
+        return jr_err_set(e, JEPA_ERR_FORMAT, "%s: truncated JPEG (the data ends before the image does)", what);
+    }
+    *rgb = px, *h = oh, *w = ow;
+    return JEPA_OK;
+#else
+    (void)rgb, (void)h, (void)w;
+    return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: this build has no JPEG decoding (libjpeg not found; install libjpeg62-turbo-dev)",
+                      what);
+#endif
+}
+
+/* A PNG or JPEG by its signature; other image formats named and refused. */
 static jepa_status decode(const uint8_t *d, size_t n, const char *what, uint8_t **rgb, int *h, int *w,
                           struct jerr *e) {
+    static const uint8_t png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     *rgb = NULL;
-    jepa_status st = check_encoded(d, n, what, e);
-    if (st) return st;
-    int x = 0, y = 0, c = 0;
-    unsigned char *px = stbi_load_from_memory(d, (int)n, &x, &y, &c, 3);
-    if (!px) return jr_err_set(e, JEPA_ERR_FORMAT, "%s: cannot decode the image (%s)", what, stbi_failure_reason());
-    *rgb = px, *h = y, *w = x;
-    return JEPA_OK;
+    if (n >= 8 && !memcmp(d, png, 8)) return decode_png(d, n, what, rgb, h, w, e);
+    if (n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff) return decode_jpeg(d, n, what, rgb, h, w, e);
+    const char *other = n >= 2 && d[0] == 'B' && d[1] == 'M' ? "BMP"
+                      : n >= 4 && !memcmp(d, "GIF8", 4) ? "GIF"
+                      : n >= 4 && !memcmp(d, "8BPS", 4) ? "PSD"
+                      : n >= 2 && !memcmp(d, "#?", 2) ? "HDR"
+                      : n >= 4 && !memcmp(d, "RIFF", 4) ? "RIFF (WebP?)"
+                      : n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7' ? "PNM" : NULL;
+    if (other) return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: %s images are not supported (PNG, JPEG)", what, other);
+    return jr_err_set(e, JEPA_ERR_FORMAT, "%s: cannot decode: not a PNG or JPEG image", what);
 }
 
 jepa_status image_load_rgb(const char *path, uint8_t **rgb, int *h, int *w, struct jerr *e) {
@@ -151,23 +284,3 @@ jepa_status image_decode_rgb(const void *data, size_t size, uint8_t **rgb, int *
     return decode(data, size, "image", rgb, h, w, e);
 }
 
-#else /* !JEPA_HAVE_STB */
-
-static jepa_status no_stb(const char *what, uint8_t **rgb, struct jerr *e) {
-    *rgb = NULL;
-    return jr_err_set(e, JEPA_ERR_UNSUPPORTED,
-                    "%s: this build has no image decoding (stb_image.h not found; install libstb-dev)", what);
-}
-
-jepa_status image_load_rgb(const char *path, uint8_t **rgb, int *h, int *w, struct jerr *e) {
-    (void)h, (void)w;
-    return no_stb(path, rgb, e);
-}
-
-jepa_status image_decode_rgb(const void *data, size_t size, uint8_t **rgb, int *h, int *w,
-                             struct jerr *e) {
-    (void)data, (void)size, (void)h, (void)w;
-    return no_stb("image", rgb, e);
-}
-
-#endif

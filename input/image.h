@@ -1,10 +1,12 @@
 /*
- * image.h — still images in: PNG, JPEG, BMP, GIF (first frame), TGA, PSD, HDR, PNM,
- * decoded by stb_image (Debian's libstb-dev) to packed 8-bit RGB.
+ * image.h — still images in: PNG (stb_image, Debian's libstb-dev) and JPEG
+ * (libjpeg-turbo, libjpeg62-turbo-dev, at PIL's settings), decoded to packed 8-bit RGB;
+ * other formats are refused by name.
  *
  * Grey and grey+alpha images are expanded to RGB by replication, alpha is dropped (what
- * PIL's convert("RGB") does); 16-bit PNGs are reduced to 8 bits by stb. EXIF orientation
- * is not applied (neither PIL's Image.open nor the HF processors apply it).
+ * PIL's convert("RGB") does); 16-bit PNGs are reduced to 8 bits by stb; CMYK JPEGs are
+ * refused. EXIF orientation is not applied (neither PIL's Image.open nor the HF
+ * processors apply it).
  *
  * Tested by tests/input/test_preprocess.c (a committed PNG against PIL's decode, and a
  * corrupt file) and end to end by tests/input/test_cli_input.sh.

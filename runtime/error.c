@@ -4,13 +4,24 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+/* The message is one line of printable text whatever the arguments hold (strings from
+ * a file: a key's value, a tensor name): control bytes are written as \xHH. */
 jepa_status jr_err_set(struct jerr *e, jepa_status s, const char *fmt, ...) {
     if (!e || e->status != JEPA_OK) return s;
     e->status = s;
+    char raw[sizeof e->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)raw; *p; p++) {
+        const int ctl = *p < 0x20 || *p == 0x7f;
+        if (o + (ctl ? 4 : 1) >= sizeof e->msg) break;
+        if (ctl) o += (size_t)snprintf(e->msg + o, 5, "\\x%02x", *p);
+        else e->msg[o++] = (char)*p;
+    }
+    e->msg[o] = '\0';
     return s;
 }
 

@@ -22,7 +22,8 @@ struct jerr {
 #define JEPA_PRINTF(a, b)
 #endif
 
-/* Record a failure (only if none is recorded yet) and return s. */
+/* Record a failure (only if none is recorded yet) and return s. The message is kept as
+ * one line: control bytes the arguments carry (strings from a file) become \xHH. */
 jepa_status jr_err_set(struct jerr *e, jepa_status s, const char *fmt, ...) JEPA_PRINTF(3, 4);
 /* Forget a recorded failure. */
 void jr_err_clear(struct jerr *e);

@@ -8,6 +8,10 @@
  *             full resize
  *   pipeline  HF processors and Meta's V-JEPA 2.1 eval transform, resize + crop +
  *             normalisation: 0 ulp (bit patterns equal)
+ *   jpeg      the JPEGs of tests/input/data/jpeg (tests/gen/gen_jpeg.py: 4:2:0, 4:2:2,
+ *             4:4:4, progressive, grayscale, restart markers, odd sizes) through
+ *             libjpeg-turbo equal the pixels PIL's Image.open().convert("RGB") gives, byte
+ *             for byte; a CMYK JPEG is refused by name
  *   e2e       the committed PNG through stb_image equals the pixels PIL decodes, and
  *             jepa_preprocess_rgb() with tests/data/vjepa2_tiny gives HF's tensor, for
  *             the PNG and for a uint8 frame array, 0 ulp
@@ -207,6 +211,64 @@ static void test_e2e_image(const struct man_line *l, const jepa_model *m) {
     CHECK(image_load_rgb("/nonexistent/x.png", &rgb, &ih, &iw, &e) == JEPA_ERR_IO, "missing file: '%s'", e.msg);
 }
 
+/* Every case of jpeg/manifest.txt ("name height width"): our decode against PIL's. */
+static void test_jpeg(void) {
+    char path[1024], line[256];
+    snprintf(path, sizeof path, "%s/jpeg/manifest.txt", data_dir);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL, "cannot open %s", path);
+    if (!f) return;
+    int n = 0, skipped = 0;
+    while (fgets(line, sizeof line, f)) {
+        char name[128];
+        int h, w;
+        if (line[0] == '#' || sscanf(line, "%127s %d %d", name, &h, &w) != 3) continue;
+        snprintf(path, sizeof path, "%s/jpeg/%s.jpg", data_dir, name);
+        uint8_t *rgb = NULL;
+        int ih = 0, iw = 0;
+        struct jerr e = {0};
+        jepa_status st = image_load_rgb(path, &rgb, &ih, &iw, &e);
+        if (st == JEPA_ERR_UNSUPPORTED && strstr(e.msg, "no JPEG decoding")) {
+            skipped++;
+            continue;
+        }
+        n++;
+        CHECK(st == JEPA_OK && ih == h && iw == w, "jpeg %s: %s (%dx%d, expected %dx%d)", name, e.msg, ih, iw, h, w);
+        struct npy ref;
+        char rn[160];
+        snprintf(rn, sizeof rn, "jpeg/%s.npy", name);
+        if (st == JEPA_OK && ih == h && iw == w && load(&ref, rn)) {
+            CHECK(ref.dtype == NPY_U8 && ref.ndim == 3 && ref.shape[0] == h && ref.shape[1] == w && ref.shape[2] == 3,
+                  "jpeg %s: reference shape", name);
+            size_t differ = 0;
+            int worst = 0;
+            const uint8_t *want = ref.data;
+            for (size_t i = 0; i < (size_t)h * w * 3; i++)
+                if (rgb[i] != want[i]) {
+                    differ++;
+                    int d = abs((int)rgb[i] - (int)want[i]);
+                    worst = d > worst ? d : worst;
+                }
+            CHECK(!differ, "jpeg %s: %zu of %d bytes differ from PIL's decode (worst by %d)", name, differ, h * w * 3, worst);
+            npy_free(&ref);
+        }
+        free(rgb);
+    }
+    fclose(f);
+    if (skipped) {
+        printf("note: this build has no JPEG decoder: %d JPEG cases not run\n", skipped);
+        return;
+    }
+    CHECK(n >= 10, "jpeg manifest: %d cases", n);
+    printf("jpeg: %d files decoded as PIL decodes them\n", n);
+    snprintf(path, sizeof path, "%s/jpeg/cmyk.jpg", data_dir);
+    uint8_t *rgb = NULL;
+    int ih, iw;
+    struct jerr e = {0};
+    CHECK(image_load_rgb(path, &rgb, &ih, &iw, &e) == JEPA_ERR_UNSUPPORTED && !rgb && strstr(e.msg, "CMYK"),
+          "a CMYK JPEG is refused by name: '%s'", e.msg);
+}
+
 static void test_e2e_frames(const struct man_line *l, const jepa_model *m) {
     /* e2e_frames FRAMES.npy TENSOR */
     struct npy a;
@@ -265,6 +327,7 @@ int main(int argc, char **argv) {
     }
     CHECK(n_resize >= 40 && n_pipe >= 6, "manifest: %d resize and %d pipeline cases", n_resize, n_pipe);
     test_errors(m);
+    test_jpeg();
     printf("%d resize cases, %d pipelines: %d checks passed, %d failed\n", n_resize, n_pipe, check_passed, check_failed);
     free(text);
     jepa_model_free(m);
