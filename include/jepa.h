@@ -82,12 +82,16 @@ typedef struct jepa_model_info {
     int embed_dim, n_layer, n_head, head_dim, ffn_dim;
     int patch_size, tubelet_size, img_size, n_frames, in_chans;
     int has_cls;            /* a CLS row leads the token map */
-    int has_predictor;      /* jepa_ctx_predict works */
+    int has_predictor;      /* a predictor: see `predictor` for which calls run it */
     int pred_out_dim;
     int has_head;           /* jepa_ctx_classify works */
     int n_classes;
     int n_hier;             /* hierarchical levels (V-JEPA 2.1), else 0 */
     int emb_dim;            /* width of the LeWM projector output (jepa_embed_out.emb), else 0 */
+    const char *predictor;  /* "masked" (jepa_ctx_predict), "lewm" (jepa_ctx_lewm_*), "ac", or NULL */
+    int action_dim;         /* world models: width of one action, else 0 */
+    int state_dim;          /* V-JEPA 2-AC: width of one proprioceptive state, else 0 */
+    int pred_n_frames;      /* LeWM: the predictor's window (jepa.pred.n_frames), else 0 */
 } jepa_model_info;
 
 JEPA_API void jepa_model_get_info(const jepa_model *m, jepa_model_info *info);
@@ -189,6 +193,26 @@ typedef struct jepa_predict_params {
  * at most that many (JEPA_ERR_ARG otherwise). */
 JEPA_API jepa_status jepa_ctx_predict(jepa_ctx *c, const float *tokens,
                                       const jepa_predict_params *p, float *pred, float *ctx_out);
+
+/* ---- world models: LeWM (predictor "lewm") -----------------------------------
+ * The state of a frame is its embedding, jepa_embed_out.emb of the frame (emb_dim
+ * wide); an action is action_dim floats. B sequences of T frames (1 <= T <=
+ * pred_n_frames), all finite:
+ *   emb [B, T, emb_dim], actions [B, T, action_dim] -> pred [B, T, pred_out_dim]
+ * where row t of a sequence predicts the embedding of frame t + 1 from frames 0 .. t
+ * and their actions (causal: it does not read later rows). */
+JEPA_API jepa_status jepa_ctx_lewm_predict(jepa_ctx *c, const float *emb, const float *actions,
+                                           int B, int T, float *pred);
+
+/* Autoregressive rollout of B sequences from a history of T >= 1 embeddings:
+ *   emb [B, T, emb_dim], actions [B, T + steps - 1, action_dim] -> traj [B, steps, emb_dim]
+ * Step s runs the predictor on the last min(T + s, pred_n_frames) embeddings of the
+ * sequence so far (the history, then the steps before it) with their actions, and
+ * appends its last row: traj[s]. Step 0 is the last row of jepa_ctx_lewm_predict on the
+ * history (with actions[0 .. T)); each later step uses one more action. Needs
+ * pred_out_dim == emb_dim (JEPA_ERR_UNSUPPORTED otherwise). */
+JEPA_API jepa_status jepa_ctx_lewm_rollout(jepa_ctx *c, const float *emb, int B, int T,
+                                           const float *actions, int steps, float *traj);
 
 /* ---- classify ---------------------------------------------------------------- */
 

@@ -45,6 +45,7 @@ const struct jk_slot jk_slots[] = {
     JK_SLOT(gelu_tanh, "gelu_tanh", -1),
     JK_SLOT(silu, "silu", -1),
     JK_SLOT(add, "add", -1),
+    JK_SLOT(madd, "madd", -1),
     JK_SLOT(patchify, "patchify", -1),
     JK_SLOT(gather, "gather", -1),
     JK_SLOT(mean_rows, "mean_rows", -1),
@@ -76,6 +77,7 @@ void jk_init_ref(struct jk_kernels *k) {
     k->gelu_tanh = jk_gelu_tanh_ref;
     k->silu = jk_silu_ref;
     k->add = jk_add_ref;
+    k->madd = jk_madd_ref;
     k->patchify = jk_patchify_ref;
     k->gather = jk_gather_ref;
     k->mean_rows = jk_mean_rows_ref;

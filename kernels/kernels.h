@@ -118,6 +118,13 @@ typedef void jk_unary_fn(float *x, size_t n, int nthreads);
 typedef void jk_add_fn(float *y, size_t ldy, const float *x, size_t ldx, const float *s,
                           int n, int d, int nthreads);
 
+/* y[i, j] = x[i, j] * (c + m[i, j]) + a[i, j], rows of d, strides in floats; y may be x
+ * or a (same stride): elementwise. adaLN modulation (c = 1: x (1 + scale) + shift) and
+ * a gated residual (c = 0, a = y: y += gate * x) of the LeWM predictor. */
+typedef void jk_madd_fn(float *y, size_t ldy, const float *x, size_t ldx, const float *m,
+                        size_t ldm, const float *a, size_t lda, float c, int n, int d,
+                        int nthreads);
+
 /* Patchify (im2col of the Conv3d patch embedding, stride = kernel):
  *   in:  [C, T, H, W] f32 (T % tubelet == 0, H % p == 0, W % p == 0)
  *   out: [gt*gh*gw, C*tubelet*p*p], row i = t*gh*gw + h*gw + w, features in C-T-H-W order
@@ -153,6 +160,7 @@ struct jk_kernels {
     jk_layernorm_fn *layernorm;
     jk_unary_fn *gelu_tanh, *silu;
     jk_add_fn *add;
+    jk_madd_fn *madd;
     jk_patchify_fn *patchify;
     jk_gather_fn *gather;
     jk_mean_rows_fn *mean_rows;

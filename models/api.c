@@ -85,6 +85,12 @@ void jepa_model_get_info(const jepa_model *m, jepa_model_info *info) {
     info->n_classes = info->has_head ? m->head.n_classes : 0;
     info->n_hier = e->n_hier;
     info->emb_dim = e->has_proj ? e->proj2.n_out : 0;
+    const struct jm_predictor *pr = &m->pred;
+    info->predictor = !m->has_pred ? NULL : pr->kind == JM_PRED_MASKED ? "masked"
+                    : pr->kind == JM_PRED_LEWM ? "lewm" : "ac";
+    info->action_dim = m->has_pred ? pr->action_dim : 0;
+    info->state_dim = m->has_pred ? pr->state_dim : 0;
+    info->pred_n_frames = m->has_pred && pr->kind == JM_PRED_LEWM ? pr->n_frames : 0;
 }
 
 const char *jepa_model_label(const jepa_model *m, int i) {
@@ -274,6 +280,24 @@ jepa_status jepa_ctx_predict(jepa_ctx *c, const float *tokens, const jepa_predic
     if (!tokens || !pred) return jr_err_set(&c->err, JEPA_ERR_ARG, "predict: NULL buffer");
     c->dev->bind(c->dev);
     return finish(c, jm_predictor_forward(c, tokens, p, pred, ctx_out));
+}
+
+jepa_status jepa_ctx_lewm_predict(jepa_ctx *c, const float *emb, const float *actions, int B, int T,
+                                  float *pred) {
+    if (!c) return JEPA_ERR_ARG;
+    jr_err_clear(&c->err);
+    if (!emb || !actions || !pred) return jr_err_set(&c->err, JEPA_ERR_ARG, "lewm predict: NULL buffer");
+    c->dev->bind(c->dev);
+    return finish(c, jm_lewm_predict(c, emb, actions, B, T, pred));
+}
+
+jepa_status jepa_ctx_lewm_rollout(jepa_ctx *c, const float *emb, int B, int T, const float *actions,
+                                  int steps, float *traj) {
+    if (!c) return JEPA_ERR_ARG;
+    jr_err_clear(&c->err);
+    if (!emb || !actions || !traj) return jr_err_set(&c->err, JEPA_ERR_ARG, "lewm rollout: NULL buffer");
+    c->dev->bind(c->dev);
+    return finish(c, jm_lewm_rollout(c, emb, B, T, actions, steps, traj));
 }
 
 jepa_status jepa_ctx_classify(jepa_ctx *c, const float *tokens, int n_tokens, float *logits) {

@@ -81,6 +81,12 @@ jepa_status jm_encoder_forward(struct jepa_ctx *c, const float *x, int T, int H,
                             const jepa_embed_params *p, jepa_embed_out *out);
 jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
                               const jepa_predict_params *p, float *pred, float *ctx_out);
+/* LeWM (models/lewm.c): emb [B*T, pd], actions [B*T, action_dim] -> pred [B*T, out_dim];
+ * the rollout of jepa_ctx_lewm_rollout (jepa.h). */
+jepa_status jm_lewm_predict(struct jepa_ctx *c, const float *emb, const float *actions, int B, int T,
+                            float *pred);
+jepa_status jm_lewm_rollout(struct jepa_ctx *c, const float *emb, int B, int T, const float *actions,
+                            int steps, float *traj);
 jepa_status jm_head_forward(struct jepa_ctx *c, const float *tokens, int n, float *logits);
 
 #endif

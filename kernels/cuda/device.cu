@@ -257,6 +257,7 @@ void jk_init_cuda(struct jk_kernels *k) {
     k->gelu_tanh = jkc_gelu_tanh;
     k->silu = jkc_silu;
     k->add = jkc_add;
+    k->madd = jkc_madd;
     k->patchify = jkc_patchify;
     k->gather = jkc_gather;
     k->mean_rows = jkc_mean_rows;

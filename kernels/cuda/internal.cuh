@@ -6,7 +6,7 @@
  *               thread's bound device (jkc_stream), jk_init_cuda (the table)
  *   gemm.cu     tensor-core matmul (mma.sync m16n8k16), f16 / bf16 / f32 weights
  *   attn.cu     fused flash attention (mma.sync), f32 fallback for other head sizes
- *   ops.cu      LayerNorm, tanh-GELU, SiLU, add, RoPE, patchify, gather, mean
+ *   ops.cu      LayerNorm, tanh-GELU, SiLU, add, madd, RoPE, patchify, gather, mean
  *
  * Every entry point has the signature of its kernels.h slot, takes device pointers,
  * enqueues its kernels on jkc_stream() and returns without waiting. After each launch
@@ -40,6 +40,7 @@ jk_rope_fn jkc_rope;
 jk_layernorm_fn jkc_layernorm;
 jk_unary_fn jkc_gelu_tanh, jkc_silu;
 jk_add_fn jkc_add;
+jk_madd_fn jkc_madd;
 jk_patchify_fn jkc_patchify;
 jk_gather_fn jkc_gather;
 jk_mean_rows_fn jkc_mean_rows;

@@ -1,6 +1,7 @@
 /*
  * ops.cu — the row and element-wise slots of the CUDA table: LayerNorm, tanh-GELU,
- * SiLU, residual add / layer-scale, RoPE, patchify, row gather and the column mean. Same semantics as the reference (kernels/ref/ops_ref.c), device
+ * SiLU, residual add / layer-scale, the modulation multiply-add, RoPE, patchify, row
+ * gather and the column mean. Same semantics as the reference (kernels/ref/ops_ref.c), device
  * pointers, queued on jkc_stream(); nthreads is ignored.
  *
  * Determinism: every output element is computed by one thread, and every reduction
@@ -224,6 +225,18 @@ add_kernel(float *y, size_t ldy, const float *x, size_t ldx, const float *s, int
     }
 }
 
+/* y[i, j] = x[i, j] (c + m[i, j]) + a[i, j]; y may be x or a (each element is read
+ * before it is written, by the same thread) */
+__global__ void JKC_LAUNCH_BOUNDS(256)
+madd_kernel(float *y, size_t ldy, const float *x, size_t ldx, const float *m, size_t ldm,
+            const float *a, size_t lda, float c, int n, int d) {
+    const int j = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (j >= d) return;
+    for (int i = (int)blockIdx.y; i < n; i += (int)gridDim.y)
+        y[(size_t)i * ldy + j] = fmaf(x[(size_t)i * ldx + j], c + m[(size_t)i * ldm + j],
+                                      a[(size_t)i * lda + j]);
+}
+
 /* y[i, :] = x[idx[i], :] */
 __global__ void JKC_LAUNCH_BOUNDS(256)
 gather_kernel(float *y, size_t ldy, const float *x, size_t ldx, const int32_t *idx, int n,
@@ -410,6 +423,16 @@ void jkc_add(float *y, size_t ldy, const float *x, size_t ldx, const float *s, i
     cols_rows(d, n, &grid, &block);
     JKC_LAUNCH(add_kernel, grid, block, 0, jkc_stream(), y, ldy, x, ldx, s, n, d);
     jkc_check_launch("add");
+}
+
+void jkc_madd(float *y, size_t ldy, const float *x, size_t ldx, const float *m, size_t ldm,
+              const float *a, size_t lda, float c, int n, int d, int nthreads) {
+    (void)nthreads;
+    if (n <= 0 || d <= 0) return;
+    dim3 grid, block;
+    cols_rows(d, n, &grid, &block);
+    JKC_LAUNCH(madd_kernel, grid, block, 0, jkc_stream(), y, ldy, x, ldx, m, ldm, a, lda, c, n, d);
+    jkc_check_launch("madd");
 }
 
 void jkc_gather(float *y, size_t ldy, const float *x, size_t ldx, const int32_t *idx, int n,

@@ -1,6 +1,7 @@
 /*
  * ops_ref.c — reference element-wise and row ops: RoPE, LayerNorm, GELU (erf and
- * tanh), SiLU, residual add / layer-scale, patchify, row gather, column mean.
+ * tanh), SiLU, residual add / layer-scale, the modulation multiply-add, patchify, row
+ * gather, column mean.
  * Exact formulas in double; parallel over rows (bits independent of the thread count).
  */
 #include <math.h>
@@ -81,6 +82,18 @@ void jk_add_ref(float *y, size_t ldy, const float *x, size_t ldx, const float *s
         float *yi = y + (size_t)i * ldy;
         const float *xi = x + (size_t)i * ldx;
         for (int j = 0; j < d; j++) yi[j] += s ? s[j] * xi[j] : xi[j];
+    }
+}
+
+void jk_madd_ref(float *y, size_t ldy, const float *x, size_t ldx, const float *m, size_t ldm,
+                 const float *a, size_t lda, float c, int n, int d, int nthreads) {
+    int nt = nthreads > 0 ? nthreads : 1;
+    (void)nt;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int i = 0; i < n; i++) {
+        float *yi = y + (size_t)i * ldy;
+        const float *xi = x + (size_t)i * ldx, *mi = m + (size_t)i * ldm, *ai = a + (size_t)i * lda;
+        for (int j = 0; j < d; j++) yi[j] = (float)((double)xi[j] * ((double)c + mi[j]) + ai[j]);
     }
 }
 

@@ -16,6 +16,7 @@ jk_rope_fn jk_rope_ref;
 jk_layernorm_fn jk_layernorm_ref;
 jk_unary_fn jk_gelu_tanh_ref, jk_silu_ref;
 jk_add_fn jk_add_ref;
+jk_madd_fn jk_madd_ref;
 jk_patchify_fn jk_patchify_ref;
 jk_gather_fn jk_gather_ref;
 jk_mean_rows_fn jk_mean_rows_ref;

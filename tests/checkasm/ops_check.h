@@ -338,6 +338,57 @@ static inline int ops_add_finish(struct ops_add *c, const char *label, const flo
     return bad;
 }
 
+/* ---- madd (adaLN modulation, gated residual) ---- */
+
+struct ops_madd {
+    int n, d, resid;
+    float c;
+    size_t ldx, ldm, ldy;
+    float *x, *mod, *y0, *yr;   /* y0 (y before) and yr guarded, padding NaN */
+    const float *m, *a;         /* m: the mod buffer's second slice; a: its first (resid: y) */
+};
+
+/* y = x (c + m) + a over [n, d]: x at stride d + 1, m and a two slices of one [n, 3d + 2]
+ * buffer (the adaLN modulation rows), y at stride d + 3. resid: the gated residual, c = 0
+ * and a = y (y += m x, in place); else the modulation, c = 1 and y separate. yr: the
+ * definition in double, rounded once. */
+static inline void ops_madd_make(struct ops_madd *c, int n, int d, int resid) {
+    c->n = n, c->d = d, c->resid = resid, c->c = resid ? 0.0f : 1.0f;
+    c->ldx = (size_t)d + 1, c->ldm = 3 * (size_t)d + 2, c->ldy = (size_t)d + 3;
+    c->x = falloc((size_t)n * c->ldx), c->mod = falloc((size_t)n * c->ldm);
+    ca_fill(c->x, (size_t)n * c->ldx, 1.0f), ca_fill(c->mod, (size_t)n * c->ldm, 0.5f);
+    c->m = c->mod + d, c->a = c->mod;
+    c->y0 = ca_alloc_guarded((size_t)n * c->ldy);
+    ops_fill_rows(c->y0, n, d, c->ldy, 0.0f, 1.0f);
+    c->yr = ops_dup(c->y0, (size_t)n * c->ldy);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < d; j++) {
+            const double a = resid ? c->y0[(size_t)i * c->ldy + j] : c->a[(size_t)i * c->ldm + j];
+            c->yr[(size_t)i * c->ldy + j] =
+                (float)((double)c->x[(size_t)i * c->ldx + j] * ((double)c->c + c->m[(size_t)i * c->ldm + j]) + a);
+        }
+}
+
+/* c + m rounded, the product and the sum rounded (or fused): within 3u (|x| (|c| + |m|) + |a|). */
+static inline int ops_madd_finish(struct ops_madd *c, const char *label, const float *y1,
+                                  const float *y2, const char *again) {
+    const int n = c->n, d = c->d;
+    double *tol = dalloc((size_t)n * d);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < d; j++) {
+            const double a = c->resid ? c->y0[(size_t)i * c->ldy + j] : c->a[(size_t)i * c->ldm + j];
+            tol[(size_t)i * d + j] = 3 * U * (fabs(c->x[(size_t)i * c->ldx + j]) *
+                                                  (fabs(c->c) + fabs(c->m[(size_t)i * c->ldm + j])) + fabs(a));
+        }
+    char what[120];
+    snprintf(what, sizeof what, "%s madd n %d d %d %s", label, n, d,
+             c->resid ? "gated residual (in place)" : "modulation");
+    const int bad = ops_check_rows(what, again, y1, y2, c->yr, c->ldy, n, d, tol);
+    free(tol), free(c->x), free(c->mod);
+    ca_free_guarded(c->y0), ca_free_guarded(c->yr);
+    return bad;
+}
+
 /* ---- RoPE ---- */
 
 struct ops_rope {

@@ -1,6 +1,6 @@
 /*
  * test_ops.c — checkasm for every non-matmul slot of struct jk_kernels (attn + attn_ws,
- * rope, layernorm, gelu_tanh, silu, add, patchify, gather, mean_rows) at
+ * rope, layernorm, gelu_tanh, silu, add, madd, patchify, gather, mean_rows) at
  * every ISA level this machine runs (avx2, avx512, neon; with -DCHECKASM_AVX512_EMU the
  * AVX-512 level through SIMDe, see tests/checkasm/meson.build), against the reference slots of
  * jk_init_ref() (kernels/ref/), plus the references and the RoPE tables against
@@ -420,6 +420,26 @@ static void check_add(const struct jk_kernels *kt, const char *level) {
     printf("  %s add: %d cases, %d failed\n", level, cases, fails);
 }
 
+/* The modulation multiply-add against its definition (whatever fills the slot). The
+ * gated residual runs in place (y is also a). */
+static void check_madd(const struct jk_kernels *kt, const char *level) {
+    static const int ds[] = {1, 7, 8, 9, 64, 192, 577};
+    int fails = 0, cases = 0;
+    for (size_t di = 0; di < sizeof ds / sizeof *ds; di++)
+        for (int resid = 0; resid < 2; resid++) {
+            struct ops_madd c;
+            ops_madd_make(&c, di == 0 ? 1 : 17, ds[di], resid);
+            const size_t ny = (size_t)c.n * c.ldy;
+            float *y1 = ops_dup(c.y0, ny), *y2 = ops_dup(c.y0, ny);
+            kt->madd(y1, c.ldy, c.x, c.ldx, c.m, c.ldm, resid ? y1 : c.a, resid ? c.ldy : c.ldm, c.c, c.n, c.d, 1);
+            kt->madd(y2, c.ldy, c.x, c.ldx, c.m, c.ldm, resid ? y2 : c.a, resid ? c.ldy : c.ldm, c.c, c.n, c.d, 2);
+            fails += ops_madd_finish(&c, level, y1, y2, "1 and 2 threads");
+            cases++;
+            ca_free_guarded(y1), ca_free_guarded(y2);
+        }
+    printf("  %s madd: %d cases, %d failed\n", level, cases, fails);
+}
+
 /* Patchify: a permutation, so the bits must match. */
 static void check_patchify(const struct jk_kernels *kt, const char *level) {
     int fails = 0, cases = 0;
@@ -693,6 +713,7 @@ int main(int argc, char **argv) {
     /* the reference row gather and column mean against their definitions */
     check_gather(&ref, "ref");
     check_mean_rows(&ref, "ref");
+    check_madd(&ref, "ref");
 
     int tested = 0;
     for (int l = 0; l < nl; l++) {
@@ -720,6 +741,7 @@ int main(int argc, char **argv) {
         /* against their definitions, whatever fills the slots (the reference today) */
         check_gather(&kt, n);
         check_mean_rows(&kt, n);
+        check_madd(&kt, n);
     }
     if (!tested) printf("checkasm_ops: no slot above the reference at any level here; references checked\n");
     return ca_finish("checkasm_ops");

@@ -1,9 +1,9 @@
 /*
  * test_cuda_ops.c — the row and element-wise slots of the CUDA table (kernels/cuda/ops.cu)
  * against the reference slots of jk_init_ref() (kernels/ref/): layernorm, gelu_tanh,
- * silu, add, rope, patchify, gather, mean_rows. Built twice (tests/cuda/
- * meson.build): against the SIMT emulator, which runs the kernels on the CPU, and with
- * nvcc for a GPU; exits 77 without a device.
+ * silu, add, madd (against its definition), rope, patchify, gather, mean_rows. Built
+ * twice (tests/cuda/meson.build): against the SIMT emulator, which runs the kernels on
+ * the CPU, and with nvcc for a GPU; exits 77 without a device.
  *
  * Shapes are ragged on purpose: one row, row lengths around the warp (31, 32, 33) and
  * around the kernels' switch from a warp per row to a block per row (1024, 1025) and
@@ -220,6 +220,29 @@ static void check_patchify(const struct jk_kernels *k) {
 
 /* y[i, :] = x[idx[i], :]: the definition (ops_gather_finish), and the reference slot
  * when the table has one. */
+/* The modulation multiply-add: ops_madd_finish's 3u; the gated residual in place. */
+static void check_madd(const struct jk_kernels *k) {
+    static const int ds[] = {1, 7, 31, 33, 192, 577};
+    int fails = 0, cases = 0;
+    for (size_t di = 0; di < sizeof ds / sizeof *ds; di++)
+        for (int resid = 0; resid < 2; resid++) {
+            struct ops_madd c;
+            ops_madd_make(&c, di == 0 ? 1 : di == 1 ? 300 : 17, ds[di], resid);
+            const size_t ny = (size_t)c.n * c.ldy, nmod = (size_t)c.n * c.ldm;
+            float *y1 = ops_dup(c.y0, ny);
+            float *dx = ct_upload_f(c.x, (size_t)c.n * c.ldx), *dm = ct_upload_f(c.mod, nmod);
+            float *dy = ct_upload_guarded(y1, ny);
+            k->madd(dy, c.ldy, dx, c.ldx, dm + c.d, c.ldm, resid ? dy : dm, resid ? c.ldy : c.ldm, c.c,
+                    c.n, c.d, 1);
+            ct_download_guarded(y1, dy, ny);
+            ct_free_guarded(dy), ct_free(dx), ct_free(dm);
+            fails += ops_madd_finish(&c, "cuda", y1, NULL, NULL);
+            cases++;
+            ca_free_guarded(y1);
+        }
+    printf("  cuda madd: %d cases, %d failed\n", cases, fails);
+}
+
 static void check_gather(const struct jk_kernels *k, const struct jk_kernels *rt) {
     int fails = 0, cases = 0;
     struct ops_gather c;
@@ -308,6 +331,7 @@ int main(void) {
     check_unary(&k, &ref);
     check_activation_accuracy(&k);
     check_add(&k);
+    check_madd(&k);
     check_rope(&k);
     check_patchify(&k);
     check_gather(&k, &ref);

@@ -55,7 +55,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (jepa_ctx_embed(c, x, T, H, W, NULL, &out) != JEPA_OK) {
                 need_reason(jepa_ctx_error(c));
             } else {
-                if (info.has_predictor && n >= 2) {
+                if (info.predictor && !strcmp(info.predictor, "lewm") && info.pred_n_frames >= 1 &&
+                    info.pred_n_frames <= 64 && info.action_dim <= 1024) {
+                    /* two frames (or the window), then a rollout of two steps */
+                    const int nf = info.pred_n_frames < 2 ? 1 : 2, A = info.action_dim, E = info.embed_dim;
+                    float *emb = calloc((size_t)(nf + 2) * E, sizeof(float)), *act = calloc((size_t)(nf + 2) * A + 1, sizeof(float));
+                    float *wout = calloc((size_t)(nf + 2) * ((size_t)info.pred_out_dim + E) + 1, sizeof(float));
+                    if (emb && act && wout) {
+                        for (size_t i = 0; i < (size_t)nf * E; i++) emb[i] = (float)((int)(i % 5) - 2) * 0.5f;
+                        for (size_t i = 0; i < (size_t)(nf + 1) * A; i++) act[i] = (float)((int)(i % 3) - 1);
+                        if (jepa_ctx_lewm_predict(c, emb, act, 1, nf, wout) != JEPA_OK) need_reason(jepa_ctx_error(c));
+                        if (jepa_ctx_lewm_rollout(c, emb, 1, nf, act, 2, wout) != JEPA_OK) need_reason(jepa_ctx_error(c));
+                    }
+                    free(emb), free(act), free(wout);
+                }
+                if (info.predictor && !strcmp(info.predictor, "masked") && n >= 2) {
                     const int32_t ctx[1] = {0}, tgt[1] = {1};
                     float *pred = calloc((size_t)info.pred_out_dim + 1, sizeof(float));
                     jepa_predict_params pp = {.ctx_ids = ctx, .n_ctx = 1, .tgt_ids = tgt, .n_tgt = 1, .mask_index = 1};

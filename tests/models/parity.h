@@ -10,6 +10,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "jepa.h"
+
 struct parity {
     double cos_min, cos_mean, rel;
     int worst_row;
@@ -44,6 +46,18 @@ static inline int parity_check(const char *what, const float *got, const float *
     printf("%-4s %-44s rows %5d  cos min %.9f (row %d) mean %.9f  rel %.2e   [bar cos >= %g, rel <= %g]\n",
            ok ? "ok" : "FAIL", what, rows, p.cos_min, p.worst_row, p.cos_mean, p.rel, min_cos, max_rel);
     return !ok;
+}
+
+/* A context on the CPU with the kernels capped at `cpu` ("scalar", "avx2", ...) and
+ * `threads` threads; NULL (the reason printed) when it cannot be made. */
+static inline jepa_ctx *parity_ctx(const jepa_model *m, const char *cpu, int threads) {
+    jepa_ctx_params p = jepa_ctx_default_params();
+    p.cpu = cpu;
+    p.n_threads = threads;
+    jepa_ctx *c = NULL;
+    char err[JEPA_ERR_LEN];
+    if (jepa_ctx_new(&c, m, &p, err)) printf("FAIL a context for cpu '%s': %s\n", cpu, err);
+    return c;
 }
 
 #endif

@@ -63,15 +63,8 @@ static jepa_model *load_model(const char *rel) {
 }
 
 static jepa_ctx *new_ctx(const jepa_model *m, const char *cpu, int threads) {
-    jepa_ctx_params p = jepa_ctx_default_params();
-    p.cpu = cpu;
-    p.n_threads = threads;
-    jepa_ctx *c = NULL;
-    char err[JEPA_ERR_LEN];
-    if (jepa_ctx_new(&c, m, &p, err)) {
-        fprintf(stderr, "cannot create a context for cpu '%s': %s\n", cpu, err);
-        exit(1);
-    }
+    jepa_ctx *c = parity_ctx(m, cpu, threads);
+    if (!c) exit(1);
     return c;
 }
 

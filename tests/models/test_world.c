@@ -1,0 +1,198 @@
+/*
+ * test_world.c — the LeWM world-model predictor (models/lewm.c) against the float64
+ * reference of tests/gen/gen_lewm.py (written after the structure of the LeWM authors'
+ * modules, not after jepa.c's recipe) on two tiny random configurations
+ * (tests/data/lewm_wm: several heads of a width other than the model's and a 3-frame
+ * window; one wide head and a 5-frame window), at every kernel level this machine has:
+ *
+ *  - predict: B sequences of T frames, every row cosine >= 0.99999, rel <= 1e-4;
+ *  - rollout: the steps of the reference (its window slides past n_frames), same bars;
+ *  - structure, with known answers: causality (a non-uniform change of the last frame's
+ *    embedding and action leaves every earlier row bit-identical and moves the last),
+ *    rollout step 0 = the last row of predict on the history (bits), a batch of
+ *    sequences = each sequence alone (bits), the same bits at 1 and 2 threads;
+ *  - bad input: wrong model kind, T past the window, zero sequences, NaN actions,
+ *    zero steps: JEPA_ERR_ARG with a reason.
+ *
+ * usage: test_world DATA_DIR
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "input/npy.h"
+#include "jepa.h"
+#include "runtime/cpu.h"
+#include "tests/models/parity.h"
+
+#define COS_BAR 0.99999
+#define REL_BAR 1e-4
+
+static const char *data_dir;
+static int failures, passes;
+
+#define EXPECT(cond, ...)                                       \
+    do {                                                        \
+        if (cond) passes++;                                     \
+        else { printf("FAIL " __VA_ARGS__); printf("\n"); failures++; } \
+    } while (0)
+
+static int load(struct npy *a, const char *name, const char *tag) {
+    char path[1024];
+    struct jerr e = {0};
+    snprintf(path, sizeof path, "%s/lewm_wm/%s_%s.npy", data_dir, name, tag);
+    if (npy_load_f32(a, path, &e)) {
+        printf("FAIL %s: %s\n", path, e.msg);
+        failures++;
+        return 1;
+    }
+    return 0;
+}
+
+static jepa_ctx *open_ctx(const jepa_model *m, const char *cpu, int threads) {
+    jepa_ctx *c = parity_ctx(m, cpu, threads);
+    failures += !c;
+    return c;
+}
+
+static int same_bits(const float *a, const float *b, size_t n) { return !memcmp(a, b, n * sizeof(float)); }
+
+static void world_case(const char *tag, const char *cpu) {
+    char path[1024], what[160];
+    snprintf(path, sizeof path, "%s/lewm_wm/model_%s.gguf", data_dir, tag);
+    jepa_model *m = NULL;
+    char err[JEPA_ERR_LEN];
+    if (jepa_model_load(&m, path, err)) {
+        printf("FAIL %s: %s\n", path, err);
+        failures++;
+        return;
+    }
+    jepa_model_info info;
+    jepa_model_get_info(m, &info);
+    EXPECT(info.predictor && !strcmp(info.predictor, "lewm") && info.pred_n_frames >= 3, "[%s] info: a lewm predictor", tag);
+    struct npy emb, act, pred, remb, ract, traj;
+    if (load(&emb, "emb", tag) | load(&act, "actions", tag) | load(&pred, "pred", tag) |
+        load(&remb, "rollout_emb", tag) | load(&ract, "rollout_actions", tag) | load(&traj, "traj", tag)) {
+        jepa_model_free(m);
+        return;
+    }
+    const int B = (int)emb.shape[0], T = (int)emb.shape[1], D = (int)emb.shape[2], A = (int)act.shape[2];
+    const int RT = (int)remb.shape[1], K = (int)traj.shape[1];
+    EXPECT(D == info.emb_dim && D == info.pred_out_dim && A == info.action_dim, "[%s] fixture widths", tag);
+    jepa_ctx *c = open_ctx(m, cpu, 2), *c1 = open_ctx(m, cpu, 1);
+    if (!c || !c1) goto done;
+    const size_t n = (size_t)B * T * D;
+    float *out = malloc(sizeof(float) * n), *out1 = malloc(sizeof(float) * n), *alone = malloc(sizeof(float) * n);
+    float *e2 = malloc(sizeof(float) * n), *a2 = malloc(sizeof(float) * (size_t)B * T * A);
+    float *tr = malloc(sizeof(float) * (size_t)B * K * D), *p0 = malloc(sizeof(float) * (size_t)B * RT * D);
+
+    /* predict: the reference, 1 vs 2 threads, each sequence alone */
+    jepa_status st = jepa_ctx_lewm_predict(c, emb.data, act.data, B, T, out);
+    EXPECT(st == JEPA_OK, "[%s %s] predict: %s", tag, cpu, jepa_ctx_error(c));
+    snprintf(what, sizeof what, "lewm %s predict [%s] (B %d, T %d)", tag, cpu, B, T);
+    failures += parity_check(what, out, pred.data, B * T, D, COS_BAR, REL_BAR);
+    EXPECT(jepa_ctx_lewm_predict(c1, emb.data, act.data, B, T, out1) == JEPA_OK && same_bits(out, out1, n),
+           "[%s %s] predict: 1 and 2 threads differ", tag, cpu);
+    int batch_ok = 1;
+    for (int s = 0; s < B; s++) {
+        const size_t o = (size_t)s * T * D;
+        batch_ok &= jepa_ctx_lewm_predict(c, (const float *)emb.data + o, (const float *)act.data + (size_t)s * T * A,
+                                          1, T, alone + o) == JEPA_OK;
+    }
+    EXPECT(batch_ok && same_bits(out, alone, n), "[%s %s] a batch of %d sequences differs from each alone", tag, cpu, B);
+
+    /* causality: the last frame's embedding and action changed, non-uniformly */
+    memcpy(e2, emb.data, sizeof(float) * n);
+    memcpy(a2, act.data, sizeof(float) * (size_t)B * T * A);
+    for (int s = 0; s < B; s++) {
+        for (int j = 0; j < D; j++) e2[((size_t)s * T + T - 1) * D + j] += 0.3f * (float)((j * 7 + s) % 11) - 1.5f;
+        for (int j = 0; j < A; j++) a2[((size_t)s * T + T - 1) * A + j] *= -2.0f + 0.25f * (float)j;
+    }
+    EXPECT(jepa_ctx_lewm_predict(c, e2, a2, B, T, out1) == JEPA_OK, "[%s] predict (changed)", tag);
+    int prefix_same = 1;
+    double last_moved = 0;
+    for (int s = 0; s < B; s++) {
+        const size_t o = (size_t)s * T * D;
+        prefix_same &= same_bits(out + o, out1 + o, (size_t)(T - 1) * D);
+        for (int j = 0; j < D; j++) last_moved = fmax(last_moved, fabs(out[o + (size_t)(T - 1) * D + j] - out1[o + (size_t)(T - 1) * D + j]));
+    }
+    EXPECT(prefix_same, "[%s %s] causality: a change of the last frame moved an earlier row", tag, cpu);
+    EXPECT(last_moved > 1e-3, "[%s %s] causality: the last row did not move (%g)", tag, cpu, last_moved);
+
+    /* rollout: the reference; step 0 = the last row of predict on the history */
+    st = jepa_ctx_lewm_rollout(c, remb.data, B, RT, ract.data, K, tr);
+    EXPECT(st == JEPA_OK, "[%s %s] rollout: %s", tag, cpu, jepa_ctx_error(c));
+    snprintf(what, sizeof what, "lewm %s rollout [%s] (B %d, %d + %d steps)", tag, cpu, B, RT, K);
+    failures += parity_check(what, tr, traj.data, B * K, D, COS_BAR, REL_BAR);
+    float *hist_act = malloc(sizeof(float) * (size_t)B * RT * A);
+    for (int s = 0; s < B; s++)
+        memcpy(hist_act + (size_t)s * RT * A, (const float *)ract.data + (size_t)s * (RT + K - 1) * A,
+               sizeof(float) * (size_t)RT * A);
+    EXPECT(jepa_ctx_lewm_predict(c, remb.data, hist_act, B, RT, p0) == JEPA_OK, "[%s] predict on the history", tag);
+    int step0 = 1;
+    for (int s = 0; s < B; s++)
+        step0 &= same_bits(tr + (size_t)s * K * D, p0 + ((size_t)s * RT + RT - 1) * D, (size_t)D);
+    EXPECT(step0, "[%s %s] rollout step 0 differs from predict's last row", tag, cpu);
+    free(hist_act);
+
+    /* bad input */
+    if (!strcmp(cpu, "scalar")) {
+        EXPECT(jepa_ctx_lewm_predict(c, emb.data, act.data, B, info.pred_n_frames + 1, out) == JEPA_ERR_ARG &&
+                   strstr(jepa_ctx_error(c), "jepa.pred.n_frames"),
+               "[%s] T past the window: '%s'", tag, jepa_ctx_error(c));
+        EXPECT(jepa_ctx_lewm_predict(c, emb.data, act.data, 0, T, out) == JEPA_ERR_ARG, "[%s] zero sequences", tag);
+        memcpy(a2, act.data, sizeof(float) * (size_t)B * T * A);
+        a2[A + 1] = NAN;
+        EXPECT(jepa_ctx_lewm_predict(c, emb.data, a2, B, T, out) == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "NaN"),
+               "[%s] a NaN action: '%s'", tag, jepa_ctx_error(c));
+        EXPECT(jepa_ctx_lewm_rollout(c, remb.data, B, RT, ract.data, 0, tr) == JEPA_ERR_ARG, "[%s] zero steps", tag);
+        EXPECT(jepa_ctx_lewm_predict(c, NULL, act.data, B, T, out) == JEPA_ERR_ARG, "[%s] NULL emb", tag);
+        EXPECT(jepa_ctx_lewm_predict(NULL, emb.data, act.data, B, T, out) == JEPA_ERR_ARG, "[%s] NULL context", tag);
+    }
+    free(out), free(out1), free(alone), free(e2), free(a2), free(tr), free(p0);
+done:
+    jepa_ctx_free(c);
+    jepa_ctx_free(c1);
+    npy_free(&emb), npy_free(&act), npy_free(&pred), npy_free(&remb), npy_free(&ract), npy_free(&traj);
+    jepa_model_free(m);
+}
+
+/* A model without a LeWM predictor refuses the calls by name. */
+static void wrong_kind(void) {
+    char path[1024], err[JEPA_ERR_LEN];
+    snprintf(path, sizeof path, "%s/vjepa2_tiny/model.gguf", data_dir);
+    jepa_model *m = NULL;
+    if (jepa_model_load(&m, path, err)) {
+        printf("FAIL %s: %s\n", path, err);
+        failures++;
+        return;
+    }
+    jepa_ctx *c = open_ctx(m, "scalar", 1);
+    float x[128 * 4] = {0}, y[128 * 4];
+    EXPECT(c && jepa_ctx_lewm_predict(c, x, x, 1, 1, y) == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "no LeWM predictor"),
+           "a masked-predictor model: '%s'", c ? jepa_ctx_error(c) : "");
+    EXPECT(c && jepa_ctx_lewm_rollout(c, x, 1, 1, x, 1, y) == JEPA_ERR_ARG, "rollout on a masked-predictor model");
+    jepa_ctx_free(c);
+    jepa_model_free(m);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_world DATA_DIR\n");
+        return 2;
+    }
+    data_dir = argv[1];
+    static const char *const levels[] = {"scalar", "avx2", "avx512", "neon"};
+    static const unsigned need[] = {0, JEPA_CPU_AVX2, JEPA_CPU_AVX512, JEPA_CPU_NEON};
+    const unsigned have = jr_cpu_detect();
+    for (int i = 0; i < 4; i++) {
+        if (need[i] && !(have & need[i])) continue;
+        printf("-- kernels capped at %s\n", levels[i]);
+        world_case("a", levels[i]);
+        world_case("b", levels[i]);
+    }
+    wrong_kind();
+    printf("world: %d checks passed, %d failed\n", passes, failures);
+    return failures ? 1 : 0;
+}
