@@ -22,6 +22,11 @@ int bench_kernels(const struct bench_opts *o);
  * small shape per case: a check of the harness, not a measurement. */
 int bench_gpu(const struct bench_opts *o, int ordinal);
 
+/* `jepa bench world`: the LeWM predictor of model_path per call (1 and o->threads
+ * threads), batched against single calls over `samples` sequences, and a batched rollout
+ * of `horizon` steps (bench/bench_world.c). */
+int bench_world(const struct bench_opts *o, const char *model_path, int samples, int horizon);
+
 /* Peak f32 FMA throughput in GFLOP/s of `threads` threads running a register-only FMA
  * loop of the widest vector unit in `cpu` (bench/peak.c). */
 double bench_fma_peak(unsigned cpu, int threads, const char **isa);

@@ -39,10 +39,22 @@ int cli_parse_u64(const char *cmd, const char *opt, const char *v, unsigned long
  * outputs naming one file. NULL entries are skipped. 0 or CLI_EXIT_USAGE. */
 int cli_check_outputs(const char *cmd, const char *const *ins, int n_in, const char *const *outs, int n_out);
 
+/* A context for the options every run command takes: -t (0: all cores), --cpu (NULL:
+ * auto), -g (< 0: the CPU). 0, or the exit code with the error printed (a bad --cpu is a
+ * usage error, a missing or failing GPU a runtime one). */
+struct jepa_model;
+struct jepa_ctx;
+int cli_ctx_new(const char *cmd, const struct jepa_model *m, int threads, const char *cpu, int gpu,
+                struct jepa_ctx **out);
+
 int cmd_info(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_classify(int argc, char **argv);
+/* World models (cmd_world.c): `jepa predict` with --emb / --actions, `jepa rollout`. */
+int cli_is_world_predict(int argc, char **argv);
+int cmd_world_predict(int argc, char **argv);
+int cmd_rollout(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_cpu(int argc, char **argv);

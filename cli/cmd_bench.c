@@ -1,7 +1,9 @@
 /*
  * cmd_bench.c — `jepa bench kernels [--json] [-t N] [--quick] [--full] [--op OP] [--cpu L]`
- * and `jepa bench gpu [-g N] [--json] [--quick] [--op OP]` (= `jepa bench kernels -g N`):
- * argument parsing only; the benchmarks are bench/bench_kernels.c and bench/bench_gpu.c
+ * , `jepa bench gpu [-g N] [--json] [--quick] [--op OP]` (= `jepa bench kernels -g N`)
+ * and `jepa bench world -m MODEL [--samples N] [--horizon H] [-t N] [--json] [--quick]`:
+ * argument parsing only; the benchmarks are bench/bench_kernels.c, bench_gpu.c and
+ * bench_world.c
  * (see there for what is timed and how, and docs/performance-kernels.md for results).
  */
 #include <stdio.h>
@@ -19,11 +21,14 @@ static void usage(FILE *f) {
             "usage: jepa bench kernels [--json] [-t N] [--quick | --full] [--op all|matmul|attn]\n"
             "                          [--cpu scalar|avx2|avx512|neon] [-g N]\n"
             "       jepa bench gpu [-g N] [--json] [--quick] [--op all|matmul|attn]\n"
+            "       jepa bench world -m MODEL [--samples N] [--horizon H] [-t N] [--json] [--quick]\n"
             "\n"
             "Time the kernel table on the ViT matmul shapes (every weight dtype) and on\n"
             "attention, against the FMA peak measured in the same run and, when built with\n"
             "OpenBLAS, cblas_sgemm on the same shapes and threads. With -g N (or `bench gpu`,\n"
-            "GPU 0 by default): the CUDA table on GPU N, in TFLOP/s.\n"
+            "GPU 0 by default): the CUDA table on GPU N, in TFLOP/s. `bench world`: a LeWM\n"
+            "model's predictor per call at 1 and N threads, N sequences batched against N\n"
+            "single calls (default 300), and a batched rollout of H steps (default 5).\n"
             "\n"
             "  --json      one JSON object per line on stdout (context lines go to stderr)\n"
             "  -t N        threads (default: the online CPUs)\n"
@@ -40,9 +45,11 @@ int cmd_bench(int argc, char **argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_EXIT_USAGE : 0;
     }
-    const int gpu_cmd = !strcmp(argv[1], "gpu");
-    if (strcmp(argv[1], "kernels") && !gpu_cmd)
-        return cli_usage_error("bench", "unknown benchmark '%s' (kernels, gpu)", argv[1]);
+    const int gpu_cmd = !strcmp(argv[1], "gpu"), world_cmd = !strcmp(argv[1], "world");
+    if (strcmp(argv[1], "kernels") && !gpu_cmd && !world_cmd)
+        return cli_usage_error("bench", "unknown benchmark '%s' (kernels, gpu, world)", argv[1]);
+    const char *model = NULL;
+    int samples = 300, horizon = 5;
     int gpu = gpu_cmd ? 0 : -1;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     struct bench_opts o = {.json = 0, .threads = ncpu > 0 && ncpu <= 1024 ? (int)ncpu : 1,
@@ -63,6 +70,13 @@ int cmd_bench(int argc, char **argv) {
             if (strcmp(o.op, "all") && strcmp(o.op, "matmul") && strcmp(o.op, "attn"))
                 return cli_usage_error("bench", "unknown op '%s'", o.op);
         } else if (!strcmp(a, "--cpu") && i + 1 < argc) cap = argv[++i];
+        else if (world_cmd && (!strcmp(a, "-m") || !strcmp(a, "--model")) && i + 1 < argc) model = argv[++i];
+        else if (world_cmd && (!strcmp(a, "--samples") || !strcmp(a, "--horizon")) && i + 1 < argc) {
+            long long v;
+            int rc = cli_parse_int("bench", a, argv[++i], 1, a[2] == 's' ? 65536 : 1024, &v);
+            if (rc) return rc;
+            *(a[2] == 's' ? &samples : &horizon) = (int)v;
+        }
         else if ((!strcmp(a, "-g") || !strcmp(a, "--gpu")) && i + 1 < argc) {
             long long g;
             int rc = cli_parse_int("bench", a, argv[++i], 0, 1024, &g);
@@ -78,6 +92,10 @@ int cmd_bench(int argc, char **argv) {
     long cpu = jr_cpu_cap(jr_cpu_detect(), cap);
     if (cpu < 0) return cli_usage_error("bench", "unknown cpu level '%s'", cap);
     o.cpu = (unsigned)cpu;
+    if (world_cmd) {
+        if (!model) return cli_usage_error("bench", "bench world needs -m MODEL (a LeWM file)");
+        return bench_world(&o, model, samples, horizon) ? CLI_EXIT_FAIL : 0;
+    }
     if (gpu >= 0) {
         if (gpu >= jk_device_cuda_count()) {   /* the one-line reason, exit 1 */
             char err[256];

@@ -437,19 +437,9 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
     if (jepa_model_load(&m, o.model, err)) { cli_fail(o.model, "%s", err); goto done; }
     jepa_model_info info;
     jepa_model_get_info(m, &info);
-    jepa_ctx_params cp = jepa_ctx_default_params();
-    cp.n_threads = o.threads;
-    cp.cpu = o.cpu;
-    char device[32] = "cpu";
-    if (o.gpu >= 0) snprintf(device, sizeof device, "cuda:%d", o.gpu);
-    cp.device = device;
-    jepa_status st = jepa_ctx_new(&c, m, &cp, err);
-    if (st) {
-        /* a bad --cpu is a usage error; a missing or failing GPU is a runtime one */
-        if (st == JEPA_ERR_ARG) rc = cli_usage_error(name, "%s", err);
-        else cli_fail(device, "%s", err);
-        goto done;
-    }
+    if ((rc = cli_ctx_new(name, m, o.threads, o.cpu, o.gpu, &c))) goto done;
+    rc = CLI_EXIT_FAIL;
+    jepa_status st;
     const double t_load = now_ms() - t0;
 
     /* ---- the clips, and what the request needs of the model ---- */
@@ -684,5 +674,7 @@ done:
 }
 
 int cmd_embed(int argc, char **argv) { return run(RUN_EMBED, argc, argv); }
-int cmd_predict(int argc, char **argv) { return run(RUN_PREDICT, argc, argv); }
+int cmd_predict(int argc, char **argv) {
+    return cli_is_world_predict(argc, argv) ? cmd_world_predict(argc, argv) : run(RUN_PREDICT, argc, argv);
+}
 int cmd_classify(int argc, char **argv) { return run(RUN_CLASSIFY, argc, argv); }

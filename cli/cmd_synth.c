@@ -44,38 +44,46 @@ struct arch {
     const char *resize_mode, *resample;
     int resize_short, crop;
     float mean, std;           /* 0: ImageNet statistics */
+    /* LeWM world-model predictor (w_frames = 0: none): pd / p_layers / p_heads / p_ffn
+     * above, plus the head width, window, action width and output projector width */
+    int w_head_dim, w_frames, w_action_dim, w_proj_hidden;
 };
 
 /* Shapes of the published checkpoints (docs/gguf-schema.md; the models' cards). */
 static const struct arch archs[] = {
     {"vjepa2-vitl-256", "vjepa2", "video", "V-JEPA 2 ViT-L/16 256px (vjepa2-vitl-fpc64-256 shape)",
      1024, 24, 16, 4096, 16, 2, 256, 64, "rope3d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
-     384, 12, 12, 1536, 10, 1024, 0, 0, 0, "shortest_edge", "bilinear", 292, 256, 0, 0},
+     384, 12, 12, 1536, 10, 1024, 0, 0, 0, "shortest_edge", "bilinear", 292, 256, 0, 0, 0, 0, 0, 0},
     {"vjepa2-vitl-256-ssv2", "vjepa2", "video", "V-JEPA 2 ViT-L/16 256px + the SSv2 attentive-pool classifier shape (174 classes)",
      1024, 24, 16, 4096, 16, 2, 256, 16, "rope3d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
-     384, 12, 12, 1536, 10, 1024, 0, 174, 3, "shortest_edge", "bilinear", 292, 256, 0, 0},
+     384, 12, 12, 1536, 10, 1024, 0, 174, 3, "shortest_edge", "bilinear", 292, 256, 0, 0, 0, 0, 0, 0},
     {"vjepa2_1-vitb-384", "vjepa2_1", "image+video", "V-JEPA 2.1 ViT-B/16 384px (vjepa2_1_vitb_dist_vitG_384 shape)",
      768, 12, 12, 3072, 16, 2, 384, 64, "rope3d", "interleaved", 1, {2, 5, 8, 11}, 4, 1, 0, 0, 1e-6f, 0,
-     384, 12, 12, 1536, 8, 1664, 1, 0, 0, "shortest_edge", "bilinear", 438, 384, 0, 0},
+     384, 12, 12, 1536, 8, 1664, 1, 0, 0, "shortest_edge", "bilinear", 438, 384, 0, 0, 0, 0, 0, 0},
     {"ijepa-vith14-224", "ijepa", "image", "I-JEPA ViT-H/14 224px (ijepa_vith14_1k shape)",
      1280, 32, 16, 5120, 14, 1, 224, 1, "sincos2d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, "squash", "bicubic", 224, 224, 0.5f, 0.5f},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, "squash", "bicubic", 224, 224, 0.5f, 0.5f, 0, 0, 0, 0},
     {"lejepa-vits16-224", "hfvit", "image", "LeJEPA ViT-S/16 224px (lejepa-vits16-pretrain-in1k shape)",
      384, 12, 6, 1536, 16, 1, 224, 1, "learned", "tiled", 0, {0}, 0, 0, 1, 0, 1e-6f, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bicubic", 256, 224, 0, 0},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bicubic", 256, 224, 0, 0, 0, 0, 0, 0},
     {"levjepa-vitl16-224", "levjepa", "video", "LeVJEPA ViT-L/16 224px, 16 frames, block-causal (LeVJEPA-VideoMix-Large shape)",
      1024, 24, 16, 4096, 16, 1, 224, 16, "rope3d", "tiled", 0, {0}, 0, 0, 1, 1, 1e-6f, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bicubic", 224, 224, 0, 0},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bicubic", 224, 224, 0, 0, 0, 0, 0, 0},
     {"lewm-tiny-224", "lewm", "image", "LeWM encoder: ViT-tiny/14 224px + projector (lewm-pusht shape, no predictor)",
      192, 12, 3, 768, 14, 1, 224, 1, "learned", "tiled", 0, {0}, 0, 0, 1, 0, 1e-12f, 2048,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bilinear", 224, 224, 0, 0},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bilinear", 224, 224, 0, 0, 0, 0, 0, 0},
+    {"lewm-pusht", "lewm", "image", "LeWM world model: the lewm-tiny-224 encoder + the predictor (6 adaLN blocks of 16 x 64, 3 frames, 10-d actions)",
+     192, 12, 3, 768, 14, 1, 224, 1, "learned", "tiled", 0, {0}, 0, 0, 1, 0, 1e-12f, 2048,
+     192, 6, 16, 2048, 0, 192, 0, 0, 0, "shortest_edge", "bilinear", 224, 224, 0, 0, 64, 3, 10, 2048},
     {"vjepa2-tiny", "vjepa2", "video", "a tiny V-JEPA 2 (128-d, 2 layers) for tests",
      128, 2, 2, 512, 16, 2, 64, 4, "rope3d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
-     64, 2, 2, 256, 10, 128, 0, 7, 3, "shortest_edge", "bilinear", 73, 64, 0, 0},
+     64, 2, 2, 256, 10, 128, 0, 7, 3, "shortest_edge", "bilinear", 73, 64, 0, 0, 0, 0, 0, 0},
     {"vjepa2_1-tiny", "vjepa2_1", "image+video", "a tiny V-JEPA 2.1 (64-d, 12 layers) for tests",
      64, 12, 1, 256, 16, 2, 64, 4, "rope3d", "interleaved", 1, {2, 5, 8, 11}, 4, 1, 0, 0, 1e-6f, 0,
-     64, 4, 2, 256, 8, 96, 1, 0, 0, "shortest_edge", "bilinear", 73, 64, 0, 0},
+     64, 4, 2, 256, 8, 96, 1, 0, 0, "shortest_edge", "bilinear", 73, 64, 0, 0, 0, 0, 0, 0},
 };
+
+#define IS_LEWM_PRED(A) ((A)->w_frames > 0)
 
 /* ---- deterministic random numbers (splitmix64 + Box-Muller) ---- */
 static uint64_t rng;
@@ -112,17 +120,22 @@ static int add(struct synth *s, const char *name, int rows, int cols, enum fill 
                                 &s->err) != JEPA_OK;
 }
 
-/* The tensors of one pre-LN block under prefix ("enc.blk.3"). */
-static int add_block(struct synth *s, const char *pfx, int d, int ffn) {
+/* The tensors of one pre-LN block under prefix ("enc.blk.3"): attention of inner width
+ * (d, or LeWM's n_head x head_dim), a qkv bias or none, and LeWM's adaLN modulation. */
+static int add_block_of(struct synth *s, const char *pfx, int d, int inner, int ffn, int qkv_bias, int adaln) {
     char n[192];
     int bad = 0;
 #define T(suffix, rows, cols, fill) \
     (snprintf(n, sizeof n, "%s.%s", pfx, suffix), bad |= add(s, n, rows, cols, fill))
+    if (adaln) {
+        T("adaln.weight", 6 * d, d, FILL_WEIGHT);
+        T("adaln.bias", 6 * d, 0, FILL_BIAS);
+    }
     T("ln1.weight", d, 0, FILL_NORM);
     T("ln1.bias", d, 0, FILL_BIAS);
-    T("attn_qkv.weight", 3 * d, d, FILL_WEIGHT);
-    T("attn_qkv.bias", 3 * d, 0, FILL_BIAS);
-    T("attn_out.weight", d, d, FILL_WEIGHT);
+    T("attn_qkv.weight", 3 * inner, d, FILL_WEIGHT);
+    if (qkv_bias) T("attn_qkv.bias", 3 * inner, 0, FILL_BIAS);
+    T("attn_out.weight", d, inner, FILL_WEIGHT);
     T("attn_out.bias", d, 0, FILL_BIAS);
     T("ln2.weight", d, 0, FILL_NORM);
     T("ln2.bias", d, 0, FILL_BIAS);
@@ -132,6 +145,10 @@ static int add_block(struct synth *s, const char *pfx, int d, int ffn) {
     T("ffn_down.bias", d, 0, FILL_BIAS);
 #undef T
     return bad;
+}
+
+static int add_block(struct synth *s, const char *pfx, int d, int ffn) {
+    return add_block_of(s, pfx, d, d, ffn, 1, 0);
 }
 
 static int add_linear(struct synth *s, const char *pfx, int rows, int cols) {
@@ -202,6 +219,11 @@ int cmd_synth(int argc, char **argv) {
     const int64_t grid = A->img / A->patch;
     if ((int64_t)(1 + grid * grid) * A->d > big) big = (int64_t)(1 + grid * grid) * A->d;
     if ((int64_t)A->proj_hidden * A->d > big) big = (int64_t)A->proj_hidden * A->d;
+    if ((int64_t)3 * A->p_heads * A->w_head_dim * A->pd > big) big = (int64_t)3 * A->p_heads * A->w_head_dim * A->pd;
+    if ((int64_t)6 * A->pd * A->pd > big) big = (int64_t)6 * A->pd * A->pd;
+    if ((int64_t)A->p_ffn * A->pd > big) big = (int64_t)A->p_ffn * A->pd;
+    if ((int64_t)A->w_proj_hidden * A->pd > big) big = (int64_t)A->w_proj_hidden * A->pd;
+    if ((int64_t)16 * A->pd * A->pd > big) big = (int64_t)16 * A->pd * A->pd;   /* the action MLP */
     s.buf = malloc(sizeof(float) * (size_t)big);
     s.w = jg_writer_new();
     if (!s.buf || !s.w) { free(s.buf); jg_writer_free(s.w); return cli_fail(NULL, "out of memory"); }
@@ -249,7 +271,24 @@ int cmd_synth(int argc, char **argv) {
         jg_writer_set_arr(w, "jepa.enc.hier_layers", GGUF_V_U32, h, (uint64_t)A->n_hier);
     }
     jg_writer_set_bool(w, "jepa.enc.layer_scale", 0);
-    if (A->pd) {
+    if (IS_LEWM_PRED(A)) {
+        jg_writer_set_str(w, "jepa.pred.kind", "lewm");
+        jg_writer_set_u32(w, "jepa.pred.embed_dim", (uint32_t)A->pd);
+        jg_writer_set_u32(w, "jepa.pred.n_layer", (uint32_t)A->p_layers);
+        jg_writer_set_u32(w, "jepa.pred.n_head", (uint32_t)A->p_heads);
+        jg_writer_set_u32(w, "jepa.pred.head_dim", (uint32_t)A->w_head_dim);
+        jg_writer_set_u32(w, "jepa.pred.ffn_dim", (uint32_t)A->p_ffn);
+        jg_writer_set_u32(w, "jepa.pred.out_dim", (uint32_t)A->p_out);
+        jg_writer_set_u32(w, "jepa.pred.n_frames", (uint32_t)A->w_frames);
+        jg_writer_set_u32(w, "jepa.pred.action_dim", (uint32_t)A->w_action_dim);
+        jg_writer_set_u32(w, "jepa.pred.state_dim", 0);
+        jg_writer_set_f32(w, "jepa.pred.ln_eps", 1e-5f);
+        jg_writer_set_f32(w, "jepa.pred.adaln_eps", 1e-6f);
+        jg_writer_set_str(w, "jepa.pred.act", "gelu_erf");
+        jg_writer_set_bool(w, "jepa.pred.qkv_bias", 0);
+        jg_writer_set_str(w, "jepa.pred.action_act", "silu");
+        jg_writer_set_str(w, "jepa.pred.proj_act", "gelu_erf");
+    } else if (A->pd) {
         jg_writer_set_str(w, "jepa.pred.kind", "masked");
         jg_writer_set_u32(w, "jepa.pred.embed_dim", (uint32_t)A->pd);
         jg_writer_set_u32(w, "jepa.pred.n_layer", (uint32_t)A->p_layers);
@@ -323,7 +362,19 @@ int cmd_synth(int argc, char **argv) {
         bad |= add_linear(&s, "enc.proj.0", A->proj_hidden, d);
         bad |= add_linear(&s, "enc.proj.2", d, A->proj_hidden);
     }
-    if (A->pd) {
+    if (IS_LEWM_PRED(A)) {
+        const int pd = A->pd;
+        bad |= add(&s, "pred.pos_embed", A->w_frames, pd, FILL_TOKEN);
+        bad |= add_linear(&s, "pred.action_embed.0", 4 * pd, A->w_action_dim);
+        bad |= add_linear(&s, "pred.action_embed.2", pd, 4 * pd);
+        for (int l = 0; l < A->p_layers && !bad; l++) {
+            snprintf(name, sizeof name, "pred.blk.%d", l);
+            bad |= add_block_of(&s, name, pd, A->p_heads * A->w_head_dim, A->p_ffn, 0, 1);
+        }
+        bad |= add_norm(&s, "pred.norm", pd);
+        bad |= add_linear(&s, "pred.proj.0", A->w_proj_hidden, pd);
+        bad |= add_linear(&s, "pred.proj.2", A->p_out, A->w_proj_hidden);
+    } else if (A->pd) {
         bad |= add_linear(&s, "pred.embed", A->pd, d);
         bad |= add(&s, "pred.mask_tokens", A->p_mask, A->pd, FILL_TOKEN);
         if (A->image_embed) {

@@ -18,7 +18,8 @@ static const struct {
     const char *help;
 } commands[] = {
     {"embed", cmd_embed, "encode a clip or image into tokens / pooled features"},
-    {"predict", cmd_predict, "predict target tokens from context tokens (masked predictor)"},
+    {"predict", cmd_predict, "predict target tokens (masked predictor) or the next states (world model)"},
+    {"rollout", cmd_rollout, "roll a world model forward over a sequence of actions (LeWM)"},
     {"classify", cmd_classify, "classify a clip with the model's head (top-k labels)"},
     {"info", cmd_info, "describe a model file (--kv, --tensors)"},
     {"quantize", cmd_quantize, "convert a model's matmul weights to f16, bf16 or q8_0"},
@@ -77,6 +78,18 @@ static int same_file(const char *a, const char *b) {
     if (!strcmp(a, b)) return 1;
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino &&
            S_ISREG(sa.st_mode);
+}
+
+int cli_ctx_new(const char *cmd, const jepa_model *m, int threads, const char *cpu, int gpu, jepa_ctx **out) {
+    jepa_ctx_params cp = jepa_ctx_default_params();
+    cp.n_threads = threads;
+    cp.cpu = cpu;
+    char device[32] = "cpu", err[JEPA_ERR_LEN];
+    if (gpu >= 0) snprintf(device, sizeof device, "cuda:%d", gpu);
+    cp.device = device;
+    jepa_status st = jepa_ctx_new(out, m, &cp, err);
+    if (!st) return 0;
+    return st == JEPA_ERR_ARG ? cli_usage_error(cmd, "%s", err) : cli_fail(device, "%s", err);
 }
 
 int cli_check_outputs(const char *cmd, const char *const *ins, int n_in, const char *const *outs, int n_out) {

@@ -99,10 +99,11 @@ static void run_lewm(struct jepa_ctx *c, const float *emb, const float *act, int
                       &p->action_embed2, R, JK_EPI_STORE, b->ws);
     c->k.silu(b->ca, (size_t)R * pd, nt);
 
-    /* x = emb + pos_embed[0 .. T) in every sequence */
+    /* x = emb + pos_embed[t]: frame t of every sequence is a strided matrix of B rows
+     * (stride T rows), and its table row is broadcast to them (T calls, not B) */
     c->dev->copy(c->dev, b->x, emb, sizeof(float) * (size_t)R * pd);
-    for (int s = 0; s < B; s++)
-        c->k.add(b->x + (size_t)s * T * pd, (size_t)pd, dw(c, p->pos_embed), (size_t)pd, NULL, T, pd, nt);
+    for (int t = 0; t < T; t++)
+        c->k.add(b->x + (size_t)t * pd, (size_t)T * pd, dw(c, p->pos_embed + (size_t)t * pd), 0, NULL, B, pd, nt);
 
     for (int l = 0; l < v->n_layer; l++) {
         const struct jm_block *blk = &v->blk[l];

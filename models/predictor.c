@@ -34,11 +34,13 @@ jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
 
     if (!m->has_pred)
         return jr_err_set(&c->err, JEPA_ERR_ARG, "this model file has no predictor");
+    if (pr->kind == JM_PRED_LEWM)
+        return jr_err_set(&c->err, JEPA_ERR_ARG,
+                          "this is a LeWM world-model predictor: it runs through jepa_ctx_lewm_predict / _rollout");
     if (pr->kind != JM_PRED_MASKED || pr->n_hier_in != 1)
         return jr_err_set(&c->err, JEPA_ERR_UNSUPPORTED,
                         "predictor kind '%s' (n_hier_in %d): not implemented yet",
-                        pr->kind == JM_PRED_MASKED ? "masked" : pr->kind == JM_PRED_AC ? "ac" : "lewm",
-                        pr->n_hier_in);
+                        pr->kind == JM_PRED_MASKED ? "masked" : "ac", pr->n_hier_in);
     if (m->enc.pos_type != JM_POS_ROPE3D)
         return jr_err_set(&c->err, JEPA_ERR_UNSUPPORTED,
                           "a masked predictor with a position table (pred.pos_embed, %s): not implemented yet",

@@ -313,6 +313,39 @@ static void classify_case(const char *tag, const jepa_model *m, const char *dir,
     npy_free(&tk), npy_free(&r);
 }
 
+/* The LeWM world-model predictor on the GPU: predict and a rollout against the float64
+ * reference of tests/gen/gen_lewm.py. */
+static void world_case(const char *tag, const jepa_model *m, const char *sfx) {
+    char n[64];
+#define WLOAD(var, name) (snprintf(n, sizeof n, "%s_%s.npy", name, sfx), var = load("lewm_wm", n, 0))
+    struct npy emb, act, pred, remb, ract, traj;
+    WLOAD(emb, "emb"), WLOAD(act, "actions"), WLOAD(pred, "pred");
+    WLOAD(remb, "rollout_emb"), WLOAD(ract, "rollout_actions"), WLOAD(traj, "traj");
+#undef WLOAD
+    const int B = (int)emb.shape[0], T = (int)emb.shape[1], D = (int)emb.shape[2];
+    const int RT = (int)remb.shape[1], K = (int)traj.shape[1];
+    jepa_ctx *g = new_ctx(m, "cuda:0");
+    float *out = malloc(sizeof(float) * (size_t)B * T * D), *tr = malloc(sizeof(float) * (size_t)B * K * D);
+    char what[160];
+    if (jepa_ctx_lewm_predict(g, emb.data, act.data, B, T, out)) {
+        printf("FAIL lewm predict on GPU: %s\n", jepa_ctx_error(g));
+        failures++;
+    } else {
+        snprintf(what, sizeof what, "%s predict vs reference", tag);
+        check(what, out, pred.data, B * T, D, TOKEN_COS, REL_BAR);
+    }
+    if (jepa_ctx_lewm_rollout(g, remb.data, B, RT, ract.data, K, tr)) {
+        printf("FAIL lewm rollout on GPU: %s\n", jepa_ctx_error(g));
+        failures++;
+    } else {
+        snprintf(what, sizeof what, "%s rollout vs reference", tag);
+        check(what, tr, traj.data, B * K, D, TOKEN_COS, REL_BAR);
+    }
+    free(out), free(tr);
+    jepa_ctx_free(g);
+    npy_free(&emb), npy_free(&act), npy_free(&pred), npy_free(&remb), npy_free(&ract), npy_free(&traj);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: test_gpu_parity DATA_DIR\n");
@@ -377,6 +410,12 @@ int main(int argc, char **argv) {
     jepa_model_free(m);
     m = load_model("levjepa", "model.gguf");
     encoder_case("levjepa block-causal (f32)", m, "levjepa", "input.npy", "tokens.npy", NULL, NULL, NULL);
+    jepa_model_free(m);
+    m = load_model("lewm_wm", "model_a.gguf");
+    world_case("lewm world model a (f32)", m, "a");
+    jepa_model_free(m);
+    m = load_model("lewm_wm", "model_b.gguf");
+    world_case("lewm world model b (f32)", m, "b");
     jepa_model_free(m);
 
     printf("%s: %d failure%s\n", failures ? "FAIL" : "ok", failures, failures == 1 ? "" : "s");

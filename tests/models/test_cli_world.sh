@@ -1,0 +1,84 @@
+#!/bin/sh
+# test_cli_world.sh — `jepa predict --emb/--actions` and `jepa rollout` (cli/cmd_world.c) on
+# the LeWM fixtures (tests/data/lewm_wm: the float64 reference of tests/gen/gen_lewm.py),
+# and their refusals: one stderr line, exit 1 for bad files and values, 2 for usage, no
+# output file left behind.
+# usage: test_cli_world.sh JEPA DATA_DIR WORK_DIR NPY_COMPARE
+set -u
+JEPA_BIN=$1 DATA=$2 WORK=$3/cli_world CMP_BIN=$4
+jepa() { ${MESON_EXE_WRAPPER:-} "$JEPA_BIN" "$@"; }
+npy_compare() { ${MESON_EXE_WRAPPER:-} "$CMP_BIN" "$@"; }
+rm -rf "$WORK" && mkdir -p "$WORK"
+jepa --help >/dev/null 2>&1
+[ $? -eq 126 ] && { echo "cannot execute $JEPA_BIN here (cross build without an exe wrapper): skipped"; exit 77; }
+fails=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+# expect CODE DESCRIPTION CMD... : the exit code; for failures one stderr line and no -o file
+expect() {
+    want=$1 what=$2
+    shift 2
+    rm -f "$WORK/o.npy"
+    "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"
+    rc=$?
+    lines=$(wc -l <"$WORK/err.txt")
+    if [ "$rc" -ne "$want" ]; then bad "$what (exit $rc, expected $want)"; cat "$WORK/err.txt"; return; fi
+    if [ "$want" -ne 0 ] && [ "$lines" -ne 1 ]; then bad "$what ($lines stderr lines, expected 1)"; cat "$WORK/err.txt"; return; fi
+    if [ "$want" -ne 0 ] && [ -e "$WORK/o.npy" ]; then bad "$what (an output file was left)"; return; fi
+    ok "$what"
+}
+has() { grep -q "$1" "$WORK/err.txt" && ok "  names: $1" || { bad "  stderr lacks '$1'"; cat "$WORK/err.txt"; }; }
+W=$DATA/lewm_wm M=$DATA/lewm_wm/model_a.gguf
+
+# predict and rollout against the reference, [B, T, D] inputs
+expect 0 "predict B x T" jepa predict -q -m "$M" --emb "$W/emb_a.npy" --actions "$W/actions_a.npy" -o "$WORK/p.npy"
+npy_compare "$WORK/p.npy" "$W/pred_a.npy" 0.99999 1e-4 && ok "predict matches the reference" || bad "predict matches the reference"
+expect 0 "rollout B x T0 + K" jepa rollout -q -m "$M" --emb "$W/rollout_emb_a.npy" --actions "$W/rollout_actions_a.npy" --steps 4 -o "$WORK/t.npy"
+npy_compare "$WORK/t.npy" "$W/traj_a.npy" 0.99999 1e-4 && ok "rollout matches the reference" || bad "rollout matches the reference"
+expect 0 "rollout, model b (5-frame window)" jepa rollout -q -m "$W/model_b.gguf" --emb "$W/rollout_emb_b.npy" --actions "$W/rollout_actions_b.npy" --steps 6 -o "$WORK/tb.npy"
+npy_compare "$WORK/tb.npy" "$W/traj_b.npy" 0.99999 1e-4 && ok "rollout b matches the reference" || bad "rollout b matches the reference"
+
+# small float32 arrays for the refusals: mk FILE "d0, d1" [nan]
+if command -v python3 >/dev/null; then
+mk() {
+    python3 - "$@" <<'PY'
+import struct, sys
+path, shape = sys.argv[1], tuple(int(x) for x in sys.argv[2].split(","))
+n = 1
+for s in shape: n *= s
+vals = [0.1 * ((i * 7) % 5) - 0.2 for i in range(n)]
+if len(sys.argv) > 3: vals[1] = float("nan")
+h = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % (", ".join(map(str, shape)) + ("," if len(shape) == 1 else ""))
+h += " " * (63 - len(h) % 64) + "\n"
+open(path, "wb").write(b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h.encode() + struct.pack("<%df" % n, *vals))
+PY
+}
+mk "$WORK/e3.npy" 3,64; mk "$WORK/a3.npy" 3,10; mk "$WORK/a3w.npy" 3,5; mk "$WORK/a2.npy" 2,10
+mk "$WORK/e4.npy" 4,64; mk "$WORK/a4.npy" 4,10; mk "$WORK/a3nan.npy" 3,10 nan; mk "$WORK/e3w.npy" 3,48
+expect 0 "predict T x D (2-D)" jepa predict -q -m "$M" --emb "$WORK/e3.npy" --actions "$WORK/a3.npy" -o "$WORK/o.npy"
+expect 1 "actions of the wrong width" jepa predict -m "$M" --emb "$WORK/e3.npy" --actions "$WORK/a3w.npy" -o "$WORK/o.npy"
+has "jepa.pred.action_dim"
+expect 1 "embeddings of the wrong width" jepa predict -m "$M" --emb "$WORK/e3w.npy" --actions "$WORK/a3.npy" -o "$WORK/o.npy"
+expect 1 "fewer actions than frames" jepa predict -m "$M" --emb "$WORK/e3.npy" --actions "$WORK/a2.npy" -o "$WORK/o.npy"
+expect 1 "more frames than the window" jepa predict -m "$M" --emb "$WORK/e4.npy" --actions "$WORK/a4.npy" -o "$WORK/o.npy"
+has "jepa.pred.n_frames"
+expect 1 "a NaN action" jepa predict -m "$M" --emb "$WORK/e3.npy" --actions "$WORK/a3nan.npy" -o "$WORK/o.npy"
+has "NaN"
+expect 1 "2-D embeddings, 3-D actions" jepa predict -m "$M" --emb "$WORK/e3.npy" --actions "$W/actions_a.npy" -o "$WORK/o.npy"
+expect 1 "rollout: actions not T + K - 1" jepa rollout -m "$M" --emb "$WORK/e3.npy" --actions "$WORK/a3.npy" --steps 2 -o "$WORK/o.npy"
+has "T + K - 1"
+expect 0 "rollout: 3 + 2 - 1 actions, 2-D" jepa rollout -q -m "$M" --emb "$WORK/e3.npy" --actions "$WORK/a4.npy" --steps 2 -o "$WORK/o.npy"
+fi
+expect 2 "rollout --steps 0" jepa rollout -m "$M" --emb "$W/emb_a.npy" --actions "$W/actions_a.npy" --steps 0 -o "$WORK/o.npy"
+expect 2 "rollout --steps 2x" jepa rollout -m "$M" --emb "$W/emb_a.npy" --actions "$W/actions_a.npy" --steps 2x -o "$WORK/o.npy"
+expect 2 "rollout --steps 10^9" jepa rollout -m "$M" --emb "$W/emb_a.npy" --actions "$W/actions_a.npy" --steps 1000000000 -o "$WORK/o.npy"
+expect 2 "rollout without --steps" jepa rollout -m "$M" --emb "$W/emb_a.npy" --actions "$W/actions_a.npy" -o "$WORK/o.npy"
+expect 2 "output = an input" jepa predict -m "$M" --emb "$W/emb_a.npy" --actions "$W/actions_a.npy" -o "$W/emb_a.npy"
+expect 1 "a model without a world-model predictor" jepa predict -m "$DATA/vjepa2_tiny/model.gguf" --emb "$W/emb_a.npy" --actions "$W/actions_a.npy" -o "$WORK/o.npy"
+has "not lewm"
+expect 1 "V-JEPA 2-AC inputs (not implemented yet)" jepa predict -m "$M" --tokens "$W/emb_a.npy" --actions "$W/actions_a.npy" -o "$WORK/o.npy"
+expect 1 "a missing input" jepa predict -m "$M" --emb "$WORK/none.npy" --actions "$W/actions_a.npy" -o "$WORK/o.npy"
+expect 0 "rollout --help" jepa rollout --help
+
+echo "$fails failed"
+[ "$fails" -eq 0 ]
