@@ -55,6 +55,7 @@ int cmd_classify(int argc, char **argv);
 int cli_is_world_predict(int argc, char **argv);
 int cmd_world_predict(int argc, char **argv);
 int cmd_rollout(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_cpu(int argc, char **argv);

@@ -8,6 +8,10 @@
  *   jepa rollout -m M --emb E.npy --actions A.npy --steps K -o TRAJ.npy
  *       E [T, D] history, A [T + K - 1, action_dim]; TRAJ [K, D], the K predicted steps
  *       (each appended to the history; the window slides past jepa.pred.n_frames).
+ *   jepa plan -m M (--start IMG | --start-tokens S.npy [--start-actions P.npy])
+ *             (--goal IMG | --goal-tokens G.npy) [CEM options] -o ACTIONS.npy
+ *       the CEM planner: ACTIONS [horizon, action_dim]; the best energy of every
+ *       iteration and the plan's energy on stderr.
  *
  * Inputs are float32 .npy; shapes are checked against the file before anything runs,
  * and the output is written whole or not at all (runtime/outfile.h via npy_save_f32).
@@ -18,6 +22,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "input/image.h"
 #include "input/npy.h"
 #include "jepa.h"
 
@@ -198,4 +203,197 @@ int cli_is_world_predict(int argc, char **argv) {
 }
 
 int cmd_world_predict(int argc, char **argv) { return run(WORLD_PREDICT, argc, argv); }
+
+/* ---- jepa plan ---- */
+
+static void plan_usage(FILE *f) {
+    jepa_plan_params d = jepa_plan_default_params();
+    fprintf(f, "usage: jepa plan -m MODEL (--start IMG | --start-tokens S.npy [--start-actions P.npy])\n"
+               "                 (--goal IMG | --goal-tokens G.npy) [options] -o ACTIONS.npy\n"
+               "  world model (LeWM): the cross-entropy method finds the actions [horizon, action_dim]\n"
+               "  whose rollout from the start ends closest (mean |x - goal|) to the goal's embedding.\n"
+               "  --start / --goal: images, encoded with the file's encoder (`--pool lewm`);\n"
+               "  --start-tokens S [T, D] or [D] (a history of T embeddings, with --start-actions\n"
+               "  P [T - 1, action_dim] when T > 1), --goal-tokens G [D].\n"
+               "options (defaults: the LeWM authors' planner, docs/world-models.md):\n"
+               "  --horizon H      actions planned (%d)\n"
+               "  --samples N      candidates per iteration, one batch (%d)\n"
+               "  --iters I        iterations (%d)\n"
+               "  --elites K       candidates that refit the Gaussian (%d)\n"
+               "  --std S          initial std of the Gaussian (%g)\n"
+               "  --bounds LO,HI   clip every action component (none)\n"
+               "  --seed R         the random stream's seed (%llu)\n"
+               "  --energies E.npy write the best energy of every iteration\n"
+               "  -t N, --cpu L, -g N, -q   as for `jepa predict`\n",
+            d.horizon, d.samples, d.iterations, d.elites, (double)d.init_std, (unsigned long long)d.seed);
+}
+
+static void plan_progress(void *user, int it, float e) {
+    if (*(const int *)user) fprintf(stderr, "plan: iteration %d: best energy %.6f\n", it + 1, (double)e);
+}
+
+/* The LeWM state of an image: decode, preprocess with the file's recipe, emb. */
+static int encode_image(jepa_ctx *c, const jepa_model *m, const char *path, int D, float *emb) {
+    struct jerr e = {0};
+    uint8_t *rgb = NULL;
+    int ih = 0, iw = 0, oh = 0, ow = 0;
+    char err[JEPA_ERR_LEN];
+    if (image_load_rgb(path, &rgb, &ih, &iw, &e)) return cli_fail(NULL, "%s", e.msg);
+    int rc = CLI_EXIT_FAIL;
+    float *clip = NULL;
+    if (jepa_preprocess_size(m, NULL, &oh, &ow) || !(clip = malloc(sizeof(float) * 3 * (size_t)oh * ow))) {
+        cli_fail(path, "cannot size the preprocessed image");
+    } else if (jepa_preprocess_rgb(m, rgb, ih, iw, NULL, clip, 1, 0, err)) {
+        cli_fail(path, "%s", err);
+    } else {
+        jepa_embed_out out = {.emb = emb};
+        if (jepa_ctx_embed(c, clip, 1, oh, ow, NULL, &out)) cli_fail(path, "%s", jepa_ctx_error(c));
+        else rc = 0;
+    }
+    (void)D;
+    free(clip);
+    free(rgb);
+    return rc;
+}
+
+int cmd_plan(int argc, char **argv) {
+    const char *model = NULL, *start = NULL, *start_tok = NULL, *start_act = NULL, *goal = NULL, *goal_tok = NULL;
+    const char *out = NULL, *energies_out = NULL, *cpu = NULL;
+    int threads = 0, gpu = -1, verbose = 1, rc;
+    long long num;
+    jepa_plan_params pp = jepa_plan_default_params();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEEDV() do { if (!v) return cli_usage_error("plan", "option %s needs a value", a); i++; } while (0)
+#define INTOPT(flag, lo, hi, dst) \
+    else if (!strcmp(a, flag)) { NEEDV(); if ((rc = cli_parse_int("plan", a, v, lo, hi, &num))) return rc; dst = (int)num; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { plan_usage(stdout); return 0; }
+        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEEDV(); model = v; }
+        else if (!strcmp(a, "--start")) { NEEDV(); start = v; }
+        else if (!strcmp(a, "--start-tokens")) { NEEDV(); start_tok = v; }
+        else if (!strcmp(a, "--start-actions")) { NEEDV(); start_act = v; }
+        else if (!strcmp(a, "--goal")) { NEEDV(); goal = v; }
+        else if (!strcmp(a, "--goal-tokens")) { NEEDV(); goal_tok = v; }
+        else if (!strcmp(a, "-o") || !strcmp(a, "--out")) { NEEDV(); out = v; }
+        else if (!strcmp(a, "--energies")) { NEEDV(); energies_out = v; }
+        else if (!strcmp(a, "--cpu")) { NEEDV(); cpu = v; }
+        INTOPT("--horizon", 1, 1024, pp.horizon)
+        INTOPT("--samples", 1, 65536, pp.samples)
+        INTOPT("--iters", 1, 100000, pp.iterations)
+        INTOPT("--elites", 1, 65536, pp.elites)
+        INTOPT("-t", 1, 4096, threads)
+        INTOPT("--threads", 1, 4096, threads)
+        INTOPT("-g", 0, 1024, gpu)
+        INTOPT("--gpu", 0, 1024, gpu)
+        else if (!strcmp(a, "--seed")) {
+            NEEDV();
+            unsigned long long s;
+            if ((rc = cli_parse_u64("plan", a, v, &s))) return rc;
+            pp.seed = s;
+        } else if (!strcmp(a, "--std") || !strcmp(a, "--bounds")) {
+            NEEDV();
+            char *end = NULL;
+            double x = strtod(v, &end), y = 0;
+            int okv = end != v && isfinite(x);
+            if (okv && a[2] == 'b') {
+                okv = *end == ',';
+                const char *w = end + 1;
+                y = strtod(w, &end);
+                okv = okv && end != w && isfinite(y) && x < y;
+            } else {
+                okv = okv && x >= 0 && x <= 1e6;
+            }
+            if (!okv || *end)
+                return cli_usage_error("plan", a[2] == 'b' ? "--bounds takes LO,HI with LO < HI, not '%s'"
+                                                          : "--std takes a number in [0, 1e6], not '%s'", v);
+            if (a[2] == 'b') pp.lo = (float)x, pp.hi = (float)y;
+            else pp.init_std = (float)x;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) verbose = 0;
+        else return cli_usage_error("plan", "unknown option '%s'", a);
+#undef INTOPT
+#undef NEEDV
+    }
+    if (!model || !out || (!start == !start_tok) || (!goal == !goal_tok))
+        return cli_usage_error("plan", "needs -m, one of --start / --start-tokens, one of --goal / --goal-tokens, and -o");
+    if (pp.elites > pp.samples)
+        return cli_usage_error("plan", "--elites %d is more than --samples %d", pp.elites, pp.samples);
+    {
+        const char *ins[] = {model, start, start_tok, start_act, goal, goal_tok}, *outs[] = {out, energies_out};
+        if ((rc = cli_check_outputs("plan", ins, 6, outs, 2))) return rc;
+    }
+    char err[JEPA_ERR_LEN];
+    jepa_model *m = NULL;
+    jepa_ctx *c = NULL;
+    struct npy S = {0}, P = {0}, G = {0};
+    float *hist = NULL, *gl = NULL, *acts = NULL, *en = NULL;
+    struct jerr e = {0};
+    rc = CLI_EXIT_FAIL;
+    if (jepa_model_load(&m, model, err)) { cli_fail(model, "%s", err); goto done; }
+    jepa_model_info info;
+    jepa_model_get_info(m, &info);
+    if (!info.predictor || strcmp(info.predictor, "lewm")) {
+        cli_fail(model, "no LeWM predictor in this file (the planner runs jepa.pred.kind = lewm)");
+        goto done;
+    }
+    const int D = info.emb_dim, A = info.action_dim;
+    if ((rc = cli_ctx_new("plan", m, threads, cpu, gpu, &c))) goto done;
+    rc = CLI_EXIT_FAIL;
+    int T = 1;
+    if (start_tok) {
+        if (npy_load_f32(&S, start_tok, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
+        if (!((S.ndim == 1 && S.shape[0] == D) || (S.ndim == 2 && S.shape[1] == D && S.shape[0] >= 1 && S.shape[0] <= 4096))) {
+            cli_fail(start_tok, "expected [T, %d] or [%d] embeddings", D, D);
+            goto done;
+        }
+        T = S.ndim == 2 ? (int)S.shape[0] : 1;
+        hist = S.data;
+    } else {
+        if (!(hist = malloc(sizeof(float) * (size_t)D))) { cli_fail(NULL, "out of memory"); goto done; }
+        if (encode_image(c, m, start, D, hist)) goto done;
+    }
+    if (T > 1 && !start_act) { cli_fail(start_tok, "a history of %d embeddings needs --start-actions [%d, %d]", T, T - 1, A); goto done; }
+    if (start_act) {
+        if (npy_load_f32(&P, start_act, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
+        if (P.ndim != 2 || P.shape[0] != T - 1 || P.shape[1] != A) {
+            cli_fail(start_act, "expected the %d past actions [%d, %d] of the history", T - 1, T - 1, A);
+            goto done;
+        }
+    }
+    if (goal_tok) {
+        if (npy_load_f32(&G, goal_tok, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
+        if (G.count != D || G.ndim > 2) { cli_fail(goal_tok, "expected one embedding of %d", D); goto done; }
+        gl = G.data;
+    } else {
+        if (!(gl = malloc(sizeof(float) * (size_t)D))) { cli_fail(NULL, "out of memory"); goto done; }
+        if (encode_image(c, m, goal, D, gl)) goto done;
+    }
+    acts = malloc(sizeof(float) * (size_t)pp.horizon * A);
+    en = malloc(sizeof(float) * (size_t)pp.iterations);
+    if (!acts || !en) { cli_fail(NULL, "out of memory"); goto done; }
+    pp.on_iteration = plan_progress;
+    pp.user = &verbose;
+    float fin = 0;
+    if (jepa_ctx_lewm_plan(c, hist, T, P.data, gl, &pp, acts, en, &fin)) {
+        const char *msg = jepa_ctx_error(c);
+        cli_fail(strstr(msg, "goal") ? (goal_tok ? goal_tok : goal) : strstr(msg, "plan") ? "plan" : model, "%s", msg);
+        goto done;
+    }
+    int64_t shape[2] = {pp.horizon, A}, eshape[1] = {pp.iterations};
+    if (npy_save_f32(out, acts, 2, shape, &e) || (energies_out && npy_save_f32(energies_out, en, 1, eshape, &e))) {
+        cli_fail(NULL, "%s", e.msg);
+        goto done;
+    }
+    if (verbose)
+        fprintf(stderr, "plan: %d actions -> %s; energy of the plan %.6f (%d iterations of %d candidates, %s)\n",
+                pp.horizon, out, (double)fin, pp.iterations, pp.samples, jepa_ctx_isa(c));
+    rc = 0;
+done:
+    if (!start_tok) free(hist);
+    if (!goal_tok) free(gl);
+    free(acts), free(en);
+    npy_free(&S), npy_free(&P), npy_free(&G);
+    jepa_ctx_free(c);
+    jepa_model_free(m);
+    return rc;
+}
 int cmd_rollout(int argc, char **argv) { return run(WORLD_ROLLOUT, argc, argv); }

@@ -20,6 +20,7 @@ static const struct {
     {"embed", cmd_embed, "encode a clip or image into tokens / pooled features"},
     {"predict", cmd_predict, "predict target tokens (masked predictor) or the next states (world model)"},
     {"rollout", cmd_rollout, "roll a world model forward over a sequence of actions (LeWM)"},
+    {"plan", cmd_plan, "plan the actions from a start to a goal with a world model (CEM, LeWM)"},
     {"classify", cmd_classify, "classify a clip with the model's head (top-k labels)"},
     {"info", cmd_info, "describe a model file (--kv, --tensors)"},
     {"quantize", cmd_quantize, "convert a model's matmul weights to f16, bf16 or q8_0"},

@@ -214,6 +214,34 @@ JEPA_API jepa_status jepa_ctx_lewm_predict(jepa_ctx *c, const float *emb, const 
 JEPA_API jepa_status jepa_ctx_lewm_rollout(jepa_ctx *c, const float *emb, int B, int T,
                                            const float *actions, int steps, float *traj);
 
+/* Planning with the cross-entropy method (docs/world-models.md, "Planning"). Defaults
+ * (jepa_plan_default_params) are the LeWM authors' planner: horizon 5 (le-wm
+ * config/eval/pusht.yaml), 300 samples, 30 iterations, 30 elites, std 1, seed 1234
+ * (stable-worldmodel's CEMSolver); no bounds. */
+typedef struct jepa_plan_params {
+    int horizon;        /* actions planned */
+    int samples;        /* candidate sequences per iteration, run as one batch */
+    int iterations;
+    int elites;         /* lowest-energy candidates that refit the Gaussian */
+    float init_std;     /* the Gaussian's initial std (its mean starts at 0) */
+    float lo, hi;       /* every action component clipped to [lo, hi]; lo >= hi: no bounds */
+    uint64_t seed;      /* the random stream (documented): one seed, one plan, any threads */
+    /* progress: called after each iteration with its best energy (NULL: not called) */
+    void (*on_iteration)(void *user, int iteration, float best_energy);
+    void *user;
+} jepa_plan_params;
+
+JEPA_API jepa_plan_params jepa_plan_default_params(void);
+
+/* LeWM: the actions [horizon, action_dim] that bring the predicted embedding at the
+ * horizon closest (mean |x - goal|) to goal [emb_dim], from a history emb [T, emb_dim]
+ * and its past actions [T - 1, action_dim] (NULL when T == 1). energies: NULL or
+ * [iterations], the best candidate's energy per iteration; final_energy: NULL or the
+ * energy of the returned plan. */
+JEPA_API jepa_status jepa_ctx_lewm_plan(jepa_ctx *c, const float *emb, int T, const float *past_actions,
+                                        const float *goal, const jepa_plan_params *p, float *actions,
+                                        float *energies, float *final_energy);
+
 /* ---- classify ---------------------------------------------------------------- */
 
 /* tokens: [n_tokens, D] encoder output. logits: [n_classes]. */

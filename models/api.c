@@ -300,6 +300,23 @@ jepa_status jepa_ctx_lewm_rollout(jepa_ctx *c, const float *emb, int B, int T, c
     return finish(c, jm_lewm_rollout(c, emb, B, T, actions, steps, traj));
 }
 
+jepa_plan_params jepa_plan_default_params(void) {
+    jepa_plan_params p = {.horizon = 5, .samples = 300, .iterations = 30, .elites = 30, .init_std = 1.0f,
+                          .lo = 0.0f, .hi = 0.0f, .seed = 1234};
+    return p;
+}
+
+jepa_status jepa_ctx_lewm_plan(jepa_ctx *c, const float *emb, int T, const float *past_actions,
+                               const float *goal, const jepa_plan_params *p, float *actions, float *energies,
+                               float *final_energy) {
+    if (!c) return JEPA_ERR_ARG;
+    jr_err_clear(&c->err);
+    if (!emb || !goal || !actions) return jr_err_set(&c->err, JEPA_ERR_ARG, "lewm plan: NULL buffer");
+    jepa_plan_params d = jepa_plan_default_params();
+    c->dev->bind(c->dev);
+    return finish(c, jm_lewm_plan(c, emb, T, past_actions, goal, p ? p : &d, actions, energies, final_energy));
+}
+
 jepa_status jepa_ctx_classify(jepa_ctx *c, const float *tokens, int n_tokens, float *logits) {
     if (!c) return JEPA_ERR_ARG;
     jr_err_clear(&c->err);

@@ -23,6 +23,9 @@
  * checks (tests/models/test_world.c).
  */
 #include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "models/forward.h"
 
@@ -65,6 +68,8 @@ struct lewm_buf {
     float *x, *ca, *mod, *h, *wide, *att, *tmp;
     int32_t *pos;     /* [T] frame index of each row of one sequence (device memory) */
     void *ws;
+    char *attn_ws;    /* host: one single-thread attention workspace per thread */
+    size_t attn_ws1;  /* its bytes per thread */
 };
 
 static void plan_lewm(struct plan *pl, const struct jepa_ctx *c, int B, int T, struct lewm_buf *b,
@@ -82,6 +87,39 @@ static void plan_lewm(struct plan *pl, const struct jepa_ctx *c, int B, int T, s
     *pos = plan_staged(pl, sizeof(int32_t) * (size_t)T);
     const int ks[] = {p->action_dim, p->action_embed0.n_out, v->d, (int)inner, v->ffn, p->proj0.n_out};
     b->ws = plan_dev(pl, jm_vit_ws_bytes(c, T, v->head_dim, ks, (int)(sizeof ks / sizeof *ks)));
+    b->attn_ws1 = (c->k.attn_ws(1, v->head_dim, T) + 63) / 64 * 64;
+    b->attn_ws = c->dev->host_memory ? plan_dev(pl, b->attn_ws1 * (size_t)(c->nthreads > 0 ? c->nthreads : 1)) : NULL;
+}
+
+/* Causal attention of every sequence: qkv [R, 3 inner] -> att [R, inner]. On the CPU the
+ * sequences (a few rows each: thousands of kernel calls of a planning batch) are spread
+ * over the threads, each call single-threaded with its own workspace: one OpenMP region
+ * instead of one per sequence, the same bits (the kernel gives them at any thread
+ * count). On a GPU the calls are queued on the stream in turn. */
+static void attend(const struct jepa_ctx *c, const struct lewm_buf *b, int B, int T) {
+    const struct jm_vit *v = &c->m->pred.vit;
+    const int nh = v->n_head, hd = v->head_dim, inner = nh * hd, nt = c->nthreads > 0 ? c->nthreads : 1;
+    const size_t ld3 = (size_t)3 * inner;
+    const bool host = b->attn_ws != NULL;
+    (void)nt;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (host && B > 1)
+#endif
+    for (int s = 0; s < B; s++) {
+        const float *q = b->wide + (size_t)s * T * ld3;
+        int tid = 0;
+#ifdef _OPENMP
+        tid = host && B > 1 ? omp_get_thread_num() : 0;
+#endif
+        struct jk_attn_args at = {
+            .o = b->att + (size_t)s * T * inner, .ldo = (size_t)inner, .q = q, .ldq = ld3,
+            .k = q + inner, .ldk = ld3, .v = q + 2 * inner, .ldv = ld3, .nq = T, .nkv = T,
+            .n_head = nh, .head_dim = hd, .scale = (float)(1.0 / sqrt((double)hd)),
+            .q_pos = b->pos, .k_pos = b->pos,
+            .nthreads = host ? 1 : c->nthreads, .ws = host ? b->attn_ws + (size_t)tid * b->attn_ws1 : b->ws,
+        };
+        c->k.attn(&at);
+    }
 }
 
 static void run_lewm(struct jepa_ctx *c, const float *emb, const float *act, int B, int T,
@@ -116,16 +154,7 @@ static void run_lewm(struct jepa_ctx *c, const float *emb, const float *act, int
         c->k.layernorm(b->h, (size_t)pd, b->h, (size_t)pd, dw(c, blk->ln1.w), dw(c, blk->ln1.b), R, pd,
                        v->ln_eps, nt);
         jm_linear_forward(c, b->wide, ld3, b->h, (size_t)pd, &blk->qkv, R, JK_EPI_STORE, b->ws);
-        for (int s = 0; s < B; s++) {
-            const float *q = b->wide + (size_t)s * T * ld3;
-            struct jk_attn_args at = {
-                .o = b->att + (size_t)s * T * inner, .ldo = (size_t)inner, .q = q, .ldq = ld3,
-                .k = q + inner, .ldk = ld3, .v = q + 2 * inner, .ldv = ld3, .nq = T, .nkv = T,
-                .n_head = nh, .head_dim = hd, .scale = (float)(1.0 / sqrt((double)hd)),
-                .q_pos = b->pos, .k_pos = b->pos, .nthreads = nt, .ws = b->ws,
-            };
-            c->k.attn(&at);
-        }
+        attend(c, b, B, T);
         jm_linear_forward(c, b->tmp, (size_t)pd, b->att, (size_t)inner, &blk->out, R, JK_EPI_STORE, b->ws);
         c->k.madd(b->x, (size_t)pd, b->tmp, (size_t)pd, mod + 2 * pd, ld6, b->x, (size_t)pd, 0.0f, R, pd, nt);
 

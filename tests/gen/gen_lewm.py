@@ -130,6 +130,60 @@ def rollout(P, cfg, emb, act, steps):
     return np.stack(out, 1)
 
 
+# ---- the planner: CEM with jepa.c's documented random stream ---------------------------
+
+M64 = (1 << 64) - 1
+
+
+class SplitMix64:
+    """splitmix64, a uniform from the top 53 bits, Box-Muller from two uniforms (plan.h)."""
+
+    def __init__(self, seed):
+        self.s = seed & M64
+
+    def next(self):
+        self.s = (self.s + 0x9E3779B97F4A7C15) & M64
+        z = self.s
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+        return z ^ (z >> 31)
+
+    def uniform(self):
+        return (self.next() >> 11) * 2.0 ** -53
+
+    def normal(self):
+        import math
+        u, v = self.uniform(), self.uniform()
+        if u <= 0.0:
+            u = 1e-300
+        return math.sqrt(-2.0 * math.log(u)) * math.cos(6.283185307179586 * v)
+
+
+def cem(P, cfg, hist, past, goal, H, N, iters, K, std0, seed):
+    """The planner of models/plan.c, in float64 (candidates rounded to float32 as there)."""
+    T, A = hist.shape[0], cfg["action_dim"]
+    rng = SplitMix64(seed)
+    mean, sd = np.zeros(H * A), np.full(H * A, std0)
+    best = []
+    for _ in range(iters):
+        cands = np.empty((N, H * A), np.float32)
+        for n in range(N):
+            for i in range(H * A):
+                cands[n, i] = np.float32(mean[i] + sd[i] * rng.normal())
+        acts = np.concatenate([np.repeat(past[None], N, 0), cands.reshape(N, H, A)], 1).astype(np.float64)
+        traj = rollout(P, cfg, np.repeat(hist[None], N, 0), acts, H)
+        e = np.abs(traj[:, -1] - goal).mean(-1)
+        order = sorted(range(N), key=lambda n: (e[n], n))
+        best.append(e[order[0]])
+        el = cands[order[:K]].astype(np.float64)
+        mean = el.mean(0)
+        sd = el.std(0, ddof=1) if K > 1 else np.zeros(H * A)
+    plan = mean.astype(np.float32)
+    acts = np.concatenate([past, plan.reshape(H, A)], 0)[None].astype(np.float64)
+    final = np.abs(rollout(P, cfg, hist[None], acts, H)[0, -1] - goal).mean()
+    return plan.reshape(H, A), np.array(best), final
+
+
 # ---- weights and the GGUF ------------------------------------------------------------
 
 def make_weights(cfg, rng):
@@ -269,6 +323,23 @@ def main():
         print("config %s: pred %s, traj %s; causal prefix %.1e (last row moved %.2f), rollout step 0 %.1e  %s"
               % (tag, pred.shape, traj.shape, causal, changed, s0, "ok" if c_ok else "FAIL"))
         ok &= bool(c_ok)
+        # the planner: a goal reached by known actions from a 2-frame history
+        if tag == "a":
+            H, N, I, K = 2, 24, 4, 6
+            hist = r_emb[0, :2].astype(np.float64)
+            past = r_act[0, :1].astype(np.float32)
+            known = rng.standard_normal((H, cfg["action_dim"])).astype(np.float32)
+            acts = np.concatenate([past, known], 0)[None].astype(np.float64)
+            goal = rollout(P64, cfg, hist[None], acts, H)[0, -1].astype(np.float32)
+            plan, best, final = cem(P64, cfg, hist, past, goal.astype(np.float64), H, N, I, K, 1.0, 77)
+            for n, a in {"plan_hist": hist.astype(np.float32), "plan_past": past, "plan_goal": goal,
+                         "plan_actions": plan, "plan_energies": best.astype(np.float32),
+                         "plan_final": np.array([final], np.float32)}.items():
+                np.save(os.path.join(args.out, "%s_%s.npy" % (n, tag)), a)
+            meta["plan_a"] = {"horizon": H, "samples": N, "iterations": I, "elites": K, "init_std": 1.0, "seed": 77}
+            print("  plan: best energy per iteration %s, final %.4f" % (np.round(best, 4), final))
+            r = SplitMix64(1234)
+            np.save(os.path.join(args.out, "rng_normals_seed1234.npy"), np.array([r.normal() for _ in range(16)]))
         # the float32 rounding of the stored reference against the float64 one
         c, r = cos_rel(pred.astype(np.float32).astype(np.float64), pred)
         print("  stored pred: min cos %.9f, rel %.1e (float32 rounding)" % (c, r))

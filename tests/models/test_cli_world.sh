@@ -80,5 +80,28 @@ expect 1 "V-JEPA 2-AC inputs (not implemented yet)" jepa predict -m "$M" --token
 expect 1 "a missing input" jepa predict -m "$M" --emb "$WORK/none.npy" --actions "$W/actions_a.npy" -o "$WORK/o.npy"
 expect 0 "rollout --help" jepa rollout --help
 
+# plan: the CEM of the generator (same stream, same parameters) from tokens; images too
+P="--horizon 2 --samples 24 --iters 4 --elites 6 --seed 77"
+expect 0 "plan from tokens" jepa plan -q -m "$M" --start-tokens "$W/plan_hist_a.npy" --start-actions "$W/plan_past_a.npy" \
+    --goal-tokens "$W/plan_goal_a.npy" $P -o "$WORK/plan.npy" --energies "$WORK/en.npy"
+npy_compare "$WORK/plan.npy" "$W/plan_actions_a.npy" 0.99999 1e-4 && ok "the plan is the reference CEM's" || bad "the plan is the reference CEM's"
+npy_compare "$WORK/en.npy" "$W/plan_energies_a.npy" 0.99999 1e-4 && ok "  and so are its energies" || bad "  and so are its energies"
+expect 0 "plan prints its progress" jepa plan -m "$M" --start-tokens "$W/plan_hist_a.npy" --start-actions "$W/plan_past_a.npy" \
+    --goal-tokens "$W/plan_goal_a.npy" $P -o "$WORK/plan.npy"
+[ "$(grep -c "best energy" "$WORK/err.txt")" -eq 4 ] && grep -q "energy of the plan" "$WORK/err.txt" && ok "  4 iterations and the final energy" || bad "  4 iterations and the final energy"
+if jepa embed -q -m "$M" -i "$DATA/../input/data/e2e.png" --pool lewm -o "$WORK/e.npy" 2>/dev/null; then
+    expect 0 "plan between two images" jepa plan -q -m "$M" --start "$DATA/../input/data/e2e.png" \
+        --goal "$DATA/../input/data/e2e.png" --horizon 2 --samples 16 --iters 2 --elites 4 --bounds -1,1 -o "$WORK/plan.npy"
+fi
+expect 2 "plan --elites > --samples" jepa plan -m "$M" --start-tokens "$W/plan_hist_a.npy" --goal-tokens "$W/plan_goal_a.npy" --samples 4 --elites 5 -o "$WORK/o.npy"
+expect 2 "plan --bounds 1,0" jepa plan -m "$M" --start-tokens "$W/plan_hist_a.npy" --goal-tokens "$W/plan_goal_a.npy" --bounds 1,0 -o "$WORK/o.npy"
+expect 2 "plan --std -1" jepa plan -m "$M" --start-tokens "$W/plan_hist_a.npy" --goal-tokens "$W/plan_goal_a.npy" --std -1 -o "$WORK/o.npy"
+expect 2 "plan --horizon 0" jepa plan -m "$M" --start-tokens "$W/plan_hist_a.npy" --goal-tokens "$W/plan_goal_a.npy" --horizon 0 -o "$WORK/o.npy"
+expect 2 "plan without a goal" jepa plan -m "$M" --start-tokens "$W/plan_hist_a.npy" -o "$WORK/o.npy"
+expect 1 "plan: a history without its past actions" jepa plan -m "$M" --start-tokens "$W/plan_hist_a.npy" --goal-tokens "$W/plan_goal_a.npy" -o "$WORK/o.npy"
+has "start-actions"
+expect 1 "plan: a goal of the wrong width" jepa plan -m "$M" --start-tokens "$W/plan_goal_a.npy" --goal-tokens "$W/actions_a.npy" -o "$WORK/o.npy"
+expect 1 "plan on a model without a LeWM predictor" jepa plan -m "$DATA/vjepa2_tiny/model.gguf" --start-tokens "$W/plan_goal_a.npy" --goal-tokens "$W/plan_goal_a.npy" -o "$WORK/o.npy"
+
 echo "$fails failed"
 [ "$fails" -eq 0 ]

@@ -12,7 +12,12 @@
  *    rollout step 0 = the last row of predict on the history (bits), a batch of
  *    sequences = each sequence alone (bits), the same bits at 1 and 2 threads;
  *  - bad input: wrong model kind, T past the window, zero sequences, NaN actions,
- *    zero steps: JEPA_ERR_ARG with a reason.
+ *    zero steps: JEPA_ERR_ARG with a reason;
+ *  - the CEM planner: its random stream against the generator's pure-Python splitmix64 /
+ *    Box-Muller (known answer), and a whole plan (4 iterations of 24 candidates, 6
+ *    elites) against the generator's float64 CEM on the same stream: the same elites,
+ *    hence the best energy of every iteration and the plan within 1e-4; the same plan
+ *    bits at 1 and 2 threads; bad parameters refused.
  *
  * usage: test_world DATA_DIR
  */
@@ -23,6 +28,7 @@
 
 #include "input/npy.h"
 #include "jepa.h"
+#include "models/plan.h"
 #include "runtime/cpu.h"
 #include "tests/models/parity.h"
 
@@ -115,7 +121,10 @@ static void world_case(const char *tag, const char *cpu) {
     for (int s = 0; s < B; s++) {
         const size_t o = (size_t)s * T * D;
         prefix_same &= same_bits(out + o, out1 + o, (size_t)(T - 1) * D);
-        for (int j = 0; j < D; j++) last_moved = fmax(last_moved, fabs(out[o + (size_t)(T - 1) * D + j] - out1[o + (size_t)(T - 1) * D + j]));
+        for (int j = 0; j < D; j++) {   /* (an if, not fmax: gcc 12's aarch64 vectoriser ICEs on that reduction) */
+            const double dlt = fabs(out[o + (size_t)(T - 1) * D + j] - out1[o + (size_t)(T - 1) * D + j]);
+            if (dlt > last_moved) last_moved = dlt;
+        }
     }
     EXPECT(prefix_same, "[%s %s] causality: a change of the last frame moved an earlier row", tag, cpu);
     EXPECT(last_moved > 1e-3, "[%s %s] causality: the last row did not move (%g)", tag, cpu, last_moved);
@@ -158,6 +167,96 @@ done:
     jepa_model_free(m);
 }
 
+static int load_plain(struct npy *a, const char *file) {
+    char path[1024];
+    struct jerr e = {0};
+    snprintf(path, sizeof path, "%s/lewm_wm/%s", data_dir, file);
+    if (npy_load_f32(a, path, &e)) {
+        printf("FAIL %s: %s\n", path, e.msg);
+        failures++;
+        return 1;
+    }
+    return 0;
+}
+
+/* The planner's random stream and a whole plan against the generator's CEM. */
+static void plan_case(const char *cpu) {
+    struct npy nr;
+    if (!load_plain(&nr, "rng_normals_seed1234.npy")) {   /* float64, read as float32 by npy_load_f32 */
+        struct jm_rng r = {1234};
+        double worst = 0;
+        for (int64_t i = 0; i < nr.count; i++) {
+            const double got = jm_rng_normal(&r), want = ((const float *)nr.data)[i];
+            const double x = fabs(got - want) / fmax(1.0, fabs(want));
+            if (x > worst) worst = x;
+        }
+        EXPECT(nr.count == 16 && worst < 1e-6, "rng: the stream differs from the reference (%g)", worst);
+        npy_free(&nr);
+    }
+    char path[1024], err[JEPA_ERR_LEN];
+    snprintf(path, sizeof path, "%s/lewm_wm/model_a.gguf", data_dir);
+    jepa_model *m = NULL;
+    if (jepa_model_load(&m, path, err)) {
+        printf("FAIL %s: %s\n", path, err);
+        failures++;
+        return;
+    }
+    struct npy hist, past, goal, pa, pe, pf;
+    if (load_plain(&hist, "plan_hist_a.npy") | load_plain(&past, "plan_past_a.npy") | load_plain(&goal, "plan_goal_a.npy") |
+        load_plain(&pa, "plan_actions_a.npy") | load_plain(&pe, "plan_energies_a.npy") | load_plain(&pf, "plan_final_a.npy")) {
+        jepa_model_free(m);
+        return;
+    }
+    jepa_plan_params pp = jepa_plan_default_params();
+    pp.horizon = 2, pp.samples = 24, pp.iterations = 4, pp.elites = 6, pp.init_std = 1.0f, pp.seed = 77;
+    const int A = (int)pa.shape[1], T = (int)hist.shape[0];
+    jepa_ctx *c = open_ctx(m, cpu, 2), *c1 = open_ctx(m, cpu, 1);
+    float act[64], act1[64], en[4], en1[4], fin = 0, fin1 = 0;
+    if (c && c1) {
+        jepa_status st = jepa_ctx_lewm_plan(c, hist.data, T, past.data, goal.data, &pp, act, en, &fin);
+        EXPECT(st == JEPA_OK, "[plan %s] %s", cpu, jepa_ctx_error(c));
+        double de = 0, da = 0;
+        for (int i = 0; i < 4; i++) {
+            const double x = fabs(en[i] - ((const float *)pe.data)[i]) / ((const float *)pe.data)[i];
+            if (x > de) de = x;
+        }
+        for (int i = 0; i < 2 * A; i++) {
+            const double x = fabs(act[i] - ((const float *)pa.data)[i]);
+            if (x > da) da = x;
+        }
+        printf("%-4s plan [%s]: best energies %.5f %.5f %.5f %.5f (reference rel %.1e), plan max |diff| %.1e, final %.5f (reference %.5f)\n",
+               de <= 1e-4 && da <= 1e-4 ? "ok" : "FAIL", cpu, en[0], en[1], en[2], en[3], de, da, fin,
+               ((const float *)pf.data)[0]);
+        EXPECT(de <= 1e-4 && da <= 1e-4, "[plan %s] differs from the reference CEM", cpu);
+        EXPECT(fabs(fin - ((const float *)pf.data)[0]) <= 1e-4 * ((const float *)pf.data)[0], "[plan %s] final energy", cpu);
+        st = jepa_ctx_lewm_plan(c1, hist.data, T, past.data, goal.data, &pp, act1, en1, &fin1);
+        EXPECT(st == JEPA_OK && same_bits(act, act1, (size_t)2 * A) && same_bits(en, en1, 4) && fin == fin1,
+               "[plan %s] 1 and 2 threads give different plans", cpu);
+        if (!strcmp(cpu, "scalar")) {
+            jepa_plan_params bad = pp;
+            bad.horizon = 0;
+            EXPECT(jepa_ctx_lewm_plan(c, hist.data, T, past.data, goal.data, &bad, act, NULL, NULL) == JEPA_ERR_ARG,
+                   "plan horizon 0");
+            bad = pp, bad.elites = pp.samples + 1;
+            EXPECT(jepa_ctx_lewm_plan(c, hist.data, T, past.data, goal.data, &bad, act, NULL, NULL) == JEPA_ERR_ARG &&
+                       strstr(jepa_ctx_error(c), "elites"), "plan elites > samples");
+            bad = pp, bad.samples = 1 << 30;
+            EXPECT(jepa_ctx_lewm_plan(c, hist.data, T, past.data, goal.data, &bad, act, NULL, NULL) == JEPA_ERR_ARG,
+                   "plan samples 2^30");
+            EXPECT(jepa_ctx_lewm_plan(c, hist.data, T, NULL, goal.data, &pp, act, NULL, NULL) == JEPA_ERR_ARG,
+                   "plan without the past actions of a 2-frame history");
+            float g2[64];
+            memcpy(g2, goal.data, sizeof g2);
+            g2[3] = NAN;
+            EXPECT(jepa_ctx_lewm_plan(c, hist.data, T, past.data, g2, &pp, act, NULL, NULL) == JEPA_ERR_ARG &&
+                       strstr(jepa_ctx_error(c), "goal"), "plan with a NaN goal");
+        }
+    }
+    jepa_ctx_free(c), jepa_ctx_free(c1);
+    npy_free(&hist), npy_free(&past), npy_free(&goal), npy_free(&pa), npy_free(&pe), npy_free(&pf);
+    jepa_model_free(m);
+}
+
 /* A model without a LeWM predictor refuses the calls by name. */
 static void wrong_kind(void) {
     char path[1024], err[JEPA_ERR_LEN];
@@ -191,6 +290,7 @@ int main(int argc, char **argv) {
         printf("-- kernels capped at %s\n", levels[i]);
         world_case("a", levels[i]);
         world_case("b", levels[i]);
+        plan_case(levels[i]);
     }
     wrong_kind();
     printf("world: %d checks passed, %d failed\n", passes, failures);
