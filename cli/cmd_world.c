@@ -5,6 +5,9 @@
  *   jepa predict -m M --emb E.npy --actions A.npy -o PRED.npy
  *       LeWM: E [T, D] (or [B, T, D]) frame embeddings, A [T, action_dim] (or [B, ...]);
  *       PRED [T, D]: row t predicts the embedding of frame t + 1 from frames 0 .. t.
+ *   jepa predict -m M --tokens T.npy --actions A.npy --states S.npy -o PRED.npy
+ *       V-JEPA 2-AC: T [F N, D] frame-major encoder tokens, A [F, action_dim], S [F,
+ *       state_dim] (or [B, ...] each); PRED [F N, D], row f N + i = token i of frame f + 1.
  *   jepa rollout -m M --emb E.npy --actions A.npy --steps K -o TRAJ.npy
  *       E [T, D] history, A [T + K - 1, action_dim]; TRAJ [K, D], the K predicted steps
  *       (each appended to the history; the window slides past jepa.pred.n_frames).
@@ -30,15 +33,19 @@ enum world_cmd { WORLD_PREDICT, WORLD_ROLLOUT };
 
 struct world_opts {
     const char *model, *emb, *actions, *out, *cpu;
+    const char *tokens, *states;   /* V-JEPA 2-AC */
     int threads, gpu, steps, verbose;
 };
 
 static void world_usage(enum world_cmd c, FILE *f) {
     if (c == WORLD_PREDICT)
         fprintf(f, "usage: jepa predict -m MODEL --emb E.npy --actions A.npy -o PRED.npy [options]\n"
-                   "  world model (LeWM): E float32 [T, D] or [B, T, D] frame embeddings (`jepa embed\n"
-                   "  --pool lewm` of each frame), A float32 [T, action_dim] or [B, T, action_dim];\n"
-                   "  PRED [T, D] or [B, T, D], row t = the predicted embedding of frame t + 1.\n");
+                   "       jepa predict -m MODEL --tokens T.npy --actions A.npy --states S.npy -o PRED.npy\n"
+                   "  LeWM: E float32 [T, D] or [B, T, D] frame embeddings (`jepa embed --pool lewm` of\n"
+                   "  each frame), A float32 [T, action_dim] or [B, T, action_dim]; PRED [T, D] or\n"
+                   "  [B, T, D], row t = the predicted embedding of frame t + 1.\n"
+                   "  V-JEPA 2-AC: T [F N, D] frame-major encoder tokens (N per frame), A [F, action_dim],\n"
+                   "  S [F, state_dim] (or [B, ...] each); PRED [F N, D], row f N + i = token i of frame f + 1.\n");
     else
         fprintf(f, "usage: jepa rollout -m MODEL --emb E.npy --actions A.npy --steps K -o TRAJ.npy [options]\n"
                    "  world model (LeWM): from a history E [T, D] (or [B, T, D]) and the actions\n"
@@ -80,16 +87,17 @@ static int parse(enum world_cmd c, int argc, char **argv, struct world_opts *o) 
             if ((rc = cli_parse_int(name, a, v, 1, 1 << 20, &num))) return rc;
             o->steps = (int)num;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->verbose = 0;
-        else if (!strcmp(a, "--tokens") || !strcmp(a, "--states"))
-            return cli_fail(NULL, "%s: V-JEPA 2-AC prediction is not implemented yet (LeWM takes --emb and --actions)", a);
+        else if (!strcmp(a, "--tokens")) { NEEDV(); o->tokens = v; }
+        else if (!strcmp(a, "--states")) { NEEDV(); o->states = v; }
         else return cli_usage_error(name, "unknown option '%s'", a);
 #undef NEEDV
     }
-    if (!o->model || !o->emb || !o->actions || !o->out || (c == WORLD_ROLLOUT && !o->steps))
-        return cli_usage_error(name, c == WORLD_PREDICT ? "needs -m, --emb, --actions and -o"
+    if (!o->model || (!o->emb == !o->tokens) || !o->actions || !o->out || (c == WORLD_ROLLOUT && !o->steps))
+        return cli_usage_error(name, c == WORLD_PREDICT ? "needs -m, --emb (LeWM) or --tokens and --states (V-JEPA 2-AC), --actions and -o"
                                                        : "needs -m, --emb, --actions, --steps and -o");
-    const char *ins[] = {o->model, o->emb, o->actions}, *outs[] = {o->out};
-    return cli_check_outputs(name, ins, 3, outs, 1);
+    if (!o->tokens != !o->states) return cli_usage_error(name, "--tokens and --states go together (V-JEPA 2-AC)");
+    const char *ins[] = {o->model, o->emb, o->actions, o->tokens, o->states}, *outs[] = {o->out};
+    return cli_check_outputs(name, ins, 5, outs, 1);
 }
 
 /* a [.., rows, cols] float32 array of 2 or 3 dimensions: B (1 for 2-D), rows, cols */
@@ -102,6 +110,69 @@ static int shape3(const char *path, const struct npy *a, int64_t *B, int64_t *ro
     if (*B < 1 || *rows < 1 || *cols < 1 || *B > (1 << 20) || *rows > (1 << 20))
         return cli_fail(path, "shape with an empty or too large dimension");
     return 0;
+}
+
+/* V-JEPA 2-AC: tokens [F N, D] (or [B, F N, D]), actions [F, A], states [F, S] (or [B, ...]). */
+static int run_ac(const struct world_opts *o, jepa_model *m, const jepa_model_info *info) {
+    struct npy Tk = {0}, A = {0}, S = {0};
+    struct jerr e = {0};
+    jepa_ctx *c = NULL;
+    float *out = NULL;
+    int rc = CLI_EXIT_FAIL;
+    const int N = info->pred_tokens_per_frame, D = info->embed_dim;
+    if (npy_load_f32(&Tk, o->tokens, &e) || npy_load_f32(&A, o->actions, &e) || npy_load_f32(&S, o->states, &e)) {
+        cli_fail(NULL, "%s", e.msg);
+        goto done;
+    }
+    int64_t B = 0, rows = 0, w = 0, Ba = 0, F = 0, Aw = 0, Bs = 0, Fs = 0, Sw = 0;
+    if (shape3(o->tokens, &Tk, &B, &rows, &w) || shape3(o->actions, &A, &Ba, &F, &Aw) || shape3(o->states, &S, &Bs, &Fs, &Sw))
+        goto done;
+    if (Tk.ndim != A.ndim || A.ndim != S.ndim || Ba != B || Bs != B) {
+        cli_fail(o->tokens, "tokens, actions and states must all be 2-D or all [B, ...] with the same B");
+        goto done;
+    }
+    if (w != D) { cli_fail(o->tokens, "tokens of width %lld; this model's encoder gives %d", (long long)w, D); goto done; }
+    if (Aw != info->action_dim) {
+        cli_fail(o->actions, "actions of width %lld; this model takes %d (jepa.pred.action_dim)", (long long)Aw, info->action_dim);
+        goto done;
+    }
+    if (Sw != info->state_dim) {
+        cli_fail(o->states, "states of width %lld; this model takes %d (jepa.pred.state_dim)", (long long)Sw, info->state_dim);
+        goto done;
+    }
+    if (Fs != F) { cli_fail(o->states, "%lld states for %lld actions: one of each per frame", (long long)Fs, (long long)F); goto done; }
+    if (rows != F * N) {
+        cli_fail(o->tokens, "%lld token rows for %lld frames: expected %lld (%d tokens per frame, frame-major)", (long long)rows,
+                 (long long)F, (long long)F * N, N);
+        goto done;
+    }
+    if ((rc = cli_ctx_new("predict", m, o->threads, o->cpu, o->gpu, &c))) goto done;
+    rc = CLI_EXIT_FAIL;
+    const size_t n_out = (size_t)B * rows * info->pred_out_dim;
+    if (!(out = malloc(sizeof(float) * n_out))) { cli_fail(NULL, "out of memory"); goto done; }
+    if (jepa_ctx_ac_predict(c, Tk.data, A.data, S.data, (int)B, (int)F, out)) {
+        const char *msg = jepa_ctx_error(c);
+        cli_fail(strstr(msg, "action") ? o->actions : strstr(msg, "state") ? o->states : o->tokens, "%s", msg);
+        goto done;
+    }
+    for (size_t i = 0; i < n_out; i++)
+        if (!isfinite(out[i])) {
+            cli_fail(o->model, "output element %zu is %s (non-finite weights in the model?); nothing written", i,
+                     isnan(out[i]) ? "NaN" : "infinite");
+            goto done;
+        }
+    int64_t shape[3] = {B, rows, info->pred_out_dim};
+    const int nd = Tk.ndim == 3 ? 3 : 2;
+    if (npy_save_f32(o->out, out, nd, nd == 3 ? shape : shape + 1, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
+    if (o->verbose)
+        fprintf(stderr, "predict: %lld x %lld frames x %d tokens -> %s (%s)\n", (long long)B, (long long)F, N, o->out,
+                jepa_ctx_isa(c));
+    rc = 0;
+done:
+    free(out);
+    npy_free(&Tk), npy_free(&A), npy_free(&S);
+    jepa_ctx_free(c);
+    return rc;
 }
 
 static int run(enum world_cmd cmd, int argc, char **argv) {
@@ -119,14 +190,18 @@ static int run(enum world_cmd cmd, int argc, char **argv) {
     if (jepa_model_load(&m, o.model, err)) { cli_fail(o.model, "%s", err); goto done; }
     jepa_model_info info;
     jepa_model_get_info(m, &info);
-    if (!info.predictor || strcmp(info.predictor, "lewm")) {
-        if (info.predictor && !strcmp(info.predictor, "ac"))
-            cli_fail(o.model, "V-JEPA 2-AC prediction is not implemented yet");
-        else
-            cli_fail(o.model, "no world-model predictor in this file (jepa.pred.kind is %s, not lewm)",
-                     info.predictor ? info.predictor : "absent");
+    if (info.predictor && !strcmp(info.predictor, "ac")) {
+        if (cmd == WORLD_ROLLOUT) cli_fail(o.model, "V-JEPA 2-AC rollout is not implemented yet (predict is)");
+        else if (!o.tokens) rc = cli_usage_error(name, "a V-JEPA 2-AC model takes --tokens, --actions and --states");
+        else rc = run_ac(&o, m, &info);
         goto done;
     }
+    if (!info.predictor || strcmp(info.predictor, "lewm")) {
+        cli_fail(o.model, "no world-model predictor in this file (jepa.pred.kind is %s, not lewm or ac)",
+                 info.predictor ? info.predictor : "absent");
+        goto done;
+    }
+    if (o.tokens) { rc = cli_usage_error(name, "a LeWM model takes --emb and --actions (--tokens / --states are V-JEPA 2-AC's)"); goto done; }
     if (npy_load_f32(&E, o.emb, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
     if (npy_load_f32(&A, o.actions, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
     int64_t B = 0, T = 0, D = 0, Ba = 0, Ta = 0, Aw = 0;

@@ -92,6 +92,7 @@ typedef struct jepa_model_info {
     int action_dim;         /* world models: width of one action, else 0 */
     int state_dim;          /* V-JEPA 2-AC: width of one proprioceptive state, else 0 */
     int pred_n_frames;      /* LeWM: the predictor's window (jepa.pred.n_frames), else 0 */
+    int pred_tokens_per_frame; /* V-JEPA 2-AC: encoder tokens per frame (grid_size^2), else 0 */
 } jepa_model_info;
 
 JEPA_API void jepa_model_get_info(const jepa_model *m, jepa_model_info *info);
@@ -213,6 +214,15 @@ JEPA_API jepa_status jepa_ctx_lewm_predict(jepa_ctx *c, const float *emb, const 
  * pred_out_dim == emb_dim (JEPA_ERR_UNSUPPORTED otherwise). */
 JEPA_API jepa_status jepa_ctx_lewm_rollout(jepa_ctx *c, const float *emb, int B, int T,
                                            const float *actions, int steps, float *traj);
+
+/* ---- world models: V-JEPA 2-AC (predictor "ac") --------------------------------
+ * B sequences of F frames; each frame is N = grid^2 encoder tokens (jepa.pred.grid_size,
+ * frame-major: row f N + h grid + w), one action and one proprioceptive state, all finite:
+ *   tokens [B, F N, embed_dim], actions [B, F, action_dim], states [B, F, state_dim]
+ *   -> pred [B, F N, pred_out_dim]
+ * Row f N + i predicts token i of frame f + 1 from frames 0 .. f (frame-causal). */
+JEPA_API jepa_status jepa_ctx_ac_predict(jepa_ctx *c, const float *tokens, const float *actions,
+                                         const float *states, int B, int F, float *pred);
 
 /* Planning with the cross-entropy method (docs/world-models.md, "Planning"). Defaults
  * (jepa_plan_default_params) are the LeWM authors' planner: horizon 5 (le-wm

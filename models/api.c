@@ -91,6 +91,7 @@ void jepa_model_get_info(const jepa_model *m, jepa_model_info *info) {
     info->action_dim = m->has_pred ? pr->action_dim : 0;
     info->state_dim = m->has_pred ? pr->state_dim : 0;
     info->pred_n_frames = m->has_pred && pr->kind == JM_PRED_LEWM ? pr->n_frames : 0;
+    info->pred_tokens_per_frame = m->has_pred && pr->kind == JM_PRED_AC ? pr->grid_size * pr->grid_size : 0;
 }
 
 const char *jepa_model_label(const jepa_model *m, int i) {
@@ -298,6 +299,15 @@ jepa_status jepa_ctx_lewm_rollout(jepa_ctx *c, const float *emb, int B, int T, c
     if (!emb || !actions || !traj) return jr_err_set(&c->err, JEPA_ERR_ARG, "lewm rollout: NULL buffer");
     c->dev->bind(c->dev);
     return finish(c, jm_lewm_rollout(c, emb, B, T, actions, steps, traj));
+}
+
+jepa_status jepa_ctx_ac_predict(jepa_ctx *c, const float *tokens, const float *actions, const float *states,
+                                int B, int F, float *pred) {
+    if (!c) return JEPA_ERR_ARG;
+    jr_err_clear(&c->err);
+    if (!tokens || !actions || !states || !pred) return jr_err_set(&c->err, JEPA_ERR_ARG, "ac predict: NULL buffer");
+    c->dev->bind(c->dev);
+    return finish(c, jm_ac_predict(c, tokens, actions, states, B, F, pred));
 }
 
 jepa_plan_params jepa_plan_default_params(void) {

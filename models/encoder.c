@@ -298,7 +298,7 @@ static void position_tables(struct jepa_ctx *c, struct enc_run *r) {
     const int n = r->n, ncls = r->ncls, gh = r->in.gh, gw = r->in.gw;
     const int32_t *kept = r->masked ? r->p->ctx_ids : NULL;   /* patch id of row ncls + i (NULL: i) */
     if (r->rope) {
-        if (ncls) r->pos[0] = (struct rope_pos){0, 0, 0, true};
+        if (ncls) r->pos[0] = (struct rope_pos){0, 0, 0, true, false};
         jm_rope_positions(r->pos + ncls, kept, n - ncls, gh, gw, e->rope_interpolate, e->rope_ref_grid);
         jm_rope_tables(r->cosb.host, r->sinb.host, r->pos, n, e->vit.head_dim, e->rope_theta,
                        e->rope_layout);

@@ -87,6 +87,9 @@ jepa_status jm_lewm_predict(struct jepa_ctx *c, const float *emb, const float *a
                             float *pred);
 jepa_status jm_lewm_rollout(struct jepa_ctx *c, const float *emb, int B, int T, const float *actions,
                             int steps, float *traj);
+/* V-JEPA 2-AC (models/ac.c): jepa_ctx_ac_predict (jepa.h). */
+jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *actions, const float *states,
+                          int B, int F, float *pred);
 /* The CEM planner (models/plan.c) of jepa_ctx_lewm_plan. */
 jepa_status jm_lewm_plan(struct jepa_ctx *c, const float *emb, int T, const float *past_actions,
                          const float *goal, const jepa_plan_params *p, float *actions, float *energies,

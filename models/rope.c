@@ -18,7 +18,8 @@ void jm_rope_tables(float *cos_t, float *sin_t, const struct rope_pos *pos, int 
         int j0 = 0;
         if (!pos[i].identity) {
             const double p[3] = {pos[i].t, pos[i].h, pos[i].w};
-            for (int ax = 0; ax < 3; ax++)
+            const int n_ax = pos[i].depth_only ? 1 : 3;
+            for (int ax = 0; ax < n_ax; ax++)
                 for (int j = 0; j < d; j++) {
                     /* tiled: [f_0 .. f_{d/2-1}, f_0 .. f_{d/2-1}]; interleaved: [f_0, f_0, f_1, f_1, ..] */
                     const int k = layout == JM_ROPE_TILED ? j % half : j / 2;
@@ -27,7 +28,7 @@ void jm_rope_tables(float *cos_t, float *sin_t, const struct rope_pos *pos, int 
                     c[ax * d + j] = (float)cos(ang);
                     s[ax * d + j] = (float)sin(ang);
                 }
-            j0 = 3 * d;
+            j0 = n_ax * d;
         }
         for (int j = j0; j < head_dim; j++) c[j] = 1.0f, s[j] = 0.0f;   /* identity / pass-through */
     }
@@ -45,6 +46,6 @@ void jm_rope_positions(struct rope_pos *pos, const int32_t *ids, int n, int gh, 
             if (gh > 1) ph = (float)(h * (ref_grid - 1)) / (float)(gh - 1);
             if (gw > 1) pw = (float)(w * (ref_grid - 1)) / (float)(gw - 1);
         }
-        pos[i] = (struct rope_pos){(float)t, ph, pw, false};
+        pos[i] = (struct rope_pos){(float)t, ph, pw, false, false};
     }
 }

@@ -16,10 +16,12 @@
 
 #include "models/model.h"
 
-/* One token's position; identity = true gives cos 1 / sin 0 everywhere (CLS). */
+/* One token's position; identity = true gives cos 1 / sin 0 everywhere (CLS);
+ * depth_only = true rotates the t segment only, h and w pass through (V-JEPA 2-AC's
+ * action and state tokens). */
 struct rope_pos {
     float t, h, w;
-    bool identity;
+    bool identity, depth_only;
 };
 
 /* cos, sin: [n, head_dim]. Angles are computed in double and rounded once. */

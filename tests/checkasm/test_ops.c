@@ -497,7 +497,8 @@ static void check_mean_rows(const struct jk_kernels *kt, const char *level) {
 /* §4 written out again: d = 2 ((head_dim / 3) / 2) dims per axis; axis a covers dims
  * [a d, (a+1) d); omega_k = theta^(-k / (d/2)) = exp(-(k / (d/2)) ln theta);
  * tiled: COS[j] = cos(pos omega_(j mod d/2)); interleaved: COS[2k] = COS[2k+1] =
- * cos(pos omega_k); dims [3d, head_dim) and identity rows: cos 1, sin 0.
+ * cos(pos omega_k); dims [3d, head_dim) and identity rows: cos 1, sin 0; a depth-only
+ * row rotates [0, d) and passes the rest through.
  * Both sides compute the angle in double and round once; they may land on the two sides
  * of a float rounding boundary, hence one float ulp at |value| <= 1: 2^-24 absolute. */
 static void check_rope_tables(void) {
@@ -514,13 +515,15 @@ static void check_rope_tables(void) {
                     pos[i].h = (float)(i % 7) * 15.0f / 23.0f;     /* fractional (2.1 interpolation) */
                     pos[i].w = (float)(i * 3 % 29);
                     pos[i].identity = i % 9 == 0;
+                    pos[i].depth_only = i % 5 == 2;   /* V-JEPA 2-AC's action / state tokens */
                 }
                 float *c = falloc((size_t)n * hd), *s = falloc((size_t)n * hd);
                 jm_rope_tables(c, s, pos, n, hd, thetas[th], layout ? JM_ROPE_INTERLEAVED : JM_ROPE_TILED);
                 for (int i = 0; i < n; i++)
                     for (int j = 0; j < hd; j++) {
                         double ec = 1.0, es = 0.0;
-                        if (!pos[i].identity && j < 3 * d) {
+                        const int rot = pos[i].depth_only ? d : 3 * d;   /* rotated dims */
+                        if (!pos[i].identity && j < rot) {
                             const int ax = j / d, jj = j % d;
                             const double p = ax == 0 ? pos[i].t : ax == 1 ? pos[i].h : pos[i].w;
                             const int k = layout ? jj / 2 : jj % (d / 2);
@@ -529,7 +532,7 @@ static void check_rope_tables(void) {
                         }
                         const double gc = c[(size_t)i * hd + j], gs = s[(size_t)i * hd + j];
                         if (!(fabs(gc - ec) <= U * 1.0001) || !(fabs(gs - es) <= U * 1.0001)) bad++;
-                        if ((pos[i].identity || j >= 3 * d) && (gc != 1.0 || gs != 0.0)) exact_bad++;
+                        if ((pos[i].identity || j >= rot) && (gc != 1.0 || gs != 0.0)) exact_bad++;
                     }
                 cases++;
                 free(c), free(s);
@@ -541,7 +544,7 @@ static void check_rope_tables(void) {
      * position (t, h, w) = (1, 0, 0): tiled dims 0..9 and 10..19 both run omega_0..9,
      * interleaved dims 2k, 2k+1 share omega_k; the h and w segments are identity. */
     {
-        struct rope_pos p1 = {1.0f, 0.0f, 0.0f, false};
+        struct rope_pos p1 = {1.0f, 0.0f, 0.0f, false, false};
         float ct[64], st[64], ci[64], si[64];
         jm_rope_tables(ct, st, &p1, 1, 64, 10000.0f, JM_ROPE_TILED);
         jm_rope_tables(ci, si, &p1, 1, 64, 10000.0f, JM_ROPE_INTERLEAVED);

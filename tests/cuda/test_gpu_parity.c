@@ -346,6 +346,33 @@ static void world_case(const char *tag, const jepa_model *m, const char *sfx) {
     npy_free(&emb), npy_free(&act), npy_free(&pred), npy_free(&remb), npy_free(&ract), npy_free(&traj);
 }
 
+/* V-JEPA 2-AC on the GPU against the float64 transcription of Meta's predictor. */
+static void ac_case(const char *tag, const jepa_model *m, const char *sfx) {
+    char n[64];
+    snprintf(n, sizeof n, "tokens_%s.npy", sfx);
+    struct npy tk = load("ac_wm", n, 0);
+    snprintf(n, sizeof n, "actions_%s.npy", sfx);
+    struct npy ac = load("ac_wm", n, 0);
+    snprintf(n, sizeof n, "states_%s.npy", sfx);
+    struct npy stt = load("ac_wm", n, 0);
+    snprintf(n, sizeof n, "pred_%s.npy", sfx);
+    struct npy r = load("ac_wm", n, 0);
+    jepa_ctx *g = new_ctx(m, "cuda:0");
+    const int rows = (int)tk.shape[0], D = (int)tk.shape[1];
+    float *out = malloc(sizeof(float) * (size_t)rows * D);
+    if (jepa_ctx_ac_predict(g, tk.data, ac.data, stt.data, 1, (int)ac.shape[0], out)) {
+        printf("FAIL ac predict on GPU: %s\n", jepa_ctx_error(g));
+        failures++;
+    } else {
+        char what[160];
+        snprintf(what, sizeof what, "%s predict vs reference", tag);
+        check(what, out, r.data, rows, D, TOKEN_COS, REL_BAR);
+    }
+    free(out);
+    jepa_ctx_free(g);
+    npy_free(&tk), npy_free(&ac), npy_free(&stt), npy_free(&r);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: test_gpu_parity DATA_DIR\n");
@@ -416,6 +443,12 @@ int main(int argc, char **argv) {
     jepa_model_free(m);
     m = load_model("lewm_wm", "model_b.gguf");
     world_case("lewm world model b (f32)", m, "b");
+    jepa_model_free(m);
+    m = load_model("ac_wm", "model_a.gguf");
+    ac_case("v-jepa 2-ac a (f32)", m, "a");
+    jepa_model_free(m);
+    m = load_model("ac_wm", "model_b.gguf");
+    ac_case("v-jepa 2-ac b (f32)", m, "b");
     jepa_model_free(m);
 
     printf("%s: %d failure%s\n", failures ? "FAIL" : "ok", failures, failures == 1 ? "" : "s");

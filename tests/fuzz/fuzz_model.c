@@ -69,6 +69,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     }
                     free(emb), free(act), free(wout);
                 }
+                if (info.predictor && !strcmp(info.predictor, "ac") && info.pred_tokens_per_frame <= 4096 &&
+                    info.action_dim <= 1024 && info.state_dim <= 1024) {
+                    /* one frame of zero tokens, actions and states */
+                    const size_t nt_ = (size_t)info.pred_tokens_per_frame;
+                    float *tk = calloc(nt_ * (size_t)info.embed_dim + 1, sizeof(float));
+                    float *av = calloc((size_t)info.action_dim + 1, sizeof(float)), *sv = calloc((size_t)info.state_dim + 1, sizeof(float));
+                    float *po = calloc(nt_ * (size_t)info.pred_out_dim + 1, sizeof(float));
+                    if (tk && av && sv && po && jepa_ctx_ac_predict(c, tk, av, sv, 1, 1, po) != JEPA_OK)
+                        need_reason(jepa_ctx_error(c));
+                    free(tk), free(av), free(sv), free(po);
+                }
                 if (info.predictor && !strcmp(info.predictor, "masked") && n >= 2) {
                     const int32_t ctx[1] = {0}, tgt[1] = {1};
                     float *pred = calloc((size_t)info.pred_out_dim + 1, sizeof(float));

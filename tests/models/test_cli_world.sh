@@ -1,6 +1,7 @@
 #!/bin/sh
-# test_cli_world.sh — `jepa predict --emb/--actions` and `jepa rollout` (cli/cmd_world.c) on
-# the LeWM fixtures (tests/data/lewm_wm: the float64 reference of tests/gen/gen_lewm.py),
+# test_cli_world.sh — `jepa predict --emb/--actions` (LeWM) and `--tokens/--actions/--states`
+# (V-JEPA 2-AC), `jepa rollout` and `jepa plan` (cli/cmd_world.c) on the fixtures
+# (tests/data/lewm_wm, ac_wm: the float64 references of tests/gen/gen_lewm.py, gen_ac.py),
 # and their refusals: one stderr line, exit 1 for bad files and values, 2 for usage, no
 # output file left behind.
 # usage: test_cli_world.sh JEPA DATA_DIR WORK_DIR NPY_COMPARE
@@ -76,7 +77,20 @@ expect 2 "rollout without --steps" jepa rollout -m "$M" --emb "$W/emb_a.npy" --a
 expect 2 "output = an input" jepa predict -m "$M" --emb "$W/emb_a.npy" --actions "$W/actions_a.npy" -o "$W/emb_a.npy"
 expect 1 "a model without a world-model predictor" jepa predict -m "$DATA/vjepa2_tiny/model.gguf" --emb "$W/emb_a.npy" --actions "$W/actions_a.npy" -o "$WORK/o.npy"
 has "not lewm"
-expect 1 "V-JEPA 2-AC inputs (not implemented yet)" jepa predict -m "$M" --tokens "$W/emb_a.npy" --actions "$W/actions_a.npy" -o "$WORK/o.npy"
+# V-JEPA 2-AC: the float64 transcription of Meta's predictor (tests/gen/gen_ac.py)
+AC=$DATA/ac_wm
+for c in a b; do
+    expect 0 "ac predict, config $c" jepa predict -q -m "$AC/model_$c.gguf" --tokens "$AC/tokens_$c.npy" --actions "$AC/actions_$c.npy" --states "$AC/states_$c.npy" -o "$WORK/ac_$c.npy"
+    npy_compare "$WORK/ac_$c.npy" "$AC/pred_$c.npy" 0.99999 1e-4 && ok "ac $c matches the reference" || bad "ac $c matches the reference"
+done
+expect 1 "ac: token rows not F x tokens per frame" jepa predict -m "$AC/model_a.gguf" --tokens "$AC/tokens_b.npy" --actions "$AC/actions_a.npy" --states "$AC/states_a.npy" -o "$WORK/o.npy"
+has "tokens per frame"
+expect 1 "ac: states of the wrong width" jepa predict -m "$AC/model_a.gguf" --tokens "$AC/tokens_a.npy" --actions "$AC/actions_a.npy" --states "$AC/states_b.npy" -o "$WORK/o.npy"
+has "jepa.pred.state_dim"
+expect 2 "ac model given LeWM inputs" jepa predict -m "$AC/model_a.gguf" --emb "$W/emb_a.npy" --actions "$AC/actions_a.npy" -o "$WORK/o.npy"
+expect 2 "LeWM model given AC inputs" jepa predict -m "$M" --tokens "$AC/tokens_a.npy" --actions "$W/actions_a.npy" --states "$AC/states_a.npy" -o "$WORK/o.npy"
+expect 2 "--tokens without --states" jepa predict -m "$AC/model_a.gguf" --tokens "$AC/tokens_a.npy" --actions "$AC/actions_a.npy" -o "$WORK/o.npy"
+expect 1 "ac rollout (not implemented yet)" jepa rollout -m "$AC/model_a.gguf" --emb "$AC/tokens_a.npy" --actions "$AC/actions_a.npy" --steps 2 -o "$WORK/o.npy"
 expect 1 "a missing input" jepa predict -m "$M" --emb "$WORK/none.npy" --actions "$W/actions_a.npy" -o "$WORK/o.npy"
 expect 0 "rollout --help" jepa rollout --help
 

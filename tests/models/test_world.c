@@ -13,6 +13,10 @@
  *    sequences = each sequence alone (bits), the same bits at 1 and 2 threads;
  *  - bad input: wrong model kind, T past the window, zero sequences, NaN actions,
  *    zero steps: JEPA_ERR_ARG with a reason;
+ *  - V-JEPA 2-AC (tests/data/ac_wm, tests/gen/gen_ac.py: a float64 transcription of
+ *    Meta's VisionTransformerPredictorAC; 2 frames of 4x4 tokens, 7-d actions and states,
+ *    2 heads of 32; 3 frames of 3x3, 4-d actions, 3-d states, 1 head of 48): the same bars,
+ *    frame-causality with bits, 1 = 2 threads (bits), a batch of 2 = each alone (to 1e-5);
  *  - the CEM planner: its random stream against the generator's pure-Python splitmix64 /
  *    Box-Muller (known answer), and a whole plan (4 iterations of 24 candidates, 6
  *    elites) against the generator's float64 CEM on the same stream: the same elites,
@@ -257,6 +261,82 @@ static void plan_case(const char *cpu) {
     jepa_model_free(m);
 }
 
+/* V-JEPA 2-AC against the float64 transcription of Meta's module (tests/gen/gen_ac.py). */
+static void ac_case(const char *tag, const char *cpu) {
+    char path[1024], err[JEPA_ERR_LEN], what[160], name[64];
+    snprintf(path, sizeof path, "%s/ac_wm/model_%s.gguf", data_dir, tag);
+    jepa_model *m = NULL;
+    if (jepa_model_load(&m, path, err)) {
+        printf("FAIL %s: %s\n", path, err);
+        failures++;
+        return;
+    }
+    struct npy tk, ac, stt, ref;
+    struct jerr e = {0};
+    int bad = 0;
+    const char *names[4] = {"tokens", "actions", "states", "pred"};
+    struct npy *arrs[4] = {&tk, &ac, &stt, &ref};
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "%s/ac_wm/%s_%s.npy", data_dir, names[i], tag);
+        if (npy_load_f32(arrs[i], name, &e)) { printf("FAIL %s: %s\n", name, e.msg); failures++; bad = 1; }
+    }
+    if (bad) { jepa_model_free(m); return; }
+    jepa_model_info info;
+    jepa_model_get_info(m, &info);
+    const int F = (int)ac.shape[0], rows = (int)tk.shape[0], D = (int)tk.shape[1], A = (int)ac.shape[1], S = (int)stt.shape[1];
+    const int N = rows / F;
+    EXPECT(info.predictor && !strcmp(info.predictor, "ac") && A == info.action_dim && S == info.state_dim, "[ac %s] info", tag);
+    jepa_ctx *c = open_ctx(m, cpu, 2), *c1 = open_ctx(m, cpu, 1);
+    float *out = malloc(sizeof(float) * (size_t)rows * D * 2), *out1 = malloc(sizeof(float) * (size_t)rows * D * 2);
+    float *t2 = malloc(sizeof(float) * (size_t)rows * D * 2), *a2 = malloc(sizeof(float) * (size_t)F * A * 2);
+    float *s2 = malloc(sizeof(float) * (size_t)F * S * 2);
+    if (c && c1) {
+        jepa_status st = jepa_ctx_ac_predict(c, tk.data, ac.data, stt.data, 1, F, out);
+        EXPECT(st == JEPA_OK, "[ac %s %s] predict: %s", tag, cpu, jepa_ctx_error(c));
+        snprintf(what, sizeof what, "ac %s predict [%s] (%d frames x %d tokens)", tag, cpu, F, N);
+        failures += parity_check(what, out, ref.data, rows, D, COS_BAR, REL_BAR);
+        EXPECT(jepa_ctx_ac_predict(c1, tk.data, ac.data, stt.data, 1, F, out1) == JEPA_OK &&
+                   same_bits(out, out1, (size_t)rows * D), "[ac %s %s] 1 and 2 threads differ", tag, cpu);
+        /* causality: the last frame's tokens, action and state changed */
+        memcpy(t2, tk.data, sizeof(float) * (size_t)rows * D);
+        memcpy(a2, ac.data, sizeof(float) * (size_t)F * A);
+        memcpy(s2, stt.data, sizeof(float) * (size_t)F * S);
+        for (int i = (F - 1) * N * D; i < rows * D; i++) t2[i] += 0.25f * (float)(i % 7) - 0.5f;
+        for (int j = 0; j < A; j++) a2[(F - 1) * A + j] *= -1.5f;
+        for (int j = 0; j < S; j++) s2[(F - 1) * S + j] += 0.5f;
+        EXPECT(jepa_ctx_ac_predict(c, t2, a2, s2, 1, F, out1) == JEPA_OK, "[ac %s] predict (changed)", tag);
+        EXPECT(same_bits(out, out1, (size_t)(F - 1) * N * D), "[ac %s %s] causality: an earlier frame moved", tag, cpu);
+        EXPECT(!same_bits(out + (size_t)(F - 1) * N * D, out1 + (size_t)(F - 1) * N * D, (size_t)N * D),
+               "[ac %s %s] causality: the last frame did not move", tag, cpu);
+        /* a batch of two sequences (the reference one, the changed one) = each alone */
+        memcpy(t2 + (size_t)rows * D, t2, sizeof(float) * (size_t)rows * D);
+        memcpy(t2, tk.data, sizeof(float) * (size_t)rows * D);
+        memcpy(a2 + (size_t)F * A, a2, sizeof(float) * (size_t)F * A);
+        memcpy(a2, ac.data, sizeof(float) * (size_t)F * A);
+        memcpy(s2 + (size_t)F * S, s2, sizeof(float) * (size_t)F * S);
+        memcpy(s2, stt.data, sizeof(float) * (size_t)F * S);
+        float *both = malloc(sizeof(float) * (size_t)rows * D * 2);
+        /* (to rounding, not bits: the matmuls see 2x the rows, and a kernel level may block
+         * M differently; the bars are 10x tighter than the reference's) */
+        EXPECT(jepa_ctx_ac_predict(c, t2, a2, s2, 2, F, both) == JEPA_OK, "[ac %s] batch of 2", tag);
+        snprintf(what, sizeof what, "ac %s batch of 2 vs alone [%s]", tag, cpu);
+        failures += parity_check(what, both, out, rows, D, 0.9999999, 1e-5);
+        failures += parity_check(what, both + (size_t)rows * D, out1, rows, D, 0.9999999, 1e-5);
+        free(both);
+        if (!strcmp(cpu, "scalar")) {
+            s2[1] = NAN;
+            EXPECT(jepa_ctx_ac_predict(c, tk.data, ac.data, s2, 1, F, out) == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "state"),
+                   "[ac %s] a NaN state: '%s'", tag, jepa_ctx_error(c));
+            EXPECT(jepa_ctx_ac_predict(c, tk.data, ac.data, stt.data, 1, 0, out) == JEPA_ERR_ARG, "[ac %s] zero frames", tag);
+            EXPECT(jepa_ctx_lewm_predict(c, tk.data, ac.data, 1, 1, out) == JEPA_ERR_ARG, "[ac %s] lewm call on an ac model", tag);
+        }
+    }
+    free(out), free(out1), free(t2), free(a2), free(s2);
+    jepa_ctx_free(c), jepa_ctx_free(c1);
+    npy_free(&tk), npy_free(&ac), npy_free(&stt), npy_free(&ref);
+    jepa_model_free(m);
+}
+
 /* A model without a LeWM predictor refuses the calls by name. */
 static void wrong_kind(void) {
     char path[1024], err[JEPA_ERR_LEN];
@@ -291,6 +371,8 @@ int main(int argc, char **argv) {
         world_case("a", levels[i]);
         world_case("b", levels[i]);
         plan_case(levels[i]);
+        ac_case("a", levels[i]);
+        ac_case("b", levels[i]);
     }
     wrong_kind();
     printf("world: %d checks passed, %d failed\n", passes, failures);
