@@ -184,7 +184,8 @@ static int load_plain(struct npy *a, const char *file) {
 }
 
 /* The planner's random stream and a whole plan against the generator's CEM. */
-static void plan_case(const char *cpu) {
+static void plan_case(const char *cpu, int functional) {
+    const char *lvl = cpu ? cpu : "auto";
     struct npy nr;
     if (!load_plain(&nr, "rng_normals_seed1234.npy")) {   /* float64, read as float32 by npy_load_f32 */
         struct jm_rng r = {1234};
@@ -218,7 +219,7 @@ static void plan_case(const char *cpu) {
     float act[64], act1[64], en[4], en1[4], fin = 0, fin1 = 0;
     if (c && c1) {
         jepa_status st = jepa_ctx_lewm_plan(c, hist.data, T, past.data, goal.data, &pp, act, en, &fin);
-        EXPECT(st == JEPA_OK, "[plan %s] %s", cpu, jepa_ctx_error(c));
+        EXPECT(st == JEPA_OK, "[plan %s] %s", lvl, jepa_ctx_error(c));
         double de = 0, da = 0;
         for (int i = 0; i < 4; i++) {
             const double x = fabs(en[i] - ((const float *)pe.data)[i]) / ((const float *)pe.data)[i];
@@ -229,14 +230,26 @@ static void plan_case(const char *cpu) {
             if (x > da) da = x;
         }
         printf("%-4s plan [%s]: best energies %.5f %.5f %.5f %.5f (reference rel %.1e), plan max |diff| %.1e, final %.5f (reference %.5f)\n",
-               de <= 1e-4 && da <= 1e-4 ? "ok" : "FAIL", cpu, en[0], en[1], en[2], en[3], de, da, fin,
+               de <= 1e-4 && da <= 1e-4 ? "ok" : "FAIL", lvl, en[0], en[1], en[2], en[3], de, da, fin,
                ((const float *)pf.data)[0]);
-        EXPECT(de <= 1e-4 && da <= 1e-4, "[plan %s] differs from the reference CEM", cpu);
-        EXPECT(fabs(fin - ((const float *)pf.data)[0]) <= 1e-4 * ((const float *)pf.data)[0], "[plan %s] final energy", cpu);
+        EXPECT(de <= 1e-4 && da <= 1e-4, "[plan %s] differs from the reference CEM", lvl);
+        EXPECT(fabs(fin - ((const float *)pf.data)[0]) <= 1e-4 * ((const float *)pf.data)[0], "[plan %s] final energy", lvl);
+        if (functional) {
+            /* functional: the goal is the prediction of known actions (energy 0 is reachable);
+             * with the default search (300 x 30, 30 elites) the plan must end within a quarter
+             * of the first iteration's best energy (measured: 0.039 against 0.286) */
+            jepa_plan_params full = jepa_plan_default_params();
+            full.horizon = 2;
+            float fact[64], fen[30], ffin = 0;
+            st = jepa_ctx_lewm_plan(c, hist.data, T, past.data, goal.data, &full, fact, fen, &ffin);
+            printf("%-4s plan [%s] toward a reachable goal: best energy %.4f after 1 iteration, plan %.4f after %d\n",
+                   st == JEPA_OK && ffin <= 0.25f * fen[0] ? "ok" : "FAIL", lvl, fen[0], ffin, full.iterations);
+            EXPECT(st == JEPA_OK && ffin <= 0.25f * fen[0], "[plan %s] the default search does not approach a reachable goal", lvl);
+        }
         st = jepa_ctx_lewm_plan(c1, hist.data, T, past.data, goal.data, &pp, act1, en1, &fin1);
         EXPECT(st == JEPA_OK && same_bits(act, act1, (size_t)2 * A) && same_bits(en, en1, 4) && fin == fin1,
-               "[plan %s] 1 and 2 threads give different plans", cpu);
-        if (!strcmp(cpu, "scalar")) {
+               "[plan %s] 1 and 2 threads give different plans", lvl);
+        if (!strcmp(lvl, "scalar")) {
             jepa_plan_params bad = pp;
             bad.horizon = 0;
             EXPECT(jepa_ctx_lewm_plan(c, hist.data, T, past.data, goal.data, &bad, act, NULL, NULL) == JEPA_ERR_ARG,
@@ -370,10 +383,11 @@ int main(int argc, char **argv) {
         printf("-- kernels capped at %s\n", levels[i]);
         world_case("a", levels[i]);
         world_case("b", levels[i]);
-        plan_case(levels[i]);
+        plan_case(levels[i], 0);
         ac_case("a", levels[i]);
         ac_case("b", levels[i]);
     }
+    plan_case(NULL, 1);   /* the functional plan once, at the best kernel level */
     wrong_kind();
     printf("world: %d checks passed, %d failed\n", passes, failures);
     return failures ? 1 : 0;
