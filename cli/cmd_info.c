@@ -118,9 +118,12 @@ static void print_predictor(const struct jepa_model *m) {
         printf("  extras    %s%s%s\n", p->context_proj ? "context projection" : "",
                p->context_proj && p->modality_embed ? ", " : "",
                p->modality_embed ? "modality embeddings (image, video)" : "");
-    if (p->kind != JM_PRED_MASKED)
-        printf("  actions   action dim %d, state dim %d, frames %d%s\n", p->action_dim, p->state_dim,
-               p->n_frames, p->frame_causal ? ", frame-causal" : "");
+    if (p->kind == JM_PRED_LEWM)
+        printf("  actions   action dim %d, state dim %d, window of %d frames\n", p->action_dim, p->state_dim,
+               p->n_frames);
+    else if (p->kind == JM_PRED_AC)
+        printf("  actions   action dim %d, state dim %d, %d tokens per frame%s\n", p->action_dim, p->state_dim,
+               p->grid_size * p->grid_size, p->frame_causal ? ", frame-causal" : "");
 }
 
 static void print_head(const struct jepa_model *m) {
