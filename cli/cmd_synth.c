@@ -47,43 +47,50 @@ struct arch {
     /* LeWM world-model predictor (w_frames = 0: none): pd / p_layers / p_heads / p_ffn
      * above, plus the head width, window, action width and output projector width */
     int w_head_dim, w_frames, w_action_dim, w_proj_hidden;
+    /* V-JEPA 2-AC predictor (ac_state_dim = 0: none): pd / p_layers / p_heads / p_ffn /
+     * p_out above, w_action_dim, and the state width */
+    int ac_state_dim;
 };
 
 /* Shapes of the published checkpoints (docs/gguf-schema.md; the models' cards). */
 static const struct arch archs[] = {
     {"vjepa2-vitl-256", "vjepa2", "video", "V-JEPA 2 ViT-L/16 256px (vjepa2-vitl-fpc64-256 shape)",
      1024, 24, 16, 4096, 16, 2, 256, 64, "rope3d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
-     384, 12, 12, 1536, 10, 1024, 0, 0, 0, "shortest_edge", "bilinear", 292, 256, 0, 0, 0, 0, 0, 0},
+     384, 12, 12, 1536, 10, 1024, 0, 0, 0, "shortest_edge", "bilinear", 292, 256, 0, 0, 0, 0, 0, 0, 0},
     {"vjepa2-vitl-256-ssv2", "vjepa2", "video", "V-JEPA 2 ViT-L/16 256px + the SSv2 attentive-pool classifier shape (174 classes)",
      1024, 24, 16, 4096, 16, 2, 256, 16, "rope3d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
-     384, 12, 12, 1536, 10, 1024, 0, 174, 3, "shortest_edge", "bilinear", 292, 256, 0, 0, 0, 0, 0, 0},
+     384, 12, 12, 1536, 10, 1024, 0, 174, 3, "shortest_edge", "bilinear", 292, 256, 0, 0, 0, 0, 0, 0, 0},
     {"vjepa2_1-vitb-384", "vjepa2_1", "image+video", "V-JEPA 2.1 ViT-B/16 384px (vjepa2_1_vitb_dist_vitG_384 shape)",
      768, 12, 12, 3072, 16, 2, 384, 64, "rope3d", "interleaved", 1, {2, 5, 8, 11}, 4, 1, 0, 0, 1e-6f, 0,
-     384, 12, 12, 1536, 8, 1664, 1, 0, 0, "shortest_edge", "bilinear", 438, 384, 0, 0, 0, 0, 0, 0},
+     384, 12, 12, 1536, 8, 1664, 1, 0, 0, "shortest_edge", "bilinear", 438, 384, 0, 0, 0, 0, 0, 0, 0},
     {"ijepa-vith14-224", "ijepa", "image", "I-JEPA ViT-H/14 224px (ijepa_vith14_1k shape)",
      1280, 32, 16, 5120, 14, 1, 224, 1, "sincos2d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, "squash", "bicubic", 224, 224, 0.5f, 0.5f, 0, 0, 0, 0},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, "squash", "bicubic", 224, 224, 0.5f, 0.5f, 0, 0, 0, 0, 0},
     {"lejepa-vits16-224", "hfvit", "image", "LeJEPA ViT-S/16 224px (lejepa-vits16-pretrain-in1k shape)",
      384, 12, 6, 1536, 16, 1, 224, 1, "learned", "tiled", 0, {0}, 0, 0, 1, 0, 1e-6f, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bicubic", 256, 224, 0, 0, 0, 0, 0, 0},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bicubic", 256, 224, 0, 0, 0, 0, 0, 0, 0},
     {"levjepa-vitl16-224", "levjepa", "video", "LeVJEPA ViT-L/16 224px, 16 frames, block-causal (LeVJEPA-VideoMix-Large shape)",
      1024, 24, 16, 4096, 16, 1, 224, 16, "rope3d", "tiled", 0, {0}, 0, 0, 1, 1, 1e-6f, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bicubic", 224, 224, 0, 0, 0, 0, 0, 0},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bicubic", 224, 224, 0, 0, 0, 0, 0, 0, 0},
     {"lewm-tiny-224", "lewm", "image", "LeWM encoder: ViT-tiny/14 224px + projector (lewm-pusht shape, no predictor)",
      192, 12, 3, 768, 14, 1, 224, 1, "learned", "tiled", 0, {0}, 0, 0, 1, 0, 1e-12f, 2048,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bilinear", 224, 224, 0, 0, 0, 0, 0, 0},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bilinear", 224, 224, 0, 0, 0, 0, 0, 0, 0},
     {"lewm-pusht", "lewm", "image", "LeWM world model: the lewm-tiny-224 encoder + the predictor (6 adaLN blocks of 16 x 64, 3 frames, 10-d actions)",
      192, 12, 3, 768, 14, 1, 224, 1, "learned", "tiled", 0, {0}, 0, 0, 1, 0, 1e-12f, 2048,
-     192, 6, 16, 2048, 0, 192, 0, 0, 0, "shortest_edge", "bilinear", 224, 224, 0, 0, 64, 3, 10, 2048},
+     192, 6, 16, 2048, 0, 192, 0, 0, 0, "shortest_edge", "bilinear", 224, 224, 0, 0, 64, 3, 10, 2048, 0},
+    {"vjepa2-ac-vitg-256", "vjepa2", "video", "V-JEPA 2-AC: ViT-g/16 256px encoder + the action-conditioned predictor (1024-d, 24 layers, 7-d actions and states; Meta's hub vjepa2_ac_vit_giant shape)",
+     1408, 40, 22, 6144, 16, 2, 256, 64, "rope3d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
+     1024, 24, 16, 4096, 0, 1408, 0, 0, 0, "shortest_edge", "bilinear", 292, 256, 0, 0, 0, 0, 7, 0, 7},
     {"vjepa2-tiny", "vjepa2", "video", "a tiny V-JEPA 2 (128-d, 2 layers) for tests",
      128, 2, 2, 512, 16, 2, 64, 4, "rope3d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
-     64, 2, 2, 256, 10, 128, 0, 7, 3, "shortest_edge", "bilinear", 73, 64, 0, 0, 0, 0, 0, 0},
+     64, 2, 2, 256, 10, 128, 0, 7, 3, "shortest_edge", "bilinear", 73, 64, 0, 0, 0, 0, 0, 0, 0},
     {"vjepa2_1-tiny", "vjepa2_1", "image+video", "a tiny V-JEPA 2.1 (64-d, 12 layers) for tests",
      64, 12, 1, 256, 16, 2, 64, 4, "rope3d", "interleaved", 1, {2, 5, 8, 11}, 4, 1, 0, 0, 1e-6f, 0,
-     64, 4, 2, 256, 8, 96, 1, 0, 0, "shortest_edge", "bilinear", 73, 64, 0, 0, 0, 0, 0, 0},
+     64, 4, 2, 256, 8, 96, 1, 0, 0, "shortest_edge", "bilinear", 73, 64, 0, 0, 0, 0, 0, 0, 0},
 };
 
 #define IS_LEWM_PRED(A) ((A)->w_frames > 0)
+#define IS_AC_PRED(A) ((A)->ac_state_dim > 0)
 
 /* ---- deterministic random numbers (splitmix64 + Box-Muller) ---- */
 static uint64_t rng;
@@ -288,6 +295,22 @@ int cmd_synth(int argc, char **argv) {
         jg_writer_set_bool(w, "jepa.pred.qkv_bias", 0);
         jg_writer_set_str(w, "jepa.pred.action_act", "silu");
         jg_writer_set_str(w, "jepa.pred.proj_act", "gelu_erf");
+    } else if (IS_AC_PRED(A)) {
+        jg_writer_set_str(w, "jepa.pred.kind", "ac");
+        jg_writer_set_u32(w, "jepa.pred.embed_dim", (uint32_t)A->pd);
+        jg_writer_set_u32(w, "jepa.pred.n_layer", (uint32_t)A->p_layers);
+        jg_writer_set_u32(w, "jepa.pred.n_head", (uint32_t)A->p_heads);
+        jg_writer_set_u32(w, "jepa.pred.ffn_dim", (uint32_t)A->p_ffn);
+        jg_writer_set_u32(w, "jepa.pred.out_dim", (uint32_t)A->p_out);
+        jg_writer_set_str(w, "jepa.pred.rope_freq_layout", A->layout);
+        jg_writer_set_bool(w, "jepa.pred.rope_interpolate", 0);
+        jg_writer_set_u32(w, "jepa.pred.grid_size", (uint32_t)(A->img / A->patch));
+        jg_writer_set_u32(w, "jepa.pred.action_dim", (uint32_t)A->w_action_dim);
+        jg_writer_set_u32(w, "jepa.pred.state_dim", (uint32_t)A->ac_state_dim);
+        jg_writer_set_bool(w, "jepa.pred.frame_causal", 1);
+        jg_writer_set_f32(w, "jepa.pred.ln_eps", 1e-6f);
+        jg_writer_set_str(w, "jepa.pred.act", "gelu_erf");
+        jg_writer_set_bool(w, "jepa.pred.qkv_bias", 1);
     } else if (A->pd) {
         jg_writer_set_str(w, "jepa.pred.kind", "masked");
         jg_writer_set_u32(w, "jepa.pred.embed_dim", (uint32_t)A->pd);
@@ -374,6 +397,16 @@ int cmd_synth(int argc, char **argv) {
         bad |= add_norm(&s, "pred.norm", pd);
         bad |= add_linear(&s, "pred.proj.0", A->w_proj_hidden, pd);
         bad |= add_linear(&s, "pred.proj.2", A->p_out, A->w_proj_hidden);
+    } else if (IS_AC_PRED(A)) {
+        bad |= add_linear(&s, "pred.embed", A->pd, d);
+        bad |= add_linear(&s, "pred.action_embed", A->pd, A->w_action_dim);
+        bad |= add_linear(&s, "pred.state_embed", A->pd, A->ac_state_dim);
+        for (int l = 0; l < A->p_layers && !bad; l++) {
+            snprintf(name, sizeof name, "pred.blk.%d", l);
+            bad |= add_block(&s, name, A->pd, A->p_ffn);
+        }
+        bad |= add_norm(&s, "pred.norm", A->pd);
+        bad |= add_linear(&s, "pred.proj", A->p_out, A->pd);
     } else if (A->pd) {
         bad |= add_linear(&s, "pred.embed", A->pd, d);
         bad |= add(&s, "pred.mask_tokens", A->p_mask, A->pd, FILL_TOKEN);
