@@ -308,7 +308,7 @@ static void plan_progress(void *user, int it, float e) {
 }
 
 /* The LeWM state of an image: decode, preprocess with the file's recipe, emb. */
-static int encode_image(jepa_ctx *c, const jepa_model *m, const char *path, int D, float *emb) {
+static int encode_image(jepa_ctx *c, const jepa_model *m, const char *path, float *emb) {
     struct jerr e = {0};
     uint8_t *rgb = NULL;
     int ih = 0, iw = 0, oh = 0, ow = 0;
@@ -325,7 +325,6 @@ static int encode_image(jepa_ctx *c, const jepa_model *m, const char *path, int 
         if (jepa_ctx_embed(c, clip, 1, oh, ow, NULL, &out)) cli_fail(path, "%s", jepa_ctx_error(c));
         else rc = 0;
     }
-    (void)D;
     free(clip);
     free(rgb);
     return rc;
@@ -424,7 +423,7 @@ int cmd_plan(int argc, char **argv) {
         hist = S.data;
     } else {
         if (!(hist = malloc(sizeof(float) * (size_t)D))) { cli_fail(NULL, "out of memory"); goto done; }
-        if (encode_image(c, m, start, D, hist)) goto done;
+        if (encode_image(c, m, start, hist)) goto done;
     }
     if (T > 1 && !start_act) { cli_fail(start_tok, "a history of %d embeddings needs --start-actions [%d, %d]", T, T - 1, A); goto done; }
     if (start_act) {
@@ -440,7 +439,7 @@ int cmd_plan(int argc, char **argv) {
         gl = G.data;
     } else {
         if (!(gl = malloc(sizeof(float) * (size_t)D))) { cli_fail(NULL, "out of memory"); goto done; }
-        if (encode_image(c, m, goal, D, gl)) goto done;
+        if (encode_image(c, m, goal, gl)) goto done;
     }
     acts = malloc(sizeof(float) * (size_t)pp.horizon * A);
     en = malloc(sizeof(float) * (size_t)pp.iterations);
