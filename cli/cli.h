@@ -39,6 +39,10 @@ int cli_parse_u64(const char *cmd, const char *opt, const char *v, unsigned long
  * outputs naming one file. NULL entries are skipped. 0 or CLI_EXIT_USAGE. */
 int cli_check_outputs(const char *cmd, const char *const *ins, int n_in, const char *const *outs, int n_out);
 
+/* An output about to be written must be finite: 0, or CLI_EXIT_FAIL with one line
+ * naming `what` and the first NaN / Inf (non-finite weights reach the outputs). */
+int cli_check_finite_output(const char *what, const float *y, size_t n);
+
 /* A context for the options every run command takes: -t (0: all cores), --cpu (NULL:
  * auto), -g (< 0: the CPU). 0, or the exit code with the error printed (a bad --cpu is a
  * usage error, a missing or failing GPU a runtime one). */

@@ -298,16 +298,6 @@ static int load_ids(const char *path, struct npy *a, int n_tokens) {
     return 0;
 }
 
-/* An output with a NaN or an infinity is not written (the library refuses non-finite
- * inputs, so these come from the model's weights). 0, or CLI_EXIT_FAIL after printing. */
-static int check_finite_output(const char *what, const float *y, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(y[i]))
-            return cli_fail(what, "output element %zu is %s (non-finite weights in the model?); nothing written", i,
-                            isnan(y[i]) ? "NaN" : "infinite");
-    return 0;
-}
-
 static int save(const char *path, const float *data, int ndim, const int64_t *shape) {
     struct jerr e = {0};
     if (npy_save_f32(path, data, ndim, shape, &e)) return cli_fail(NULL, "%s", e.msg);   /* names the file */
@@ -554,7 +544,7 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
                     goto done;
                 }
                 t_cls += now_ms() - t0;
-                if (check_finite_output(src.name, lg, (size_t)K)) goto done;
+                if (cli_check_finite_output(src.name, lg, (size_t)K)) goto done;
                 softmax(lg, K, b.prob);
                 for (int i = 0; i < K; i++) b.mean[i] += b.prob[i] / nb;
                 if (dense) {   /* one top-k per clip, with its frames */
@@ -612,7 +602,7 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
         else if (pool_lewm) shape[nd++] = info.emb_dim;
         else if (pool_mean || pool_cls) shape[nd++] = D;
         else shape[nd++] = n, shape[nd++] = D;
-        if (check_finite_output(src.name, b.all, per * (size_t)nb) || save(o.out, b.all, nd, shape)) goto done;
+        if (cli_check_finite_output(src.name, b.all, per * (size_t)nb) || save(o.out, b.all, nd, shape)) goto done;
     }
     if (cmd == RUN_PREDICT) {
         const int nc = (int)ctx_ids.count, ntg = (int)tgt_ids.count, od = info.pred_out_dim;
@@ -632,8 +622,8 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
         free(ctx_tok);
         if (st) { cli_fail(o.model, "predict: %s", jepa_ctx_error(c)); goto done; }
         if (o.timing) fprintf(stderr, "time: predict %.1f ms\n", now_ms() - t2);
-        if (check_finite_output(src.name, b.pred, (size_t)ntg * od) ||
-            (b.ctx_out && check_finite_output(src.name, b.ctx_out, (size_t)nc * od)))
+        if (cli_check_finite_output(src.name, b.pred, (size_t)ntg * od) ||
+            (b.ctx_out && cli_check_finite_output(src.name, b.ctx_out, (size_t)nc * od)))
             goto done;
         /* both outputs or neither: each written to its temporary, then both renamed */
         int64_t sp[2] = {ntg, od}, sc[2] = {nc, od};
@@ -649,7 +639,7 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
         if (o.ctx_out && jr_outfile_commit(&fc, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
     }
     if (cmd == RUN_CLASSIFY) {
-        if (check_finite_output(src.name, b.logits, (size_t)K * nb)) goto done;
+        if (cli_check_finite_output(src.name, b.logits, (size_t)K * nb)) goto done;
         if (!dense) {   /* one top-k: of the mean of the per-clip softmax (Meta's evaluation) */
             rank(b.mean, K, b.order);
             for (int q = 0; q < k_show; q++) {

@@ -155,12 +155,7 @@ static int run_ac(const struct world_opts *o, jepa_model *m, const jepa_model_in
         cli_fail(strstr(msg, "action") ? o->actions : strstr(msg, "state") ? o->states : o->tokens, "%s", msg);
         goto done;
     }
-    for (size_t i = 0; i < n_out; i++)
-        if (!isfinite(out[i])) {
-            cli_fail(o->model, "output element %zu is %s (non-finite weights in the model?); nothing written", i,
-                     isnan(out[i]) ? "NaN" : "infinite");
-            goto done;
-        }
+    if (cli_check_finite_output(o->model, out, n_out)) goto done;
     int64_t shape[3] = {B, rows, info->pred_out_dim};
     const int nd = Tk.ndim == 3 ? 3 : 2;
     if (npy_save_f32(o->out, out, nd, nd == 3 ? shape : shape + 1, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
@@ -246,12 +241,7 @@ static int run(enum world_cmd cmd, int argc, char **argv) {
         cli_fail(st != JEPA_ERR_ARG ? o.model : strstr(msg, "action") ? o.actions : o.emb, "%s", msg);
         goto done;
     }
-    for (size_t i = 0; i < n_out; i++)
-        if (!isfinite(out[i])) {
-            cli_fail(o.model, "output element %zu is %s (non-finite weights in the model?); nothing written", i,
-                     isnan(out[i]) ? "NaN" : "infinite");
-            goto done;
-        }
+    if (cli_check_finite_output(o.model, out, n_out)) goto done;
     int64_t shape[3] = {B, rows, info.pred_out_dim};
     const int nd = E.ndim == 3 ? 3 : 2;
     if (npy_save_f32(o.out, out, nd, nd == 3 ? shape : shape + 1, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,14 @@ static int same_file(const char *a, const char *b) {
     if (!strcmp(a, b)) return 1;
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino &&
            S_ISREG(sa.st_mode);
+}
+
+int cli_check_finite_output(const char *what, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(y[i]))
+            return cli_fail(what, "output element %zu is %s (non-finite weights in the model?); nothing written", i,
+                            isnan(y[i]) ? "NaN" : "infinite");
+    return 0;
 }
 
 int cli_ctx_new(const char *cmd, const jepa_model *m, int threads, const char *cpu, int gpu, jepa_ctx **out) {

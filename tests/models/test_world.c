@@ -48,16 +48,23 @@ static int failures, passes;
         else { printf("FAIL " __VA_ARGS__); printf("\n"); failures++; } \
     } while (0)
 
-static int load(struct npy *a, const char *name, const char *tag) {
+static int load_plain(struct npy *a, const char *file) {
     char path[1024];
     struct jerr e = {0};
-    snprintf(path, sizeof path, "%s/lewm_wm/%s_%s.npy", data_dir, name, tag);
+    snprintf(path, sizeof path, "%s/lewm_wm/%s", data_dir, file);
     if (npy_load_f32(a, path, &e)) {
         printf("FAIL %s: %s\n", path, e.msg);
         failures++;
         return 1;
     }
     return 0;
+}
+
+/* lewm_wm/<name>_<tag>.npy */
+static int load(struct npy *a, const char *name, const char *tag) {
+    char file[256];
+    snprintf(file, sizeof file, "%s_%s.npy", name, tag);
+    return load_plain(a, file);
 }
 
 static jepa_ctx *open_ctx(const jepa_model *m, const char *cpu, int threads) {
@@ -169,18 +176,6 @@ done:
     jepa_ctx_free(c1);
     npy_free(&emb), npy_free(&act), npy_free(&pred), npy_free(&remb), npy_free(&ract), npy_free(&traj);
     jepa_model_free(m);
-}
-
-static int load_plain(struct npy *a, const char *file) {
-    char path[1024];
-    struct jerr e = {0};
-    snprintf(path, sizeof path, "%s/lewm_wm/%s", data_dir, file);
-    if (npy_load_f32(a, path, &e)) {
-        printf("FAIL %s: %s\n", path, e.msg);
-        failures++;
-        return 1;
-    }
-    return 0;
 }
 
 /* The planner's random stream and a whole plan against the generator's CEM. */
