@@ -11,6 +11,10 @@
  *   jepa rollout -m M --emb E.npy --actions A.npy --steps K -o TRAJ.npy
  *       E [T, D] history, A [T + K - 1, action_dim]; TRAJ [K, D], the K predicted steps
  *       (each appended to the history; the window slides past jepa.pred.n_frames).
+ *   jepa rollout -m M --tokens T.npy --states S.npy --actions A.npy --steps K -o TRAJ.npy
+ *       V-JEPA 2-AC: T [F N, D], S [F, 7], A [F + K - 1, 7]; TRAJ [K N, D], each step's
+ *       tokens layer-normed (Meta's planner; --no-normalize keeps them raw), the states
+ *       by Meta's pose rule (--traj-states).
  *   jepa plan -m M (--start IMG | --start-tokens S.npy [--start-actions P.npy])
  *             (--goal IMG | --goal-tokens G.npy) [CEM options] -o ACTIONS.npy
  *       the CEM planner: ACTIONS [horizon, action_dim]; the best energy of every
@@ -33,8 +37,8 @@ enum world_cmd { WORLD_PREDICT, WORLD_ROLLOUT };
 
 struct world_opts {
     const char *model, *emb, *actions, *out, *cpu;
-    const char *tokens, *states;   /* V-JEPA 2-AC */
-    int threads, gpu, steps, verbose;
+    const char *tokens, *states, *traj_states;   /* V-JEPA 2-AC */
+    int threads, gpu, steps, verbose, raw;
 };
 
 static void world_usage(enum world_cmd c, FILE *f) {
@@ -48,9 +52,16 @@ static void world_usage(enum world_cmd c, FILE *f) {
                    "  S [F, state_dim] (or [B, ...] each); PRED [F N, D], row f N + i = token i of frame f + 1.\n");
     else
         fprintf(f, "usage: jepa rollout -m MODEL --emb E.npy --actions A.npy --steps K -o TRAJ.npy [options]\n"
-                   "  world model (LeWM): from a history E [T, D] (or [B, T, D]) and the actions\n"
-                   "  A [T + K - 1, action_dim] (or [B, ...]), K steps, each predicted from the last\n"
-                   "  jepa.pred.n_frames embeddings so far and appended: TRAJ [K, D] (or [B, K, D]).\n");
+                   "       jepa rollout -m MODEL --tokens T.npy --states S.npy --actions A.npy --steps K -o TRAJ.npy\n"
+                   "  LeWM: from a history E [T, D] (or [B, T, D]) and the actions A [T + K - 1,\n"
+                   "  action_dim] (or [B, ...]), K steps, each predicted from the last jepa.pred.n_frames\n"
+                   "  embeddings so far and appended: TRAJ [K, D] (or [B, K, D]).\n"
+                   "  V-JEPA 2-AC, as Meta's planner steps it: a history T [F N, D] with its states\n"
+                   "  S [F, 7] and the actions A [F + K - 1, 7] (or [B, ...] each); each step predicts\n"
+                   "  the next frame's N tokens, layer-normed, and its state by Meta's pose rule:\n"
+                   "  TRAJ [K N, D] (or [B, K N, D]).\n"
+                   "  --traj-states TS.npy   write the K derived states [K, 7] (V-JEPA 2-AC)\n"
+                   "  --no-normalize         keep the predicted tokens as the predictor gives them\n");
     fprintf(f, "options:\n"
                "  -t N                  threads (default: all cores)\n"
                "  --cpu LEVEL           cap the kernels: scalar, avx2, avx512, neon\n"
@@ -89,15 +100,19 @@ static int parse(enum world_cmd c, int argc, char **argv, struct world_opts *o) 
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->verbose = 0;
         else if (!strcmp(a, "--tokens")) { NEEDV(); o->tokens = v; }
         else if (!strcmp(a, "--states")) { NEEDV(); o->states = v; }
+        else if (c == WORLD_ROLLOUT && !strcmp(a, "--traj-states")) { NEEDV(); o->traj_states = v; }
+        else if (c == WORLD_ROLLOUT && !strcmp(a, "--no-normalize")) o->raw = 1;
         else return cli_usage_error(name, "unknown option '%s'", a);
 #undef NEEDV
     }
     if (!o->model || (!o->emb == !o->tokens) || !o->actions || !o->out || (c == WORLD_ROLLOUT && !o->steps))
         return cli_usage_error(name, c == WORLD_PREDICT ? "needs -m, --emb (LeWM) or --tokens and --states (V-JEPA 2-AC), --actions and -o"
-                                                       : "needs -m, --emb, --actions, --steps and -o");
+                                                       : "needs -m, --emb (LeWM) or --tokens and --states (V-JEPA 2-AC), --actions, --steps and -o");
     if (!o->tokens != !o->states) return cli_usage_error(name, "--tokens and --states go together (V-JEPA 2-AC)");
-    const char *ins[] = {o->model, o->emb, o->actions, o->tokens, o->states}, *outs[] = {o->out};
-    return cli_check_outputs(name, ins, 5, outs, 1);
+    if (o->emb && (o->traj_states || o->raw))
+        return cli_usage_error(name, "--traj-states and --no-normalize are V-JEPA 2-AC's (with --tokens / --states)");
+    const char *ins[] = {o->model, o->emb, o->actions, o->tokens, o->states}, *outs[] = {o->out, o->traj_states};
+    return cli_check_outputs(name, ins, 5, outs, 2);
 }
 
 /* a [.., rows, cols] float32 array of 2 or 3 dimensions: B (1 for 2-D), rows, cols */
@@ -112,20 +127,22 @@ static int shape3(const char *path, const struct npy *a, int64_t *B, int64_t *ro
     return 0;
 }
 
-/* V-JEPA 2-AC: tokens [F N, D] (or [B, F N, D]), actions [F, A], states [F, S] (or [B, ...]). */
-static int run_ac(const struct world_opts *o, jepa_model *m, const jepa_model_info *info) {
+/* V-JEPA 2-AC: tokens [F N, D] (or [B, F N, D]), actions [F, A] (rollout: [F + K - 1, A]),
+ * states [F, S] (or [B, ...] each). */
+static int run_ac(enum world_cmd cmd, const struct world_opts *o, jepa_model *m, const jepa_model_info *info) {
+    const char *name = cmd == WORLD_PREDICT ? "predict" : "rollout";
     struct npy Tk = {0}, A = {0}, S = {0};
     struct jerr e = {0};
     jepa_ctx *c = NULL;
-    float *out = NULL;
+    float *out = NULL, *ost = NULL;
     int rc = CLI_EXIT_FAIL;
     const int N = info->pred_tokens_per_frame, D = info->embed_dim;
     if (npy_load_f32(&Tk, o->tokens, &e) || npy_load_f32(&A, o->actions, &e) || npy_load_f32(&S, o->states, &e)) {
         cli_fail(NULL, "%s", e.msg);
         goto done;
     }
-    int64_t B = 0, rows = 0, w = 0, Ba = 0, F = 0, Aw = 0, Bs = 0, Fs = 0, Sw = 0;
-    if (shape3(o->tokens, &Tk, &B, &rows, &w) || shape3(o->actions, &A, &Ba, &F, &Aw) || shape3(o->states, &S, &Bs, &Fs, &Sw))
+    int64_t B = 0, rows = 0, w = 0, Ba = 0, Fa = 0, Aw = 0, Bs = 0, F = 0, Sw = 0;
+    if (shape3(o->tokens, &Tk, &B, &rows, &w) || shape3(o->actions, &A, &Ba, &Fa, &Aw) || shape3(o->states, &S, &Bs, &F, &Sw))
         goto done;
     if (Tk.ndim != A.ndim || A.ndim != S.ndim || Ba != B || Bs != B) {
         cli_fail(o->tokens, "tokens, actions and states must all be 2-D or all [B, ...] with the same B");
@@ -140,31 +157,54 @@ static int run_ac(const struct world_opts *o, jepa_model *m, const jepa_model_in
         cli_fail(o->states, "states of width %lld; this model takes %d (jepa.pred.state_dim)", (long long)Sw, info->state_dim);
         goto done;
     }
-    if (Fs != F) { cli_fail(o->states, "%lld states for %lld actions: one of each per frame", (long long)Fs, (long long)F); goto done; }
+    const int64_t want_a = cmd == WORLD_PREDICT ? F : F + o->steps - 1;
+    if (Fa != want_a) {
+        cli_fail(o->actions, cmd == WORLD_PREDICT ? "%lld actions for %lld states: one of each per frame"
+                                                   : "%lld actions for a history of %lld frames and --steps %d: expected %lld (F + K - 1)",
+                 (long long)Fa, (long long)F, o->steps, (long long)want_a);
+        goto done;
+    }
+    if (F > info->pred_n_frames) {
+        cli_fail(o->states, "%lld frames: the predictor takes at most %d (jepa.enc.n_frames / tubelet_size)%s", (long long)F,
+                 info->pred_n_frames, cmd == WORLD_PREDICT ? "; `jepa rollout` slides a window" : "");
+        goto done;
+    }
     if (rows != F * N) {
         cli_fail(o->tokens, "%lld token rows for %lld frames: expected %lld (%d tokens per frame, frame-major)", (long long)rows,
                  (long long)F, (long long)F * N, N);
         goto done;
     }
-    if ((rc = cli_ctx_new("predict", m, o->threads, o->cpu, o->gpu, &c))) goto done;
+    if ((rc = cli_ctx_new(name, m, o->threads, o->cpu, o->gpu, &c))) goto done;
     rc = CLI_EXIT_FAIL;
-    const size_t n_out = (size_t)B * rows * info->pred_out_dim;
-    if (!(out = malloc(sizeof(float) * n_out))) { cli_fail(NULL, "out of memory"); goto done; }
-    if (jepa_ctx_ac_predict(c, Tk.data, A.data, S.data, (int)B, (int)F, out)) {
+    const int64_t out_frames = cmd == WORLD_PREDICT ? F : o->steps;
+    const size_t n_out = (size_t)B * out_frames * N * info->pred_out_dim;
+    if (!(out = malloc(sizeof(float) * n_out)) || !(ost = malloc(sizeof(float) * (size_t)B * out_frames * Sw))) {
+        cli_fail(NULL, "out of memory for %lld x %lld frames of %d tokens", (long long)B, (long long)out_frames, N);
+        goto done;
+    }
+    jepa_status st = cmd == WORLD_PREDICT
+                         ? jepa_ctx_ac_predict(c, Tk.data, A.data, S.data, (int)B, (int)F, out)
+                         : jepa_ctx_ac_rollout(c, Tk.data, S.data, (int)B, (int)F, A.data, o->steps, !o->raw, out, ost);
+    if (st) {   /* a bad value names its file; anything else, the model */
         const char *msg = jepa_ctx_error(c);
-        cli_fail(strstr(msg, "action") ? o->actions : strstr(msg, "state") ? o->states : o->tokens, "%s", msg);
+        cli_fail(st != JEPA_ERR_ARG ? o->model : strstr(msg, "action") ? o->actions : strstr(msg, "state") ? o->states : o->tokens,
+                 "%s", msg);
         goto done;
     }
     if (cli_check_finite_output(o->model, out, n_out)) goto done;
-    int64_t shape[3] = {B, rows, info->pred_out_dim};
+    int64_t shape[3] = {B, out_frames * N, info->pred_out_dim}, sshape[3] = {B, out_frames, Sw};
     const int nd = Tk.ndim == 3 ? 3 : 2;
-    if (npy_save_f32(o->out, out, nd, nd == 3 ? shape : shape + 1, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
+    if (npy_save_f32(o->out, out, nd, nd == 3 ? shape : shape + 1, &e) ||
+        (o->traj_states && npy_save_f32(o->traj_states, ost, nd, nd == 3 ? sshape : sshape + 1, &e))) {
+        cli_fail(NULL, "%s", e.msg);
+        goto done;
+    }
     if (o->verbose)
-        fprintf(stderr, "predict: %lld x %lld frames x %d tokens -> %s (%s)\n", (long long)B, (long long)F, N, o->out,
-                jepa_ctx_isa(c));
+        fprintf(stderr, "%s: %lld x %lld frames x %d tokens -> %s (%s)\n", name, (long long)B, (long long)out_frames, N,
+                o->out, jepa_ctx_isa(c));
     rc = 0;
 done:
-    free(out);
+    free(out), free(ost);
     npy_free(&Tk), npy_free(&A), npy_free(&S);
     jepa_ctx_free(c);
     return rc;
@@ -186,9 +226,8 @@ static int run(enum world_cmd cmd, int argc, char **argv) {
     jepa_model_info info;
     jepa_model_get_info(m, &info);
     if (info.predictor && !strcmp(info.predictor, "ac")) {
-        if (cmd == WORLD_ROLLOUT) cli_fail(o.model, "V-JEPA 2-AC rollout is not implemented yet (predict is)");
-        else if (!o.tokens) rc = cli_usage_error(name, "a V-JEPA 2-AC model takes --tokens, --actions and --states");
-        else rc = run_ac(&o, m, &info);
+        if (!o.tokens) rc = cli_usage_error(name, "a V-JEPA 2-AC model takes --tokens, --actions and --states");
+        else rc = run_ac(cmd, &o, m, &info);
         goto done;
     }
     if (!info.predictor || strcmp(info.predictor, "lewm")) {
@@ -272,48 +311,82 @@ int cmd_world_predict(int argc, char **argv) { return run(WORLD_PREDICT, argc, a
 /* ---- jepa plan ---- */
 
 static void plan_usage(FILE *f) {
-    jepa_plan_params d = jepa_plan_default_params();
+    jepa_plan_params d = jepa_plan_default_params(), a = jepa_plan_ac_default_params();
     fprintf(f, "usage: jepa plan -m MODEL (--start IMG | --start-tokens S.npy [--start-actions P.npy])\n"
                "                 (--goal IMG | --goal-tokens G.npy) [options] -o ACTIONS.npy\n"
-               "  world model (LeWM): the cross-entropy method finds the actions [horizon, action_dim]\n"
-               "  whose rollout from the start ends closest (mean |x - goal|) to the goal's embedding.\n"
-               "  --start / --goal: images, encoded with the file's encoder (`--pool lewm`);\n"
+               "  the cross-entropy method finds the actions [horizon, action_dim] whose rollout from\n"
+               "  the start ends closest (mean |x - goal|) to the goal.\n"
+               "  LeWM: --start / --goal images, encoded with the file's encoder (`--pool lewm`);\n"
                "  --start-tokens S [T, D] or [D] (a history of T embeddings, with --start-actions\n"
                "  P [T - 1, action_dim] when T > 1), --goal-tokens G [D].\n"
-               "options (defaults: the LeWM authors' planner, docs/world-models.md):\n"
-               "  --horizon H      actions planned (%d)\n"
-               "  --samples N      candidates per iteration, one batch (%d)\n"
-               "  --iters I        iterations (%d)\n"
-               "  --elites K       candidates that refit the Gaussian (%d)\n"
-               "  --std S          initial std of the Gaussian (%g)\n"
-               "  --bounds LO,HI   clip every action component (none)\n"
+               "  V-JEPA 2-AC: also --start-states ST [T, 7] (or [7]), the robot's pose; --start /\n"
+               "  --goal images are encoded as Meta's WorldModel does (the frame twice, tokens\n"
+               "  layer-normed); --start-tokens [T N, D], --goal-tokens [N, D] (layer-normed too).\n"
+               "options (defaults: LeWM, the LeWM authors' planner; V-JEPA 2-AC, Meta's; docs/world-models.md):\n"
+               "  --horizon H      actions planned (%d; %d)\n"
+               "  --samples N      candidates per iteration, one batch (%d; %d)\n"
+               "  --iters I        iterations (%d; %d)\n"
+               "  --elites K       candidates that refit the Gaussian (%d; %d)\n"
+               "  --momentum M     keep M of the old mean and std at each refit (%g; %g)\n"
+               "  --std S          LeWM: initial std of the Gaussian (%g)\n"
+               "  --bounds LO,HI   LeWM: clip every action component (none)\n"
+               "  --maxnorm X      V-JEPA 2-AC: the xyz box +-X and its initial std (%g)\n"
                "  --seed R         the random stream's seed (%llu)\n"
                "  --energies E.npy write the best energy of every iteration\n"
                "  -t N, --cpu L, -g N, -q   as for `jepa predict`\n",
-            d.horizon, d.samples, d.iterations, d.elites, (double)d.init_std, (unsigned long long)d.seed);
+            d.horizon, a.horizon, d.samples, a.samples, d.iterations, a.iterations, d.elites, a.elites,
+            (double)d.momentum_mean, (double)a.momentum_mean, (double)d.init_std, (double)a.components[0].hi,
+            (unsigned long long)d.seed);
 }
 
 static void plan_progress(void *user, int it, float e) {
     if (*(const int *)user) fprintf(stderr, "plan: iteration %d: best energy %.6f\n", it + 1, (double)e);
 }
 
-/* The LeWM state of an image: decode, preprocess with the file's recipe, emb. */
-static int encode_image(jepa_ctx *c, const jepa_model *m, const char *path, float *emb) {
+/* F.layer_norm over each row, no weight, eps 1e-5: Meta's WorldModel.encode (normalize_reps). */
+static void normalize_rows(float *x, int rows, int d) {
+    for (int r = 0; r < rows; r++) {
+        float *v = x + (size_t)r * d;
+        double mu = 0, var = 0;
+        for (int j = 0; j < d; j++) mu += v[j];
+        mu /= d;
+        for (int j = 0; j < d; j++) var += (v[j] - mu) * (v[j] - mu);
+        const double s = 1.0 / sqrt(var / d + 1e-5);
+        for (int j = 0; j < d; j++) v[j] = (float)((v[j] - mu) * s);
+    }
+}
+
+/* The state of an image: decode, preprocess with the file's recipe, encode. LeWM: emb
+ * [emb_dim]. V-JEPA 2-AC (n_tokens > 0): the frame twice (one tubelet, as Meta's
+ * WorldModel.encode repeats it), its n_tokens x D tokens layer-normed. */
+static int encode_image(jepa_ctx *c, const jepa_model *m, const char *path, int n_tokens, int D, float *out) {
     struct jerr e = {0};
     uint8_t *rgb = NULL;
     int ih = 0, iw = 0, oh = 0, ow = 0;
     char err[JEPA_ERR_LEN];
     if (image_load_rgb(path, &rgb, &ih, &iw, &e)) return cli_fail(NULL, "%s", e.msg);
     int rc = CLI_EXIT_FAIL;
+    const int T = n_tokens ? 2 : 1;
     float *clip = NULL;
-    if (jepa_preprocess_size(m, NULL, &oh, &ow) || !(clip = malloc(sizeof(float) * 3 * (size_t)oh * ow))) {
+    int gt = 0, gh = 0, gw = 0, nt = 0;
+    if (jepa_preprocess_size(m, NULL, &oh, &ow) || !(clip = malloc(sizeof(float) * 3 * T * (size_t)oh * ow))) {
         cli_fail(path, "cannot size the preprocessed image");
-    } else if (jepa_preprocess_rgb(m, rgb, ih, iw, NULL, clip, 1, 0, err)) {
+    } else if (jepa_preprocess_rgb(m, rgb, ih, iw, NULL, clip, T, 0, err) ||
+               (T == 2 && jepa_preprocess_rgb(m, rgb, ih, iw, NULL, clip, T, 1, err))) {
         cli_fail(path, "%s", err);
+    } else if (n_tokens && (jepa_model_grid(m, T, oh, ow, &gt, &gh, &gw, &nt) || nt != n_tokens)) {
+        cli_fail(path, "the encoder makes %d tokens of a %dx%d frame; the predictor takes %d per frame", nt, oh, ow,
+                 n_tokens);
     } else {
-        jepa_embed_out out = {.emb = emb};
-        if (jepa_ctx_embed(c, clip, 1, oh, ow, NULL, &out)) cli_fail(path, "%s", jepa_ctx_error(c));
-        else rc = 0;
+        jepa_embed_out o = {0};
+        if (n_tokens) o.tokens = out;
+        else o.emb = out;
+        if (jepa_ctx_embed(c, clip, T, oh, ow, NULL, &o)) {
+            cli_fail(path, "%s", jepa_ctx_error(c));
+        } else {
+            if (n_tokens) normalize_rows(out, n_tokens, D);
+            rc = 0;
+        }
     }
     free(clip);
     free(rgb);
@@ -321,101 +394,156 @@ static int encode_image(jepa_ctx *c, const jepa_model *m, const char *path, floa
 }
 
 int cmd_plan(int argc, char **argv) {
-    const char *model = NULL, *start = NULL, *start_tok = NULL, *start_act = NULL, *goal = NULL, *goal_tok = NULL;
-    const char *out = NULL, *energies_out = NULL, *cpu = NULL;
+    const char *model = NULL, *start = NULL, *start_tok = NULL, *start_act = NULL, *start_st = NULL, *goal = NULL;
+    const char *goal_tok = NULL, *out = NULL, *energies_out = NULL, *cpu = NULL;
     int threads = 0, gpu = -1, verbose = 1, rc;
     long long num;
-    jepa_plan_params pp = jepa_plan_default_params();
+    /* what the command line sets; the rest comes from the model kind's defaults */
+    int horizon = 0, samples = 0, iters = 0, elites = 0, has_seed = 0, has_bounds = 0;
+    double std = -1, momentum = -1, maxnorm = -1, lo = 0, hi = 0;
+    unsigned long long seed = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEEDV() do { if (!v) return cli_usage_error("plan", "option %s needs a value", a); i++; } while (0)
 #define INTOPT(flag, lo, hi, dst) \
     else if (!strcmp(a, flag)) { NEEDV(); if ((rc = cli_parse_int("plan", a, v, lo, hi, &num))) return rc; dst = (int)num; }
+#define REALOPT(flag, lo, hi, dst) \
+    else if (!strcmp(a, flag)) {                                                                         \
+        NEEDV();                                                                                         \
+        char *end = NULL;                                                                                \
+        dst = strtod(v, &end);                                                                           \
+        if (end == v || *end || !(dst >= lo && dst <= hi))                                               \
+            return cli_usage_error("plan", "%s takes a number in [%g, %g], not '%s'", a, (double)lo, (double)hi, v); \
+    }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { plan_usage(stdout); return 0; }
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEEDV(); model = v; }
         else if (!strcmp(a, "--start")) { NEEDV(); start = v; }
         else if (!strcmp(a, "--start-tokens")) { NEEDV(); start_tok = v; }
         else if (!strcmp(a, "--start-actions")) { NEEDV(); start_act = v; }
+        else if (!strcmp(a, "--start-states")) { NEEDV(); start_st = v; }
         else if (!strcmp(a, "--goal")) { NEEDV(); goal = v; }
         else if (!strcmp(a, "--goal-tokens")) { NEEDV(); goal_tok = v; }
         else if (!strcmp(a, "-o") || !strcmp(a, "--out")) { NEEDV(); out = v; }
         else if (!strcmp(a, "--energies")) { NEEDV(); energies_out = v; }
         else if (!strcmp(a, "--cpu")) { NEEDV(); cpu = v; }
-        INTOPT("--horizon", 1, 1024, pp.horizon)
-        INTOPT("--samples", 1, 65536, pp.samples)
-        INTOPT("--iters", 1, 100000, pp.iterations)
-        INTOPT("--elites", 1, 65536, pp.elites)
+        INTOPT("--horizon", 1, 1024, horizon)
+        INTOPT("--samples", 1, 65536, samples)
+        INTOPT("--iters", 1, 100000, iters)
+        INTOPT("--elites", 1, 65536, elites)
         INTOPT("-t", 1, 4096, threads)
         INTOPT("--threads", 1, 4096, threads)
         INTOPT("-g", 0, 1024, gpu)
         INTOPT("--gpu", 0, 1024, gpu)
+        REALOPT("--std", 0, 1e6, std)
+        REALOPT("--momentum", 0, 1, momentum)
+        REALOPT("--maxnorm", 0, 1e6, maxnorm)
         else if (!strcmp(a, "--seed")) {
             NEEDV();
-            unsigned long long s;
-            if ((rc = cli_parse_u64("plan", a, v, &s))) return rc;
-            pp.seed = s;
-        } else if (!strcmp(a, "--std") || !strcmp(a, "--bounds")) {
+            if ((rc = cli_parse_u64("plan", a, v, &seed))) return rc;
+            has_seed = 1;
+        } else if (!strcmp(a, "--bounds")) {
             NEEDV();
             char *end = NULL;
-            double x = strtod(v, &end), y = 0;
-            int okv = end != v && isfinite(x);
-            if (okv && a[2] == 'b') {
-                okv = *end == ',';
-                const char *w = end + 1;
-                y = strtod(w, &end);
-                okv = okv && end != w && isfinite(y) && x < y;
-            } else {
-                okv = okv && x >= 0 && x <= 1e6;
+            const char *w = NULL;
+            lo = strtod(v, &end);
+            int okv = end != v && isfinite(lo) && *end == ',';
+            if (okv) {
+                w = end + 1;
+                hi = strtod(w, &end);
+                okv = end != w && !*end && isfinite(hi) && lo < hi;
             }
-            if (!okv || *end)
-                return cli_usage_error("plan", a[2] == 'b' ? "--bounds takes LO,HI with LO < HI, not '%s'"
-                                                          : "--std takes a number in [0, 1e6], not '%s'", v);
-            if (a[2] == 'b') pp.lo = (float)x, pp.hi = (float)y;
-            else pp.init_std = (float)x;
+            if (!okv) return cli_usage_error("plan", "--bounds takes LO,HI with LO < HI, not '%s'", v);
+            has_bounds = 1;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) verbose = 0;
         else return cli_usage_error("plan", "unknown option '%s'", a);
+#undef REALOPT
 #undef INTOPT
 #undef NEEDV
     }
     if (!model || !out || (!start == !start_tok) || (!goal == !goal_tok))
         return cli_usage_error("plan", "needs -m, one of --start / --start-tokens, one of --goal / --goal-tokens, and -o");
-    if (pp.elites > pp.samples)
-        return cli_usage_error("plan", "--elites %d is more than --samples %d", pp.elites, pp.samples);
     {
-        const char *ins[] = {model, start, start_tok, start_act, goal, goal_tok}, *outs[] = {out, energies_out};
-        if ((rc = cli_check_outputs("plan", ins, 6, outs, 2))) return rc;
+        const char *ins[] = {model, start, start_tok, start_act, start_st, goal, goal_tok}, *outs[] = {out, energies_out};
+        if ((rc = cli_check_outputs("plan", ins, 7, outs, 2))) return rc;
     }
     char err[JEPA_ERR_LEN];
     jepa_model *m = NULL;
     jepa_ctx *c = NULL;
-    struct npy S = {0}, P = {0}, G = {0};
+    struct npy S = {0}, P = {0}, G = {0}, ST = {0};
     float *hist = NULL, *gl = NULL, *acts = NULL, *en = NULL;
     struct jerr e = {0};
+    jepa_plan_component box[7];
     rc = CLI_EXIT_FAIL;
     if (jepa_model_load(&m, model, err)) { cli_fail(model, "%s", err); goto done; }
     jepa_model_info info;
     jepa_model_get_info(m, &info);
-    if (!info.predictor || strcmp(info.predictor, "lewm")) {
-        cli_fail(model, "no LeWM predictor in this file (the planner runs jepa.pred.kind = lewm)");
+    const int ac = info.predictor && !strcmp(info.predictor, "ac");
+    if (!ac && (!info.predictor || strcmp(info.predictor, "lewm"))) {
+        cli_fail(model, "no world-model predictor in this file (the planner runs jepa.pred.kind = lewm or ac)");
         goto done;
     }
-    const int D = info.emb_dim, A = info.action_dim;
+    /* the kind's defaults, then what the command line set */
+    jepa_plan_params pp = ac ? jepa_plan_ac_default_params() : jepa_plan_default_params();
+    if (ac && (std >= 0 || has_bounds)) {
+        rc = cli_usage_error("plan", "V-JEPA 2-AC plans in Meta's action box: --maxnorm sets its xyz range (not --std / --bounds)");
+        goto done;
+    }
+    if (!ac && (maxnorm >= 0 || start_st)) {
+        rc = cli_usage_error("plan", "--maxnorm and --start-states are V-JEPA 2-AC's; this is a LeWM model");
+        goto done;
+    }
+    if (ac && !start_st) {
+        rc = cli_usage_error("plan", "a V-JEPA 2-AC plan needs --start-states (the robot's pose, [T, 7] or [7])");
+        goto done;
+    }
+    if (ac && info.action_dim != 7) {
+        cli_fail(model, "the V-JEPA 2-AC planner moves Meta's 7-d Franka action; this predictor takes %d-d actions", info.action_dim);
+        goto done;
+    }
+    if (horizon) pp.horizon = horizon;
+    if (samples) pp.samples = samples;
+    if (iters) pp.iterations = iters;
+    if (elites) pp.elites = elites;
+    if (has_seed) pp.seed = seed;
+    if (momentum >= 0) pp.momentum_mean = pp.momentum_std = (float)momentum;
+    if (std >= 0) pp.init_std = (float)std;
+    if (has_bounds) pp.lo = (float)lo, pp.hi = (float)hi;
+    if (ac && maxnorm >= 0) {
+        memcpy(box, pp.components, sizeof box);
+        for (int j = 0; j < 3; j++) box[j].lo = (float)-maxnorm, box[j].hi = (float)maxnorm, box[j].init_std = (float)maxnorm;
+        pp.components = box;
+    }
+    if (pp.elites > pp.samples) {
+        rc = cli_usage_error("plan", "--elites %d is more than --samples %d", pp.elites, pp.samples);
+        goto done;
+    }
+    const int A = info.action_dim, N = ac ? info.pred_tokens_per_frame : 1, D = ac ? info.embed_dim : info.emb_dim;
+    const size_t fr = (size_t)N * D;   /* floats of one frame's state */
     if ((rc = cli_ctx_new("plan", m, threads, cpu, gpu, &c))) goto done;
     rc = CLI_EXIT_FAIL;
     int T = 1;
     if (start_tok) {
         if (npy_load_f32(&S, start_tok, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
-        if (!((S.ndim == 1 && S.shape[0] == D) || (S.ndim == 2 && S.shape[1] == D && S.shape[0] >= 1 && S.shape[0] <= 4096))) {
-            cli_fail(start_tok, "expected [T, %d] or [%d] embeddings", D, D);
+        const int64_t rows = S.ndim == 2 ? S.shape[0] : 1, w = S.shape[S.ndim - 1];
+        if (S.ndim > 2 || w != D || rows % N || rows / N < 1 || rows / N > 4096) {
+            cli_fail(start_tok, ac ? "expected [T %d, %d] tokens (%d per frame)" : "expected [T, %d] or [%d] embeddings",
+                     ac ? N : D, D, N);
             goto done;
         }
-        T = S.ndim == 2 ? (int)S.shape[0] : 1;
+        T = (int)(rows / N);
         hist = S.data;
     } else {
-        if (!(hist = malloc(sizeof(float) * (size_t)D))) { cli_fail(NULL, "out of memory"); goto done; }
-        if (encode_image(c, m, start, hist)) goto done;
+        if (!(hist = malloc(sizeof(float) * fr))) { cli_fail(NULL, "out of memory"); goto done; }
+        if (encode_image(c, m, start, ac ? N : 0, D, hist)) goto done;
     }
-    if (T > 1 && !start_act) { cli_fail(start_tok, "a history of %d embeddings needs --start-actions [%d, %d]", T, T - 1, A); goto done; }
+    if (start_st) {
+        if (npy_load_f32(&ST, start_st, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
+        if (ST.count != (int64_t)T * 7 || ST.ndim > 2) {
+            cli_fail(start_st, "expected the %d states [%d, 7] of the start", T, T);
+            goto done;
+        }
+    }
+    if (T > 1 && !start_act) { cli_fail(start_tok, "a history of %d frames needs --start-actions [%d, %d]", T, T - 1, A); goto done; }
     if (start_act) {
         if (npy_load_f32(&P, start_act, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
         if (P.ndim != 2 || P.shape[0] != T - 1 || P.shape[1] != A) {
@@ -425,11 +553,14 @@ int cmd_plan(int argc, char **argv) {
     }
     if (goal_tok) {
         if (npy_load_f32(&G, goal_tok, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
-        if (G.count != D || G.ndim > 2) { cli_fail(goal_tok, "expected one embedding of %d", D); goto done; }
+        if (G.count != (int64_t)fr || G.ndim > 2) {
+            cli_fail(goal_tok, ac ? "expected one frame's tokens [%d, %d]" : "expected one embedding of %d", ac ? N : D, D);
+            goto done;
+        }
         gl = G.data;
     } else {
-        if (!(gl = malloc(sizeof(float) * (size_t)D))) { cli_fail(NULL, "out of memory"); goto done; }
-        if (encode_image(c, m, goal, gl)) goto done;
+        if (!(gl = malloc(sizeof(float) * fr))) { cli_fail(NULL, "out of memory"); goto done; }
+        if (encode_image(c, m, goal, ac ? N : 0, D, gl)) goto done;
     }
     acts = malloc(sizeof(float) * (size_t)pp.horizon * A);
     en = malloc(sizeof(float) * (size_t)pp.iterations);
@@ -437,7 +568,9 @@ int cmd_plan(int argc, char **argv) {
     pp.on_iteration = plan_progress;
     pp.user = &verbose;
     float fin = 0;
-    if (jepa_ctx_lewm_plan(c, hist, T, P.data, gl, &pp, acts, en, &fin)) {
+    jepa_status st = ac ? jepa_ctx_ac_plan(c, hist, ST.data, T, P.data, gl, &pp, acts, en, &fin)
+                        : jepa_ctx_lewm_plan(c, hist, T, P.data, gl, &pp, acts, en, &fin);
+    if (st) {
         const char *msg = jepa_ctx_error(c);
         cli_fail(strstr(msg, "goal") ? (goal_tok ? goal_tok : goal) : strstr(msg, "plan") ? "plan" : model, "%s", msg);
         goto done;
@@ -455,7 +588,7 @@ done:
     if (!start_tok) free(hist);
     if (!goal_tok) free(gl);
     free(acts), free(en);
-    npy_free(&S), npy_free(&P), npy_free(&G);
+    npy_free(&S), npy_free(&P), npy_free(&G), npy_free(&ST);
     jepa_ctx_free(c);
     jepa_model_free(m);
     return rc;

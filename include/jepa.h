@@ -91,7 +91,8 @@ typedef struct jepa_model_info {
     const char *predictor;  /* "masked" (jepa_ctx_predict), "lewm" (jepa_ctx_lewm_*), "ac", or NULL */
     int action_dim;         /* world models: width of one action, else 0 */
     int state_dim;          /* V-JEPA 2-AC: width of one proprioceptive state, else 0 */
-    int pred_n_frames;      /* LeWM: the predictor's window (jepa.pred.n_frames), else 0 */
+    int pred_n_frames;      /* frames the predictor takes: LeWM jepa.pred.n_frames, V-JEPA 2-AC
+                               jepa.enc.n_frames / tubelet_size; else 0 */
     int pred_tokens_per_frame; /* V-JEPA 2-AC: encoder tokens per frame (grid_size^2), else 0 */
 } jepa_model_info;
 
@@ -224,10 +225,35 @@ JEPA_API jepa_status jepa_ctx_lewm_rollout(jepa_ctx *c, const float *emb, int B,
 JEPA_API jepa_status jepa_ctx_ac_predict(jepa_ctx *c, const float *tokens, const float *actions,
                                          const float *states, int B, int F, float *pred);
 
+/* Autoregressive rollout of B sequences from a history of T frames, as Meta's planner
+ * steps its world model (notebooks/utils/world_model_wrapper.py of facebookresearch/vjepa2):
+ *   tokens [B, T N, embed_dim], states [B, T, 7], actions [B, T + steps - 1, 7]
+ *   -> traj [B, steps N, embed_dim] (step-major), traj_states [B, steps, 7] or NULL.
+ * Step s predicts on the last min(T + s, pred_n_frames) frames so far and takes the N
+ * rows of the last one; normalize != 0 layer-norms each of them (no affine, eps 1e-5:
+ * Meta's normalize_reps, its default); they are frame T + s, whose state is Meta's pose
+ * rule applied to the previous frame's state and action (compute_new_pose: xyz and
+ * gripper add, the gripper clipped to [0, 1], the rotations compose as Euler xyz angles).
+ * Needs 7-d actions and states, the pose rule's (JEPA_ERR_UNSUPPORTED otherwise). */
+JEPA_API jepa_status jepa_ctx_ac_rollout(jepa_ctx *c, const float *tokens, const float *states, int B, int T,
+                                         const float *actions, int steps, int normalize, float *traj,
+                                         float *traj_states);
+
 /* Planning with the cross-entropy method (docs/world-models.md, "Planning"). Defaults
- * (jepa_plan_default_params) are the LeWM authors' planner: horizon 5 (le-wm
+ * for LeWM (jepa_plan_default_params) are the LeWM authors' planner: horizon 5 (le-wm
  * config/eval/pusht.yaml), 300 samples, 30 iterations, 30 elites, std 1, seed 1234
- * (stable-worldmodel's CEMSolver); no bounds. */
+ * (stable-worldmodel's CEMSolver); no bounds, no momentum. For V-JEPA 2-AC
+ * (jepa_plan_ac_default_params) they are Meta's WorldModel mpc_args: 2 steps, 400
+ * samples, 10 iterations, 10 elites, momentum 0.15 for mean and std, and its action box
+ * (below); seed 1234. */
+
+/* One action component's search: clipped to [lo, hi] (lo == hi: held at lo, never
+ * sampled); the Gaussian's initial std; the plan's component is set to 0 where its
+ * magnitude is below deadband (0: never). */
+typedef struct jepa_plan_component {
+    float lo, hi, init_std, deadband;
+} jepa_plan_component;
+
 typedef struct jepa_plan_params {
     int horizon;        /* actions planned */
     int samples;        /* candidate sequences per iteration, run as one batch */
@@ -236,12 +262,22 @@ typedef struct jepa_plan_params {
     float init_std;     /* the Gaussian's initial std (its mean starts at 0) */
     float lo, hi;       /* every action component clipped to [lo, hi]; lo >= hi: no bounds */
     uint64_t seed;      /* the random stream (documented): one seed, one plan, any threads */
+    /* per-component search [action_dim] in place of lo, hi, init_std (NULL: those) */
+    const jepa_plan_component *components;
+    /* after each iteration mean = (1 - m) elites' mean + m mean, std likewise (0: the elites') */
+    float momentum_mean, momentum_std;
     /* progress: called after each iteration with its best energy (NULL: not called) */
     void (*on_iteration)(void *user, int iteration, float best_energy);
     void *user;
 } jepa_plan_params;
 
 JEPA_API jepa_plan_params jepa_plan_default_params(void);
+
+/* Meta's V-JEPA 2-AC planner (notebooks/utils/mpc_utils.py cem with the WorldModel
+ * mpc_args). components points at a static 7-entry table, the Franka action box: xyz
+ * in +-0.05 (maxnorm) with std 0.05, the three rotations held at 0, the gripper in
+ * +-0.75 with std 1 and a 0.25 deadband (round_small_elements). */
+JEPA_API jepa_plan_params jepa_plan_ac_default_params(void);
 
 /* LeWM: the actions [horizon, action_dim] that bring the predicted embedding at the
  * horizon closest (mean |x - goal|) to goal [emb_dim], from a history emb [T, emb_dim]
@@ -251,6 +287,15 @@ JEPA_API jepa_plan_params jepa_plan_default_params(void);
 JEPA_API jepa_status jepa_ctx_lewm_plan(jepa_ctx *c, const float *emb, int T, const float *past_actions,
                                         const float *goal, const jepa_plan_params *p, float *actions,
                                         float *energies, float *final_energy);
+
+/* V-JEPA 2-AC: the actions [horizon, 7] whose rollout (jepa_ctx_ac_rollout, normalized)
+ * from a history of T frames, tokens [T N, embed_dim] and states [T, 7], with its past
+ * actions [T - 1, 7] (NULL when T == 1), ends closest (mean |x - goal| over all N
+ * embed_dim values) to goal [N, embed_dim]. As Meta's WorldModel, the history and goal
+ * are expected layer-normed (`jepa plan` does that to the images it encodes). */
+JEPA_API jepa_status jepa_ctx_ac_plan(jepa_ctx *c, const float *tokens, const float *states, int T,
+                                      const float *past_actions, const float *goal, const jepa_plan_params *p,
+                                      float *actions, float *energies, float *final_energy);
 
 /* ---- classify ---------------------------------------------------------------- */
 

@@ -16,6 +16,14 @@
  */
 #include "models/forward.h"
 
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Meta's predictor is built for num_frames / tubelet_size frames (its attention mask is
+ * that size and longer inputs fail there): the encoder's clip length in tubelets. */
+int jm_ac_max_frames(const struct jepa_model *m) { return m->enc.n_frames / m->enc.tubelet; }
+
 jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *actions, const float *states,
                           int B, int F, float *pred) {
     const struct jepa_model *m = c->m;
@@ -27,6 +35,10 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
     const int D = m->enc.vit.d, A = pr->action_dim, S = pr->state_dim, OD = pr->out_dim;
     if (B < 1 || F < 1)
         return jr_err_set(&c->err, JEPA_ERR_ARG, "%d sequences of %d frames: at least one of one", B, F);
+    if (F > jm_ac_max_frames(m))
+        return jr_err_set(&c->err, JEPA_ERR_ARG,
+                          "%d frames: the predictor takes at most %d (jepa.enc.n_frames / jepa.enc.tubelet_size; "
+                          "`jepa rollout` slides a window)", F, jm_ac_max_frames(m));
     if (S < 1 || !pr->state_embed.w)
         return jr_err_set(&c->err, JEPA_ERR_UNSUPPORTED, "a V-JEPA 2-AC predictor without state tokens (jepa.pred.state_dim = 0)");
     if ((int64_t)B * F * NT > JM_MAX_CLIP_TOKENS)
@@ -115,4 +127,158 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
     jm_linear_forward(c, out, (size_t)OD, xo, (size_t)pd, &pr->proj, BFN, JK_EPI_STORE, ws);
     dev->download(dev, pred, out, sizeof(float) * (size_t)BFN * OD);
     return JEPA_OK;
+}
+
+/* ---- rollout ------------------------------------------------------------------ */
+
+/* R = Rz(e2) Ry(e1) Rx(e0): scipy's Rotation.from_euler("xyz", e) (extrinsic x, y, z). */
+static void euler_to_matrix(const double e[3], double R[3][3]) {
+    const double ca = cos(e[0]), sa = sin(e[0]), cb = cos(e[1]), sb = sin(e[1]), cg = cos(e[2]), sg = sin(e[2]);
+    R[0][0] = cg * cb, R[0][1] = cg * sb * sa - sg * ca, R[0][2] = cg * sb * ca + sg * sa;
+    R[1][0] = sg * cb, R[1][1] = sg * sb * sa + cg * ca, R[1][2] = sg * sb * ca - cg * sa;
+    R[2][0] = -sb, R[2][1] = cb * sa, R[2][2] = cb * ca;
+}
+
+/* The inverse, as scipy's as_euler("xyz"): the middle angle in [-pi/2, pi/2]; within
+ * about 1e-7 of gimbal lock (cos of it that small) the third angle is 0 and the first
+ * takes the whole rotation about the remaining axis, as scipy does. */
+static void matrix_to_euler(const double R[3][3], double e[3]) {
+    const double cb = hypot(R[0][0], R[1][0]);
+    e[1] = atan2(-R[2][0], cb);
+    if (cb > 1e-7) {
+        e[0] = atan2(R[2][1], R[2][2]);
+        e[2] = atan2(R[1][0], R[0][0]);
+    } else {
+        e[0] = e[1] > 0 ? atan2(R[0][1], R[1][1]) : atan2(-R[0][1], R[1][1]);
+        e[2] = 0.0;
+    }
+}
+
+/* Meta's pose update (compute_new_pose, notebooks/utils/mpc_utils.py of
+ * facebookresearch/vjepa2): state = [xyz, Euler xyz angles, gripper], action = [delta
+ * xyz, delta angles, delta gripper]. xyz adds; the rotation is R(delta) R(angles), back
+ * to angles; the gripper adds and is clipped to [0, 1]. In double, rounded once. */
+void jm_ac_next_state(const float *s, const float *a, float *out) {
+    double th[3] = {s[3], s[4], s[5]}, dt[3] = {a[3], a[4], a[5]}, Rs[3][3], Ra[3][3], Rn[3][3], e[3];
+    euler_to_matrix(th, Rs);
+    euler_to_matrix(dt, Ra);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) Rn[i][j] = Ra[i][0] * Rs[0][j] + Ra[i][1] * Rs[1][j] + Ra[i][2] * Rs[2][j];
+    matrix_to_euler(Rn, e);
+    for (int i = 0; i < 3; i++) out[i] = (float)((double)s[i] + a[i]);
+    for (int i = 0; i < 3; i++) out[3 + i] = (float)e[i];
+    const double g = (double)s[6] + a[6];
+    out[6] = (float)(g < 0 ? 0 : g > 1 ? 1 : g);
+}
+
+/* F.layer_norm(x, (d,)) with no weight and eps 1e-5, in double: Meta's normalize_reps. */
+static void plain_layer_norm(float *y, const float *x, int d) {
+    double mu = 0, var = 0;
+    for (int j = 0; j < d; j++) mu += x[j];
+    mu /= d;
+    for (int j = 0; j < d; j++) var += ((double)x[j] - mu) * ((double)x[j] - mu);
+    const double r = 1.0 / sqrt(var / d + 1e-5);
+    for (int j = 0; j < d; j++) y[j] = (float)(((double)x[j] - mu) * r);
+}
+
+/* Sequences go through the predictor in chunks of about this many rows (those of the
+ * widest window), so the arena and the host buffers stay bounded at any batch size. */
+#define AC_ROLLOUT_ROWS 16384
+#define AC_MAX_STEPS (1 << 16)
+
+/* Rollout of B sequences (jepa_ctx_ac_rollout, jepa.h). Each chunk of sequences keeps its
+ * window, [nb, W, N, D] tokens and [nb, W, 7] states, and runs every step before the next
+ * chunk starts. Flags (forward.h): JM_AC_NORMALIZE, Meta's normalize_reps;
+ * JM_AC_LAST_ONLY, traj gets only the last step [B, N, D]; JM_AC_SHARED_HISTORY, every
+ * sequence starts from the one history tokens [T N, D], states [T, 7]. */
+jepa_status jm_ac_rollout(struct jepa_ctx *c, const float *tokens, const float *states, int B, int T,
+                          const float *actions, int steps, unsigned flags, float *traj, float *traj_states) {
+    const bool normalize = flags & JM_AC_NORMALIZE, last_only = flags & JM_AC_LAST_ONLY;
+    const size_t hs = flags & JM_AC_SHARED_HISTORY ? 0 : 1;   /* a sequence's history stride, in histories */
+    const struct jepa_model *m = c->m;
+    const struct jm_predictor *pr = &m->pred;
+    if (!m->has_pred || pr->kind != JM_PRED_AC)
+        return jr_err_set(&c->err, JEPA_ERR_ARG, "this model file has no V-JEPA 2-AC predictor (jepa.pred.kind = ac)");
+    if (B < 1 || T < 1 || steps < 1 || steps > AC_MAX_STEPS)
+        return jr_err_set(&c->err, JEPA_ERR_ARG,
+                          "rollout of %d steps from %d sequences of %d frames: at least one of each, at most %d steps",
+                          steps, B, T, AC_MAX_STEPS);
+    if (pr->action_dim != 7 || pr->state_dim != 7)
+        return jr_err_set(&c->err, JEPA_ERR_UNSUPPORTED,
+                          "rollout derives each new state with Meta's 7-d pose rule (xyz, Euler angles, gripper); "
+                          "this predictor takes %d-d actions and %d-d states", pr->action_dim, pr->state_dim);
+    const int D = m->enc.vit.d, g = pr->grid_size, N = g * g, A = 7, S = 7, Fmax = jm_ac_max_frames(m);
+    if (pr->out_dim != D)
+        return jr_err_set(&c->err, JEPA_ERR_UNSUPPORTED,
+                          "rollout feeds predictions back as tokens, but jepa.pred.out_dim = %d differs from the encoder width %d",
+                          pr->out_dim, D);
+    if (T > Fmax)
+        return jr_err_set(&c->err, JEPA_ERR_ARG, "a history of %d frames: the predictor takes at most %d", T, Fmax);
+    const int L1 = T + steps - 1, W = L1 < Fmax ? L1 : Fmax;   /* actions per sequence; widest window */
+    if ((int64_t)W * (N + 2) > JM_MAX_CLIP_TOKENS)
+        return jr_err_set(&c->err, JEPA_ERR_ARG, "a window of %d frames of %d tokens: more than %d rows", W, N + 2,
+                          JM_MAX_CLIP_TOKENS);
+    jepa_status st;
+    if ((st = jm_check_finite(c, tokens, (hs ? (size_t)B : 1) * T * N * D, "token")) ||
+        (st = jm_check_finite(c, states, (hs ? (size_t)B : 1) * T * S, "state")) ||
+        (st = jm_check_finite(c, actions, (size_t)B * L1 * A, "action")))
+        return st;
+    int Bc = AC_ROLLOUT_ROWS / (W * (N + 2));
+    Bc = Bc < 1 ? 1 : Bc > B ? B : Bc;
+    const size_t fr = (size_t)N * D;   /* floats of one frame's tokens */
+    float *win = malloc(sizeof(float) * (size_t)Bc * W * fr), *pk = malloc(sizeof(float) * (size_t)Bc * W * fr);
+    float *out = malloc(sizeof(float) * (size_t)Bc * W * fr), *wst = malloc(sizeof(float) * (size_t)Bc * W * S);
+    float *pks = malloc(sizeof(float) * (size_t)Bc * W * S), *pka = malloc(sizeof(float) * (size_t)Bc * W * A);
+    if (!win || !pk || !out || !wst || !pks || !pka) {
+        st = jr_err_set(&c->err, JEPA_ERR_NOMEM, "out of memory for a rollout of %d sequences of %d frames", Bc, W);
+        goto done;
+    }
+    for (int b0 = 0; b0 < B; b0 += Bc) {
+        const int nb = B - b0 < Bc ? B - b0 : Bc;
+        for (int j = 0; j < nb; j++) {
+            memcpy(win + (size_t)j * W * fr, tokens + hs * (b0 + j) * T * fr, sizeof(float) * T * fr);
+            memcpy(wst + (size_t)j * W * S, states + hs * (b0 + j) * T * S, sizeof(float) * T * S);
+        }
+        int w = T;   /* frames in the windows */
+        for (int k = 0; k < steps; k++) {
+            const int t0 = T + k - w;   /* the window's first frame in the sequence */
+            const float *tk = win, *sv = wst;
+            if (w < W && nb > 1) {   /* the predictor reads [nb, w, ...] packed */
+                for (int j = 0; j < nb; j++) {
+                    memcpy(pk + (size_t)j * w * fr, win + (size_t)j * W * fr, sizeof(float) * w * fr);
+                    memcpy(pks + (size_t)j * w * S, wst + (size_t)j * W * S, sizeof(float) * w * S);
+                }
+                tk = pk, sv = pks;
+            }
+            for (int j = 0; j < nb; j++)
+                memcpy(pka + (size_t)j * w * A, actions + ((size_t)(b0 + j) * L1 + t0) * A, sizeof(float) * w * A);
+            if ((st = jm_ac_predict(c, tk, pka, sv, nb, w, out))) goto done;
+            const bool append = k + 1 < steps;
+            for (int j = 0; j < nb; j++) {
+                const int b = b0 + j;
+                float *wj = win + (size_t)j * W * fr, *sj = wst + (size_t)j * W * S;
+                const float *last = out + ((size_t)j * w + w - 1) * fr;
+                float ns[7];
+                jm_ac_next_state(sj + (size_t)(w - 1) * S, pka + ((size_t)j * w + w - 1) * A, ns);
+                float *dst = !last_only ? traj + ((size_t)b * steps + k) * fr : k + 1 == steps ? traj + (size_t)b * fr : NULL;
+                if (append && w == W) {   /* slide: drop the window's first frame */
+                    memmove(wj, wj + fr, sizeof(float) * (W - 1) * fr);
+                    memmove(sj, sj + S, sizeof(float) * (W - 1) * S);
+                }
+                float *nf = append ? wj + (size_t)(w < W ? w : W - 1) * fr : dst;
+                for (int i = 0; i < N; i++) {
+                    if (normalize) plain_layer_norm(nf + (size_t)i * D, last + (size_t)i * D, D);
+                    else memcpy(nf + (size_t)i * D, last + (size_t)i * D, sizeof(float) * D);
+                }
+                if (dst && dst != nf) memcpy(dst, nf, sizeof(float) * fr);
+                if (append) memcpy(sj + (size_t)(w < W ? w : W - 1) * S, ns, sizeof ns);
+                if (traj_states) memcpy(traj_states + ((size_t)b * steps + k) * S, ns, sizeof ns);
+            }
+            if (append && w < W) w++;
+        }
+    }
+    st = JEPA_OK;
+done:
+    free(win), free(pk), free(out), free(wst), free(pks), free(pka);
+    return st;
 }

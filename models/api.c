@@ -90,7 +90,8 @@ void jepa_model_get_info(const jepa_model *m, jepa_model_info *info) {
                     : pr->kind == JM_PRED_LEWM ? "lewm" : "ac";
     info->action_dim = m->has_pred ? pr->action_dim : 0;
     info->state_dim = m->has_pred ? pr->state_dim : 0;
-    info->pred_n_frames = m->has_pred && pr->kind == JM_PRED_LEWM ? pr->n_frames : 0;
+    info->pred_n_frames = !m->has_pred ? 0 : pr->kind == JM_PRED_LEWM ? pr->n_frames
+                        : pr->kind == JM_PRED_AC ? jm_ac_max_frames(m) : 0;
     info->pred_tokens_per_frame = m->has_pred && pr->kind == JM_PRED_AC ? pr->grid_size * pr->grid_size : 0;
 }
 
@@ -310,6 +311,16 @@ jepa_status jepa_ctx_ac_predict(jepa_ctx *c, const float *tokens, const float *a
     return finish(c, jm_ac_predict(c, tokens, actions, states, B, F, pred));
 }
 
+jepa_status jepa_ctx_ac_rollout(jepa_ctx *c, const float *tokens, const float *states, int B, int T,
+                                const float *actions, int steps, int normalize, float *traj, float *traj_states) {
+    if (!c) return JEPA_ERR_ARG;
+    jr_err_clear(&c->err);
+    if (!tokens || !states || !actions || !traj) return jr_err_set(&c->err, JEPA_ERR_ARG, "ac rollout: NULL buffer");
+    c->dev->bind(c->dev);
+    return finish(c, jm_ac_rollout(c, tokens, states, B, T, actions, steps, normalize ? JM_AC_NORMALIZE : 0u, traj,
+                                   traj_states));
+}
+
 jepa_plan_params jepa_plan_default_params(void) {
     jepa_plan_params p = {.horizon = 5, .samples = 300, .iterations = 30, .elites = 30, .init_std = 1.0f,
                           .lo = 0.0f, .hi = 0.0f, .seed = 1234};
@@ -325,6 +336,31 @@ jepa_status jepa_ctx_lewm_plan(jepa_ctx *c, const float *emb, int T, const float
     jepa_plan_params d = jepa_plan_default_params();
     c->dev->bind(c->dev);
     return finish(c, jm_lewm_plan(c, emb, T, past_actions, goal, p ? p : &d, actions, energies, final_energy));
+}
+
+/* The Franka action of Meta's planner: delta xyz, delta Euler angles (held at 0), gripper. */
+static const jepa_plan_component franka_box[7] = {
+    {-0.05f, 0.05f, 0.05f, 0.0f}, {-0.05f, 0.05f, 0.05f, 0.0f}, {-0.05f, 0.05f, 0.05f, 0.0f},
+    {0.0f, 0.0f, 0.0f, 0.0f},     {0.0f, 0.0f, 0.0f, 0.0f},     {0.0f, 0.0f, 0.0f, 0.0f},
+    {-0.75f, 0.75f, 1.0f, 0.25f},
+};
+
+jepa_plan_params jepa_plan_ac_default_params(void) {
+    jepa_plan_params p = {.horizon = 2, .samples = 400, .iterations = 10, .elites = 10, .init_std = 0.05f,
+                          .lo = -0.05f, .hi = 0.05f, .seed = 1234, .components = franka_box,
+                          .momentum_mean = 0.15f, .momentum_std = 0.15f};
+    return p;
+}
+
+jepa_status jepa_ctx_ac_plan(jepa_ctx *c, const float *tokens, const float *states, int T, const float *past_actions,
+                             const float *goal, const jepa_plan_params *p, float *actions, float *energies,
+                             float *final_energy) {
+    if (!c) return JEPA_ERR_ARG;
+    jr_err_clear(&c->err);
+    if (!tokens || !states || !goal || !actions) return jr_err_set(&c->err, JEPA_ERR_ARG, "ac plan: NULL buffer");
+    jepa_plan_params d = jepa_plan_ac_default_params();
+    c->dev->bind(c->dev);
+    return finish(c, jm_ac_plan(c, tokens, states, T, past_actions, goal, p ? p : &d, actions, energies, final_energy));
 }
 
 jepa_status jepa_ctx_classify(jepa_ctx *c, const float *tokens, int n_tokens, float *logits) {

@@ -90,7 +90,19 @@ jepa_status jm_lewm_rollout(struct jepa_ctx *c, const float *emb, int B, int T, 
 /* V-JEPA 2-AC (models/ac.c): jepa_ctx_ac_predict (jepa.h). */
 jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *actions, const float *states,
                           int B, int F, float *pred);
-/* The CEM planner (models/plan.c) of jepa_ctx_lewm_plan. */
+int jm_ac_max_frames(const struct jepa_model *m);
+/* Meta's pose update of a 7-d state by a 7-d action (models/ac.c). */
+void jm_ac_next_state(const float *state, const float *action, float *out);
+/* jepa_ctx_ac_rollout (jepa.h); flags: */
+#define JM_AC_NORMALIZE 1u        /* predicted tokens layer-normed (Meta's normalize_reps) */
+#define JM_AC_LAST_ONLY 2u        /* traj = the last step only, [B, N, D] */
+#define JM_AC_SHARED_HISTORY 4u   /* one history for every sequence */
+jepa_status jm_ac_rollout(struct jepa_ctx *c, const float *tokens, const float *states, int B, int T,
+                          const float *actions, int steps, unsigned flags, float *traj, float *traj_states);
+/* The CEM planner (models/plan.c) of jepa_ctx_lewm_plan and jepa_ctx_ac_plan. */
+jepa_status jm_ac_plan(struct jepa_ctx *c, const float *tokens, const float *states, int T, const float *past_actions,
+                       const float *goal, const jepa_plan_params *p, float *actions, float *energies,
+                       float *final_energy);
 jepa_status jm_lewm_plan(struct jepa_ctx *c, const float *emb, int T, const float *past_actions,
                          const float *goal, const jepa_plan_params *p, float *actions, float *energies,
                          float *final_energy);

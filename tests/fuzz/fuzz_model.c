@@ -71,12 +71,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 }
                 if (info.predictor && !strcmp(info.predictor, "ac") && info.pred_tokens_per_frame <= 4096 &&
                     info.action_dim <= 1024 && info.state_dim <= 1024) {
-                    /* one frame of zero tokens, actions and states */
+                    /* one frame of zero tokens, actions and states; a 2-step rollout (it
+                     * reads 2 actions and, with 7-d states, writes 2 frames and states) */
                     const size_t nt_ = (size_t)info.pred_tokens_per_frame;
                     float *tk = calloc(nt_ * (size_t)info.embed_dim + 1, sizeof(float));
-                    float *av = calloc((size_t)info.action_dim + 1, sizeof(float)), *sv = calloc((size_t)info.state_dim + 1, sizeof(float));
-                    float *po = calloc(nt_ * (size_t)info.pred_out_dim + 1, sizeof(float));
+                    float *av = calloc(2 * (size_t)info.action_dim + 1, sizeof(float)), *sv = calloc((size_t)info.state_dim + 1, sizeof(float));
+                    float *po = calloc(2 * nt_ * (size_t)(info.pred_out_dim > info.embed_dim ? info.pred_out_dim : info.embed_dim) + 1,
+                                       sizeof(float));
+                    float ps[2 * 7];
                     if (tk && av && sv && po && jepa_ctx_ac_predict(c, tk, av, sv, 1, 1, po) != JEPA_OK)
+                        need_reason(jepa_ctx_error(c));
+                    if (tk && av && sv && po && jepa_ctx_ac_rollout(c, tk, sv, 1, 1, av, 2, 1, po, ps) != JEPA_OK)
                         need_reason(jepa_ctx_error(c));
                     free(tk), free(av), free(sv), free(po);
                 }

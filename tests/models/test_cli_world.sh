@@ -90,7 +90,18 @@ has "jepa.pred.state_dim"
 expect 2 "ac model given LeWM inputs" jepa predict -m "$AC/model_a.gguf" --emb "$W/emb_a.npy" --actions "$AC/actions_a.npy" -o "$WORK/o.npy"
 expect 2 "LeWM model given AC inputs" jepa predict -m "$M" --tokens "$AC/tokens_a.npy" --actions "$W/actions_a.npy" --states "$AC/states_a.npy" -o "$WORK/o.npy"
 expect 2 "--tokens without --states" jepa predict -m "$AC/model_a.gguf" --tokens "$AC/tokens_a.npy" --actions "$AC/actions_a.npy" -o "$WORK/o.npy"
-expect 1 "ac rollout (not implemented yet)" jepa rollout -m "$AC/model_a.gguf" --emb "$AC/tokens_a.npy" --actions "$AC/actions_a.npy" --steps 2 -o "$WORK/o.npy"
+# AC rollout: Meta's planner's steps (layer-normed tokens, the pose rule), the window sliding
+expect 0 "ac rollout, 2 frames + 4 steps" jepa rollout -q -m "$AC/model_a.gguf" --tokens "$AC/rollout_tokens_a.npy" --states "$AC/rollout_states_a.npy" \
+    --actions "$AC/rollout_actions_a.npy" --steps 4 -o "$WORK/act.npy" --traj-states "$WORK/acs.npy"
+npy_compare "$WORK/act.npy" "$AC/rollout_traj_a.npy" 0.99999 1e-4 && ok "ac rollout matches the reference" || bad "ac rollout matches the reference"
+npy_compare "$WORK/acs.npy" "$AC/rollout_traj_states_a.npy" 0.99999 1e-5 && ok "  and its states scipy's pose rule" || bad "  and its states scipy's pose rule"
+expect 1 "ac rollout: actions not F + K - 1" jepa rollout -m "$AC/model_a.gguf" --tokens "$AC/rollout_tokens_a.npy" --states "$AC/rollout_states_a.npy" \
+    --actions "$AC/rollout_actions_a.npy" --steps 3 -o "$WORK/o.npy"
+has "F + K - 1"
+expect 1 "ac rollout without the 7-d pose rule (4-d actions, 3-d states)" jepa rollout -m "$AC/model_b.gguf" --tokens "$AC/tokens_b.npy" --states "$AC/states_b.npy" \
+    --actions "$AC/actions_b.npy" --steps 1 -o "$WORK/o.npy"
+has "pose rule"
+expect 2 "--traj-states on a LeWM rollout" jepa rollout -m "$M" --emb "$W/rollout_emb_a.npy" --actions "$W/rollout_actions_a.npy" --steps 4 -o "$WORK/o.npy" --traj-states "$WORK/s.npy"
 expect 1 "a missing input" jepa predict -m "$M" --emb "$WORK/none.npy" --actions "$W/actions_a.npy" -o "$WORK/o.npy"
 expect 0 "rollout --help" jepa rollout --help
 
@@ -115,7 +126,30 @@ expect 2 "plan without a goal" jepa plan -m "$M" --start-tokens "$W/plan_hist_a.
 expect 1 "plan: a history without its past actions" jepa plan -m "$M" --start-tokens "$W/plan_hist_a.npy" --goal-tokens "$W/plan_goal_a.npy" -o "$WORK/o.npy"
 has "start-actions"
 expect 1 "plan: a goal of the wrong width" jepa plan -m "$M" --start-tokens "$W/plan_goal_a.npy" --goal-tokens "$W/actions_a.npy" -o "$WORK/o.npy"
-expect 1 "plan on a model without a LeWM predictor" jepa plan -m "$DATA/vjepa2_tiny/model.gguf" --start-tokens "$W/plan_goal_a.npy" --goal-tokens "$W/plan_goal_a.npy" -o "$WORK/o.npy"
+expect 1 "plan on a model without a world-model predictor" jepa plan -m "$DATA/vjepa2_tiny/model.gguf" --start-tokens "$W/plan_goal_a.npy" --goal-tokens "$W/plan_goal_a.npy" -o "$WORK/o.npy"
+
+# AC plan: the generator's CEM (Meta's action box and momentum, jepa.c's stream)
+AP="--samples 24 --iters 3 --elites 6"
+expect 0 "ac plan from tokens" jepa plan -q -m "$AC/model_a.gguf" --start-tokens "$AC/plan_tokens_a.npy" --start-states "$AC/plan_states_a.npy" \
+    --goal-tokens "$AC/plan_goal_a.npy" $AP -o "$WORK/acplan.npy" --energies "$WORK/acen.npy"
+npy_compare "$WORK/acplan.npy" "$AC/plan_actions_a.npy" 0.99999 1e-4 && ok "the ac plan is the reference CEM's" || bad "the ac plan is the reference CEM's"
+npy_compare "$WORK/acen.npy" "$AC/plan_energies_a.npy" 0.99999 1e-4 && ok "  and so are its energies" || bad "  and so are its energies"
+if jepa embed -q -m "$AC/model_a.gguf" -i "$DATA/../input/data/e2e.png" --pool none -o "$WORK/e.npy" 2>/dev/null; then
+    expect 0 "ac plan between two images" jepa plan -m "$AC/model_a.gguf" --start "$DATA/../input/data/e2e.png" --start-states "$AC/plan_states_a.npy" \
+        --goal "$DATA/../input/data/e2e.png" --samples 8 --iters 2 --elites 2 --maxnorm 0.1 -o "$WORK/acplan.npy"
+    [ "$(grep -c "best energy" "$WORK/err.txt")" -eq 2 ] && ok "  2 iterations printed" || bad "  2 iterations printed"
+fi
+expect 2 "ac plan without --start-states" jepa plan -m "$AC/model_a.gguf" --start-tokens "$AC/plan_tokens_a.npy" --goal-tokens "$AC/plan_goal_a.npy" -o "$WORK/o.npy"
+expect 2 "ac plan with LeWM's --bounds" jepa plan -m "$AC/model_a.gguf" --start-tokens "$AC/plan_tokens_a.npy" --start-states "$AC/plan_states_a.npy" \
+    --goal-tokens "$AC/plan_goal_a.npy" --bounds -1,1 -o "$WORK/o.npy"
+expect 2 "plan --momentum 2" jepa plan -m "$AC/model_a.gguf" --start-tokens "$AC/plan_tokens_a.npy" --start-states "$AC/plan_states_a.npy" \
+    --goal-tokens "$AC/plan_goal_a.npy" --momentum 2 -o "$WORK/o.npy"
+expect 1 "ac plan: states not [T, 7]" jepa plan -m "$AC/model_a.gguf" --start-tokens "$AC/plan_tokens_a.npy" --start-states "$AC/rollout_states_a.npy" \
+    --goal-tokens "$AC/plan_goal_a.npy" -o "$WORK/o.npy"
+expect 1 "ac plan: a goal of the wrong size" jepa plan -m "$AC/model_a.gguf" --start-tokens "$AC/plan_tokens_a.npy" --start-states "$AC/plan_states_a.npy" \
+    --goal-tokens "$AC/rollout_tokens_a.npy" -o "$WORK/o.npy"
+expect 1 "ac plan: a 4-d action model" jepa plan -m "$AC/model_b.gguf" --start-tokens "$AC/tokens_b.npy" --start-states "$AC/states_b.npy" \
+    --goal-tokens "$AC/tokens_b.npy" -o "$WORK/o.npy"
 
 echo "$fails failed"
 [ "$fails" -eq 0 ]

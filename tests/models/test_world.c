@@ -21,7 +21,13 @@
  *    Box-Muller (known answer), and a whole plan (4 iterations of 24 candidates, 6
  *    elites) against the generator's float64 CEM on the same stream: the same elites,
  *    hence the best energy of every iteration and the plan within 1e-4; the same plan
- *    bits at 1 and 2 threads; bad parameters refused.
+ *    bits at 1 and 2 threads; bad parameters refused;
+ *  - V-JEPA 2-AC rollout and planning (config a): Meta's pose rule against scipy on 50
+ *    states (two at gimbal lock), a 4-step rollout from 2 frames whose 4-frame window
+ *    slides (tokens at the bars above, states to 2e-6), its step 0 unnormalized = the
+ *    last frame of predict (bits), and a plan with Meta's action box and momentum
+ *    against the generator's CEM on the same stream (within 1e-4, 1 = 2 threads bits);
+ *    bad input refused.
  *
  * usage: test_world DATA_DIR
  */
@@ -48,10 +54,11 @@ static int failures, passes;
         else { printf("FAIL " __VA_ARGS__); printf("\n"); failures++; } \
     } while (0)
 
-static int load_plain(struct npy *a, const char *file) {
+/* DATA_DIR/<dir>/<file> */
+static int load_in(struct npy *a, const char *dir, const char *file) {
     char path[1024];
     struct jerr e = {0};
-    snprintf(path, sizeof path, "%s/lewm_wm/%s", data_dir, file);
+    snprintf(path, sizeof path, "%s/%s/%s", data_dir, dir, file);
     if (npy_load_f32(a, path, &e)) {
         printf("FAIL %s: %s\n", path, e.msg);
         failures++;
@@ -59,6 +66,8 @@ static int load_plain(struct npy *a, const char *file) {
     }
     return 0;
 }
+
+static int load_plain(struct npy *a, const char *file) { return load_in(a, "lewm_wm", file); }
 
 /* lewm_wm/<name>_<tag>.npy */
 static int load(struct npy *a, const char *name, const char *tag) {
@@ -345,6 +354,135 @@ static void ac_case(const char *tag, const char *cpu) {
     jepa_model_free(m);
 }
 
+/* ac_wm/<name>_a.npy */
+static int load_ac(struct npy *a, const char *name) {
+    char file[256];
+    snprintf(file, sizeof file, "%s_a.npy", name);
+    return load_in(a, "ac_wm", file);
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+    double d = 0;
+    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
+}
+
+/* V-JEPA 2-AC rollout and planning on config a (7-d actions and states) against the
+ * generator: Meta's pose rule through scipy (50 cases, two at gimbal lock), a 4-step
+ * rollout whose 4-frame window slides, and a CEM plan on jepa.c's stream. */
+static void ac_world_case(const char *cpu) {
+    char path[1024], err[JEPA_ERR_LEN], what[160];
+    snprintf(path, sizeof path, "%s/ac_wm/model_a.gguf", data_dir);
+    jepa_model *m = NULL;
+    if (jepa_model_load(&m, path, err)) {
+        printf("FAIL %s: %s\n", path, err);
+        failures++;
+        return;
+    }
+    struct npy ps = {0}, pa = {0}, pn = {0}, rt = {0}, rs = {0}, ra = {0}, rtr = {0}, rts = {0};
+    struct npy qt = {0}, qs = {0}, qg = {0}, qa = {0}, qe = {0}, qf = {0};
+    if (load_ac(&ps, "pose_states") | load_ac(&pa, "pose_actions") | load_ac(&pn, "pose_next") |
+        load_ac(&rt, "rollout_tokens") | load_ac(&rs, "rollout_states") | load_ac(&ra, "rollout_actions") |
+        load_ac(&rtr, "rollout_traj") | load_ac(&rts, "rollout_traj_states") | load_ac(&qt, "plan_tokens") |
+        load_ac(&qs, "plan_states") | load_ac(&qg, "plan_goal") | load_ac(&qa, "plan_actions") |
+        load_ac(&qe, "plan_energies") | load_ac(&qf, "plan_final"))
+        goto done;
+    jepa_model_info info;
+    jepa_model_get_info(m, &info);
+    const int N = info.pred_tokens_per_frame, D = info.embed_dim;
+    EXPECT(info.pred_n_frames == 4, "[ac] pred_n_frames %d, expected 4 (jepa.enc.n_frames 8 / tubelet 2)", info.pred_n_frames);
+    jepa_ctx *c = open_ctx(m, cpu, 2), *c1 = open_ctx(m, cpu, 1);
+    if (!c || !c1) goto free_ctx;
+
+    /* the pose rule: case b is a one-step rollout of sequence b */
+    const int P = (int)ps.shape[0], fr = N * D;
+    float *z = calloc((size_t)P * fr, sizeof(float)), *zt = malloc(sizeof(float) * (size_t)P * fr);
+    float *zs = malloc(sizeof(float) * (size_t)P * 7);
+    jepa_status st = jepa_ctx_ac_rollout(c, z, ps.data, P, 1, pa.data, 1, 1, zt, zs);
+    EXPECT(st == JEPA_OK, "[ac %s] pose-rule rollout: %s", cpu, jepa_ctx_error(c));
+    double dp = 0;
+    for (int i = 0; i < P * 7; i++) {   /* angles compared modulo 2 pi */
+        double d = fabs((double)zs[i] - ((const float *)pn.data)[i]);
+        if (i % 7 >= 3 && i % 7 < 6) d = fmin(d, fabs(d - 6.283185307179586));
+        dp = fmax(dp, d);
+    }
+    EXPECT(dp <= 2e-6, "[ac %s] the pose rule differs from scipy's by %.2e", cpu, dp);
+    free(z), free(zt), free(zs);
+
+    /* the rollout: 2 frames of history, 4 steps */
+    const int T = (int)rs.shape[0], K = (int)rts.shape[0];
+    float *tr = malloc(sizeof(float) * (size_t)K * fr), *ts = malloc(sizeof(float) * (size_t)K * 7);
+    float *tr1 = malloc(sizeof(float) * (size_t)K * fr), *pr = malloc(sizeof(float) * (size_t)T * fr);
+    st = jepa_ctx_ac_rollout(c, rt.data, rs.data, 1, T, ra.data, K, 1, tr, ts);
+    EXPECT(st == JEPA_OK, "[ac %s] rollout: %s", cpu, jepa_ctx_error(c));
+    snprintf(what, sizeof what, "ac a rollout [%s] (%d + %d steps, window 4)", cpu, T, K);
+    failures += parity_check(what, tr, rtr.data, K * N, D, COS_BAR, REL_BAR);
+    const double ds = max_abs_diff(ts, rts.data, (size_t)K * 7);
+    EXPECT(ds <= 2e-6, "[ac %s] rollout states differ from the reference by %.2e", cpu, ds);
+    EXPECT(jepa_ctx_ac_rollout(c1, rt.data, rs.data, 1, T, ra.data, K, 1, tr1, NULL) == JEPA_OK &&
+               same_bits(tr, tr1, (size_t)K * fr), "[ac %s] rollout: 1 and 2 threads differ", cpu);
+    /* step 0 without normalization = the last frame of predict on the history (bits) */
+    EXPECT(jepa_ctx_ac_rollout(c, rt.data, rs.data, 1, T, ra.data, 1, 0, tr1, NULL) == JEPA_OK &&
+               jepa_ctx_ac_predict(c, rt.data, ra.data, rs.data, 1, T, pr) == JEPA_OK &&
+               same_bits(tr1, pr + (size_t)(T - 1) * fr, (size_t)fr), "[ac %s] rollout step 0 != predict's last frame", cpu);
+
+    /* the plan against the generator's CEM (Meta's box, momentum, deadband) */
+    jepa_plan_params pp = jepa_plan_ac_default_params();
+    pp.samples = 24, pp.iterations = 3, pp.elites = 6;
+    float act[14], act1[14], en[3], en1[3], fin = 0, fin1 = 0;
+    st = jepa_ctx_ac_plan(c, qt.data, qs.data, 1, NULL, qg.data, &pp, act, en, &fin);
+    EXPECT(st == JEPA_OK, "[ac plan %s] %s", cpu, jepa_ctx_error(c));
+    if (st == JEPA_OK) {
+        const float *re = qe.data;
+        double de = 0;
+        for (int i = 0; i < 3; i++) de = fmax(de, fabs(en[i] - re[i]) / re[i]);
+        const double da = max_abs_diff(act, qa.data, 14);
+        printf("%-4s ac plan [%s]: best energies %.5f %.5f %.5f (reference rel %.1e), plan max |diff| %.1e, final %.5f (reference %.5f)\n",
+               de <= 1e-4 && da <= 1e-4 ? "ok" : "FAIL", cpu, en[0], en[1], en[2], de, da, fin, ((const float *)qf.data)[0]);
+        EXPECT(de <= 1e-4 && da <= 1e-4, "[ac plan %s] differs from the reference CEM", cpu);
+        EXPECT(fabs(fin - ((const float *)qf.data)[0]) <= 1e-4 * ((const float *)qf.data)[0], "[ac plan %s] final energy", cpu);
+        EXPECT(act[3] == 0 && act[4] == 0 && act[5] == 0, "[ac plan %s] the held rotations moved", cpu);
+        st = jepa_ctx_ac_plan(c1, qt.data, qs.data, 1, NULL, qg.data, &pp, act1, en1, &fin1);
+        EXPECT(st == JEPA_OK && same_bits(act, act1, 14) && same_bits(en, en1, 3) && fin == fin1,
+               "[ac plan %s] 1 and 2 threads give different plans", cpu);
+    }
+    if (!strcmp(cpu, "scalar")) {   /* bad input */
+        EXPECT(jepa_ctx_ac_rollout(c, rt.data, rs.data, 1, 5, ra.data, 1, 1, tr, NULL) == JEPA_ERR_ARG,
+               "[ac] a 5-frame history past the 4-frame predictor");
+        EXPECT(jepa_ctx_ac_predict(c, tr, ra.data, ra.data, 1, 5, tr) == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "at most 4"),
+               "[ac] predict on 5 frames: '%s'", jepa_ctx_error(c));
+        EXPECT(jepa_ctx_ac_rollout(c, rt.data, rs.data, 1, T, ra.data, 0, 1, tr, NULL) == JEPA_ERR_ARG, "[ac] zero steps");
+        float badact[7 * 5];
+        memcpy(badact, ra.data, sizeof badact);
+        badact[9] = NAN;
+        EXPECT(jepa_ctx_ac_rollout(c, rt.data, rs.data, 1, T, badact, K, 1, tr, NULL) == JEPA_ERR_ARG &&
+                   strstr(jepa_ctx_error(c), "action"), "[ac] a NaN action in a rollout: '%s'", jepa_ctx_error(c));
+        jepa_plan_params bad = pp;
+        bad.horizon = 0;
+        EXPECT(jepa_ctx_ac_plan(c, qt.data, qs.data, 1, NULL, qg.data, &bad, act, NULL, NULL) == JEPA_ERR_ARG, "[ac] plan horizon 0");
+        bad = pp;
+        bad.momentum_std = 1.5f;
+        EXPECT(jepa_ctx_ac_plan(c, qt.data, qs.data, 1, NULL, qg.data, &bad, act, NULL, NULL) == JEPA_ERR_ARG &&
+                   strstr(jepa_ctx_error(c), "momentum"), "[ac] plan momentum 1.5");
+        jepa_plan_component box[7];
+        memcpy(box, pp.components, sizeof box);
+        box[2].lo = 1.0f;   /* lo > hi */
+        bad = pp;
+        bad.components = box;
+        EXPECT(jepa_ctx_ac_plan(c, qt.data, qs.data, 1, NULL, qg.data, &bad, act, NULL, NULL) == JEPA_ERR_ARG &&
+                   strstr(jepa_ctx_error(c), "component 2"), "[ac] plan component with lo > hi: '%s'", jepa_ctx_error(c));
+        EXPECT(jepa_ctx_ac_plan(c, qt.data, qs.data, 2, NULL, qg.data, &pp, act, NULL, NULL) == JEPA_ERR_ARG,
+               "[ac] plan from 2 frames without their past action");
+    }
+    free(tr), free(ts), free(tr1), free(pr);
+free_ctx:
+    jepa_ctx_free(c), jepa_ctx_free(c1);
+done:
+    npy_free(&ps), npy_free(&pa), npy_free(&pn), npy_free(&rt), npy_free(&rs), npy_free(&ra), npy_free(&rtr);
+    npy_free(&rts), npy_free(&qt), npy_free(&qs), npy_free(&qg), npy_free(&qa), npy_free(&qe), npy_free(&qf);
+    jepa_model_free(m);
+}
+
 /* A model without a LeWM predictor refuses the calls by name. */
 static void wrong_kind(void) {
     char path[1024], err[JEPA_ERR_LEN];
@@ -381,6 +519,7 @@ int main(int argc, char **argv) {
         plan_case(levels[i], 0);
         ac_case("a", levels[i]);
         ac_case("b", levels[i]);
+        ac_world_case(levels[i]);
     }
     plan_case(NULL, 1);   /* the functional plan once, at the best kernel level */
     wrong_kind();
