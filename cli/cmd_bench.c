@@ -28,7 +28,9 @@ static void usage(FILE *f) {
             "OpenBLAS, cblas_sgemm on the same shapes and threads. With -g N (or `bench gpu`,\n"
             "GPU 0 by default): the CUDA table on GPU N, in TFLOP/s. `bench world`: a LeWM\n"
             "model's predictor per call at 1 and N threads, N sequences batched against N\n"
-            "single calls (default 300), and a batched rollout of H steps (default 5).\n"
+            "single calls (default 300), and a batched rollout of H steps (default 5); a\n"
+            "V-JEPA 2-AC model's one-frame call and one CEM iteration's rollout (default 400\n"
+            "candidates x 2 steps) batched and as single calls.\n"
             "\n"
             "  --json      one JSON object per line on stdout (context lines go to stderr)\n"
             "  -t N        threads (default: the online CPUs)\n"
@@ -49,7 +51,7 @@ int cmd_bench(int argc, char **argv) {
     if (strcmp(argv[1], "kernels") && !gpu_cmd && !world_cmd)
         return cli_usage_error("bench", "unknown benchmark '%s' (kernels, gpu, world)", argv[1]);
     const char *model = NULL;
-    int samples = 300, horizon = 5;
+    int samples = 0, horizon = 0;   /* 0: the planner's defaults for the model's kind */
     int gpu = gpu_cmd ? 0 : -1;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     struct bench_opts o = {.json = 0, .threads = ncpu > 0 && ncpu <= 1024 ? (int)ncpu : 1,
@@ -93,7 +95,7 @@ int cmd_bench(int argc, char **argv) {
     if (cpu < 0) return cli_usage_error("bench", "unknown cpu level '%s'", cap);
     o.cpu = (unsigned)cpu;
     if (world_cmd) {
-        if (!model) return cli_usage_error("bench", "bench world needs -m MODEL (a LeWM file)");
+        if (!model) return cli_usage_error("bench", "bench world needs -m MODEL (a LeWM or V-JEPA 2-AC file)");
         return bench_world(&o, model, samples, horizon) ? CLI_EXIT_FAIL : 0;
     }
     if (gpu >= 0) {

@@ -122,8 +122,10 @@ static void print_predictor(const struct jepa_model *m) {
         printf("  actions   action dim %d, state dim %d, window of %d frames\n", p->action_dim, p->state_dim,
                p->n_frames);
     else if (p->kind == JM_PRED_AC)
-        printf("  actions   action dim %d, state dim %d, %d tokens per frame%s\n", p->action_dim, p->state_dim,
-               p->grid_size * p->grid_size, p->frame_causal ? ", frame-causal" : "");
+        printf("  actions   action dim %d, state dim %d, %d tokens per frame, up to %d frames%s%s\n", p->action_dim,
+               p->state_dim, p->grid_size * p->grid_size, m->enc.n_frames / m->enc.tubelet,
+               p->frame_causal ? ", frame-causal" : "",
+               p->action_dim == 7 && p->state_dim == 7 ? "; rollout and planning (Meta's 7-d pose rule)" : "; predict only (rollout needs 7-d actions and states)");
 }
 
 static void print_head(const struct jepa_model *m) {

@@ -94,6 +94,7 @@ typedef struct jepa_model_info {
     int pred_n_frames;      /* frames the predictor takes: LeWM jepa.pred.n_frames, V-JEPA 2-AC
                                jepa.enc.n_frames / tubelet_size; else 0 */
     int pred_tokens_per_frame; /* V-JEPA 2-AC: encoder tokens per frame (grid_size^2), else 0 */
+    int pred_embed_dim, pred_n_layer, pred_n_head, pred_ffn_dim;   /* the predictor's stack, else 0 */
 } jepa_model_info;
 
 JEPA_API void jepa_model_get_info(const jepa_model *m, jepa_model_info *info);

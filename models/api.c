@@ -93,6 +93,10 @@ void jepa_model_get_info(const jepa_model *m, jepa_model_info *info) {
     info->pred_n_frames = !m->has_pred ? 0 : pr->kind == JM_PRED_LEWM ? pr->n_frames
                         : pr->kind == JM_PRED_AC ? jm_ac_max_frames(m) : 0;
     info->pred_tokens_per_frame = m->has_pred && pr->kind == JM_PRED_AC ? pr->grid_size * pr->grid_size : 0;
+    info->pred_embed_dim = m->has_pred ? pr->vit.d : 0;
+    info->pred_n_layer = m->has_pred ? pr->vit.n_layer : 0;
+    info->pred_n_head = m->has_pred ? pr->vit.n_head : 0;
+    info->pred_ffn_dim = m->has_pred ? pr->vit.ffn : 0;
 }
 
 const char *jepa_model_label(const jepa_model *m, int i) {

@@ -151,5 +151,12 @@ expect 1 "ac plan: a goal of the wrong size" jepa plan -m "$AC/model_a.gguf" --s
 expect 1 "ac plan: a 4-d action model" jepa plan -m "$AC/model_b.gguf" --start-tokens "$AC/tokens_b.npy" --start-states "$AC/states_b.npy" \
     --goal-tokens "$AC/tokens_b.npy" -o "$WORK/o.npy"
 
+# the benchmark runs on both kinds (its figures are not checked here: docs/world-models.md)
+expect 0 "bench world, LeWM" jepa bench world -m "$M" --samples 8 --horizon 2 --quick --json -t 1
+grep -q '"bench": "world"' "$WORK/out.txt" && ok "  one JSON line" || bad "  one JSON line"
+expect 0 "bench world, V-JEPA 2-AC" jepa bench world -m "$AC/model_a.gguf" --samples 4 --quick --json -t 1
+grep -q '"bench": "world_ac"' "$WORK/out.txt" && ok "  one JSON line" || bad "  one JSON line"
+expect 1 "bench world, no world model" jepa bench world -m "$DATA/vjepa2_tiny/model.gguf" --quick
+
 echo "$fails failed"
 [ "$fails" -eq 0 ]
