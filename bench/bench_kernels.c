@@ -31,6 +31,7 @@
 #include "kernels/kernels.h"
 #include "runtime/cpu.h"
 #include "runtime/dtype.h"
+#include "runtime/quant.h"
 
 #ifdef JEPA_HAVE_OPENBLAS
 /* OpenBLAS is the baseline of `jepa bench kernels` and nothing else, so it is opened here
@@ -172,16 +173,16 @@ static void *convert_weights(const float *w, int N, int K, enum jk_dtype t) {
                 uint16_t h = t == JK_F16 ? f32_to_f16(src[k]) : f32_to_bf16(src[k]);
                 memcpy(dst + 2 * (size_t)k, &h, 2);
             }
-        } else {
-            for (int b = 0; b < K / QK8_0; b++) {
-                float amax = 0.0f;
-                for (int j = 0; j < QK8_0; j++) amax = fmaxf(amax, fabsf(src[b * QK8_0 + j]));
-                struct block_q8_0 blk;
-                blk.d = f32_to_f16(amax / 127.0f);
-                const float d = f16_to_f32(blk.d);
-                for (int j = 0; j < QK8_0; j++)
-                    blk.qs[j] = (int8_t)(d > 0 ? lrintf(src[b * QK8_0 + j] / d) : 0);
-                memcpy(dst + (size_t)b * sizeof blk, &blk, sizeof blk);
+        } else if (jr_quantize_row((int)t, src, dst, K) != 0) {
+            /* the K-quants (no encoder yet): valid blocks of pseudo-random codes and small
+             * scales; the time does not depend on the values */
+            const size_t bb = jk_row_bytes(t, QK_K);
+            for (size_t i = 0; i < rb; i++) dst[i] = (uint8_t)((i * 2654435761u + (size_t)n * 40503u) >> 7);
+            const uint16_t d = f32_to_f16(1.0f / 1024.0f);
+            for (int b = 0; b < K / QK_K; b++) {
+                uint8_t *blk = dst + (size_t)b * bb;
+                memcpy(blk + (t == JK_Q6_K ? 208 : 0), &d, 2);
+                if (t != JK_Q6_K) memcpy(blk + 2, &d, 2);
             }
         }
     }
@@ -190,9 +191,10 @@ static void *convert_weights(const float *w, int N, int K, enum jk_dtype t) {
 
 static int bench_matmul(const struct bench_opts *o, const struct jk_kernels *k, double peak,
                         const char *gemm_isa) {
-    static const int Ms_quick[] = {1, 576}, Ms[] = {1, 576, 2048}, Ms_full[] = {1, 576, 2048, 4608, 18432};
+    /* small M (the attentive-pool query, predictor batches: 1 .. 16) and large */
+    static const int Ms_quick[] = {1, 576}, Ms[] = {1, 4, 16, 576, 2048}, Ms_full[] = {1, 4, 16, 576, 2048, 4608, 18432};
     const int *ms = o->quick ? Ms_quick : o->full ? Ms_full : Ms;
-    const int nm = o->quick ? 2 : o->full ? 5 : 3;
+    const int nm = o->quick ? 2 : o->full ? 7 : 5;
     const double budget = o->quick ? QUICK_BUDGET_S : BUDGET_S;
     uint64_t seed = 42;
     for (int mi = 0; mi < nm; mi++) {
@@ -217,6 +219,8 @@ static int bench_matmul(const struct bench_opts *o, const struct jk_kernels *k, 
              * worker threads (spinning after a call) share the cores with the other's */
             double sec[JK_NDTYPES];
             for (int t = 0; t < JK_NDTYPES; t++) {
+                sec[t] = 0.0;
+                if (!jk_row_bytes((enum jk_dtype)t, K)) continue;   /* K not whole blocks (K-quants at 384) */
                 void *wt = convert_weights(w, N, K, (enum jk_dtype)t);
                 if (!wt) {
                     fprintf(stderr, "jepa bench: out of memory\n");
@@ -242,6 +246,7 @@ static int bench_matmul(const struct bench_opts *o, const struct jk_kernels *k, 
             }
 #endif
             for (int t = 0; t < JK_NDTYPES; t++) {
+                if (sec[t] == 0.0) continue;
                 char note[64];
                 snprintf(note, sizeof note, "%s %s", gemm_isa, t == 0 ? mm_shapes[si].what : "");
                 row(o, "matmul", jk_dtype_name((enum jk_dtype)t), M, N, K, sec[t], flops, peak,

@@ -171,6 +171,19 @@ static void print_weights(const struct jepa_model *m) {
     printf("; %.2f MiB", (double)m->weight_bytes / MIB);
     if (jg_find_kv(m->g, "general.file_type")) printf(" (general.file_type %u)", m->file_type);
     printf("\n");
+    /* bits per weight: every tensor, and the matmul weights alone (where the type is chosen) */
+    double all_bytes = 0, all_n = 0, mm_bytes = 0, mm_n = 0;
+    for (int64_t i = 0; i < jg_n_tensors(m->g); i++) {
+        const struct gguf_tensor *t = jg_tensor_at(m->g, i);
+        all_bytes += (double)t->nbytes, all_n += (double)t->n_elements;
+    }
+    for (int i = 0; i < m->n_weights; i++) {
+        const struct jm_linear *l = m->weights[i].lin;
+        mm_bytes += (double)l->ldw * l->n_out, mm_n += (double)l->n_in * l->n_out;
+    }
+    if (all_n > 0)
+        printf("  bits      %.2f per weight over the file, %.2f over its %d matmul weights\n", 8 * all_bytes / all_n,
+               mm_n > 0 ? 8 * mm_bytes / mm_n : 0.0, m->n_weights);
     if (m->n_unknown_tensors)
         printf("  unknown   %lld tensor%s not named by schema v1 for this family (first: %s), ignored\n",
                (long long)m->n_unknown_tensors, m->n_unknown_tensors == 1 ? "" : "s", esc(m->unknown_tensor));

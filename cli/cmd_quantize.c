@@ -1,11 +1,12 @@
 /*
- * cmd_quantize.c — `jepa quantize IN.gguf OUT.gguf --type f16|bf16|q8_0|f32`: rewrite a
+ * cmd_quantize.c — `jepa quantize IN.gguf OUT.gguf --type TYPE` (or IN OUT TYPE): rewrite a
  * model with its matmul weights in another type (the loaded model's weight list says
  * which tensors: models/quantize.h), then load the result once to prove it is a valid
  * schema-v1 file.
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli/cli.h"
 #include "gguf/gguf.h"
@@ -16,28 +17,38 @@ int cmd_quantize(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *type = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: jepa quantize IN.gguf OUT.gguf --type f16|bf16|q8_0|f32\n"
+            printf("usage: jepa quantize IN.gguf OUT.gguf --type TYPE   (or jepa.cpp's IN.gguf OUT.gguf TYPE)\n"
+                   "TYPE: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1 (blocks as gguf-py's\n"
+                   "gguf.quants.quantize writes them; q4_K, q5_K, q6_K files are read, not written yet).\n"
                    "Converts the matmul weights of the schema's quantization set (docs/gguf-schema.md);\n"
-                   "patch and action embeddings keep their type; norms, biases,\n"
-                   "tokens and tables stay F32. q8_0 falls back to f16 for rows not a multiple of 32.\n");
+                   "patch and action embeddings keep their type; norms, biases, tokens and tables\n"
+                   "stay F32. The block types fall back to f16 for rows not a multiple of 32.\n"
+                   "general.file_type and general.name (suffix -TYPE) are updated.\n");
             return 0;
         }
         if (!strcmp(argv[i], "--type")) {
             if (++i >= argc) return cli_usage_error("quantize", "--type needs a value");
+            if (type) return cli_usage_error("quantize", "the type is given twice");
             type = argv[i];
         } else if (argv[i][0] == '-') {
             return cli_usage_error("quantize", "unknown option '%s'", argv[i]);
         } else if (!in) in = argv[i];
         else if (!out) out = argv[i];
+        else if (!type) type = argv[i];   /* jepa.cpp's positional form: IN OUT TYPE */
         else return cli_usage_error("quantize", "unexpected argument '%s'", argv[i]);
     }
     if (!in || !out || !type) return cli_usage_error("quantize", "needs IN.gguf OUT.gguf --type TYPE");
-    uint32_t target;
-    if (!strcmp(type, "f32")) target = GGUF_TYPE_F32;
-    else if (!strcmp(type, "f16")) target = GGUF_TYPE_F16;
-    else if (!strcmp(type, "bf16")) target = GGUF_TYPE_BF16;
-    else if (!strcmp(type, "q8_0")) target = GGUF_TYPE_Q8_0;
-    else return cli_usage_error("quantize", "--type takes f32, f16, bf16 or q8_0, not '%s'", type);
+    static const struct { const char *name; uint32_t type; } types[] = {
+        {"f32", GGUF_TYPE_F32},   {"f16", GGUF_TYPE_F16},   {"bf16", GGUF_TYPE_BF16}, {"q8_0", GGUF_TYPE_Q8_0},
+        {"q4_0", GGUF_TYPE_Q4_0}, {"q4_1", GGUF_TYPE_Q4_1}, {"q5_0", GGUF_TYPE_Q5_0}, {"q5_1", GGUF_TYPE_Q5_1},
+        {"q4_K", GGUF_TYPE_Q4_K}, {"q5_K", GGUF_TYPE_Q5_K}, {"q6_K", GGUF_TYPE_Q6_K},
+    };
+    uint32_t target = UINT32_MAX;
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+        if (!strcasecmp(type, types[i].name)) target = types[i].type;
+    if (target == UINT32_MAX)
+        return cli_usage_error("quantize", "--type takes f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1 (q4_K, q5_K, "
+                               "q6_K are read but not written yet), not '%s'", type);
     const char *ins[] = {in}, *outs[] = {out};
     int urc = cli_check_outputs("quantize", ins, 1, outs, 1);
     if (urc) return urc;

@@ -16,7 +16,22 @@ const char *jk_dtype_name(enum jk_dtype t) {
     case JK_F16: return "f16";
     case JK_BF16: return "bf16";
     case JK_Q8_0: return "q8_0";
+    case JK_Q4_0: return "q4_0";
+    case JK_Q4_1: return "q4_1";
+    case JK_Q5_0: return "q5_0";
+    case JK_Q5_1: return "q5_1";
+    case JK_Q4_K: return "q4_K";
+    case JK_Q5_K: return "q5_K";
+    case JK_Q6_K: return "q6_K";
     default: return "?";
+    }
+}
+
+int jk_dtype_block(enum jk_dtype t) {
+    switch (t) {
+    case JK_Q8_0: case JK_Q4_0: case JK_Q4_1: case JK_Q5_0: case JK_Q5_1: return 32;
+    case JK_Q4_K: case JK_Q5_K: case JK_Q6_K: return QK_K;
+    default: return 1;
     }
 }
 
@@ -26,8 +41,11 @@ size_t jk_row_bytes(enum jk_dtype t, int K) {
     case JK_F32: return (size_t)K * 4;
     case JK_F16:
     case JK_BF16: return (size_t)K * 2;
-    case JK_Q8_0: return K % QK8_0 ? 0 : (size_t)(K / QK8_0) * sizeof(struct block_q8_0);
-    default: return 0;
+    default: {
+        const size_t blk = jr_block_bytes((int)t);
+        const int qk = jk_dtype_block(t);
+        return blk && K % qk == 0 ? (size_t)(K / qk) * blk : 0;
+    }
     }
 }
 
@@ -37,6 +55,13 @@ const struct jk_slot jk_slots[] = {
     JK_SLOT(gemm[JK_F16], "gemm_f16", JK_F16),
     JK_SLOT(gemm[JK_BF16], "gemm_bf16", JK_BF16),
     JK_SLOT(gemm[JK_Q8_0], "gemm_q8_0", JK_Q8_0),
+    JK_SLOT(gemm[JK_Q4_0], "gemm_q4_0", JK_Q4_0),
+    JK_SLOT(gemm[JK_Q4_1], "gemm_q4_1", JK_Q4_1),
+    JK_SLOT(gemm[JK_Q5_0], "gemm_q5_0", JK_Q5_0),
+    JK_SLOT(gemm[JK_Q5_1], "gemm_q5_1", JK_Q5_1),
+    JK_SLOT(gemm[JK_Q4_K], "gemm_q4_K", JK_Q4_K),
+    JK_SLOT(gemm[JK_Q5_K], "gemm_q5_K", JK_Q5_K),
+    JK_SLOT(gemm[JK_Q6_K], "gemm_q6_K", JK_Q6_K),
     JK_SLOT(gemm_ws, "gemm_ws", -1),
     JK_SLOT(attn, "attn", -1),
     JK_SLOT(attn_ws, "attn_ws", -1),
@@ -71,6 +96,13 @@ void jk_init_ref(struct jk_kernels *k) {
     k->gemm[JK_F16] = jk_gemm_f16_ref;
     k->gemm[JK_BF16] = jk_gemm_bf16_ref;
     k->gemm[JK_Q8_0] = jk_gemm_q8_0_ref;
+    k->gemm[JK_Q4_0] = jk_gemm_q4_0_ref;
+    k->gemm[JK_Q4_1] = jk_gemm_q4_1_ref;
+    k->gemm[JK_Q5_0] = jk_gemm_q5_0_ref;
+    k->gemm[JK_Q5_1] = jk_gemm_q5_1_ref;
+    k->gemm[JK_Q4_K] = jk_gemm_q4_K_ref;
+    k->gemm[JK_Q5_K] = jk_gemm_q5_K_ref;
+    k->gemm[JK_Q6_K] = jk_gemm_q6_K_ref;
     k->attn = jk_attn_ref;
     k->rope = jk_rope_ref;
     k->layernorm = jk_layernorm_ref;

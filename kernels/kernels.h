@@ -9,7 +9,8 @@
  * reference; bench/ times them.
  *
  * Conventions for every slot
- *  - Activations are f32 in memory everywhere. Weights may be f32, f16, bf16 or q8_0.
+ *  - Activations are f32 in memory everywhere. Weights may be f32, f16, bf16, q8_0 or one
+ *    of ggml's 4-6 bit block formats (q4_0 .. q6_K below).
  *    CPU tables: weights are converted to f32 inside the kernel and every product is
  *    f32 x f32 — activations are never rounded to a 16-bit type (that is how ggml
  *    collapses tokens on f16 files). CUDA table (kernels/cuda/, docs/cuda.md): the
@@ -39,10 +40,23 @@ enum jk_dtype {
     JK_F16 = 1,
     JK_BF16 = 2,
     JK_Q8_0 = 3,    /* blocks of 32: f16 scale + 32 x int8; K % 32 == 0 */
+    /* ggml's block formats (docs/quantization.md): weights decoded to f32 exactly as
+     * gguf-py's gguf.quants.dequantize computes them (kernels/ref/dequant_ref.c) */
+    JK_Q4_0 = 4,    /* 32: f16 d, 16 bytes of 4-bit q; w = d (q - 8) */
+    JK_Q4_1 = 5,    /* 32: f16 d, f16 m, 16 bytes of 4-bit q; w = d q + m */
+    JK_Q5_0 = 6,    /* 32: f16 d, 32 high bits, 16 bytes of low nibbles; w = d (q - 16) */
+    JK_Q5_1 = 7,    /* 32: f16 d, f16 m, high bits, low nibbles; w = d q + m */
+    JK_Q4_K = 8,    /* 256: f16 d, f16 dmin, 8 x 6-bit scales and mins, 4-bit q */
+    JK_Q5_K = 9,    /* 256: as q4_K with a fifth bit per weight */
+    JK_Q6_K = 10,   /* 256: 4 + 2 bits per weight, 16 int8 scales, f16 d */
     JK_NDTYPES
 };
 
 const char *jk_dtype_name(enum jk_dtype t);
+/* Weights per block: 1 for the float types, 32 or 256 for the block formats. */
+int jk_dtype_block(enum jk_dtype t);
+/* Whether t is one of ggml's block formats (q8_0 and q4_0 .. q6_K). */
+static inline int jk_dtype_is_block(enum jk_dtype t) { return t >= JK_Q8_0; }
 /* Bytes of a weight row of K elements (0 if K does not fit the block size). */
 size_t jk_row_bytes(enum jk_dtype t, int K);
 
@@ -56,7 +70,8 @@ enum jk_epilogue {
 /* Y[m, n] = epi(sum_k X[m, k] * W[n, k] + bias[n]), 0 <= m < M, 0 <= n < N.
  *   x: f32 [M, K], row stride ldx floats     w: N rows of K weights, row stride ldw bytes
  *   y: f32 [M, N], row stride ldy floats     bias: [N] f32 or NULL
- * M, N, K >= 1. For JK_Q8_0, K % 32 == 0. x and y must not overlap. */
+ * M, N, K >= 1. K is a multiple of the weight type's block (jk_dtype_block: 32 for
+ * q8_0 and q4_0 .. q5_1, 256 for the K-quants). x and y must not overlap. */
 struct jk_gemm_args {
     float *y; size_t ldy;
     const float *x; size_t ldx;

@@ -19,7 +19,7 @@
  *    trailing dims of 1 are ignored, so [d] and [d, 1] are the same shape.
  *  - Tensor types: every tensor of the file must have a type schema v1 allows
  *    (JEPA_ERR_SCHEMA otherwise; the GGUF reader itself takes any type whose layout it
- *    knows). Matmul weights may be F32, F16, BF16 or Q8_0 (a schema type without a
+ *    knows). Matmul weights may be F32, F16, BF16, Q8_0 or Q4_0 .. Q6_K (a schema type without a
  *    kernel is JEPA_ERR_UNSUPPORTED); norms, biases, layer scales, tokens and tables
  *    must be F32. Every matmul weight is recorded in the model's weight list (model.h,
  *    struct jm_weight) with its place in the schema's quantization set.
@@ -222,6 +222,13 @@ static bool matmul_dtype(uint32_t t, enum jk_dtype *dt) {
     case GGUF_TYPE_F16: *dt = JK_F16; return true;
     case GGUF_TYPE_BF16: *dt = JK_BF16; return true;
     case GGUF_TYPE_Q8_0: *dt = JK_Q8_0; return true;
+    case GGUF_TYPE_Q4_0: *dt = JK_Q4_0; return true;
+    case GGUF_TYPE_Q4_1: *dt = JK_Q4_1; return true;
+    case GGUF_TYPE_Q5_0: *dt = JK_Q5_0; return true;
+    case GGUF_TYPE_Q5_1: *dt = JK_Q5_1; return true;
+    case GGUF_TYPE_Q4_K: *dt = JK_Q4_K; return true;
+    case GGUF_TYPE_Q5_K: *dt = JK_Q5_K; return true;
+    case GGUF_TYPE_Q6_K: *dt = JK_Q6_K; return true;
     default: return false;
     }
 }
@@ -291,8 +298,8 @@ static jepa_status tensor(struct ld *L, const char *name, enum tclass cls, int64
                         "tables stay f32)", name, type_name(t->type));
     if (cls == T_MATMUL && !matmul_dtype(t->type, &dt))
         return jr_err_set(L->err, JEPA_ERR_UNSUPPORTED,
-                        "tensor %s: type %s is not supported for a matmul weight (f32, f16, bf16 "
-                        "or q8_0)", name, type_name(t->type));
+                        "tensor %s: type %s is not supported for a matmul weight (f32, f16, bf16, "
+                        "q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K, q6_K)", name, type_name(t->type));
     /* The reader checked data against the file; check it against this shape too, and the
      * alignment the kernels' loads need (general.alignment may be as small as 1). */
     size_t row = jg_row_bytes(t->type, t->ne[0]);
@@ -373,9 +380,16 @@ static jepa_status load_linear(struct ld *L, struct jm_linear *o, const char *st
     matmul_dtype(t->type, &o->dt);
     o->n_out = (int)t->ne[1];
     o->n_in = (int)n_in;
-    if (o->dt == JK_Q8_0 && n_in % 32)
-        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "tensor %s: q8_0 with %lld in-features, not a multiple of 32",
-                        name, (long long)n_in);
+    const int qk = jk_dtype_block(o->dt);
+    if (n_in % qk)
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA, "tensor %s: %s with %lld in-features, not a multiple of its %d-weight block%s",
+                        name, jk_dtype_name(o->dt), (long long)n_in, qk,
+                        qk == 256 ? " (schema: K-quants need ne[0] % 256 == 0, else the q8_0 / q4_0 / q5_0 fallback)" : "");
+    if (o->dt > JK_Q8_0 && q != Q_YES)   /* the 4-6 bit types: the schema's quantization set only */
+        return jr_err_set(L->err, JEPA_ERR_SCHEMA,
+                        "tensor %s: type %s, but schema v1 quantizes only the attention, MLP, projection, "
+                        "predictor-embed and head matmul weights (this one may be f32, f16, bf16 or q8_0)",
+                        name, jk_dtype_name(o->dt));
     o->ldw = jg_row_bytes(t->type, n_in);
     o->b = NULL;
     if ((st = record_weight(L, o, q == Q_YES))) return st;

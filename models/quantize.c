@@ -1,6 +1,7 @@
 /* quantize.c — see quantize.h. Tested by tests/models/test_dtypes.c. */
 #include "models/quantize.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,27 +17,78 @@ static bool quantizable(const struct jepa_model *m, const struct gguf_tensor *t)
     return false;
 }
 
+/* The kernels' weight type of a GGUF type, or -1. */
 static int to_jk(uint32_t t) {
     switch (t) {
     case GGUF_TYPE_F32: return JK_F32;
     case GGUF_TYPE_F16: return JK_F16;
     case GGUF_TYPE_BF16: return JK_BF16;
     case GGUF_TYPE_Q8_0: return JK_Q8_0;
+    case GGUF_TYPE_Q4_0: return JK_Q4_0;
+    case GGUF_TYPE_Q4_1: return JK_Q4_1;
+    case GGUF_TYPE_Q5_0: return JK_Q5_0;
+    case GGUF_TYPE_Q5_1: return JK_Q5_1;
+    case GGUF_TYPE_Q4_K: return JK_Q4_K;
+    case GGUF_TYPE_Q5_K: return JK_Q5_K;
+    case GGUF_TYPE_Q6_K: return JK_Q6_K;
     default: return -1;
     }
+}
+
+/* general.file_type for a file whose quantizable weights are `t` (ggml's llama_ftype:
+ * ALL_F32 0, MOSTLY_F16 1, Q4_0 2, Q4_1 3, Q8_0 7, Q5_0 8, Q5_1 9, BF16 32). */
+static uint32_t file_type_of(uint32_t t) {
+    switch (t) {
+    case GGUF_TYPE_F16: return 1;
+    case GGUF_TYPE_Q4_0: return 2;
+    case GGUF_TYPE_Q4_1: return 3;
+    case GGUF_TYPE_Q8_0: return 7;
+    case GGUF_TYPE_Q5_0: return 8;
+    case GGUF_TYPE_Q5_1: return 9;
+    case GGUF_TYPE_BF16: return 32;
+    default: return 0;
+    }
+}
+
+/* "<name>-<type>", an earlier type suffix of the name replaced. */
+static jepa_status set_name(struct gguf_writer *w, const struct gguf_file *in, uint32_t target) {
+    const struct gguf_kv *kv = jg_find_kv(in, "general.name");
+    const char *type = jg_type_info(target)->name;
+    char name[256];
+    size_t len = 0;
+    if (kv && kv->type == GGUF_V_STRING) {
+        len = strlen(kv->v.s);
+        len = len < 200 ? len : 200;
+        memcpy(name, kv->v.s, len);
+        static const char *const sfx[] = {"-f32", "-f16", "-bf16", "-q8_0", "-q4_0", "-q4_1", "-q5_0", "-q5_1",
+                                          "-q4_K", "-q5_K", "-q6_K"};
+        for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) {
+            const size_t n = strlen(sfx[i]);
+            if (len > n && !memcmp(name + len - n, sfx[i], n)) {
+                len -= n;
+                break;
+            }
+        }
+    }
+    snprintf(name + len, sizeof name - len, "%s%s", len ? "-" : "", type);
+    return jg_writer_set_str(w, "general.name", name);
 }
 
 jepa_status jm_quantize(const struct jepa_model *m, struct gguf_writer *w, uint32_t target,
                         bool store_as_f32, struct jerr *err) {
     const struct gguf_file *in = m->g;
-    if (to_jk(target) < 0)
-        return jr_err_set(err, JEPA_ERR_UNSUPPORTED, "quantize: target type %u is not f32, f16, bf16 or q8_0",
-                        target);
+    const int tj = to_jk(target);
+    if (tj < 0)
+        return jr_err_set(err, JEPA_ERR_UNSUPPORTED, "quantize: target type %u is not one jepa.c writes", target);
+    if (tj > JK_Q5_1)
+        return jr_err_set(err, JEPA_ERR_UNSUPPORTED,
+                          "quantize: %s is read and run, but not written yet (ggml's K-quant quantizer is not "
+                          "implemented here)", jk_dtype_name((enum jk_dtype)tj));
     jepa_status st = jg_writer_copy_kv(w, in);
     if (st) return jr_err_set(err, st, "quantize: out of memory copying the metadata");
-    static const uint32_t ftype_of[] = {[GGUF_TYPE_F32] = 0, [GGUF_TYPE_F16] = 1,
-                                        [GGUF_TYPE_Q8_0] = 7, [GGUF_TYPE_BF16] = 32};
-    jg_writer_set_u32(w, "general.file_type", store_as_f32 ? 0 : ftype_of[target]);
+    if ((st = jg_writer_set_u32(w, "general.file_type", store_as_f32 ? 0 : file_type_of(target))) ||
+        (!store_as_f32 && (st = set_name(w, in, target))))
+        return jr_err_set(err, st, "quantize: out of memory setting the metadata");
 
     float *row = NULL;
     void *out = NULL;
@@ -51,7 +103,7 @@ jepa_status jm_quantize(const struct jepa_model *m, struct gguf_writer *w, uint3
         }
         const int K = (int)t->ne[0], N = (int)t->ne[1];
         uint32_t type = target;
-        if (type == GGUF_TYPE_Q8_0 && K % QK8_0) type = GGUF_TYPE_F16;   /* schema fallback */
+        if (jk_dtype_block((enum jk_dtype)to_jk(type)) > 1 && K % 32) type = GGUF_TYPE_F16;   /* schema fallback */
         size_t need = (size_t)N * K * sizeof(float) * 2;
         if (need > cap) {
             free(row), free(out);
@@ -68,8 +120,9 @@ jepa_status jm_quantize(const struct jepa_model *m, struct gguf_writer *w, uint3
         } else if (type == GGUF_TYPE_F16 || type == GGUF_TYPE_BF16) {
             uint16_t *h = out;
             for (int64_t j = 0; j < count; j++) h[j] = type == GGUF_TYPE_F16 ? f32_to_f16(row[j]) : f32_to_bf16(row[j]);
-        } else {
-            jr_quantize_row_q8_0(row, out, count);
+        } else if (jr_quantize_row(to_jk(type), row, out, count)) {
+            st = jr_err_set(err, JEPA_ERR_UNSUPPORTED, "quantize: no %s encoder", jg_type_info(type)->name);
+            goto done;
         }
         if (store_as_f32) {   /* widen the converted values back: the same numbers as F32 */
             for (int n = 0; n < N; n++) jk_ref_weight_row(row + (size_t)n * K, out, jg_row_bytes(type, K), (enum jk_dtype)to_jk(type), n, K);

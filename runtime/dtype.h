@@ -7,6 +7,7 @@
 #ifndef JEPA_RUNTIME_DTYPE_H
 #define JEPA_RUNTIME_DTYPE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -60,5 +61,40 @@ struct block_q8_0 {
     int8_t qs[QK8_0];
 };
 _Static_assert(sizeof(struct block_q8_0) == 34, "q8_0 block is 34 bytes");
+
+/* ggml's 4-6 bit block formats, as byte layouts (every field little-endian; decoded by
+ * kernels/ref/dequant_ref.c, written by runtime/quant.c). QK_K: weights of a K-quant
+ * super-block. */
+#define QK_K 256
+#define Q4_0_BYTES 18    /* d[2] qs[16]: weight j < 16 the low nibble of qs[j], j + 16 the high */
+#define Q4_1_BYTES 20    /* d[2] m[2] qs[16] */
+#define Q5_0_BYTES 22    /* d[2] qh[4] qs[16]: bit j of the u32 qh is weight j's fifth bit */
+#define Q5_1_BYTES 24    /* d[2] m[2] qh[4] qs[16] */
+#define Q4_K_BYTES 144   /* d[2] dmin[2] scales[12] qs[128] */
+#define Q5_K_BYTES 176   /* d[2] dmin[2] scales[12] qh[32] qs[128] */
+#define Q6_K_BYTES 210   /* ql[128] qh[64] scales[16] (int8) d[2] */
+
+/* The 6-bit scale and min of sub-block s (0 .. 7) of a q4_K / q5_K super-block, from its
+ * 12 scale bytes (ggml's get_scale_min_k4): for s < 4 the low six bits of sc[s] and
+ * sc[s + 4]; for s >= 4 the low (scale) or high (min) nibble of sc[s + 4] with the top two
+ * bits of sc[s - 4] (scale) or sc[s] (min) above it. */
+static inline void jr_scale_min_k4(const uint8_t *sc, int s, int *scale, int *min) {
+    if (s < 4) {
+        *scale = sc[s] & 63;
+        *min = sc[s + 4] & 63;
+    } else {
+        *scale = (sc[s + 4] & 0x0f) | ((sc[s - 4] >> 6) << 4);
+        *min = (sc[s + 4] >> 4) | ((sc[s] >> 6) << 4);
+    }
+}
+
+/* Bytes of one block of GGUF / jk_dtype-numbered block type t (the kernels' enum uses
+ * the same order from q8_0 on: 3 q8_0, 4 q4_0, 5 q4_1, 6 q5_0, 7 q5_1, 8 q4_K, 9 q5_K,
+ * 10 q6_K), 0 for anything else. */
+static inline size_t jr_block_bytes(int t) {
+    static const unsigned char bytes[] = {0, 0, 0, 34, Q4_0_BYTES, Q4_1_BYTES, Q5_0_BYTES, Q5_1_BYTES,
+                                          Q4_K_BYTES, Q5_K_BYTES, Q6_K_BYTES};
+    return t >= 0 && t < (int)sizeof bytes ? bytes[t] : 0;
+}
 
 #endif

@@ -1,6 +1,7 @@
 /*
- * quant.h — converting f32 weights to the stored weight types (f16, bf16, q8_0) and
- * back. Used by `jepa quantize`, `jepa synth` and the dtype parity tests.
+ * quant.h — converting f32 weights to the stored weight types (f16, bf16 and ggml's
+ * block formats). Used by `jepa quantize`, `jepa synth` and the dtype parity tests; the
+ * decoding side is kernels/ref/dequant_ref.c.
  */
 #ifndef JEPA_RUNTIME_QUANT_H
 #define JEPA_RUNTIME_QUANT_H
@@ -13,5 +14,16 @@
 /* q8_0, as ggml defines it: per block of 32, d = max|x| / 127, q = round(x / d). n % 32 == 0. */
 void jr_quantize_row_q8_0(const float *x, struct block_q8_0 *y, int64_t n);
 void jr_dequantize_row_q8_0(const struct block_q8_0 *x, float *y, int64_t n);
+
+/* n weights (a multiple of 32) to blocks of q4_0, q4_1, q5_0 or q5_1 (t numbered as
+ * jr_block_bytes numbers them: 4, 5, 6, 7; q8_0 = 3 too), bit-identical to gguf-py's
+ * gguf.quants.quantize (and ggml's quantize_row_*_ref): per block
+ *   q4_0 / q5_0: m = the weight of largest magnitude (the first such), d = m / -8 (-16),
+ *                q = min(15 (31), trunc(x / d + 8.5 (16.5)))   [x / d as x * (1 / d)]
+ *   q4_1 / q5_1: d = (max - min) / 15 (31), q = min(15 (31), trunc((x - min) / d + 0.5)),
+ *                min stored as f16
+ * with d stored as f16 (the f32 d divides). Returns 0, or -1 for a type it does not
+ * make (the K-quants). */
+int jr_quantize_row(int t, const float *x, void *y, int64_t n);
 
 #endif

@@ -121,9 +121,17 @@ static void gt_pack_a(float *p, const float *x, size_t ldx, int mc, int kc) {
     }
 }
 
-/* 8 weights of a row from element k on, as f32 in two vectors (k % 8 == 0 for q8_0). */
+/* 8 weights of a row from element k on, as f32 in two vectors (k % 8 == 0 for the block
+ * formats). */
 static ALWAYS_INLINE void ld8(enum jk_dtype t, const uint8_t *row, int k, float32x4_t *lo,
                               float32x4_t *hi) {
+    if (t > JK_Q8_0) {   /* ggml's 4-6 bit formats: the reference decoder, 8 at a time */
+        float v[8];
+        jk_dequant_ref(t, row, k, 8, v);
+        *lo = vld1q_f32(v);
+        *hi = vld1q_f32(v + 4);
+        return;
+    }
     switch (t) {
     case JK_F16: {
         const float16x8_t h = vreinterpretq_f16_u8(vld1q_u8(row + 2 * (size_t)k));
@@ -240,6 +248,10 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
 /* One W row of K weights of type t (f16 / bf16 / q8_0) widened to f32 in d: the hook of
  * the small-M driver (x86/gemm_small_tmpl.h, ISA-neutral). */
 static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float *d, int K) {
+    if (t > JK_Q8_0) {
+        jk_dequant_ref(t, row, 0, K, d);
+        return;
+    }
     int k = 0;
     for (; k + 8 <= K; k += 8) {
         float32x4_t lo, hi;
@@ -268,5 +280,12 @@ GEMM_NEON_DTYPE(f32, JK_F32)
 GEMM_NEON_DTYPE(f16, JK_F16)
 GEMM_NEON_DTYPE(bf16, JK_BF16)
 GEMM_NEON_DTYPE(q8_0, JK_Q8_0)
+GEMM_NEON_DTYPE(q4_0, JK_Q4_0)
+GEMM_NEON_DTYPE(q4_1, JK_Q4_1)
+GEMM_NEON_DTYPE(q5_0, JK_Q5_0)
+GEMM_NEON_DTYPE(q5_1, JK_Q5_1)
+GEMM_NEON_DTYPE(q4_K, JK_Q4_K)
+GEMM_NEON_DTYPE(q5_K, JK_Q5_K)
+GEMM_NEON_DTYPE(q6_K, JK_Q6_K)
 
 size_t jk_gemm_ws_neon(int nthreads, int K) { return gt_ws(nthreads, K); }

@@ -13,6 +13,13 @@ void jk_init_arm(struct jk_kernels *k, unsigned cpu_flags) {
     k->gemm[JK_F16] = jk_gemm_f16_neon;
     k->gemm[JK_BF16] = jk_gemm_bf16_neon;
     k->gemm[JK_Q8_0] = jk_gemm_q8_0_neon;
+    k->gemm[JK_Q4_0] = jk_gemm_q4_0_neon;
+    k->gemm[JK_Q4_1] = jk_gemm_q4_1_neon;
+    k->gemm[JK_Q5_0] = jk_gemm_q5_0_neon;
+    k->gemm[JK_Q5_1] = jk_gemm_q5_1_neon;
+    k->gemm[JK_Q4_K] = jk_gemm_q4_K_neon;
+    k->gemm[JK_Q5_K] = jk_gemm_q5_K_neon;
+    k->gemm[JK_Q6_K] = jk_gemm_q6_K_neon;
     k->gemm_ws = jk_gemm_ws_neon;
     k->attn = jk_attn_neon;
     k->attn_ws = jk_attn_ws_neon;

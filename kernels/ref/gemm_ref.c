@@ -18,36 +18,7 @@
 
 /* Convert weight row n (K elements) of dtype t to f32. */
 void jk_ref_weight_row(float *dst, const void *w, size_t ldw, enum jk_dtype t, int n, int K) {
-    const uint8_t *row = (const uint8_t *)w + (size_t)n * ldw;
-    switch (t) {
-    case JK_F32:
-        memcpy(dst, row, (size_t)K * sizeof(float));
-        break;
-    case JK_F16:
-        for (int k = 0; k < K; k++) {
-            uint16_t h;
-            memcpy(&h, row + 2 * (size_t)k, 2);
-            dst[k] = f16_to_f32(h);
-        }
-        break;
-    case JK_BF16:
-        for (int k = 0; k < K; k++) {
-            uint16_t h;
-            memcpy(&h, row + 2 * (size_t)k, 2);
-            dst[k] = bf16_to_f32(h);
-        }
-        break;
-    case JK_Q8_0:
-        for (int b = 0; b < K / QK8_0; b++) {
-            struct block_q8_0 blk;
-            memcpy(&blk, row + (size_t)b * sizeof blk, sizeof blk);
-            float d = f16_to_f32(blk.d);
-            for (int j = 0; j < QK8_0; j++) dst[b * QK8_0 + j] = d * (float)blk.qs[j];
-        }
-        break;
-    default:
-        break;
-    }
+    jk_dequant_ref(t, (const uint8_t *)w + (size_t)n * ldw, 0, K, dst);
 }
 
 /* 0.5 x (1 + erf(x / sqrt 2)); for x < 0 as 0.5 x erfc(-x / sqrt 2), which does not cancel
@@ -89,6 +60,13 @@ void jk_gemm_f32_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_F32); }
 void jk_gemm_f16_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_F16); }
 void jk_gemm_bf16_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_BF16); }
 void jk_gemm_q8_0_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q8_0); }
+void jk_gemm_q4_0_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q4_0); }
+void jk_gemm_q4_1_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q4_1); }
+void jk_gemm_q5_0_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q5_0); }
+void jk_gemm_q5_1_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q5_1); }
+void jk_gemm_q4_K_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q4_K); }
+void jk_gemm_q5_K_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q5_K); }
+void jk_gemm_q6_K_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q6_K); }
 
 /* The reference converts one weight row per thread: K floats each. */
 size_t jk_gemm_ws_ref(int nthreads, int K) {

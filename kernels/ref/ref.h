@@ -9,6 +9,8 @@
 #include "kernels/kernels.h"
 
 jk_gemm_fn jk_gemm_f32_ref, jk_gemm_f16_ref, jk_gemm_bf16_ref, jk_gemm_q8_0_ref;
+jk_gemm_fn jk_gemm_q4_0_ref, jk_gemm_q4_1_ref, jk_gemm_q5_0_ref, jk_gemm_q5_1_ref;
+jk_gemm_fn jk_gemm_q4_K_ref, jk_gemm_q5_K_ref, jk_gemm_q6_K_ref;
 jk_gemm_ws_fn jk_gemm_ws_ref;
 jk_attn_fn jk_attn_ref;
 jk_attn_ws_fn jk_attn_ws_ref;
@@ -20,6 +22,12 @@ jk_madd_fn jk_madd_ref;
 jk_patchify_fn jk_patchify_ref;
 jk_gather_fn jk_gather_ref;
 jk_mean_rows_fn jk_mean_rows_ref;
+
+/* Weights k0 .. k0 + n of one row of type t (the row's bytes at row) as f32, exactly as
+ * gguf-py's gguf.quants.dequantize and ggml's dequantize_row_* compute them
+ * (kernels/ref/dequant_ref.c). Any range of a row; the SIMD kernels call it for the
+ * block formats they do not decode themselves. */
+void jk_dequant_ref(enum jk_dtype t, const uint8_t *row, int k0, int n, float *dst);
 
 /* Helpers shared by the references and the tests. */
 void jk_ref_weight_row(float *dst, const void *w, size_t ldw, enum jk_dtype t, int n, int K);

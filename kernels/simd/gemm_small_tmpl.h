@@ -45,7 +45,9 @@ static ALWAYS_INLINE void small_m(const struct jk_gemm_args *a, enum jk_dtype t,
     rb = rb < 8 ? 8 : rb > rmax ? rmax : rb;
     for (int nb = n0; nb < n1; nb += rb) {
         const int ne = gt_min(n1, nb + rb);
-        if (t != JK_F32 && a->M > 3) {
+        /* the 4-6 bit formats are decoded a block at a time into the scratch at any M:
+         * decoding 8 weights in registers costs them a sub-block's scale each time */
+        if (t != JK_F32 && (a->M > 3 || t > JK_Q8_0)) {
             for (int n = nb; n < ne; n++) {
                 const uint8_t *row = (const uint8_t *)a->w + (size_t)n * a->ldw;
                 row_to_f32(t, row, scratch + (size_t)(n - nb) * K, K);

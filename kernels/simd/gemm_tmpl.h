@@ -55,6 +55,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/ref/ref.h"
 #include "runtime/dtype.h"
 
 /* The GELU epilogue (JK_EPI_GELU) is vf_gelu of kernels/simd/math.h, over the
@@ -73,9 +74,11 @@ static inline __attribute__((always_inline)) float gt_weight1(enum jk_dtype t, c
         memcpy(&h, blk, 2);
         return f16_to_f32(h) * (float)(int8_t)blk[2 + k % QK8_0];
     }
-    default: memcpy(&f, row + 4 * (size_t)k, 4); return f;
+    case JK_F32: memcpy(&f, row + 4 * (size_t)k, 4); return f;
+    default: jk_dequant_ref(t, row, k, 1, &f); return f;   /* q4_0 .. q6_K */
     }
 }
+
 
 #endif /* JEPA_KERNELS_GEMM_TMPL_H */
 
@@ -115,7 +118,7 @@ typedef void (*gt_small_fn)(const struct jk_gemm_args *a, int n0, int n1, float 
 static inline int gt_min(int a, int b) { return a < b ? a : b; }
 
 /* The K block length for this K: K split into equal blocks of at most GT_KC, rounded up
- * to a multiple of 8 (so a q8_0 block of 32 never straddles an 8-wide load). Depends
+ * to a multiple of 8 (so a block of 32 or 256 never straddles an 8-wide load). Depends
  * on K only: this fixes the order of every sum. */
 static inline int gt_kc_step(int K) {
     int nb = (K + GT_KC - 1) / GT_KC;

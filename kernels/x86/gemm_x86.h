@@ -43,8 +43,158 @@ static ALWAYS_INLINE __m256 gelu8(__m256 x) {
 
 /* ---- weights ---------------------------------------------------------------------- */
 
-/* 8 weights of a row from element k on, as f32 (exact conversions; k % 8 == 0 for q8_0). */
+/* f16 at p (any alignment), broadcast as f32 */
+static ALWAYS_INLINE __m256 bcast_f16(const uint8_t *p) {
+    return _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(p[0] | p[1] << 8)));
+}
+
+/* 8 consecutive bytes as 8 int32 lanes */
+static ALWAYS_INLINE __m256i bytes8(const uint8_t *p) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+
+/* Bits b .. b + 7 of the 32-bit word at p, one per lane, as 0 or 16 (a fifth code bit). */
+static ALWAYS_INLINE __m256i bit4_of(const uint8_t *p, int b) {
+    uint32_t qh;
+    memcpy(&qh, p, 4);
+    const __m256i v = _mm256_set1_epi32((int)(qh >> b));
+    const __m256i sh = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(v, sh), _mm256_set1_epi32(1)), 4);
+}
+
+/* ggml's block formats, 8 weights from element k (k % 8 == 0, so the 8 share one nibble
+ * half, one sub-block and one scale): the values of kernels/ref/dequant_ref.c, whose
+ * products are exact in f32, so the fused multiply-adds here give the same bits. */
+static ALWAYS_INLINE __m256 ld8_block(enum jk_dtype t, const uint8_t *row, int k) {
+    const __m256i low4 = _mm256_set1_epi32(15);
+    if (t == JK_Q4_0 || t == JK_Q4_1 || t == JK_Q5_0 || t == JK_Q5_1) {
+        const size_t bb = t == JK_Q4_0 ? Q4_0_BYTES : t == JK_Q4_1 ? Q4_1_BYTES : t == JK_Q5_0 ? Q5_0_BYTES : Q5_1_BYTES;
+        const uint8_t *b = row + (size_t)(k / 32) * bb;
+        const int j = k % 32, affine = t == JK_Q4_1 || t == JK_Q5_1, five = t == JK_Q5_0 || t == JK_Q5_1;
+        const uint8_t *qs = b + (affine ? 4 : 2) + (five ? 4 : 0);
+        __m256i q = bytes8(qs + j % 16);
+        q = _mm256_and_si256(j < 16 ? q : _mm256_srli_epi32(q, 4), low4);
+        if (five) q = _mm256_or_si256(q, bit4_of(b + (affine ? 4 : 2), j));
+        const __m256 d = bcast_f16(b);
+        if (affine) return _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), d, bcast_f16(b + 2));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q, _mm256_set1_epi32(five ? 16 : 8))), d);
+    }
+    if (t == JK_Q6_K) {
+        const uint8_t *b = row + (size_t)(k / QK_K) * Q6_K_BYTES;
+        const int e = k % QK_K, h = e / 128, g = (e % 128) / 32, l = e % 32;
+        __m256i q = bytes8(b + 64 * h + 32 * (g & 1) + l);
+        q = _mm256_and_si256(g < 2 ? q : _mm256_srli_epi32(q, 4), low4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi32(bytes8(b + 128 + 32 * h + l), 2 * g), _mm256_set1_epi32(3));
+        q = _mm256_sub_epi32(_mm256_or_si256(q, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+        uint16_t dh;
+        memcpy(&dh, b + 208, 2);
+        const float ds = f16_to_f32(dh) * (float)(int8_t)b[192 + e / 16];
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(ds));
+    }
+    /* q4_K, q5_K */
+    const size_t bb = t == JK_Q4_K ? Q4_K_BYTES : Q5_K_BYTES;
+    const uint8_t *b = row + (size_t)(k / QK_K) * bb, *sc = b + 4;
+    const int e = k % QK_K, s = e / 32, l = e % 32;
+    int scale, mn;
+    jr_scale_min_k4(sc, s, &scale, &mn);
+    uint16_t dh, mh;
+    memcpy(&dh, b, 2), memcpy(&mh, b + 2, 2);
+    const float d1 = f16_to_f32(dh) * (float)scale, m1 = f16_to_f32(mh) * (float)mn;
+    const uint8_t *qs = b + (t == JK_Q5_K ? 48 : 16);
+    __m256i q = bytes8(qs + 32 * (s / 2) + l);
+    q = _mm256_and_si256(s % 2 ? _mm256_srli_epi32(q, 4) : q, low4);
+    if (t == JK_Q5_K)
+        q = _mm256_or_si256(q, _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(bytes8(b + 16 + l), s),
+                                                                  _mm256_set1_epi32(1)), 4));
+    return _mm256_fmsub_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(d1), _mm256_set1_ps(m1));
+}
+
+/* 32 codes (bytes of 0 .. 63 in q) times d, minus m (m may be 0), to dst: 4 x 8 lanes. */
+static ALWAYS_INLINE void codes32(__m256i q, __m256 d, __m256 m, float *dst) {
+    const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+    const __m256i c[4] = {_mm256_cvtepu8_epi32(lo), _mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)),
+                          _mm256_cvtepu8_epi32(hi), _mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8))};
+    for (int i = 0; i < 4; i++) _mm256_storeu_ps(dst + 8 * i, _mm256_fmsub_ps(_mm256_cvtepi32_ps(c[i]), d, m));
+}
+
+/* The 32 fifth bits of the u32 at p, as bytes of 0 or 16 (bit j -> byte j). */
+static ALWAYS_INLINE __m256i bits5_32(const uint8_t *p) {
+    uint32_t qh;
+    memcpy(&qh, p, 4);
+    /* byte j of the broadcast word sits in lane j / 8; test bit j % 8 of it */
+    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh),
+                                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2,
+                                                           2, 3, 3, 3, 3, 3, 3, 3, 3));
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(16));
+}
+
+/* Weights k .. k + 31 of a row of a 4-6 bit format (k % 32 == 0: one block of 32, or one
+ * sub-block of a K-quant, with one scale), exactly as the reference decodes them. The
+ * codes are offset in the integers (q - 8, q - 16, q - 32) and the scales applied in
+ * f32, with products that are exact (dequant_ref.c), so fmsub = mul then sub. */
+static ALWAYS_INLINE void dec32(enum jk_dtype t, const uint8_t *row, int k, float *dst) {
+    const __m256i low4 = _mm256_set1_epi8(15);
+    if (t == JK_Q4_0 || t == JK_Q4_1 || t == JK_Q5_0 || t == JK_Q5_1) {
+        const size_t bb = t == JK_Q4_0 ? Q4_0_BYTES : t == JK_Q4_1 ? Q4_1_BYTES : t == JK_Q5_0 ? Q5_0_BYTES : Q5_1_BYTES;
+        const uint8_t *b = row + (size_t)(k / 32) * bb;
+        const int affine = t == JK_Q4_1 || t == JK_Q5_1, five = t == JK_Q5_0 || t == JK_Q5_1;
+        const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(b + (affine ? 4 : 2) + (five ? 4 : 0)));
+        __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), low4);   /* bytes: 16 low, 16 high */
+        if (five) q = _mm256_or_si256(q, bits5_32(b + (affine ? 4 : 2)));
+        const __m256 d = bcast_f16(b);
+        if (affine) {   /* d q + m: fmsub with -m */
+            codes32(q, d, _mm256_sub_ps(_mm256_setzero_ps(), bcast_f16(b + 2)), dst);
+        } else {        /* d (q - o) = d q - d o, d o exact */
+            codes32(q, d, _mm256_mul_ps(d, _mm256_set1_ps(five ? 16.0f : 8.0f)), dst);
+        }
+        return;
+    }
+    if (t == JK_Q6_K) {
+        const uint8_t *b = row + (size_t)(k / QK_K) * Q6_K_BYTES;
+        const int e = k % QK_K, h = e / 128, g = (e % 128) / 32;
+        __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h + 32 * (g & 1)));
+        q = _mm256_and_si256(g < 2 ? q : _mm256_srli_epi16(q, 4), low4);
+        const __m256i hb = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * h));
+        const __m256i hi = _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(2 * g)), _mm256_set1_epi8(3));
+        q = _mm256_or_si256(q, _mm256_slli_epi16(hi, 4));   /* 0 .. 63; the - 32 below */
+        uint16_t dh;
+        memcpy(&dh, b + 208, 2);
+        const float d = f16_to_f32(dh);
+        const float d0 = d * (float)(int8_t)b[192 + e / 16], d1 = d * (float)(int8_t)b[192 + e / 16 + 1];
+        /* 16 weights per scale: codes32 with per-half scales */
+        const __m128i lo = _mm256_castsi256_si128(q), up = _mm256_extracti128_si256(q, 1);
+        const __m256i c[4] = {_mm256_cvtepu8_epi32(lo), _mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)),
+                              _mm256_cvtepu8_epi32(up), _mm256_cvtepu8_epi32(_mm_srli_si128(up, 8))};
+        for (int i = 0; i < 4; i++) {
+            const __m256 ds = _mm256_set1_ps(i < 2 ? d0 : d1);
+            _mm256_storeu_ps(dst + 8 * i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(c[i], _mm256_set1_epi32(32))), ds));
+        }
+        return;
+    }
+    /* q4_K, q5_K: sub-block s */
+    const size_t bb = t == JK_Q4_K ? Q4_K_BYTES : Q5_K_BYTES;
+    const uint8_t *b = row + (size_t)(k / QK_K) * bb, *sc = b + 4;
+    const int s = (k % QK_K) / 32;
+    int scale, mn;
+    jr_scale_min_k4(sc, s, &scale, &mn);
+    uint16_t dh, mh;
+    memcpy(&dh, b, 2), memcpy(&mh, b + 2, 2);
+    const float d1 = f16_to_f32(dh) * (float)scale, m1 = f16_to_f32(mh) * (float)mn;
+    __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(b + (t == JK_Q5_K ? 48 : 16) + 32 * (s / 2)));
+    q = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(q, 4) : q, low4);
+    if (t == JK_Q5_K) {
+        const __m256i hb = _mm256_loadu_si256((const __m256i *)(const void *)(b + 16));
+        const __m256i bit = _mm256_set1_epi8((char)(1 << s));
+        q = _mm256_or_si256(q, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, bit), bit), _mm256_set1_epi8(16)));
+    }
+    codes32(q, _mm256_set1_ps(d1), _mm256_set1_ps(m1), dst);
+}
+
+/* 8 weights of a row from element k on, as f32 (exact conversions; k % 8 == 0 for the
+ * block formats). */
 static ALWAYS_INLINE __m256 ld8(enum jk_dtype t, const uint8_t *row, int k) {
+    if (t > JK_Q8_0) return ld8_block(t, row, k);
     switch (t) {
     case JK_F16:
         return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(row + 2 * (size_t)k)));
@@ -214,6 +364,10 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
 /* One W row of K weights of type t (f16 / bf16 / q8_0) widened to f32 in d: the hook of
  * the small-M driver (gemm_small_tmpl.h). */
 static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float *d, int K) {
+    if (t > JK_Q8_0) {   /* K is whole blocks */
+        for (int k = 0; k < K; k += 32) dec32(t, row, k, d + k);
+        return;
+    }
     int k = 0;
     for (; k + 8 <= K; k += 8) _mm256_storeu_ps(d + k, ld8(t, row, k));
     for (; k < K; k++) d[k] = gt_weight1(t, row, k);
@@ -228,6 +382,13 @@ static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float 
     GEMM_X86_DTYPE(f16, JK_F16, isa)                                                           \
     GEMM_X86_DTYPE(bf16, JK_BF16, isa)                                                         \
     GEMM_X86_DTYPE(q8_0, JK_Q8_0, isa)                                                         \
+    GEMM_X86_DTYPE(q4_0, JK_Q4_0, isa)                                                         \
+    GEMM_X86_DTYPE(q4_1, JK_Q4_1, isa)                                                         \
+    GEMM_X86_DTYPE(q5_0, JK_Q5_0, isa)                                                         \
+    GEMM_X86_DTYPE(q5_1, JK_Q5_1, isa)                                                         \
+    GEMM_X86_DTYPE(q4_K, JK_Q4_K, isa)                                                         \
+    GEMM_X86_DTYPE(q5_K, JK_Q5_K, isa)                                                         \
+    GEMM_X86_DTYPE(q6_K, JK_Q6_K, isa)                                                         \
     size_t jk_gemm_ws_##isa(int nthreads, int K) { return gt_ws(nthreads, K); }
 #define GEMM_X86_DTYPE(name, T, isa)                                                           \
     static void pack_b_##name(float *p, const uint8_t *w, size_t ldw, int nc, int k0, int kc) { \

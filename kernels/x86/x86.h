@@ -15,6 +15,8 @@
 
 #define JK_X86_DECLARE(isa)                                                                \
     jk_gemm_fn jk_gemm_f32_##isa, jk_gemm_f16_##isa, jk_gemm_bf16_##isa, jk_gemm_q8_0_##isa; \
+    jk_gemm_fn jk_gemm_q4_0_##isa, jk_gemm_q4_1_##isa, jk_gemm_q5_0_##isa, jk_gemm_q5_1_##isa; \
+    jk_gemm_fn jk_gemm_q4_K_##isa, jk_gemm_q5_K_##isa, jk_gemm_q6_K_##isa;                  \
     jk_gemm_ws_fn jk_gemm_ws_##isa;                                                        \
     jk_attn_fn jk_attn_##isa;                                                              \
     jk_attn_ws_fn jk_attn_ws_##isa;                                                        \

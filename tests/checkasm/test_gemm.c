@@ -1,5 +1,5 @@
 /*
- * test_gemm.c — checkasm for the matmul slots gemm[JK_F32 .. JK_Q8_0] (and gemm_ws): every
+ * test_gemm.c — checkasm for the matmul slots gemm[JK_F32 .. JK_Q6_K] (and gemm_ws): every
  * weight dtype at every ISA level this machine runs (avx2, avx512, neon; with
  * -DCHECKASM_AVX512_EMU the AVX-512 level through SIMDe, see tests/checkasm/meson.build)
  * against the reference slot of jk_init_ref() (kernels/ref/gemm_ref.c: exact weight
@@ -7,7 +7,8 @@
  *
  * What runs, per level and dtype:
  *  - ragged shapes: M in {1..5, 7, 17, 65, 577} x N in {1, 2, 3, 17, 65, 577} x
- *    K in {1, 7, 33, 100, 768} (q8_0: {32, 64, 160, 768}), none a multiple of any tile,
+ *    K in {1, 7, 33, 100, 768} (32-weight blocks: {32, 64, 160, 768}; the K-quants:
+ *    {256, 512, 768}), none a multiple of any tile,
  *    less the few with M N K > 3e7 (577 x 577 x >= 100: time only), each with a random
  *    epilogue (store / GELU / residual add), bias or NULL, and row
  *    strides larger than the rows (ldx > K, ldy > N, ldw > row bytes) or tight;
@@ -67,6 +68,22 @@ static uint8_t *make_weights(enum jk_dtype t, int N, int K, size_t ldw, float sc
     memset(w, 0xff, (size_t)N * ldw);
     for (int n = 0; n < N; n++) {
         uint8_t *row = w + (size_t)n * ldw;
+        if (t > JK_Q8_0) {   /* the 4-6 bit formats: random codes, finite random scales */
+            const int qk = jk_dtype_block(t);
+            const size_t bb = jk_row_bytes(t, qk);
+            for (int b = 0; b < K / qk; b++) {
+                uint8_t *blk = row + (size_t)b * bb;
+                for (size_t i = 0; i < bb; i++) blk[i] = (uint8_t)ca_int(0, 255);
+                /* d (and m or dmin) at the block's start; q6_K's d at its end */
+                const int d_at = t == JK_Q6_K ? 208 : 0;
+                const int m_at = t == JK_Q4_1 || t == JK_Q5_1 || t == JK_Q4_K || t == JK_Q5_K ? 2 : -1;
+                const float dscale = qk == 256 ? scale / 64.0f : scale / 8.0f;
+                const uint16_t d = f32_to_f16(dscale * rnd()), mm = f32_to_f16(dscale * rnd());
+                memcpy(blk + d_at, &d, 2);
+                if (m_at >= 0) memcpy(blk + m_at, &mm, 2);
+            }
+            continue;
+        }
         if (t == JK_Q8_0) {
             for (int b = 0; b < K / QK8_0; b++) {
                 float v[QK8_0], amax = 0.0f;
@@ -124,8 +141,8 @@ static int run_case(const struct jk_kernels *kt, const char *level, const struct
     const size_t ldx = (size_t)K + (c->pad ? (size_t)ca_int(1, 9) : 0);
     const size_t ldy = (size_t)N + (c->pad ? (size_t)ca_int(1, 9) : 0);
     const size_t rb = jk_row_bytes(c->t, K);
-    /* f32 rows stay 4-byte aligned, f16/bf16 2-byte; q8_0 rows may start anywhere */
-    const size_t unit = c->t == JK_F32 ? 4 : c->t == JK_Q8_0 ? 1 : 2;
+    /* f32 rows stay 4-byte aligned, f16/bf16 2-byte; block rows may start anywhere */
+    const size_t unit = c->t == JK_F32 ? 4 : jk_dtype_is_block(c->t) ? 1 : 2;
     const size_t ldw = rb + (c->pad ? unit * (size_t)ca_int(1, 9) : 0);
     int bad = 0;
 
@@ -213,6 +230,37 @@ static int run_case(const struct jk_kernels *kt, const char *level, const struct
     free(x), free(bias), free(yold), free(wf), free(w), free(wsbuf), free(wsref);
     ca_free_guarded(y0), ca_free_guarded(y1), ca_free_guarded(y2), ca_free_guarded(yr);
     return bad;
+}
+
+/* Exact weight decoding through a slot: X = rows of the identity, so Y[m, n] = W[n, k_m]
+ * is one exact product plus exact zeros, and must equal the reference decoder's weight
+ * exactly (as a value: a -0 weight sums to +0). M = K rows (the packed path) and single rows e_k (the small-M path, M = 1
+ * and 3), at ragged row strides; for the block formats, whose decoders differ per ISA. */
+static void check_decode(const struct jk_kernels *kt, const char *level, enum jk_dtype t) {
+    const int qk = jk_dtype_block(t), K = qk == 256 ? 512 : 96, N = 19;
+    const size_t ldw = jk_row_bytes(t, K) + (size_t)ca_int(0, 5);
+    uint8_t *w = make_weights(t, N, K, ldw, 1.0f);
+    float *x = (float *)calloc((size_t)K * K, sizeof(float)), *y = (float *)malloc(sizeof(float) * (size_t)K * N);
+    float *wf = (float *)malloc(sizeof(float) * (size_t)N * K);
+    void *ws = malloc(kt->gemm_ws(2, K));
+    if (!x || !y || !wf || !ws) { fprintf(stderr, "out of memory\n"); exit(1); }
+    for (int n = 0; n < N; n++) jk_ref_weight_row(wf + (size_t)n * K, w, ldw, t, n, K);
+    for (int k = 0; k < K; k++) x[(size_t)k * K + k] = 1.0f;
+    struct jk_gemm_args a = {.y = y, .ldy = N, .x = x, .ldx = (size_t)K, .w = w, .ldw = ldw,
+                             .M = K, .N = N, .K = K, .epi = JK_EPI_STORE, .nthreads = 2, .ws = ws};
+    kt->gemm[t](&a);
+    int bad = 0;
+    for (int m = 0; m < K; m++)
+        for (int n = 0; n < N; n++) bad += y[(size_t)m * N + n] != wf[(size_t)n * K + m];
+    for (int k0 = 0; k0 < K; k0 += 1 + ca_int(0, 6)) {   /* small M: 1 or 3 rows from e_k0 */
+        const int M = k0 + 3 <= K && (k0 & 1) ? 3 : 1;
+        a.x = x + (size_t)k0 * K, a.M = M;
+        kt->gemm[t](&a);
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) bad += y[(size_t)m * N + n] != wf[(size_t)n * K + k0 + m];
+    }
+    CHECK(!bad, "%s %s: %d weights decoded differently from the reference (identity X)", level, jk_dtype_name(t), bad);
+    free(w), free(x), free(y), free(wf), free(ws);
 }
 
 /* GELU epilogue accuracy: Y = gelu(X . 1) with K = 1 (K = 32 with one nonzero weight
@@ -322,8 +370,11 @@ int main(void) {
     static const int Ns[] = {1, 2, 3, 17, 65, 577};
     static const int Ks[] = {1, 7, 33, 100, 768};
     static const int Kq[] = {32, 64, 160, 768};
+    static const int Kk[] = {256, 512, 768};   /* the K-quants' 256-weight blocks */
     static const int vit[][2] = {{2304, 768}, {3072, 768}, {768, 3072}, {3072, 1024}, {1024, 4096}};
     int tested = 0;
+    const char *bm = getenv("JEPA_CHECKASM_BLOCK_MNK");   /* tests/checkasm/meson.build */
+    const double block_mnk = bm && atof(bm) > 0 ? atof(bm) : 3e7;
 
     for (int l = 0; l < nl; l++) {
         struct jk_kernels kt;
@@ -336,23 +387,26 @@ int main(void) {
             }
             tested++;
             int cases = 0, fails = 0;
-            const int *ks = t == JK_Q8_0 ? Kq : Ks;
-            const int nk = t == JK_Q8_0 ? 4 : 5;
+            const int qk = jk_dtype_block((enum jk_dtype)t);
+            const int *ks = qk == 256 ? Kk : qk == 32 ? Kq : Ks;
+            const int nk = qk == 256 ? 3 : qk == 32 ? 4 : 5;
             for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
                 for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
                     for (int ki = 0; ki < nk; ki++) {
                         /* the largest products (577 x 577 x >= 100) only cost time (the
                          * reference is scalar double; under qemu minutes): their tiles
                          * and edges are all in 577 x 65 x 768 and 65 x 577 x 768 */
-                        if ((double)Ms[mi] * Ns[ni] * ks[ki] > 3e7) continue;
+                        if ((double)Ms[mi] * Ns[ni] * ks[ki] > (t > JK_Q8_0 ? block_mnk : 3e7)) continue;
                         struct gcase c = {(enum jk_dtype)t, Ms[mi], Ns[ni], ks[ki],
                                           (enum jk_epilogue)ca_int(0, 2), ca_int(0, 1), ca_int(0, 1)};
                         fails += run_case(&kt, lv[l].name, &ref, &c);
                         cases++;
                     }
             for (int v = 0; v < 7; v++) {
-                /* all five at M = 37, then (2304, 768) and (768, 3072) at M = 67 */
+                /* all five at M = 37, then (2304, 768) and (768, 3072) at M = 67 (the
+                 * block formats: one of them, M = 37 x (3072, 768), under qemu) */
                 const int vi = v < 5 ? v : (v - 5) * 2;
+                if (t > JK_Q8_0 && block_mnk < 3e7 && v != 1) continue;
                 struct gcase c = {(enum jk_dtype)t, v < 5 ? 37 : 67, vit[vi][0], vit[vi][1],
                                   (enum jk_epilogue)(v % 3), v & 1, 1};
                 fails += run_case(&kt, lv[l].name, &ref, &c);
@@ -368,11 +422,15 @@ int main(void) {
                 }
                 CHECK(!bad_k, "%s gemm_ws(3, K) shrinks at K = %d", lv[l].name, bad_k);
             }
-            check_gelu(&kt, lv[l].name, &ref, (enum jk_dtype)t, 577);
-            check_gelu(&kt, lv[l].name, &ref, (enum jk_dtype)t, 3);
+            if (jk_dtype_is_block((enum jk_dtype)t)) check_decode(&kt, lv[l].name, (enum jk_dtype)t);
+            if (t <= JK_Q8_0) {   /* (the epilogue does not depend on the weight type: the
+                                   * 4-6 bit slots share it, and run_case covers them) */
+                check_gelu(&kt, lv[l].name, &ref, (enum jk_dtype)t, 577);
+                check_gelu(&kt, lv[l].name, &ref, (enum jk_dtype)t, 3);
+            }
             if (t == JK_F32) check_gelu_sweep(&kt, lv[l].name);
-            printf("  %s %s: %d shapes, %d failed; gelu epilogue checked\n", lv[l].name,
-                   jk_dtype_name((enum jk_dtype)t), cases, fails);
+            printf("  %s %s: %d shapes, %d failed%s%s\n", lv[l].name, jk_dtype_name((enum jk_dtype)t), cases, fails,
+                   jk_dtype_is_block((enum jk_dtype)t) ? "; decoding exact" : "", t <= JK_Q8_0 ? "; gelu epilogue checked" : "");
         }
     }
     if (!tested) {

@@ -104,7 +104,8 @@ static void check_table(struct jk_device *d) {
     d->init_kernels(d, &k, 0);
     CHECK(k.isa && !strcmp(k.isa, "cuda"), "isa \"%s\"", k.isa ? k.isa : "(null)");
     CHECK(k.gemm[JK_F32] && k.gemm[JK_F16] && k.gemm[JK_BF16], "a 16/32-bit gemm slot is NULL");
-    CHECK(!k.gemm[JK_Q8_0], "gemm[JK_Q8_0] is set: the GPU has no q8_0 matmul");
+    for (int t = JK_Q8_0; t < JK_NDTYPES; t++)   /* the block formats: refused on the GPU (docs/cuda.md) */
+        CHECK(!k.gemm[t], "gemm[%s] is set: the GPU has no block-format matmul", jk_dtype_name((enum jk_dtype)t));
     for (int s = 0; s < jk_nslots; s++)
         if (jk_slots[s].dtype < 0)
             CHECK(jk_slot_fn(&k, &jk_slots[s]), "slot %s of the CUDA table is NULL", jk_slots[s].name);

@@ -1,7 +1,8 @@
 /*
  * test_dtypes.c — activations stay f32 whatever the weight type.
  *
- * For each fixture model and each weight type (f16, bf16, q8_0), two files are made in
+ * For each fixture model and each weight type (f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1: the
+ * types jepa quantize writes; the K-quants' kernels are checked by checkasm), two files are made in
  * memory with models/quantize.c: one storing the matmul weights in that type, one storing
  * exactly the same (rounded) values as F32. Both run the same input; any difference can
  * only come from how the engine treats the 16-bit / 8-bit weights, so the outputs must
@@ -112,8 +113,9 @@ static void check_model(const char *data_dir, const char *model, const char *inp
         return;
     }
     static const struct { uint32_t type; const char *name; } types[] = {
-        {GGUF_TYPE_F16, "f16"}, {GGUF_TYPE_BF16, "bf16"}, {GGUF_TYPE_Q8_0, "q8_0"}};
-    for (int k = 0; k < 3; k++) {
+        {GGUF_TYPE_F16, "f16"},   {GGUF_TYPE_BF16, "bf16"}, {GGUF_TYPE_Q8_0, "q8_0"}, {GGUF_TYPE_Q4_0, "q4_0"},
+        {GGUF_TYPE_Q4_1, "q4_1"}, {GGUF_TYPE_Q5_0, "q5_0"}, {GGUF_TYPE_Q5_1, "q5_1"}};
+    for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
         size_t sa = 0, sb = 0;
         void *typed = make_file(m, types[k].type, false, &sa);
         void *widened = make_file(m, types[k].type, true, &sb);
