@@ -9,6 +9,8 @@ struct bench_opts {
     int json;          /* one JSON object per line instead of the table */
     int threads;       /* >= 1 */
     int quick, full;   /* fewer shapes and reps / the large-M shapes too */
+    int cold;          /* matmul: each call reads another copy of W (>= 256 MiB in all), so
+                          the weights come from memory as in a forward pass, not from cache */
     const char *op;    /* "all", "matmul", "attn" */
     unsigned cpu;      /* kernel ISA flags (runtime/cpu.h), already capped */
 };

@@ -8,6 +8,10 @@
  *           x weight dtype f32, f16, bf16, q8_0; flops = 2 M N K.
  *           Baseline: OpenBLAS sgemm(RowMajor, NoTrans, Trans) on f32 copies of the same
  *           weights (there is no f16 / q8_0 sgemm: every dtype row shows that f32 number).
+ *           --cold: M in {1, 4, 16} only, each call reading the next of as many copies of W
+ *           as fill 256 MiB, so W streams from memory as in a forward pass over a model
+ *           (a hot W of a few MiB sits in the caches, which flatters the wider types); no
+ *           baseline then.
  *   attn    whatever fills the table's attn slot: N tokens in {577, 2048, 4608} (--quick:
  *           577) attending to themselves, 12 heads of head_dim 64 and of 32, no mask;
  *           flops = 4 N^2 head_dim heads. JSON rows: "M" = query tokens, "N" = key tokens,
@@ -126,11 +130,20 @@ struct mm_ctx {
     const struct jk_kernels *k;
     enum jk_dtype t;
     struct jk_gemm_args a;
+    const uint8_t *copies;   /* --cold: ncopy copies of W, rb apart; each call takes the next */
+    size_t wbytes;
+    int ncopy, next;
 };
 static void run_mm(void *p) {
     struct mm_ctx *c = (struct mm_ctx *)p;
+    if (c->ncopy > 1) {
+        c->a.w = c->copies + (size_t)c->next * c->wbytes;
+        c->next = (c->next + 1) % c->ncopy;
+    }
     c->k->gemm[c->t](&c->a);
 }
+
+#define COLD_BYTES ((size_t)256 << 20)
 
 #ifdef JEPA_HAVE_OPENBLAS
 struct blas_ctx {
@@ -193,8 +206,9 @@ static int bench_matmul(const struct bench_opts *o, const struct jk_kernels *k, 
                         const char *gemm_isa) {
     /* small M (the attentive-pool query, predictor batches: 1 .. 16) and large */
     static const int Ms_quick[] = {1, 576}, Ms[] = {1, 4, 16, 576, 2048}, Ms_full[] = {1, 4, 16, 576, 2048, 4608, 18432};
-    const int *ms = o->quick ? Ms_quick : o->full ? Ms_full : Ms;
-    const int nm = o->quick ? 2 : o->full ? 7 : 5;
+    static const int Ms_cold[] = {1, 4, 16};   /* --cold: where the bytes read decide */
+    const int *ms = o->cold ? Ms_cold : o->quick ? Ms_quick : o->full ? Ms_full : Ms;
+    const int nm = o->cold ? 3 : o->quick ? 2 : o->full ? 7 : 5;
     const double budget = o->quick ? QUICK_BUDGET_S : BUDGET_S;
     uint64_t seed = 42;
     for (int mi = 0; mi < nm; mi++) {
@@ -222,22 +236,26 @@ static int bench_matmul(const struct bench_opts *o, const struct jk_kernels *k, 
                 sec[t] = 0.0;
                 if (!jk_row_bytes((enum jk_dtype)t, K)) continue;   /* K not whole blocks (K-quants at 384) */
                 void *wt = convert_weights(w, N, K, (enum jk_dtype)t);
-                if (!wt) {
+                const size_t wbytes = (size_t)N * jk_row_bytes((enum jk_dtype)t, K);
+                const int ncopy = o->cold ? (int)((COLD_BYTES + wbytes - 1) / wbytes) : 1;
+                uint8_t *copies = ncopy > 1 ? (uint8_t *)malloc(wbytes * (size_t)ncopy) : NULL;
+                if (!wt || (ncopy > 1 && !copies)) {
                     fprintf(stderr, "jepa bench: out of memory\n");
-                    free(x), free(y), free(w), free(ws);
+                    free(wt), free(x), free(y), free(w), free(ws);
                     return 1;
                 }
+                for (int i = 0; i < ncopy && copies; i++) memcpy(copies + (size_t)i * wbytes, wt, wbytes);
                 struct mm_ctx c = {k, (enum jk_dtype)t, {
                     .y = y, .ldy = (size_t)N, .x = x, .ldx = (size_t)K, .w = wt,
                     .ldw = jk_row_bytes((enum jk_dtype)t, K), .bias = NULL, .M = M, .N = N,
-                    .K = K, .epi = JK_EPI_STORE, .nthreads = o->threads, .ws = ws}};
+                    .K = K, .epi = JK_EPI_STORE, .nthreads = o->threads, .ws = ws}, copies, wbytes, ncopy, 0};
                 sec[t] = time_median(run_mm, &c, budget);
-                free(wt);
+                free(wt), free(copies);
             }
             const char *baseline = NULL;
             double base_gf = 0.0;
 #ifdef JEPA_HAVE_OPENBLAS
-            if (blas_sgemm) {
+            if (blas_sgemm && !o->cold) {   /* (--cold: no baseline; its W would be hot) */
                 pause_ms(50);
                 struct blas_ctx bc = {M, N, K, x, w, y};
                 base_gf = flops / time_median(run_blas, &bc, budget) * 1e-9;

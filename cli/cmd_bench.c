@@ -18,7 +18,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: jepa bench kernels [--json] [-t N] [--quick | --full] [--op all|matmul|attn]\n"
+            "usage: jepa bench kernels [--json] [-t N] [--quick | --full] [--cold] [--op all|matmul|attn]\n"
             "                          [--cpu scalar|avx2|avx512|neon] [-g N]\n"
             "       jepa bench gpu [-g N] [--json] [--quick] [--op all|matmul|attn]\n"
             "       jepa bench world -m MODEL [--samples N] [--horizon H] [-t N] [--json] [--quick]\n"
@@ -36,6 +36,8 @@ static void usage(FILE *f) {
             "  -t N        threads (default: the online CPUs)\n"
             "  --quick     fewer shapes (M = 1, 576; 577 tokens) and shorter timing\n"
             "  --full      also M = 4608 and 18432\n"
+            "  --cold      matmul: every call reads another copy of the weights (256 MiB in all),\n"
+            "              as a forward pass reads them from memory; M <= 16 rows only\n"
             "  --op OP     only matmul or only attn (default all)\n"
             "  --cpu L     cap the kernel ISA (as JEPA_CPU does)\n"
             "  -g, --gpu N the CUDA kernels on GPU N instead of the CPU's\n"
@@ -62,6 +64,7 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(a, "--json")) o.json = 1;
         else if (!strcmp(a, "--quick")) o.quick = 1;
         else if (!strcmp(a, "--full")) o.full = 1;
+        else if (!strcmp(a, "--cold")) o.cold = 1;
         else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && i + 1 < argc) {
             long long t;
             int rc = cli_parse_int("bench", a, argv[++i], 1, 4096, &t);
