@@ -19,10 +19,11 @@ int cmd_quantize(int argc, char **argv) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf("usage: jepa quantize IN.gguf OUT.gguf --type TYPE   (or jepa.cpp's IN.gguf OUT.gguf TYPE)\n"
                    "TYPE: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1 (blocks as gguf-py's\n"
-                   "gguf.quants.quantize writes them; q4_K, q5_K, q6_K files are read, not written yet).\n"
-                   "Converts the matmul weights of the schema's quantization set (docs/gguf-schema.md);\n"
-                   "patch and action embeddings keep their type; norms, biases, tokens and tables\n"
-                   "stay F32. The block types fall back to f16 for rows not a multiple of 32.\n"
+                   "gguf.quants.quantize writes them), q4_K, q5_K, q6_K (as ggml's reference quantizer,\n"
+                   "no importance matrix). Converts the matmul weights of the schema's quantization set\n"
+                   "(docs/gguf-schema.md); patch and action embeddings keep their type; norms, biases,\n"
+                   "tokens and tables stay F32. Per tensor, rows not a multiple of 256 take q4_0, q5_0\n"
+                   "or q8_0 for q4_K, q5_K, q6_K, and rows not a multiple of 32 take f16.\n"
                    "general.file_type and general.name (suffix -TYPE) are updated.\n");
             return 0;
         }
@@ -47,8 +48,8 @@ int cmd_quantize(int argc, char **argv) {
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         if (!strcasecmp(type, types[i].name)) target = types[i].type;
     if (target == UINT32_MAX)
-        return cli_usage_error("quantize", "--type takes f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1 (q4_K, q5_K, "
-                               "q6_K are read but not written yet), not '%s'", type);
+        return cli_usage_error("quantize", "--type takes f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K "
+                               "or q6_K, not '%s'", type);
     const char *ins[] = {in}, *outs[] = {out};
     int urc = cli_check_outputs("quantize", ins, 1, outs, 1);
     if (urc) return urc;

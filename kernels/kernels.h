@@ -212,8 +212,8 @@ void jk_init_arm(struct jk_kernels *k, unsigned cpu_flags);
 
 /* The CUDA table (kernels/cuda/): every pointer argument is device memory of the
  * device bound to the calling thread (kernels/device.h, jk_device.bind); slots are
- * queued on that device's stream and return at once; nthreads is ignored. Slots the
- * GPU does not implement are NULL (gemm[JK_Q8_0]). Defined only in builds with CUDA
+ * queued on that device's stream and return at once; nthreads is ignored. Every gemm
+ * slot is set (the block formats included). Defined only in builds with CUDA
  * (or the SIMT emulator used by the tests); callers reach it through
  * jk_device_open_cuda(). */
 void jk_init_cuda(struct jk_kernels *k);

@@ -36,7 +36,9 @@ static int to_jk(uint32_t t) {
 }
 
 /* general.file_type for a file whose quantizable weights are `t` (ggml's llama_ftype:
- * ALL_F32 0, MOSTLY_F16 1, Q4_0 2, Q4_1 3, Q8_0 7, Q5_0 8, Q5_1 9, BF16 32). */
+ * ALL_F32 0, MOSTLY_F16 1, Q4_0 2, Q4_1 3, Q8_0 7, Q5_0 8, Q5_1 9, BF16 32; for the
+ * K-quants, which jepa quantize applies to every quantizable tensor alike, the uniform
+ * "_S" kinds Q4_K_S 14, Q5_K_S 16, and Q6_K 18). */
 static uint32_t file_type_of(uint32_t t) {
     switch (t) {
     case GGUF_TYPE_F16: return 1;
@@ -46,6 +48,9 @@ static uint32_t file_type_of(uint32_t t) {
     case GGUF_TYPE_Q5_0: return 8;
     case GGUF_TYPE_Q5_1: return 9;
     case GGUF_TYPE_BF16: return 32;
+    case GGUF_TYPE_Q4_K: return 14;
+    case GGUF_TYPE_Q5_K: return 16;
+    case GGUF_TYPE_Q6_K: return 18;
     default: return 0;
     }
 }
@@ -74,16 +79,23 @@ static jepa_status set_name(struct gguf_writer *w, const struct gguf_file *in, u
     return jg_writer_set_str(w, "general.name", name);
 }
 
+/* The type a tensor of rows of K weights gets for `target` (the schema's fallbacks): a
+ * K-quant needs K % 256 == 0, else its sibling of the same width (q4_K -> q4_0, q5_K ->
+ * q5_0) or q8_0 (q6_K); a 32-block type needs K % 32 == 0, else f16. */
+static uint32_t tensor_type(uint32_t target, int K) {
+    uint32_t type = target;
+    if (jk_dtype_block((enum jk_dtype)to_jk(type)) == QK_K && K % QK_K)
+        type = type == GGUF_TYPE_Q4_K ? GGUF_TYPE_Q4_0 : type == GGUF_TYPE_Q5_K ? GGUF_TYPE_Q5_0 : GGUF_TYPE_Q8_0;
+    if (jk_dtype_block((enum jk_dtype)to_jk(type)) > 1 && K % 32) type = GGUF_TYPE_F16;
+    return type;
+}
+
 jepa_status jm_quantize(const struct jepa_model *m, struct gguf_writer *w, uint32_t target,
                         bool store_as_f32, struct jerr *err) {
     const struct gguf_file *in = m->g;
     const int tj = to_jk(target);
     if (tj < 0)
         return jr_err_set(err, JEPA_ERR_UNSUPPORTED, "quantize: target type %u is not one jepa.c writes", target);
-    if (tj > JK_Q5_1)
-        return jr_err_set(err, JEPA_ERR_UNSUPPORTED,
-                          "quantize: %s is read and run, but not written yet (ggml's K-quant quantizer is not "
-                          "implemented here)", jk_dtype_name((enum jk_dtype)tj));
     jepa_status st = jg_writer_copy_kv(w, in);
     if (st) return jr_err_set(err, st, "quantize: out of memory copying the metadata");
     if ((st = jg_writer_set_u32(w, "general.file_type", store_as_f32 ? 0 : file_type_of(target))) ||
@@ -102,8 +114,7 @@ jepa_status jm_quantize(const struct jepa_model *m, struct gguf_writer *w, uint3
             continue;
         }
         const int K = (int)t->ne[0], N = (int)t->ne[1];
-        uint32_t type = target;
-        if (jk_dtype_block((enum jk_dtype)to_jk(type)) > 1 && K % 32) type = GGUF_TYPE_F16;   /* schema fallback */
+        const uint32_t type = tensor_type(target, K);
         size_t need = (size_t)N * K * sizeof(float) * 2;
         if (need > cap) {
             free(row), free(out);

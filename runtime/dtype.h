@@ -60,7 +60,11 @@ struct block_q8_0 {
     uint16_t d;
     int8_t qs[QK8_0];
 };
+#ifdef __cplusplus   /* the CUDA kernels include this file for the block sizes */
+static_assert(sizeof(struct block_q8_0) == 34, "q8_0 block is 34 bytes");
+#else
 _Static_assert(sizeof(struct block_q8_0) == 34, "q8_0 block is 34 bytes");
+#endif
 
 /* ggml's 4-6 bit block formats, as byte layouts (every field little-endian; decoded by
  * kernels/ref/dequant_ref.c, written by runtime/quant.c). QK_K: weights of a K-quant

@@ -1,5 +1,6 @@
 /*
- * gemm.cu — Y = epi(X . W^T + b) on the GPU, for f16, bf16 and f32 weights.
+ * gemm.cu — Y = epi(X . W^T + b) on the GPU, for f16, bf16 and f32 weights and ggml's
+ * block formats (q8_0, q4_0 .. q6_K).
  *
  *   x: f32 [M, K] (row stride ldx floats)   w: N rows of K weights (row stride ldw bytes)
  *   y: f32 [M, N] (row stride ldy floats)   bias: f32 [N] or NULL
@@ -33,6 +34,11 @@
  *    stride over k reading the W row (16-byte loads when allowed), convert to f32 and
  *    accumulate in f32, then reduce across the warp. Activations are not rounded here.
  *
+ * Block formats: decoded 4 weights at a time (dequant.cuh) to the reference's exact f32
+ * values where f32 weights are loaded, in both kernels, and from there handled as f32
+ * weights are (bf16x3 in the tensor-core kernel): a block matrix gives the bits of its
+ * decoded f32 matrix.
+ *
  * Vector loads (16 bytes) are used only when the call allows them everywhere: x and w
  * 16-byte aligned, ldx a multiple of 4 floats, ldw a multiple of 16 bytes. The host
  * checks once per call and picks the kernel variant; the other variant loads element
@@ -41,6 +47,7 @@
  */
 #include <atomic>
 
+#include "kernels/cuda/dequant.cuh"
 #include "kernels/cuda/internal.cuh"
 #include "kernels/cuda/math.cuh"
 
@@ -58,6 +65,7 @@ struct GemmParams {
     const float *bias;
     int M, N, K;
     int epi;
+    bool xvec;   /* block-format weights: X may be read 16 bytes at a time (see gemm()) */
 };
 
 /* What the tensor-core kernel feeds the mma with. */
@@ -66,9 +74,6 @@ enum MmaMode {
     MODE_BF16 = 1,    /* bf16 weights, X rounded to bf16        */
     MODE_BF16X3 = 2,  /* f32 weights, X and W split in bf16 x 2 */
 };
-
-/* Weight element type of the GEMV kernel. */
-enum WType { WT_F16 = 0, WT_BF16 = 1, WT_F32 = 2 };
 
 /* Register images of 16-byte and 8-byte vectors (loads and stores of these compile to
  * ld/st .v4 / .v2 when the address is aligned, which the callers guarantee). */
@@ -105,9 +110,9 @@ __device__ __forceinline__ void split_bf16(float x, uint16_t &hi, uint16_t &lo) 
     lo = jkc_f32_to_bf16(x - jkc_bf16_to_f32(hi));
 }
 
-template <int WT>
+template <int DT>
 __device__ __forceinline__ float half_to_f32(uint16_t h) {
-    if constexpr (WT == WT_F16) return jkc_f16_to_f32(h);
+    if constexpr (DT == JK_F16) return jkc_f16_to_f32(h);
     else return jkc_bf16_to_f32(h);
 }
 
@@ -168,6 +173,19 @@ __device__ __forceinline__ void load_h16x8(uint32_t v[4], const unsigned char *_
     }
 }
 
+/* Four weights of row n from column k of a block-format matrix (dequant.cuh), decoded
+ * to f32; zero outside [0, N) x [0, K). k is a multiple of 4 and K of the block. */
+template <int DT>
+__device__ __forceinline__ void load_block4(float v[4], const unsigned char *__restrict__ w,
+                                            size_t ldw, int n, int N, int k, int K) {
+    if (n < N && k < K) {
+        jkc_decode4<DT>(w + (size_t)n * ldw, k, v);
+    } else {
+        JKC_UNROLL
+        for (int e = 0; e < 4; e++) v[e] = 0.0f;
+    }
+}
+
 /* ---- the tensor-core kernel ---- */
 
 /* The shape of one configuration: a BM x BN tile of Y per block of WM x WN warps, each
@@ -196,7 +214,7 @@ struct MmaCfg {
 /* The next K tile, global -> registers: X as 4-float chunks, W as 8 16-bit weights
  * (packed pairs) or 4 floats (bf16x3). Chunk c of a thread is tid + i * NTHR, row-major
  * over the tile, so 8 (X) or 4 (W) consecutive threads read one 128-byte row segment. */
-template <class C, bool VEC>
+template <class C, int DT, bool VEC>
 struct Prefetch {
     float x[C::XCH][4];
     uint32_t wh[C::SPLIT ? 1 : C::WCH][4];
@@ -206,15 +224,18 @@ struct Prefetch {
         JKC_UNROLL
         for (int i = 0; i < C::XCH; i++) {
             const int c = tid + i * C::NTHR;
-            load_f32x4<VEC>(x[i], p.x, p.ldx, m0 + c / (BK / 4), p.M, k0 + (c % (BK / 4)) * 4,
-                            p.K);
+            const int row = m0 + c / (BK / 4), k = k0 + (c % (BK / 4)) * 4;
+            if (DT >= JK_Q8_0 ? p.xvec : VEC) load_f32x4<true>(x[i], p.x, p.ldx, row, p.M, k, p.K);
+            else load_f32x4<false>(x[i], p.x, p.ldx, row, p.M, k, p.K);
         }
         const unsigned char *wb = static_cast<const unsigned char *>(p.w);
         JKC_UNROLL
         for (int i = 0; i < C::WCH; i++) {
             const int c = tid + i * C::NTHR;
             const int n = n0 + c / (BK / C::WPER), k = k0 + (c % (BK / C::WPER)) * C::WPER;
-            if constexpr (C::SPLIT)
+            if constexpr (C::SPLIT && DT != JK_F32)
+                load_block4<DT>(wf[i], wb, p.ldw, n, p.N, k, p.K);
+            else if constexpr (C::SPLIT)
                 load_f32x4<VEC>(wf[i], reinterpret_cast<const float *>(wb), p.ldw / 4, n, p.N, k,
                                 p.K);
             else
@@ -316,7 +337,7 @@ __device__ __forceinline__ void mma_tile(float (&acc)[C::MI][C::NJ][4], const ui
 
 /* One BM x BN tile of Y per block. Grid: x over N tiles, y over M tiles (consecutive
  * blocks share the f32 X tile, the larger operand, in L2). */
-template <int MODE, int BM, int BN, int WM, int WN, bool VEC>
+template <int MODE, int DT, int BM, int BN, int WM, int WN, bool VEC>
 __global__ void JKC_LAUNCH_BOUNDS(WM *WN * 32) gemm_mma(GemmParams p) {
     using C = MmaCfg<MODE, BM, BN, WM, WN>;
     JKC_DYN_SMEM(uint32_t, smem);
@@ -335,7 +356,7 @@ __global__ void JKC_LAUNCH_BOUNDS(WM *WN * 32) gemm_mma(GemmParams p) {
             JKC_UNROLL
             for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
 
-    Prefetch<C, VEC> pf;
+    Prefetch<C, DT, VEC> pf;
     const int nk = (p.K + BK - 1) / BK;
     pf.load(p, tid, m0, n0, 0);
     pf.store(smem, tid);
@@ -376,11 +397,17 @@ __global__ void JKC_LAUNCH_BOUNDS(WM *WN * 32) gemm_mma(GemmParams p) {
 /* ---- the GEMV kernel (tiny M) ---- */
 
 /* GEMV_WARPS warps per block, warp w computes column n = blockIdx.x * GEMV_WARPS + w for
- * rows blockIdx.y * MR ... + MR - 1 (rows past M read row M - 1 and are not stored). */
-template <int WT, int MR, bool VEC>
+ * rows blockIdx.y * MR ... + MR - 1 (rows past M read row M - 1 and are not stored).
+ * DT: the weight type. 16- and 32-bit weights are read 16 bytes at a time when VEC;
+ * block formats are decoded 4 weights at a time (K is a multiple of the block, so there
+ * is no tail), in the same lane order as f32 weights with VEC (whether X is read 16
+ * bytes at a time is then p.xvec): a block matrix gives the bits its decoded f32 matrix
+ * gives. */
+template <int DT, int MR, bool VEC>
 __global__ void JKC_LAUNCH_BOUNDS(GEMV_WARPS * 32) gemv(GemmParams p) {
-    constexpr int ESZ = WT == WT_F32 ? 4 : 2;
-    constexpr int VW = 16 / ESZ;                    /* weights per 16-byte load */
+    constexpr bool BLOCK = DT >= JK_Q8_0;
+    constexpr int ESZ = DT == JK_F32 ? 4 : 2;
+    constexpr int VW = BLOCK ? 4 : 16 / ESZ;        /* weights per load or decode */
     const int lane = (int)threadIdx.x & 31;
     const int n = (int)blockIdx.x * GEMV_WARPS + ((int)threadIdx.x >> 5);
     if (n >= p.N) return;                           /* whole warps leave together */
@@ -392,21 +419,18 @@ __global__ void JKC_LAUNCH_BOUNDS(GEMV_WARPS * 32) gemv(GemmParams p) {
     const unsigned char *__restrict__ wrow =
         static_cast<const unsigned char *>(p.w) + (size_t)n * p.ldw;
 
-    auto weight = [&](int k) -> float {
-        if constexpr (WT == WT_F32) return reinterpret_cast<const float *>(wrow)[k];
-        else return half_to_f32<WT>(reinterpret_cast<const uint16_t *>(wrow)[k]);
-    };
-
     float acc[MR];
     JKC_UNROLL
     for (int r = 0; r < MR; r++) acc[r] = 0.0f;
 
     int ktail = 0;
-    if (VEC) {
+    if (VEC || BLOCK) {
         /* chunk c = k / VW, lane c % 32: every whole chunk, then the last K % VW */
         for (int k = lane * VW; k + VW <= K; k += 32 * VW) {
             float wv[VW];
-            if constexpr (WT == WT_F32) {
+            if constexpr (BLOCK) {
+                jkc_decode4<DT>(wrow, k, wv);
+            } else if constexpr (DT == JK_F32) {
                 const F32x4 q = *reinterpret_cast<const F32x4 *>(wrow + (size_t)k * ESZ);
                 JKC_UNROLL
                 for (int e = 0; e < 4; e++) wv[e] = q.v[e];
@@ -414,24 +438,35 @@ __global__ void JKC_LAUNCH_BOUNDS(GEMV_WARPS * 32) gemv(GemmParams p) {
                 const U32x4 q = *reinterpret_cast<const U32x4 *>(wrow + (size_t)k * ESZ);
                 JKC_UNROLL
                 for (int e = 0; e < VW; e++)
-                    wv[e] = half_to_f32<WT>((uint16_t)(q.v[e / 2] >> (16 * (e & 1))));
+                    wv[e] = half_to_f32<DT>((uint16_t)(q.v[e / 2] >> (16 * (e & 1))));
             }
             JKC_UNROLL
             for (int r = 0; r < MR; r++) {
                 JKC_UNROLL
                 for (int c = 0; c < VW / 4; c++) {
-                    const F32x4 xv = *reinterpret_cast<const F32x4 *>(xrow[r] + k + 4 * c);
+                    float xv[4];
+                    if (BLOCK ? p.xvec : VEC) {
+                        const F32x4 q = *reinterpret_cast<const F32x4 *>(xrow[r] + k + 4 * c);
+                        xv[0] = q.v[0], xv[1] = q.v[1], xv[2] = q.v[2], xv[3] = q.v[3];
+                    } else {
+                        JKC_UNROLL
+                        for (int e = 0; e < 4; e++) xv[e] = xrow[r][k + 4 * c + e];
+                    }
                     JKC_UNROLL
-                    for (int e = 0; e < 4; e++) acc[r] = fmaf(xv.v[e], wv[4 * c + e], acc[r]);
+                    for (int e = 0; e < 4; e++) acc[r] = fmaf(xv[e], wv[4 * c + e], acc[r]);
                 }
             }
         }
         ktail = K / VW * VW;
     }
-    for (int k = ktail + lane; k < K; k += 32) {
-        const float wk = weight(k);
-        JKC_UNROLL
-        for (int r = 0; r < MR; r++) acc[r] = fmaf(xrow[r][k], wk, acc[r]);
+    if constexpr (!BLOCK) {
+        for (int k = ktail + lane; k < K; k += 32) {
+            float wk;
+            if constexpr (DT == JK_F32) wk = reinterpret_cast<const float *>(wrow)[k];
+            else wk = half_to_f32<DT>(reinterpret_cast<const uint16_t *>(wrow)[k]);
+            JKC_UNROLL
+            for (int r = 0; r < MR; r++) acc[r] = fmaf(xrow[r][k], wk, acc[r]);
+        }
     }
 
     JKC_UNROLL
@@ -467,7 +502,7 @@ int sm_count(void) {
 /* Tile choice forced by the tests (0: automatic, 64 or 128). */
 std::atomic<int> forced_tile{0};
 
-template <int MODE, int BM, int BN, int WM, int WN, bool VEC>
+template <int MODE, int DT, int BM, int BN, int WM, int WN, bool VEC>
 void launch_mma(const GemmParams &p, const char *what) {
     constexpr int smem = MmaCfg<MODE, BM, BN, WM, WN>::SMEM_BYTES;
     if (smem > 48 * 1024) {
@@ -478,54 +513,64 @@ void launch_mma(const GemmParams &p, const char *what) {
         cudaGetDevice(&dev);
         const uint64_t bit = 1ull << (dev & 63);
         if (!(done.load(std::memory_order_relaxed) & bit)) {
-            cudaFuncSetAttribute(gemm_mma<MODE, BM, BN, WM, WN, VEC>,
+            cudaFuncSetAttribute(gemm_mma<MODE, DT, BM, BN, WM, WN, VEC>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
             done.fetch_or(bit, std::memory_order_relaxed);
         }
     }
     const dim3 grid((unsigned)((p.N + BN - 1) / BN), (unsigned)((p.M + BM - 1) / BM));
-    JKC_LAUNCH((gemm_mma<MODE, BM, BN, WM, WN, VEC>), grid, dim3(WM * WN * 32), smem,
+    JKC_LAUNCH((gemm_mma<MODE, DT, BM, BN, WM, WN, VEC>), grid, dim3(WM * WN * 32), smem,
                jkc_stream(), p);
     jkc_check_launch(what);
 }
 
-template <int MODE, bool VEC>
+template <int MODE, int DT, bool VEC>
 void run_mma(const GemmParams &p, const char *what) {
     const long big = (long)((p.M + 127) / 128) * (long)((p.N + 127) / 128);
     const int f = forced_tile.load(std::memory_order_relaxed);
     if (f == 128 || (f == 0 && big >= sm_count()))
-        launch_mma<MODE, 128, 128, 2, 4, VEC>(p, what);
+        launch_mma<MODE, DT, 128, 128, 2, 4, VEC>(p, what);
     else
-        launch_mma<MODE, 64, 64, 2, 2, VEC>(p, what);
+        launch_mma<MODE, DT, 64, 64, 2, 2, VEC>(p, what);
 }
 
-template <int WT, bool VEC>
+template <int DT, bool VEC>
 void run_gemv(const GemmParams &p, const char *what) {
     const dim3 block(GEMV_WARPS * 32);
     const unsigned gx = (unsigned)((p.N + GEMV_WARPS - 1) / GEMV_WARPS);
     cudaStream_t s = jkc_stream();
-    if (p.M == 1) JKC_LAUNCH((gemv<WT, 1, VEC>), dim3(gx, 1), block, 0, s, p);
-    else if (p.M == 2) JKC_LAUNCH((gemv<WT, 2, VEC>), dim3(gx, 1), block, 0, s, p);
-    else JKC_LAUNCH((gemv<WT, 4, VEC>), dim3(gx, (unsigned)((p.M + 3) / 4)), block, 0, s, p);
+    if (p.M == 1) JKC_LAUNCH((gemv<DT, 1, VEC>), dim3(gx, 1), block, 0, s, p);
+    else if (p.M == 2) JKC_LAUNCH((gemv<DT, 2, VEC>), dim3(gx, 1), block, 0, s, p);
+    else JKC_LAUNCH((gemv<DT, 4, VEC>), dim3(gx, (unsigned)((p.M + 3) / 4)), block, 0, s, p);
     jkc_check_launch(what);
 }
 
 bool aligned16(const void *ptr) { return ((uintptr_t)ptr & 15u) == 0; }
 
-template <int MODE>
+/* DT: the weight type. 16- and 32-bit weights take the tensor-core mode of their type;
+ * block formats are decoded to f32 while the tiles are loaded and multiplied as f32
+ * weights are (bf16x3), or decoded in the GEMV. */
+template <int DT>
 void gemm(const struct jk_gemm_args *a, const char *what) {
     if (a->M <= 0 || a->N <= 0 || a->K <= 0) return;
+    constexpr int MODE = DT == JK_F16 ? MODE_F16 : DT == JK_BF16 ? MODE_BF16 : MODE_BF16X3;
+    /* 16-byte loads of X need x and every row 16-byte aligned, of W likewise. Block
+     * weights are read byte by byte, and their kernels are built once (VEC = true,
+     * which for them means nothing) with the X test made at run time (xvec), which
+     * halves the instantiations nvcc compiles. */
+    const bool xvec = aligned16(a->x) && a->ldx % 4 == 0;
+    const bool vec = DT >= JK_Q8_0 || (xvec && aligned16(a->w) && a->ldw % 16 == 0);
     const GemmParams p = {a->y, a->ldy, a->x, a->ldx, a->w, a->ldw, a->bias,
-                          a->M, a->N, a->K, (int)a->epi};
-    /* 16-byte loads of X need x and every row 16-byte aligned, of W likewise */
-    const bool vec = aligned16(a->x) && a->ldx % 4 == 0 && aligned16(a->w) && a->ldw % 16 == 0;
-    constexpr int WT = MODE == MODE_F16 ? WT_F16 : MODE == MODE_BF16 ? WT_BF16 : WT_F32;
-    if (a->M <= GEMV_MAX_M) {
-        if (vec) run_gemv<WT, true>(p, what);
-        else run_gemv<WT, false>(p, what);
+                          a->M, a->N, a->K, (int)a->epi, xvec};
+    if constexpr (DT >= JK_Q8_0) {
+        if (a->M <= GEMV_MAX_M) run_gemv<DT, true>(p, what);
+        else run_mma<MODE, DT, true>(p, what);
+    } else if (a->M <= GEMV_MAX_M) {
+        if (vec) run_gemv<DT, true>(p, what);
+        else run_gemv<DT, false>(p, what);
     } else {
-        if (vec) run_mma<MODE, true>(p, what);
-        else run_mma<MODE, false>(p, what);
+        if (vec) run_mma<MODE, DT, true>(p, what);
+        else run_mma<MODE, DT, false>(p, what);
     }
 }
 
@@ -533,9 +578,17 @@ void gemm(const struct jk_gemm_args *a, const char *what) {
 
 extern "C" {
 
-void jkc_gemm_f16(const struct jk_gemm_args *a) { gemm<MODE_F16>(a, "gemm f16"); }
-void jkc_gemm_bf16(const struct jk_gemm_args *a) { gemm<MODE_BF16>(a, "gemm bf16"); }
-void jkc_gemm_f32(const struct jk_gemm_args *a) { gemm<MODE_BF16X3>(a, "gemm f32"); }
+void jkc_gemm_f16(const struct jk_gemm_args *a) { gemm<JK_F16>(a, "gemm f16"); }
+void jkc_gemm_bf16(const struct jk_gemm_args *a) { gemm<JK_BF16>(a, "gemm bf16"); }
+void jkc_gemm_f32(const struct jk_gemm_args *a) { gemm<JK_F32>(a, "gemm f32"); }
+void jkc_gemm_q8_0(const struct jk_gemm_args *a) { gemm<JK_Q8_0>(a, "gemm q8_0"); }
+void jkc_gemm_q4_0(const struct jk_gemm_args *a) { gemm<JK_Q4_0>(a, "gemm q4_0"); }
+void jkc_gemm_q4_1(const struct jk_gemm_args *a) { gemm<JK_Q4_1>(a, "gemm q4_1"); }
+void jkc_gemm_q5_0(const struct jk_gemm_args *a) { gemm<JK_Q5_0>(a, "gemm q5_0"); }
+void jkc_gemm_q5_1(const struct jk_gemm_args *a) { gemm<JK_Q5_1>(a, "gemm q5_1"); }
+void jkc_gemm_q4_k(const struct jk_gemm_args *a) { gemm<JK_Q4_K>(a, "gemm q4_K"); }
+void jkc_gemm_q5_k(const struct jk_gemm_args *a) { gemm<JK_Q5_K>(a, "gemm q5_K"); }
+void jkc_gemm_q6_k(const struct jk_gemm_args *a) { gemm<JK_Q6_K>(a, "gemm q6_K"); }
 
 /* Test hook: 0 = choose the tile by the shape (the default), 64 or 128 = always that
  * tile in the tensor-core kernel, so tests/cuda/test_cuda_gemm.c reaches both on small

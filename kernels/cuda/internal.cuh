@@ -4,7 +4,8 @@
  *
  *   device.cu   struct jk_device for CUDA (memory, one stream, sticky errors), the
  *               thread's bound device (jkc_stream), jk_init_cuda (the table)
- *   gemm.cu     tensor-core matmul (mma.sync m16n8k16), f16 / bf16 / f32 weights
+ *   gemm.cu     tensor-core matmul (mma.sync m16n8k16), f16 / bf16 / f32 weights and
+ *               the block formats (decoded by dequant.cuh)
  *   attn.cu     fused flash attention (mma.sync), f32 fallback for other head sizes
  *   ops.cu      LayerNorm, tanh-GELU, SiLU, add, madd, RoPE, patchify, gather, mean
  *
@@ -33,6 +34,8 @@ void jkc_check_launch(const char *what);
 extern "C" {
 /* gemm.cu */
 jk_gemm_fn jkc_gemm_f32, jkc_gemm_f16, jkc_gemm_bf16;
+jk_gemm_fn jkc_gemm_q8_0, jkc_gemm_q4_0, jkc_gemm_q4_1, jkc_gemm_q5_0, jkc_gemm_q5_1;
+jk_gemm_fn jkc_gemm_q4_k, jkc_gemm_q5_k, jkc_gemm_q6_k;
 /* attn.cu */
 jk_attn_fn jkc_attn;
 /* ops.cu */

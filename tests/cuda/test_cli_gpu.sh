@@ -38,6 +38,15 @@ grep -q "repeat 2: median" "$WORK/err.txt" && ok "--repeat prints the median" ||
 run "embed --batch 3 (CPU)" jepa embed -q -m "$V2/model.gguf" --test-pattern 4x64x64 --batch 3 -o "$WORK/cb.npy"
 cmp "$WORK/gb.npy" "$WORK/cb.npy" 0.9999 1e-2 && ok "GPU batch matches CPU batch" || bad "GPU batch matches CPU batch"
 
+# block-format weights on the device (gemm.cu decodes them to the f32 the CPU decodes):
+# the same file quantized by jepa quantize, the GPU against the CPU
+for qt in q8_0 q4_0 q5_1; do
+    run "quantize $qt" jepa quantize "$V2/model.gguf" "$WORK/$qt.gguf" --type $qt
+    run "embed -g 0 ($qt)" jepa embed -q -g 0 -m "$WORK/$qt.gguf" --input-tensor "$V2/input.npy" -o "$WORK/g_$qt.npy"
+    run "embed ($qt, CPU)" jepa embed -q -m "$WORK/$qt.gguf" --input-tensor "$V2/input.npy" -o "$WORK/c_$qt.npy"
+    cmp "$WORK/g_$qt.npy" "$WORK/c_$qt.npy" 0.9999 1e-2 && ok "GPU $qt matches CPU $qt" || bad "GPU $qt matches CPU $qt"
+done
+
 # the benchmark harness (smoke shapes) and its JSON lines
 run "bench gpu --quick" jepa bench gpu -g 0 --quick --json
 [ "$(grep -c '"tflops"' "$WORK/out.txt")" -ge 4 ] && ok "bench gpu prints JSON rows" || bad "bench gpu prints JSON rows"

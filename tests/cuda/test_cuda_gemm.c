@@ -1,9 +1,17 @@
 /*
- * test_cuda_gemm.c — the CUDA table's matmul slots gemm[JK_F16], gemm[JK_BF16] and
- * gemm[JK_F32] (kernels/cuda/gemm.cu) against the reference gemm (kernels/ref, exact
- * weight conversion, double accumulation) on the host.
+ * test_cuda_gemm.c — the CUDA table's matmul slots (kernels/cuda/gemm.cu), every weight
+ * type, against the reference gemm (kernels/ref, exact weight conversion, double
+ * accumulation) on the host.
  *
- * Cases, for each of the three dtypes:
+ * Block formats (q8_0 .. q6_K): random codes with f16 scales of a sensible size, now and
+ * then zero or subnormal; K rounded up to the block. They are decoded exactly and then
+ * take the f32 weights' arithmetic, so they get the f32 model below, and one more check:
+ * the output equals, bit for bit, the f32 slot's on the decoded matrix (always for the
+ * tensor-core kernel; for the GEMV in the aligned cases, where both read X 16 bytes at a
+ * time and so sum in the same order). They run the fixed shapes and a third of the random
+ * ones (with N / 4 for the K-quants, whose K is 256 or more).
+ *
+ * Cases, for each of the 16/32-bit types:
  *  - random shapes M, N, K in 1..300 (a quarter with M <= 8, the GEMV kernel), each with
  *    a random epilogue (store / GELU / residual add), bias or NULL, and either "aligned"
  *    (x and w at the start of their allocation, ldx % 4 == 0, ldw % 16 == 0: the 16-byte
@@ -105,17 +113,56 @@ static double q1_worst[JK_NDTYPES], q2_worst[JK_NDTYPES];
 
 static double gelu(double t) { return jk_ref_gelu_erf(t); }
 
+/* An f16 scale for a block: about `size` with a random factor in [0.5, 1.5), now and then
+ * zero or an f16 subnormal (the decoders must widen those exactly too). */
+static void put_scale(uint8_t *p, double size) {
+    const int r = ca_int(0, 15);
+    uint16_t h = r == 0 ? 0 : r == 1 ? (uint16_t)ca_int(1, 0x3ff)
+                             : f32_to_f16((float)(size * (0.5 + ca_uniform())));
+    if (ca_int(0, 1)) h |= 0x8000;
+    p[0] = (uint8_t)h, p[1] = (uint8_t)(h >> 8);
+}
+
+/* A random row of K weights of block format t: random codes (and K-quant sub-block
+ * scales), f16 scales set so the weights are of size ~ws. */
+static void fill_block_row(enum jk_dtype t, uint8_t *row, int K, double ws) {
+    const int qk = jk_dtype_block(t);
+    const size_t bb = jr_block_bytes((int)t);
+    for (int b = 0; b < K / qk; b++) {
+        uint8_t *blk = row + (size_t)b * bb;
+        for (size_t i = 0; i < bb; i++) blk[i] = (uint8_t)ca_int(0, 255);
+        switch (t) {
+        case JK_Q8_0: put_scale(blk, ws / 80); break;
+        case JK_Q4_0: put_scale(blk, ws / 5); break;
+        case JK_Q5_0: put_scale(blk, ws / 10); break;
+        case JK_Q4_1: put_scale(blk, ws / 5), put_scale(blk + 2, ws); break;
+        case JK_Q5_1: put_scale(blk, ws / 10), put_scale(blk + 2, ws); break;
+        case JK_Q4_K: case JK_Q5_K: put_scale(blk, ws / 500), put_scale(blk + 2, ws / 60); break;
+        case JK_Q6_K: put_scale(blk + 208, ws / 2500); break;
+        default: break;
+        }
+    }
+}
+
 static int run_case(const struct gcase *c) {
     const int M = c->M, N = c->N, K = c->K;
     const enum jk_dtype t = c->t;
+    /* block formats are decoded to f32 exactly and then multiplied as f32 weights are */
+    const int blk = jk_dtype_is_block(t), f32like = t == JK_F32 || blk;
     const size_t esz = t == JK_F32 ? 4 : 2;
-    size_t ldx = (size_t)K, ldy = (size_t)N, ldw = (size_t)K * esz, xoff = 0, woff = 0;
+    size_t ldx = (size_t)K, ldy = (size_t)N, ldw = blk ? jk_row_bytes(t, K) : (size_t)K * esz,
+           xoff = 0, woff = 0;
     if (c->odd) {
         ldx += (size_t)ca_int(1, 9);
         ldy += (size_t)ca_int(1, 9);
-        ldw += esz * (size_t)ca_int(1, 9);
+        ldw += blk ? (size_t)ca_int(1, 9) : esz * (size_t)ca_int(1, 9);
         xoff = (size_t)ca_int(1, 3);                  /* floats */
-        woff = esz * (size_t)ca_int(1, 16 / esz - 1); /* bytes: never 16-byte aligned */
+        woff = blk ? (size_t)ca_int(1, 15)            /* bytes: never 16-byte aligned */
+                   : esz * (size_t)ca_int(1, 16 / esz - 1);
+    } else if (blk) {
+        ldx = (ldx + 3) / 4 * 4 + 4 * (size_t)ca_int(0, 1);
+        ldw += (size_t)ca_int(0, 1) * (size_t)ca_int(1, 40);   /* any byte stride */
+        ldy += (size_t)ca_int(0, 3);
     } else {
         ldx = (ldx + 3) / 4 * 4 + 4 * (size_t)ca_int(0, 1);
         ldw = (ldw + 15) / 16 * 16 + 16 * (size_t)ca_int(0, 1);
@@ -135,7 +182,8 @@ static int run_case(const struct gcase *c) {
     const float ws = 1.0f / sqrtf((float)K);
     float *wf = (float *)xmalloc((size_t)N * K * sizeof(float)); /* W as f32 [N, K] */
     for (int n = 0; n < N; n++) {
-        for (int k = 0; k < K; k++) {
+        if (blk) fill_block_row(t, wm + (size_t)n * ldw, K, ws);
+        for (int k = 0; k < K && !blk; k++) {
             const float v = ws * rnd();
             uint8_t *dst = wm + (size_t)n * ldw + (size_t)k * esz;
             if (t == JK_F32) memcpy(dst, &v, 4);
@@ -171,13 +219,39 @@ static int run_case(const struct gcase *c) {
     a.y = dy, a.x = dx + xoff, a.w = dw + woff, a.bias = c->bias ? db : NULL, a.ws = NULL;
     jkc_gemm_force_tile(c->tile);
     kt.gemm[t](&a);
-    jkc_gemm_force_tile(0);
     ct_download_guarded(yg, dy, ny);
+    const int gemv = M <= GEMV_MAX_M;
+
+    /* A block matrix must give the bits its decoded f32 matrix gives in the f32 slot
+     * (gemm.cu): always in the tensor-core kernel, and in the GEMV when both read X 16
+     * bytes at a time (aligned cases; the f32 slot then also reads W so). */
+    int same_bits = 1;
+    if (blk && (!gemv || !c->odd)) {
+        float *dwf = ct_upload_f(wf, (size_t)N * K);
+        float *dy2 = ct_upload_guarded(yold, ny);
+        float *yf = ca_alloc_guarded(ny);
+        struct jk_gemm_args af = a;
+        af.y = dy2, af.w = dwf, af.ldw = (size_t)K * 4;
+        kt.gemm[JK_F32](&af);
+        ct_download_guarded(yf, dy2, ny);
+        for (int m = 0; m < M && same_bits; m++)
+            for (int n = 0; n < N; n++) {
+                const size_t i = (size_t)m * ldy + n;
+                if (memcmp(&yf[i], &yg[i], sizeof(float))) {
+                    printf("FAIL %s M=%d N=%d K=%d: y[%d,%d] = %.9g, the f32 slot on the decoded "
+                           "weights gives %.9g\n", jk_dtype_name(t), M, N, K, m, n, (double)yg[i],
+                           (double)yf[i]);
+                    same_bits = 0;
+                    break;
+                }
+            }
+        ct_free(dwf), ct_free_guarded(dy2), ca_free_guarded(yf);
+    }
+    jkc_gemm_force_tile(0);
     ct_free(dx), ct_free(dw), ct_free(db), ct_free_guarded(dy);
 
     /* element by element: the model (check 1) and the reference (check 2) */
-    const int gemv = M <= GEMV_MAX_M;
-    const int nterms = gemv || t != JK_F32 ? K : 3 * K;
+    const int nterms = gemv || !f32like ? K : 3 * K;
     double rep_rel = 0.0, rep_sub = 0.0;
     if (!gemv) {
         rep_rel = t == JK_F16 ? 1.0 / 2048 : t == JK_BF16 ? 1.0 / 256 : 3.05 / 65536;
@@ -197,7 +271,7 @@ static int run_case(const struct gcase *c) {
                 sw += fabs(wv);
                 if (gemv) {
                     tm += xv * wv, sm += fabs(xv * wv);
-                } else if (t == JK_F32) {
+                } else if (f32like) {
                     double xh, xl, wh, wl;
                     split_bf16(xr[k], &xh, &xl);
                     split_bf16(wr[k], &wh, &wl);
@@ -236,20 +310,20 @@ static int run_case(const struct gcase *c) {
             if (d2 > emax) emax = d2;
             if (fabs(yplain - r) > pmax) pmax = fabs(yplain - r);
             rsq += r * r;
-            if (t == JK_F32 && !gemv && s > 0 && fabs(yplain - r) / s > plainw)
+            if (f32like && !gemv && s > 0 && fabs(yplain - r) / s > plainw)
                 plainw = fabs(yplain - r) / s;
         }
     }
     if (!c->wide && accw > acc_worst[t]) acc_worst[t] = accw;
     if (q1 > q1_worst[t]) q1_worst[t] = q1;
     if (q2 > q2_worst[t]) q2_worst[t] = q2;
-    if (!c->wide && plainw > bf16_plain_worst) bf16_plain_worst = plainw;
+    if (!c->wide && t == JK_F32 && plainw > bf16_plain_worst) bf16_plain_worst = plainw;
 
     char what[160];
     snprintf(what, sizeof what, "%s M=%d N=%d K=%d %s%s%s%s tile=%d", jk_dtype_name(t), M, N, K,
              epi_name(c->epi), c->bias ? " bias" : "", c->odd ? " odd" : " aligned",
              c->wide ? " wide" : "", c->tile);
-    int bad = 0;
+    int bad = !same_bits;
     if (bad1) {
         const size_t i = (size_t)w1m * ldy + (size_t)w1n;
         printf("FAIL %s: %d outside the model's tolerance; worst [%d,%d] got %.9g model %.9g "
@@ -381,8 +455,11 @@ int main(int argc, char **argv) {
     };
     const int nfixed = (int)(sizeof fixed / sizeof *fixed);
     int cases = 0, fails = 0;
-    for (int ti = 0; ti < 3; ti++) {
-        const enum jk_dtype t = ti == 0 ? JK_F16 : ti == 1 ? JK_BF16 : JK_F32;
+    /* the 16/32-bit types with every case; the block formats (K rounded up to their block)
+     * with the fixed shapes and a third of the random ones */
+    for (int ti = 0; ti < JK_NDTYPES; ti++) {
+        const enum jk_dtype t = ti == 0 ? JK_F16 : ti == 1 ? JK_BF16 : ti == 2 ? JK_F32 : (enum jk_dtype)ti;
+        const int qk = jk_dtype_block(t);
         if (!kt.gemm[t]) {
             printf("FAIL: the CUDA table has no gemm[%s]\n", jk_dtype_name(t));
             check_failed++;
@@ -390,14 +467,18 @@ int main(int argc, char **argv) {
         }
         int tc = 0, tf = 0;
         for (int f = 0; f < nfixed; f++) {
-            struct gcase c = {t, fixed[f][0], fixed[f][1], fixed[f][2],
+            const int K = (fixed[f][2] + qk - 1) / qk * qk;
+            if (qk == 256 && f % 2) continue;   /* K >= 256: half the shapes are enough */
+            struct gcase c = {t, fixed[f][0], fixed[f][1], K,
                               (enum jk_epilogue)((f + ti) % 3), (f + ti) & 1, f % 3 == 1,
-                              fixed[f][3], 0, fixed[f][2] >= 96};
+                              fixed[f][3], 0, K >= 96 && qk == 1};
             tf += run_case(&c);
             tc++;
         }
-        for (int r = 0; r < nrand; r++) {
+        for (int r = 0; r < (qk == 1 ? nrand : (nrand + 2) / 3); r++) {
             struct gcase c = random_case(t);
+            c.K = (c.K + qk - 1) / qk * qk;
+            if (qk == 256) c.N = (c.N + 3) / 4;   /* the emulator's time: K is 256 .. 512 */
             tf += run_case(&c);
             tc++;
         }

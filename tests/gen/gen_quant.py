@@ -8,11 +8,17 @@ For every block type jepa.c reads (q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K, q6_
                     extremes: 65504, -65504, the smallest normal 2^-14, the smallest
                     subnormal 2^-24, a mid subnormal, 0 and -0
   deq.<type>.f32    gguf.quants.dequantize of those rows (what jepa.c must decode, bit for bit)
-and for every type gguf-py can quantize (q8_0, q4_0, q4_1, q5_0, q5_1):
+and for every type jepa quantize writes:
   quant.src         f32 rows to quantize: random normal rows at several scales, and
                     adversarial ones (all zero, constant, one outlier, +-ties of the
-                    largest magnitude, values on the rounding boundaries of the codes)
-  quant.<type>      gguf.quants.quantize of quant.src (jepa quantize must write these bytes)
+                    largest magnitude, values on the rounding boundaries of the codes;
+                    for the K-quants: sub-blocks of very different size in one
+                    super-block, so that some scales store as 0, all-positive and
+                    all-negative rows, an all-zero sub-block, values below ggml's 1e-15)
+  quant.<type>      the blocks jepa quantize must write for quant.src: for q8_0, q4_0,
+                    q4_1, q5_0, q5_1 gguf.quants.quantize; for q4_K, q5_K, q6_K, which
+                    gguf-py cannot make, ggml's reference quantizer as kquant_ref.py
+                    implements it
 
 No torch: numpy and gguf (PyPI) only.
 
@@ -29,10 +35,13 @@ import gguf
 from gguf import GGMLQuantizationType as Q
 from gguf.quants import dequantize, quantize
 
+import kquant_ref
+
 HERE = os.path.dirname(__file__)
 K = 512
 READ = [Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q4_K, Q.Q5_K, Q.Q6_K]
-WRITE = [Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1]
+WRITE = [Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1]   # by gguf-py
+WRITE_K = [Q.Q4_K, Q.Q5_K, Q.Q6_K]                 # by kquant_ref.py
 
 # byte offsets of the f16 scale fields in one block: d first, then m / dmin where present
 SCALES = {Q.Q8_0: [0], Q.Q4_0: [0], Q.Q4_1: [0, 2], Q.Q5_0: [0], Q.Q5_1: [0, 2],
@@ -78,6 +87,16 @@ def quant_source(rng):
     rows.append(grid)
     rows.append(-grid)
     rows.append(rng.uniform(-1, 1, K) ** 3)
+    # for the K-quants' scale search and its corners
+    mixed = rng.standard_normal(K) * np.repeat(np.tile([1.0, 1e-4, 0.3, 1e-6], K // 128), 32)
+    rows.append(mixed)                    # some sub-block scales round to 0 when stored
+    rows.append(rng.uniform(0.5, 1.5, K))     # min > 0: the offset is clamped at 0
+    rows.append(-rng.uniform(0.5, 1.5, K))
+    hole = rng.standard_normal(K) * 0.2
+    hole[32:64] = 0.0                     # one all-zero sub-block (and q6_K groups)
+    hole[300:316] = 1e-17                 # a q6_K group below ggml's 1e-15
+    rows.append(hole)
+    rows.append(rng.standard_normal(K) * 1e-20)
     return np.stack(rows).astype(np.float32)
 
 
@@ -102,6 +121,9 @@ def main():
     w.add_tensor("quant.src", src)
     for t in WRITE:
         q = quantize(src, t)
+        w.add_tensor("quant." + t.name.lower(), q, raw_dtype=t)
+    for t in WRITE_K:
+        q = kquant_ref.quantize_k(src, t.name.lower())
         w.add_tensor("quant." + t.name.lower(), q, raw_dtype=t)
     w.write_header_to_file()
     w.write_kv_data_to_file()

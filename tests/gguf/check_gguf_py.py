@@ -12,6 +12,11 @@ Python reader (the PyPI package `gguf`, i.e. ggml's gguf-py).
 (b) Reader: runs BUILD/tests/gguf/gguf_dump (our reader) on the fixture GGUFs (written
     by gguf-py) and compares version, alignment, data offset, every key/type/value and
     every tensor's type/shape/offset/size/bytes (FNV-1a) with gguf-py's view.
+(c) Quantizer: runs BUILD/cli/jepa quantize on a fixture model for every type it writes,
+    reads each output with gguf.GGUFReader and checks that every tensor loads, that the
+    file's tensors are either the input's bytes or of the target type (or the schema's
+    fallback), that general.file_type / general.name were set, and that gguf.quants.
+    dequantize of each converted tensor is within the type's rounding of the f32 input.
 
 Needs only `pip install gguf numpy`. Exit status 0 when everything matches, 1 on any
 mismatch (each printed), 2 on a usage/setup error. See tests/gguf/README.md.
@@ -163,6 +168,61 @@ def check_reader(build, fixture):
         print(f"ok   {where}: {len(ours['kv'])} kv, {len(ours['tensors'])} tensors")
 
 
+# --type -> (GGML type name, general.file_type, the fallbacks a tensor may take instead,
+# largest |error| / max|w| of a row allowed: half a step, d = max|w| / 127 (q8_0) or
+# (max - min) / 15, 31 (q4_1, q5_1); a whole step |d| = max|w| / 8, / 16 for q4_0 / q5_0,
+# whose top code is clipped on the side opposite the largest magnitude; for the K-quants,
+# whose sub-block scales are themselves rounded to 6 bits, a loose bound)
+QUANT_TYPES = {
+    "q8_0": ("Q8_0", 7, ("F16",), 1 / 254 + 1e-3), "q4_0": ("Q4_0", 2, ("F16",), 1 / 8 + 1e-3),
+    "q4_1": ("Q4_1", 3, ("F16",), 1 / 15 + 1e-3), "q5_0": ("Q5_0", 8, ("F16",), 1 / 16 + 1e-3),
+    "q5_1": ("Q5_1", 9, ("F16",), 1 / 31 + 1e-3), "q4_K": ("Q4_K", 14, ("Q4_0", "F16"), 0.15),
+    "q5_K": ("Q5_K", 16, ("Q5_0", "F16"), 0.08), "q6_K": ("Q6_K", 18, ("Q8_0", "F16"), 0.04),
+}
+
+
+def check_quantize(build, model, tmp):
+    from gguf.quants import dequantize
+    jepa = os.path.join(build, "cli", "jepa")
+    src = GGUFReader(model)
+    orig = {t.name: t for t in src.tensors}
+    for typ, (gname, ftype, fallback, bound) in QUANT_TYPES.items():
+        where = f"quantize {os.path.basename(os.path.dirname(model))} --type {typ}"
+        out = os.path.join(tmp, typ + ".gguf")
+        p = subprocess.run([jepa, "quantize", model, out, "--type", typ], capture_output=True, text=True)
+        if p.returncode:
+            err(f"{where}: exit {p.returncode}: {p.stderr.strip()}")
+            continue
+        n_err = len(errors)
+        r = GGUFReader(out)
+        if int(r.fields["general.file_type"].contents()) != ftype:
+            err(f"{where}: general.file_type {r.fields['general.file_type'].contents()}, want {ftype}")
+        if not str(r.fields["general.name"].contents()).endswith("-" + typ):
+            err(f"{where}: general.name {r.fields['general.name'].contents()!r} lacks -{typ}")
+        n_target = worst = 0
+        for t in r.tensors:
+            o = orig[t.name]
+            if bytes(np.asarray(t.data).tobytes()) == bytes(np.asarray(o.data).tobytes()) and t.tensor_type == o.tensor_type:
+                continue
+            tn = t.tensor_type.name
+            if tn != gname and tn not in fallback:
+                err(f"{where}: {t.name} is {tn}, want {gname} or {fallback}")
+                continue
+            n_target += tn == gname
+            got = dequantize(np.asarray(t.data), t.tensor_type).reshape(-1, int(t.shape[0]))
+            ref = dequantize(np.asarray(o.data), o.tensor_type).reshape(got.shape).astype(np.float64)
+            scale = np.abs(ref).max(axis=1, keepdims=True) + 1e-30
+            e = float((np.abs(got - ref) / scale).max())
+            worst = max(worst, e)
+            if e > bound:
+                err(f"{where}: {t.name}: max |w - w_ref| / max|w_row| {e:.3g} > {bound:.3g}")
+        if not n_target:
+            err(f"{where}: no tensor of type {gname}")
+        if len(errors) == n_err:
+            print(f"ok   {where}: {len(r.tensors)} tensors load in gguf-py, {n_target} {gname}, "
+                  f"worst row error {worst:.3g} of the row's max")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", required=True, help="meson build directory (built)")
@@ -180,6 +240,11 @@ def main():
         check_writer(args.build, tmp, 64)
     for fx in args.fixtures:
         check_reader(args.build, os.path.normpath(fx))
+    if os.path.exists(os.path.join(args.build, "cli", "jepa")):
+        with tempfile.TemporaryDirectory() as tmp:
+            check_quantize(args.build, os.path.normpath(args.fixtures[0]), tmp)
+    else:
+        err(f"missing {args.build}/cli/jepa: the quantizer is not checked")
     print(f"check_gguf_py: {len(errors)} mismatches")
     return 1 if errors else 0
 

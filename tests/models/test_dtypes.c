@@ -1,9 +1,10 @@
 /*
  * test_dtypes.c — activations stay f32 whatever the weight type.
  *
- * For each fixture model and each weight type (f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1: the
- * types jepa quantize writes; the K-quants' kernels are checked by checkasm), two files are made in
- * memory with models/quantize.c: one storing the matmul weights in that type, one storing
+ * For each fixture model and each weight type jepa quantize writes (f16, bf16, q8_0, q4_0,
+ * q4_1, q5_0, q5_1, q4_K, q5_K, q6_K; a K-quant applies where rows are a multiple of 256 -
+ * the tiny models' fc2 - and the schema's fallback elsewhere: the test requires at least
+ * one tensor of each K type), two files are made in memory with models/quantize.c: one storing the matmul weights in that type, one storing
  * exactly the same (rounded) values as F32. Both run the same input; any difference can
  * only come from how the engine treats the 16-bit / 8-bit weights, so the outputs must
  * agree to f32 round-off: every token cosine >= 0.999999 (the bar of the issue; an engine
@@ -37,6 +38,17 @@ static void *make_file(const jepa_model *m, uint32_t type, bool as_f32, size_t *
     }
     jg_writer_free(w);
     return data;
+}
+
+/* Tensors of type `type` in the GGUF file image (0 if it does not parse). */
+static int count_type(const void *file, size_t size, uint32_t type) {
+    struct gguf_file *g = NULL;
+    struct jerr e = {0};
+    if (!file || jg_open_memory(&g, file, size, &e)) return 0;
+    int n = 0;
+    for (int64_t i = 0; i < jg_n_tensors(g); i++) n += jg_tensor_at(g, i)->type == type;
+    jg_close(g);
+    return n;
 }
 
 struct outputs {
@@ -114,15 +126,21 @@ static void check_model(const char *data_dir, const char *model, const char *inp
     }
     static const struct { uint32_t type; const char *name; } types[] = {
         {GGUF_TYPE_F16, "f16"},   {GGUF_TYPE_BF16, "bf16"}, {GGUF_TYPE_Q8_0, "q8_0"}, {GGUF_TYPE_Q4_0, "q4_0"},
-        {GGUF_TYPE_Q4_1, "q4_1"}, {GGUF_TYPE_Q5_0, "q5_0"}, {GGUF_TYPE_Q5_1, "q5_1"}};
+        {GGUF_TYPE_Q4_1, "q4_1"}, {GGUF_TYPE_Q5_0, "q5_0"}, {GGUF_TYPE_Q5_1, "q5_1"}, {GGUF_TYPE_Q4_K, "q4_K"},
+        {GGUF_TYPE_Q5_K, "q5_K"}, {GGUF_TYPE_Q6_K, "q6_K"}};
     for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
         size_t sa = 0, sb = 0;
         void *typed = make_file(m, types[k].type, false, &sa);
         void *widened = make_file(m, types[k].type, true, &sb);
+        int n_typed = count_type(typed, sa, types[k].type);
+        if (typed && n_typed == 0) {
+            printf("FAIL %s %s: no tensor of the file has that type\n", model, types[k].name);
+            failures++;
+        }
         struct outputs a, b;
         if (typed && widened && !run(typed, sa, cpu, &x, &a) && !run(widened, sb, cpu, &x, &b)) {
             char what[128];
-            snprintf(what, sizeof what, "%s %s weights: tokens", model, types[k].name);
+            snprintf(what, sizeof what, "%s %s weights (%d tensors): tokens", model, types[k].name, n_typed);
             failures += parity_check(what, a.tokens, b.tokens, a.n, a.d, 0.999999, 1e-4);
             if (a.pred) {
                 snprintf(what, sizeof what, "%s %s weights: predictor", model, types[k].name);

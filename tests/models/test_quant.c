@@ -8,9 +8,13 @@
  *    0 and -0) equals gguf.quants.dequantize bit for bit; and any sub-range of a row
  *    (what the SIMD kernels ask for, 8 weights or a K block at a time) equals the same
  *    slice of the whole row;
- *  - encoding: runtime/quant.c's jr_quantize_row on quant.src equals gguf.quants.quantize
- *    byte for byte for q8_0, q4_0, q4_1, q5_0 and q5_1 (random rows at four scales, zero,
- *    constant, outliers, +- ties of the largest magnitude, values on code boundaries).
+ *  - encoding: runtime/quant.c's jr_quantize_row on quant.src equals, byte for byte,
+ *    gguf.quants.quantize for q8_0, q4_0, q4_1, q5_0 and q5_1, and for q4_K, q5_K and
+ *    q6_K (which gguf-py cannot make) ggml's reference quantizer as tests/gen/
+ *    kquant_ref.py reimplements it in numpy (random rows at four scales, zero, constant,
+ *    outliers, +- ties of the largest magnitude, values on code boundaries, sub-blocks
+ *    whose stored scale rounds to 0, all-positive and all-negative rows, groups below
+ *    ggml's 1e-15).
  *
  * usage: test_quant DATA_DIR
  */
@@ -98,12 +102,13 @@ static void encode_case(const struct gguf_file *g, int i) {
         if (rc || memcmp(out, w, rb)) {
             size_t j = 0;
             while (j < rb && out[j] == w[j]) j++;
-            if (!bad++) printf("     %s row %d: byte %zu is %02x, gguf-py %02x\n", types[i].name, r, j, out[j], w[j]);
+            if (!bad++) printf("     %s row %d: byte %zu is %02x, the fixture's %02x\n", types[i].name, r, j, out[j], w[j]);
         }
     }
-    printf("%-4s %s encode: %d rows of %d weights against gguf.quants.quantize, %d differ\n", bad ? "FAIL" : "ok",
-           types[i].name, R, K, bad);
-    CHECK(!bad, "%s blocks differ from gguf-py's in %d rows", types[i].name, bad);
+    const char *other = types[i].t >= JK_Q4_K ? "kquant_ref.py (ggml's reference algorithm)" : "gguf.quants.quantize";
+    printf("%-4s %s encode: %d rows of %d weights against %s, %d differ\n", bad ? "FAIL" : "ok",
+           types[i].name, R, K, other, bad);
+    CHECK(!bad, "%s blocks differ from %s's in %d rows", types[i].name, other, bad);
     free(out);
 }
 
@@ -122,8 +127,8 @@ int main(int argc, char **argv) {
     }
     const int n = (int)(sizeof types / sizeof *types);
     for (int i = 0; i < n; i++) decode_case(g, i);
-    for (int i = 0; i < 5; i++) encode_case(g, i);   /* q8_0 .. q5_1: the types gguf-py quantizes */
-    CHECK(jr_quantize_row((int)JK_Q4_K, NULL, NULL, 256) == -1, "jr_quantize_row refuses a K-quant it cannot make");
+    for (int i = 0; i < n; i++) encode_case(g, i);
+    CHECK(jr_quantize_row((int)JK_F16, NULL, NULL, 256) == -1, "jr_quantize_row refuses a type that is not a block format");
     jg_close(g);
     return check_finish("quant");
 }
