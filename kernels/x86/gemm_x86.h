@@ -48,6 +48,11 @@ static ALWAYS_INLINE __m256 bcast_f16(const uint8_t *p) {
     return _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(p[0] | p[1] << 8)));
 }
 
+/* f16 at p (any alignment) as an f32 scalar, by F16C (exact, as f16_to_f32) */
+static ALWAYS_INLINE float scalar_f16(const uint8_t *p) {
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(p[0] | p[1] << 8)));
+}
+
 /* 8 consecutive bytes as 8 int32 lanes */
 static ALWAYS_INLINE __m256i bytes8(const uint8_t *p) {
     return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
@@ -86,9 +91,7 @@ static ALWAYS_INLINE __m256 ld8_block(enum jk_dtype t, const uint8_t *row, int k
         q = _mm256_and_si256(g < 2 ? q : _mm256_srli_epi32(q, 4), low4);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi32(bytes8(b + 128 + 32 * h + l), 2 * g), _mm256_set1_epi32(3));
         q = _mm256_sub_epi32(_mm256_or_si256(q, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
-        uint16_t dh;
-        memcpy(&dh, b + 208, 2);
-        const float ds = f16_to_f32(dh) * (float)(int8_t)b[192 + e / 16];
+        const float ds = scalar_f16(b + 208) * (float)(int8_t)b[192 + e / 16];
         return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(ds));
     }
     /* q4_K, q5_K */
@@ -97,9 +100,7 @@ static ALWAYS_INLINE __m256 ld8_block(enum jk_dtype t, const uint8_t *row, int k
     const int e = k % QK_K, s = e / 32, l = e % 32;
     int scale, mn;
     jr_scale_min_k4(sc, s, &scale, &mn);
-    uint16_t dh, mh;
-    memcpy(&dh, b, 2), memcpy(&mh, b + 2, 2);
-    const float d1 = f16_to_f32(dh) * (float)scale, m1 = f16_to_f32(mh) * (float)mn;
+    const float d1 = scalar_f16(b) * (float)scale, m1 = scalar_f16(b + 2) * (float)mn;
     const uint8_t *qs = b + (t == JK_Q5_K ? 48 : 16);
     __m256i q = bytes8(qs + 32 * (s / 2) + l);
     q = _mm256_and_si256(s % 2 ? _mm256_srli_epi32(q, 4) : q, low4);
@@ -158,9 +159,7 @@ static ALWAYS_INLINE void dec32(enum jk_dtype t, const uint8_t *row, int k, floa
         const __m256i hb = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * h));
         const __m256i hi = _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(2 * g)), _mm256_set1_epi8(3));
         q = _mm256_or_si256(q, _mm256_slli_epi16(hi, 4));   /* 0 .. 63; the - 32 below */
-        uint16_t dh;
-        memcpy(&dh, b + 208, 2);
-        const float d = f16_to_f32(dh);
+        const float d = scalar_f16(b + 208);
         const float d0 = d * (float)(int8_t)b[192 + e / 16], d1 = d * (float)(int8_t)b[192 + e / 16 + 1];
         /* 16 weights per scale: codes32 with per-half scales */
         const __m128i lo = _mm256_castsi256_si128(q), up = _mm256_extracti128_si256(q, 1);
@@ -178,9 +177,7 @@ static ALWAYS_INLINE void dec32(enum jk_dtype t, const uint8_t *row, int k, floa
     const int s = (k % QK_K) / 32;
     int scale, mn;
     jr_scale_min_k4(sc, s, &scale, &mn);
-    uint16_t dh, mh;
-    memcpy(&dh, b, 2), memcpy(&mh, b + 2, 2);
-    const float d1 = f16_to_f32(dh) * (float)scale, m1 = f16_to_f32(mh) * (float)mn;
+    const float d1 = scalar_f16(b) * (float)scale, m1 = scalar_f16(b + 2) * (float)mn;
     __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(b + (t == JK_Q5_K ? 48 : 16) + 32 * (s / 2)));
     q = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(q, 4) : q, low4);
     if (t == JK_Q5_K) {
@@ -189,6 +186,60 @@ static ALWAYS_INLINE void dec32(enum jk_dtype t, const uint8_t *row, int k, floa
         q = _mm256_or_si256(q, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, bit), bit), _mm256_set1_epi8(16)));
     }
     codes32(q, _mm256_set1_ps(d1), _mm256_set1_ps(m1), dst);
+}
+
+/* A whole q4_K / q5_K super-block (256 weights from element k, k % 256 == 0) to dst: the
+ * values dec32 gives sub-block by sub-block, with d and dmin widened once and each 32
+ * code bytes loaded once for the two sub-blocks that share them (low, high nibbles). */
+static ALWAYS_INLINE void dec256_q45k(enum jk_dtype t, const uint8_t *row, int k, float *dst) {
+    const size_t bb = t == JK_Q4_K ? Q4_K_BYTES : Q5_K_BYTES;
+    const uint8_t *b = row + (size_t)(k / QK_K) * bb, *sc = b + 4;
+    const float d = scalar_f16(b), dmin = scalar_f16(b + 2);
+    const __m256i low4 = _mm256_set1_epi8(15), sixteen = _mm256_set1_epi8(16);
+    const __m256i hb = t == JK_Q5_K ? _mm256_loadu_si256((const __m256i *)(const void *)(b + 16)) : _mm256_setzero_si256();
+    const uint8_t *qs = b + (t == JK_Q5_K ? 48 : 16);
+    for (int p = 0; p < 4; p++) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * p));
+        for (int h = 0; h < 2; h++) {
+            const int s = 2 * p + h;
+            int scale, mn;
+            jr_scale_min_k4(sc, s, &scale, &mn);
+            __m256i q = _mm256_and_si256(h ? _mm256_srli_epi16(v, 4) : v, low4);
+            if (t == JK_Q5_K) {
+                const __m256i bit = _mm256_set1_epi8((char)(1 << s));
+                q = _mm256_or_si256(q, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, bit), bit), sixteen));
+            }
+            codes32(q, _mm256_set1_ps(d * (float)scale), _mm256_set1_ps(dmin * (float)mn), dst + 32 * s);
+        }
+    }
+}
+
+/* A whole q6_K super-block (256 weights from element k, k % 256 == 0) to dst, as dec32
+ * gives it group by group, with d widened once and each half's 32 high-bit bytes loaded
+ * once for its four groups of 32. */
+static ALWAYS_INLINE void dec256_q6k(const uint8_t *row, int k, float *dst) {
+    const uint8_t *b = row + (size_t)(k / QK_K) * Q6_K_BYTES;
+    const int8_t *sc = (const int8_t *)(const void *)(b + 192);
+    const float d = scalar_f16(b + 208);
+    const __m256i low4 = _mm256_set1_epi8(15), three = _mm256_set1_epi8(3), off = _mm256_set1_epi32(32);
+    for (int h = 0; h < 2; h++) {
+        const __m256i hb = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * h));
+        const __m256i ql[2] = {_mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h)),
+                               _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h + 32))};
+        for (int g = 0; g < 4; g++) {
+            const __m256i lq = ql[g & 1];
+            __m256i q = _mm256_and_si256(g < 2 ? lq : _mm256_srli_epi16(lq, 4), low4);
+            const __m256i hi = _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(2 * g)), three);
+            q = _mm256_or_si256(q, _mm256_slli_epi16(hi, 4));
+            const int e = 128 * h + 32 * g;
+            const __m256 d0 = _mm256_set1_ps(d * (float)sc[e / 16]), d1 = _mm256_set1_ps(d * (float)sc[e / 16 + 1]);
+            const __m128i lo = _mm256_castsi256_si128(q), up = _mm256_extracti128_si256(q, 1);
+            const __m256i c[4] = {_mm256_cvtepu8_epi32(lo), _mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)),
+                                  _mm256_cvtepu8_epi32(up), _mm256_cvtepu8_epi32(_mm_srli_si128(up, 8))};
+            for (int i = 0; i < 4; i++)
+                _mm256_storeu_ps(dst + e + 8 * i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(c[i], off)), i < 2 ? d0 : d1));
+        }
+    }
 }
 
 /* 8 weights of a row from element k on, as f32 (exact conversions; k % 8 == 0 for the
@@ -364,6 +415,14 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
 /* One W row of K weights of type t (f16 / bf16 / q8_0) widened to f32 in d: the hook of
  * the small-M driver (gemm_small_tmpl.h). */
 static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float *d, int K) {
+    if (t == JK_Q4_K || t == JK_Q5_K) {   /* K is whole super-blocks */
+        for (int k = 0; k < K; k += QK_K) dec256_q45k(t, row, k, d + k);
+        return;
+    }
+    if (t == JK_Q6_K) {
+        for (int k = 0; k < K; k += QK_K) dec256_q6k(row, k, d + k);
+        return;
+    }
     if (t > JK_Q8_0) {   /* K is whole blocks */
         for (int k = 0; k < K; k += 32) dec32(t, row, k, d + k);
         return;
