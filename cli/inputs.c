@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "input/image.h"
 #include "models/model.h"
 
 /* ---- parsing ------------------------------------------------------------------------ */
@@ -75,6 +76,14 @@ int inputs_parse(struct inputs_opts *o, const char *cmd, bool clips_ok, int argc
 }
 
 int inputs_positional(struct inputs_opts *o, const char *cmd, const char *arg) {
+    /* a PNG or JPEG goes through the image decoder, as -i does (PIL's pixels), not through
+     * the video decoder */
+    if (image_is_image_file(arg)) {
+        if (o->n_images == CLIPS_MAX_IMAGES)
+            return cli_usage_error(cmd, "at most %d images per clip", CLIPS_MAX_IMAGES);
+        o->images[o->n_images++] = arg;
+        return 0;
+    }
     if (o->video) return cli_usage_error(cmd, "one video at a time ('%s' and '%s')", o->video, arg);
     o->video = arg;
     return 0;
@@ -101,7 +110,8 @@ int inputs_check(const struct inputs_opts *o, const char *cmd) {
 void inputs_usage(bool clips_ok) {
     printf("  -i IMAGE              an image (repeat -i: the images form one clip, in order)\n"
            "  --frames-npy F.npy    uint8 [T, H, W, 3] RGB frames, one clip\n"
-           "  VIDEO                 a video file (decoded in order, never seeking)\n"
+           "  VIDEO                 a video file (decoded in order, never seeking); a PNG or\n"
+           "                        JPEG named this way is read as -i reads it\n"
            "  --frames-per-clip F   frames per clip (default: the model's jepa.enc.n_frames)\n"
            "  --frame-step S        a clip spans F*S frames, sampled with np.linspace (default 4)\n");
     if (clips_ok)

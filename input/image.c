@@ -76,12 +76,48 @@ static void *image_realloc(void *p, size_t n) { return n > IMAGE_MAX_ALLOC ? NUL
 #endif
 #endif
 
+/* What Hugging Face's image processors make of a decoded PNG (transformers'
+ * image_transforms.convert_to_rgb): an RGB image is used as it is, whatever its tRNS
+ * says; any other mode is converted to RGBA by PIL and alpha-composited onto opaque
+ * white, then made RGB. With PIL's Image.alpha_composite (libImaging/AlphaComposite.c)
+ * on a white opaque background the colour is, in PIL's integer arithmetic,
+ *     t = 128 (c a + 255 (255 - a)) + 2^14,   out = ((t >> 8) + t) >> 15
+ * and 255 where a = 0: checked against Pillow on every (c, a) by
+ * tests/input/test_preprocess.c. Low bit depths are scaled to 8 bits and 16-bit samples
+ * reduced to their high byte, by stb as by PIL. */
+static uint8_t over_white(unsigned c, unsigned a) {
+    if (a == 0) return 255;
+    const uint32_t t = 128u * (c * a + 255u * (255u - a)) + (1u << 14);
+    return (uint8_t)((((t >> 8) + t) >> 8) >> 7);
+}
+
+/* n RGBA pixels to RGB in place (the first 3 n bytes), composited onto white or not. */
+static void rgba_to_rgb(uint8_t *px, size_t n, bool composite) {
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *s = px + 4 * i;
+        const unsigned a = s[3];
+        uint8_t r = s[0], g = s[1], b = s[2];
+        if (composite && a != 255) r = over_white(r, a), g = over_white(g, a), b = over_white(b, a);
+        px[3 * i] = r, px[3 * i + 1] = g, px[3 * i + 2] = b;
+    }
+}
+
+/* A 16-bit grey PNG as PIL converts it: its "I;16" to RGBA clips each sample to 255 (it
+ * does not scale), and the tRNS key, compared on the 16-bit sample, becomes alpha 0:
+ * white after the composite. key < 0: no tRNS. */
+static void grey16_to_rgb(const uint16_t *g, size_t n, int key, uint8_t *out) {
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t v = (int)g[i] == key ? 255 : g[i] > 255 ? 255 : (uint8_t)g[i];
+        out[3 * i] = out[3 * i + 1] = out[3 * i + 2] = v;
+    }
+}
+
 /* IHDR first (big-endian width and height), every chunk (length, type, data, CRC) inside
  * the file up to IEND: a truncated file is refused, and no chunk can make stb allocate
  * more than the file holds. */
 static jepa_status decode_png(const uint8_t *d, size_t n, const char *what, uint8_t **rgb, int *h, int *w,
                               struct jerr *e) {
-    if (n < 24 || memcmp(d + 12, "IHDR", 4))
+    if (n < 33 || memcmp(d + 12, "IHDR", 4))   /* the signature, then IHDR's 12 + 13 bytes */
         return jr_err_set(e, JEPA_ERR_FORMAT, "%s: a PNG without its IHDR header", what);
     const long long x = (long long)d[16] << 24 | d[17] << 16 | d[18] << 8 | d[19];
     const long long y = (long long)d[20] << 24 | d[21] << 16 | d[22] << 8 | d[23];
@@ -98,9 +134,31 @@ static jepa_status decode_png(const uint8_t *d, size_t n, const char *what, uint
     }
     if (!iend) return jr_err_set(e, JEPA_ERR_FORMAT, "%s: truncated PNG (no IEND chunk)", what);
 #ifdef JEPA_HAVE_STB
+    const int depth = d[24], ctype = d[25];
     int ix = 0, iy = 0, c = 0;
-    unsigned char *px = stbi_load_from_memory(d, (int)n, &ix, &iy, &c, 3);
+    if (ctype == 0 && depth == 16) {   /* PIL's "I;16" */
+        stbi_us *g = stbi_load_16_from_memory(d, (int)n, &ix, &iy, &c, 1);
+        if (!g) return jr_err_set(e, JEPA_ERR_FORMAT, "%s: cannot decode the image (%s)", what, stbi_failure_reason());
+        int key = -1;
+        for (size_t off = 8; off + 12 <= n;) {   /* the tRNS grey key, if any (chunks checked above) */
+            const size_t len = (size_t)d[off] << 24 | (size_t)d[off + 1] << 16 | (size_t)d[off + 2] << 8 | d[off + 3];
+            if (!memcmp(d + off + 4, "tRNS", 4) && len >= 2) key = d[off + 8] << 8 | d[off + 9];
+            if (!memcmp(d + off + 4, "IEND", 4)) break;
+            off += 12 + len;
+        }
+        uint8_t *out = malloc((size_t)ix * (size_t)iy * 3);
+        if (!out) {
+            free(g);
+            return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", what);
+        }
+        grey16_to_rgb(g, (size_t)ix * (size_t)iy, key, out);
+        free(g);
+        *rgb = out, *h = iy, *w = ix;
+        return JEPA_OK;
+    }
+    unsigned char *px = stbi_load_from_memory(d, (int)n, &ix, &iy, &c, 4);
     if (!px) return jr_err_set(e, JEPA_ERR_FORMAT, "%s: cannot decode the image (%s)", what, stbi_failure_reason());
+    rgba_to_rgb(px, (size_t)ix * (size_t)iy, ctype != 2);   /* in place: RGB rows packed in the first 3/4 */
     *rgb = px, *h = iy, *w = ix;
     return JEPA_OK;
 #else
@@ -253,6 +311,16 @@ static jepa_status decode(const uint8_t *d, size_t n, const char *what, uint8_t 
                       : n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7' ? "PNM" : NULL;
     if (other) return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: %s images are not supported (PNG, JPEG)", what, other);
     return jr_err_set(e, JEPA_ERR_FORMAT, "%s: cannot decode: not a PNG or JPEG image", what);
+}
+
+bool image_is_image_file(const char *path) {
+    static const uint8_t png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    uint8_t d[8];
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    const size_t n = fread(d, 1, sizeof d, f);
+    fclose(f);
+    return (n == 8 && !memcmp(d, png, 8)) || (n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff);
 }
 
 jepa_status image_load_rgb(const char *path, uint8_t **rgb, int *h, int *w, struct jerr *e) {

@@ -3,9 +3,11 @@
  * (libjpeg-turbo, libjpeg62-turbo-dev, at PIL's settings), decoded to packed 8-bit RGB;
  * other formats are refused by name.
  *
- * Grey and grey+alpha images are expanded to RGB by replication, alpha is dropped (what
- * PIL's convert("RGB") does); 16-bit PNGs are reduced to 8 bits by stb; CMYK JPEGs are
- * refused. EXIF orientation is not applied (neither PIL's Image.open nor the HF
+ * Pixels are what Hugging Face's processors get from PIL (transformers' convert_to_rgb):
+ * RGB images as they are; every other PNG (grey, grey + alpha, palette, RGBA, with or
+ * without tRNS) converted to RGBA and composited onto white with PIL's integer rounding;
+ * low bit depths scaled and 16-bit samples reduced to their high byte, except 16-bit grey,
+ * which PIL clips at 255. CMYK JPEGs are refused. EXIF orientation is not applied (neither PIL's Image.open nor the HF
  * processors apply it).
  *
  * Tested by tests/input/test_preprocess.c (a committed PNG against PIL's decode, and a
@@ -14,10 +16,14 @@
 #ifndef JEPA_INPUT_IMAGE_H
 #define JEPA_INPUT_IMAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "runtime/error.h"
+
+/* Whether the file at path starts with a PNG or JPEG signature (false if unreadable). */
+bool image_is_image_file(const char *path);
 
 /* Decode the file at path: *rgb (malloc'ed, h * w * 3 bytes, rows packed). */
 jepa_status image_load_rgb(const char *path, uint8_t **rgb, int *h, int *w, struct jerr *e);

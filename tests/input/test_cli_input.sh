@@ -37,6 +37,15 @@ same "image tokens == tensor tokens (V-JEPA 2, tubelet filled)" "$WORK/a.npy" "$
 expect 0 "embed -i PNG, V-JEPA 2.1" jepa embed -m "$V21" -i "$D/e2e.png" --pool mean -o "$WORK/a.npy"
 expect 0 "embed its HF tensor, V-JEPA 2.1" jepa embed -m "$V21" --input-tensor "$D/e2e_png_input.npy" --pool mean -o "$WORK/b.npy"
 same "image path of V-JEPA 2.1 == tensor" "$WORK/a.npy" "$WORK/b.npy"
+# a PNG or a JPEG named without -i goes through the image decoder, as -i does (in a build
+# without FFmpeg too): the same bytes out
+expect 0 "embed -i PNG" jepa embed -m "$V2" -i "$D/e2e.png" -o "$WORK/c.npy"
+expect 0 "embed PNG as a positional" jepa embed -m "$V2" "$D/e2e.png" -o "$WORK/d.npy"
+same "positional PNG == -i PNG" "$WORK/c.npy" "$WORK/d.npy"
+expect 0 "embed -i JPEG" jepa embed -m "$V21" -i "$D/jpeg/q90_420.jpg" --pool mean -o "$WORK/c.npy"
+expect 0 "embed JPEG as a positional" jepa embed -m "$V21" "$D/jpeg/q90_420.jpg" --pool mean -o "$WORK/d.npy"
+same "positional JPEG == -i JPEG" "$WORK/c.npy" "$WORK/d.npy"
+expect 2 "a positional image takes no clip sampling" jepa embed -m "$V2" "$D/e2e.png" --frame-step 2 -o "$WORK/never.npy"
 expect 0 "two images form a clip" jepa embed -m "$V2" -i "$D/e2e.png" -i "$D/e2e.png" -o "$WORK/a.npy"
 grep -aq "'shape': (16, 128)" "$WORK/a.npy" && ok "two images: one tubelet, 1x4x4 tokens" || bad "two images: one tubelet, 1x4x4 tokens"
 

@@ -211,35 +211,37 @@ static void test_e2e_image(const struct man_line *l, const jepa_model *m) {
     CHECK(image_load_rgb("/nonexistent/x.png", &rgb, &ih, &iw, &e) == JEPA_ERR_IO, "missing file: '%s'", e.msg);
 }
 
-/* Every case of jpeg/manifest.txt ("name height width"): our decode against PIL's. */
-static void test_jpeg(void) {
+/* Every case of DIR/manifest.txt ("name height width"): our decode of DIR/name.EXT
+ * against the pixels in DIR/name.npy (PIL's, from tests/gen/gen_jpeg.py / gen_png.py).
+ * Returns the number of cases run, -1 when the build lacks the decoder. */
+static int test_decodes(const char *dir, const char *ext, const char *missing) {
     char path[1024], line[256];
-    snprintf(path, sizeof path, "%s/jpeg/manifest.txt", data_dir);
+    snprintf(path, sizeof path, "%s/%s/manifest.txt", data_dir, dir);
     FILE *f = fopen(path, "r");
     CHECK(f != NULL, "cannot open %s", path);
-    if (!f) return;
+    if (!f) return 0;
     int n = 0, skipped = 0;
     while (fgets(line, sizeof line, f)) {
         char name[128];
         int h, w;
         if (line[0] == '#' || sscanf(line, "%127s %d %d", name, &h, &w) != 3) continue;
-        snprintf(path, sizeof path, "%s/jpeg/%s.jpg", data_dir, name);
+        snprintf(path, sizeof path, "%s/%s/%s.%s", data_dir, dir, name, ext);
         uint8_t *rgb = NULL;
         int ih = 0, iw = 0;
         struct jerr e = {0};
         jepa_status st = image_load_rgb(path, &rgb, &ih, &iw, &e);
-        if (st == JEPA_ERR_UNSUPPORTED && strstr(e.msg, "no JPEG decoding")) {
+        if (st == JEPA_ERR_UNSUPPORTED && strstr(e.msg, missing)) {
             skipped++;
             continue;
         }
         n++;
-        CHECK(st == JEPA_OK && ih == h && iw == w, "jpeg %s: %s (%dx%d, expected %dx%d)", name, e.msg, ih, iw, h, w);
+        CHECK(st == JEPA_OK && ih == h && iw == w, "%s %s: %s (%dx%d, expected %dx%d)", dir, name, e.msg, ih, iw, h, w);
         struct npy ref;
         char rn[160];
-        snprintf(rn, sizeof rn, "jpeg/%s.npy", name);
+        snprintf(rn, sizeof rn, "%s/%s.npy", dir, name);
         if (st == JEPA_OK && ih == h && iw == w && load(&ref, rn)) {
             CHECK(ref.dtype == NPY_U8 && ref.ndim == 3 && ref.shape[0] == h && ref.shape[1] == w && ref.shape[2] == 3,
-                  "jpeg %s: reference shape", name);
+                  "%s %s: reference shape", dir, name);
             size_t differ = 0;
             int worst = 0;
             const uint8_t *want = ref.data;
@@ -249,18 +251,33 @@ static void test_jpeg(void) {
                     int d = abs((int)rgb[i] - (int)want[i]);
                     worst = d > worst ? d : worst;
                 }
-            CHECK(!differ, "jpeg %s: %zu of %d bytes differ from PIL's decode (worst by %d)", name, differ, h * w * 3, worst);
+            CHECK(!differ, "%s %s: %zu of %d bytes differ from PIL's decode (worst by %d)", dir, name, differ, h * w * 3,
+                  worst);
             npy_free(&ref);
         }
         free(rgb);
     }
     fclose(f);
     if (skipped) {
-        printf("note: this build has no JPEG decoder: %d JPEG cases not run\n", skipped);
-        return;
+        printf("note: this build has no %s decoder: %d cases not run\n", ext, skipped);
+        return -1;
     }
+    printf("%s: %d files decoded as PIL decodes them\n", dir, n);
+    return n;
+}
+
+/* PNG: every colour type, bit depth, tRNS and interlacing, as HF's convert_to_rgb sees
+ * them (gen_png.py); rgba_all holds every (colour, alpha) pair of the white composite. */
+static void test_png(void) {
+    const int n = test_decodes("png", "png", "no PNG decoding");
+    if (n >= 0) CHECK(n >= 20, "png manifest: %d cases", n);
+}
+
+static void test_jpeg(void) {
+    const int n = test_decodes("jpeg", "jpg", "no JPEG decoding");
+    if (n < 0) return;
     CHECK(n >= 10, "jpeg manifest: %d cases", n);
-    printf("jpeg: %d files decoded as PIL decodes them\n", n);
+    char path[1024];
     snprintf(path, sizeof path, "%s/jpeg/cmyk.jpg", data_dir);
     uint8_t *rgb = NULL;
     int ih, iw;
@@ -328,6 +345,7 @@ int main(int argc, char **argv) {
     CHECK(n_resize >= 40 && n_pipe >= 6, "manifest: %d resize and %d pipeline cases", n_resize, n_pipe);
     test_errors(m);
     test_jpeg();
+    test_png();
     printf("%d resize cases, %d pipelines: %d checks passed, %d failed\n", n_resize, n_pipe, check_passed, check_failed);
     free(text);
     jepa_model_free(m);
