@@ -16,6 +16,8 @@
 
 typedef int (*cli_cmd_fn)(int argc, char **argv);
 
+/* The message of the last cli_fail / cli_usage_error, escaped ("" before any). */
+const char *cli_last_error(void);
 /* Print "jepa: <what>: <msg>" (what may be NULL) and return CLI_EXIT_FAIL. */
 int cli_fail(const char *what, const char *fmt, ...) JEPA_PRINTF(2, 3);
 /* Print "jepa <cmd>: <msg>" plus a hint to --help and return CLI_EXIT_USAGE. */

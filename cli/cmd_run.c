@@ -31,6 +31,8 @@
 
 #include "cli/cli.h"
 #include "cli/inputs.h"
+#include "cli/run_many.h"
+#include "input/image.h"
 #include "input/npy.h"
 #include "jepa.h"
 
@@ -45,6 +47,20 @@ struct run_opts {
     int repeat;            /* --repeat N (embed): N more timed encodes */
     jepa_modality modality;
     struct inputs_opts in;   /* -i / --frames-npy / VIDEO and their options (cli/inputs.h) */
+    /* many inputs (embed, classify): --out-dir D, the inputs from the positional FILE / DIR
+     * arguments and --inputs LIST.txt, one output per input (run_many) */
+    const char *out_dir, *inputs_list;
+    int resume, quiet;
+    const char **pos;        /* the positional arguments, in order (parse allocates) */
+    int n_pos;
+    bool results_quiet;      /* run_input prints no per-input results (run_many) */
+};
+
+/* What run_input tells run_many about one input. */
+struct run_result {
+    int clips;               /* clips encoded */
+    int top1;                /* classify: the top class (-1: none) and its probability */
+    double p1;
 };
 
 static const char *cmd_name(enum run_cmd c) {
@@ -77,6 +93,14 @@ static void run_usage(enum run_cmd c) {
         printf("INPUT [-k 5] [--logits-out L.npy]\n");
         break;
     }
+    if (c != RUN_PREDICT)
+        printf("  many inputs: --out-dir D [--inputs LIST.txt] [--resume] FILE|DIR ... (images and videos;\n"
+               "  a DIR stands for its image and video files, LIST.txt for one path per line): the model\n"
+               "  is loaded once; each input's output goes to D/<its file name>%s, written whole or not\n"
+               "  at all; a bad input is reported on its own line and skipped (exit 1 at the end);\n"
+               "  D/index.jsonl has one line per input (source, output, status, clips%s, error);\n"
+               "  --resume skips inputs whose output exists; progress on stderr unless -q\n",
+               c == RUN_EMBED ? ".npy" : ".logits.npy", c == RUN_CLASSIFY ? ", top1, p, label" : "");
     printf("INPUT is one of:\n"
            "  --input-tensor X.npy  float32 [C, T, H, W] clip or [C, H, W] image, preprocessed%s\n",
            c == RUN_EMBED ? ";\n                        [B, C, T, H, W]: B clips (outputs stacked)" : "");
@@ -116,6 +140,8 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
     int rc;
     long long num;
     memset(o, 0, sizeof *o);
+    o->pos = malloc(sizeof(char *) * (size_t)(argc > 0 ? argc : 1));
+    if (!o->pos) return cli_fail(NULL, "out of memory");
     o->gpu = -1;
     o->pool = "none";
     o->topk = 5;
@@ -151,7 +177,7 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
             o->batch = (int)num;
         }
         else if (!strcmp(a, "--time")) o->timing = 1;
-        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->verbose = 0;
+        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->verbose = 0, o->quiet = 1;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = 1;
         else if (c == RUN_EMBED && !strcmp(a, "--pool")) {
             NEEDV();
@@ -181,12 +207,30 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
             o->topk = (int)num;
         }
         else if (c == RUN_CLASSIFY && !strcmp(a, "--logits-out")) { NEEDV(); o->logits_out = v; }
+        else if (c != RUN_PREDICT && !strcmp(a, "--out-dir")) { NEEDV(); o->out_dir = v; }
+        else if (c != RUN_PREDICT && !strcmp(a, "--inputs")) { NEEDV(); o->inputs_list = v; }
+        else if (c != RUN_PREDICT && !strcmp(a, "--resume")) o->resume = 1;
         else if ((rc = inputs_parse(&o->in, name, c != RUN_PREDICT, argc, argv, &i))) { if (rc != 1) return rc; }
         else if (a[0] == '-') return cli_usage_error(name, "unknown option '%s'", a);
-        else if ((rc = inputs_positional(&o->in, name, a))) return rc;
+        else o->pos[o->n_pos++] = a;
 #undef NEEDV
     }
     if (!o->model) return cli_usage_error(name, "missing -m MODEL");
+    if (o->out_dir || o->inputs_list || o->resume) {   /* many inputs: run_many checks the rest */
+        if (!o->out_dir) return cli_usage_error(name, "--inputs and --resume go with --out-dir D");
+        if (o->input_tensor || o->test_pattern || o->in.n_images || o->in.frames_npy || o->out || o->logits_out ||
+            o->batch || o->repeat)
+            return cli_usage_error(name, "--out-dir takes its inputs as FILE / DIR arguments or --inputs LIST.txt "
+                                         "(images and videos), and writes one output per input: not with "
+                                         "--input-tensor, --test-pattern, -i, --frames-npy, -o, --logits-out, "
+                                         "--batch or --repeat");
+        if (!o->n_pos && !o->inputs_list) return cli_usage_error(name, "--out-dir needs inputs: FILE, DIR or --inputs");
+        if (o->hier && strcmp(o->pool, "none"))
+            return cli_usage_error(name, "--hier writes every token of every level; drop --pool");
+        return 0;
+    }
+    for (int k = 0; k < o->n_pos; k++)
+        if ((rc = inputs_positional(&o->in, name, o->pos[k]))) return rc;
     if ((rc = inputs_check(&o->in, name))) return rc;
     if (!!o->input_tensor + !!o->test_pattern + !!inputs_given(&o->in) != 1)
         return cli_usage_error(name, "give one input: --input-tensor X.npy, --test-pattern TxHxW, -i IMAGE, "
@@ -408,32 +452,22 @@ static void bufs_free(struct run_bufs *b) {
     free(b->ctx_out);
 }
 
-static int run(enum run_cmd cmd, int argc, char **argv) {
-    struct run_opts o;
-    int rc = parse(cmd, argc, argv, &o);
-    if (rc) return rc < 0 ? 0 : rc;
+/* One input (the options' input) through the loaded model m and context c, its outputs
+ * written as the options say. 0, or the exit status after printing the reason. */
+static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_model *m, jepa_ctx *c,
+                     const jepa_model_info *infop, double t_load, struct run_result *res) {
+    const struct run_opts o = *op;
+    const jepa_model_info info = *infop;
     const char *name = cmd_name(cmd);
-
-    char err[JEPA_ERR_LEN];
-    jepa_model *m = NULL;
-    jepa_ctx *c = NULL;
     struct clip_source src = {0};
     struct npy ctx_ids = {0}, tgt_ids = {0};
     struct run_bufs b = {0};
-    rc = CLI_EXIT_FAIL;
-
-    /* ---- the model and a context ---- */
-    double t0 = now_ms();
-    if (jepa_model_load(&m, o.model, err)) { cli_fail(o.model, "%s", err); goto done; }
-    jepa_model_info info;
-    jepa_model_get_info(m, &info);
-    if ((rc = cli_ctx_new(name, m, o.threads, o.cpu, o.gpu, &c))) goto done;
-    rc = CLI_EXIT_FAIL;
+    int rc = CLI_EXIT_FAIL;
     jepa_status st;
-    const double t_load = now_ms() - t0;
+    if (res) res->clips = 0, res->top1 = -1, res->p1 = 0;
 
     /* ---- the clips, and what the request needs of the model ---- */
-    t0 = now_ms();
+    double t0 = now_ms();
     if ((rc = source_open(&src, &o, cmd, m, &info))) goto done;
     rc = CLI_EXIT_FAIL;
     const int nb = src.nb, T = src.T, H = src.H, W = src.W;
@@ -526,7 +560,7 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
                 const float *out = o.hier ? b.hier : pool_lewm ? b.emb : pool_mean ? b.pooled
                                  : pool_cls ? b.cls : b.tokens;
                 if (b.all) memcpy(b.all + per * (size_t)k, out + per * (size_t)j, sizeof(float) * per);
-                else {   /* nothing written: a summary */
+                else if (!o.results_quiet) {   /* nothing written: a summary */
                     const float *pv = b.pooled + (size_t)j * D;
                     double nrm = 0;
                     for (int q = 0; q < D; q++) nrm += (double)pv[q] * pv[q];
@@ -547,7 +581,7 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
                 if (cli_check_finite_output(src.name, lg, (size_t)K)) goto done;
                 softmax(lg, K, b.prob);
                 for (int i = 0; i < K; i++) b.mean[i] += b.prob[i] / nb;
-                if (dense) {   /* one top-k per clip, with its frames */
+                if (dense && !o.results_quiet) {   /* one top-k per clip, with its frames */
                     rank(b.prob, K, b.order);
                     for (int q = 0; q < k_show; q++) {
                         char lb[4 * 256 + 1];
@@ -640,8 +674,9 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
     }
     if (cmd == RUN_CLASSIFY) {
         if (cli_check_finite_output(src.name, b.logits, (size_t)K * nb)) goto done;
-        if (!dense) {   /* one top-k: of the mean of the per-clip softmax (Meta's evaluation) */
-            rank(b.mean, K, b.order);
+        rank(b.mean, K, b.order);
+        if (res) res->top1 = b.order[0], res->p1 = b.mean[b.order[0]];
+        if (!dense && !o.results_quiet) {   /* one top-k: of the mean of the per-clip softmax (Meta's evaluation) */
             for (int q = 0; q < k_show; q++) {
                 char lb[4 * 256 + 1];
                 printf("%d\t%.4f\t%s\n", b.order[q], b.mean[b.order[q]],
@@ -652,14 +687,74 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
         if (o.logits_out && save(o.logits_out, b.logits, src.stacked ? 2 : 1, src.stacked ? shape : shape + 1))
             goto done;
     }
+    if (res) res->clips = nb;
     rc = 0;
 done:
     bufs_free(&b);
     npy_free(&ctx_ids);
     npy_free(&tgt_ids);
     source_close(&src);
+    return rc;
+}
+
+/* run_many's per-input step: the options with this one input, as -i or a VIDEO. */
+struct many_user {
+    enum run_cmd cmd;
+    const struct run_opts *o;
+    const jepa_model *m;
+    jepa_ctx *c;
+    const jepa_model_info *info;
+};
+
+static int many_one(void *user, const char *input, const char *out, struct many_result *r) {
+    const struct many_user *u = user;
+    struct run_opts o = *u->o;
+    o.in.n_images = 0, o.in.frames_npy = NULL, o.in.video = NULL;
+    if (image_is_image_file(input)) o.in.images[0] = input, o.in.n_images = 1;
+    else o.in.video = input;
+    if (u->cmd == RUN_EMBED) o.out = out;
+    else o.logits_out = out;
+    o.results_quiet = true;
+    struct run_result res;
+    const int rc = run_input(u->cmd, &o, u->m, u->c, u->info, 0, &res);
+    r->clips = res.clips, r->top1 = res.top1, r->p1 = res.p1;
+    r->label = res.top1 >= 0 ? jepa_model_label(u->m, res.top1) : NULL;
+    return rc;
+}
+
+static int run(enum run_cmd cmd, int argc, char **argv) {
+    struct run_opts o;
+    int rc = parse(cmd, argc, argv, &o);
+    if (rc) {
+        free(o.pos);
+        return rc < 0 ? 0 : rc;
+    }
+    const char *name = cmd_name(cmd);
+    char err[JEPA_ERR_LEN];
+    jepa_model *m = NULL;
+    jepa_ctx *c = NULL;
+    rc = CLI_EXIT_FAIL;
+    const double t0 = now_ms();
+    if (jepa_model_load(&m, o.model, err)) {
+        cli_fail(o.model, "%s", err);
+    } else if (!(rc = cli_ctx_new(name, m, o.threads, o.cpu, o.gpu, &c))) {
+        jepa_model_info info;
+        jepa_model_get_info(m, &info);
+        const double t_load = now_ms() - t0;
+        if (o.out_dir) {
+            const struct many_opts mo = {
+                .cmd = name, .out_dir = o.out_dir, .inputs_list = o.inputs_list,
+                .args = (const char *const *)o.pos, .n_args = o.n_pos, .resume = o.resume, .quiet = o.quiet,
+                .verbose = o.verbose, .suffix = cmd == RUN_EMBED ? ".npy" : ".logits.npy"};
+            struct many_user u = {cmd, &o, m, c, &info};
+            rc = run_many(&mo, many_one, &u);
+        } else {
+            rc = run_input(cmd, &o, m, c, &info, t_load, NULL);
+        }
+    }
     jepa_ctx_free(c);
     jepa_model_free(m);
+    free(o.pos);
     return rc;
 }
 

@@ -46,11 +46,18 @@ const char *cli_escape(const char *s, char *buf, size_t n) {
     return buf;
 }
 
+/* The last message printed by cli_fail / cli_usage_error (for the index of a many-input
+ * run). */
+static char last_error[4 * 2048 + 1];
+
+const char *cli_last_error(void) { return last_error; }
+
 /* One escaped line on stderr: prefix, the formatted message, suffix. */
 static void print_line(const char *prefix, const char *suffix, const char *fmt, va_list ap) {
-    char msg[2048], safe[4 * 2048 + 1];
+    char msg[2048];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    fprintf(stderr, "%s%s%s\n", prefix, cli_escape(msg, safe, sizeof safe), suffix);
+    cli_escape(msg, last_error, sizeof last_error);
+    fprintf(stderr, "%s%s%s\n", prefix, last_error, suffix);
 }
 
 int cli_fail(const char *what, const char *fmt, ...) {

@@ -46,6 +46,40 @@ expect 0 "embed -i JPEG" jepa embed -m "$V21" -i "$D/jpeg/q90_420.jpg" --pool me
 expect 0 "embed JPEG as a positional" jepa embed -m "$V21" "$D/jpeg/q90_420.jpg" --pool mean -o "$WORK/d.npy"
 same "positional JPEG == -i JPEG" "$WORK/c.npy" "$WORK/d.npy"
 expect 2 "a positional image takes no clip sampling" jepa embed -m "$V2" "$D/e2e.png" --frame-step 2 -o "$WORK/never.npy"
+# many inputs per process: --out-dir, one output per input named after it, index.jsonl,
+# a bad input reported and skipped (exit 1), --resume
+OD=$WORK/many
+printf '%s\n' "# a list" "$D/e2e.png" "" "$D/png/rgba8.png" >"$WORK/list.txt"
+many_fails() {   # many_fails DESCRIPTION CMD...: exit 1, one line for the bad input and the count
+    what=$1
+    shift
+    "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"
+    rc=$?
+    if [ $rc -eq 1 ] && [ "$(wc -l <"$WORK/err.txt")" -eq 2 ] && grep -q "cmyk.jpg: a CMYK JPEG" "$WORK/err.txt" &&
+       grep -q "1 failed" "$WORK/err.txt"; then ok "$what"; else bad "$what (exit $rc)"; cat "$WORK/err.txt"; fi
+}
+many_fails "embed --out-dir: a directory, a list, a file (cmyk.jpg fails)" jepa embed -q -m "$V21" --pool mean \
+    --out-dir "$OD" "$D/jpeg" --inputs "$WORK/list.txt"
+n_ok=$(grep -c '"status": "ok"' "$OD/index.jsonl" 2>/dev/null)
+n_err=$(grep -c '"status": "error"' "$OD/index.jsonl" 2>/dev/null)
+[ "$n_ok" = 14 ] && [ "$n_err" = 1 ] && ok "index: 14 ok, 1 error" || bad "index: $n_ok ok, $n_err error"
+grep '"status": "error"' "$OD/index.jsonl" | grep -q 'cmyk.jpg.*CMYK' && ok "index names the failure and its reason" ||
+    bad "index names the failure and its reason"
+[ ! -e "$OD/cmyk.jpg.npy" ] && ok "no output for the failed input" || bad "no output for the failed input"
+expect 0 "the same image alone" jepa embed -m "$V21" --pool mean -i "$D/png/rgba8.png" -o "$WORK/c.npy"
+same "--out-dir output == the single run's" "$OD/rgba8.png.npy" "$WORK/c.npy"
+head -1 "$OD/index.jsonl" | grep -q '"source": ".*/jpeg/cmyk.jpg"' && ok "index in list order" || bad "index in list order"
+rm "$OD/gray.jpg.npy"
+many_fails "--resume" jepa embed -q -m "$V21" --pool mean --out-dir "$OD" --resume "$D/jpeg" --inputs "$WORK/list.txt"
+[ "$(grep -c '"status": "skipped"' "$OD/index.jsonl")" = 13 ] && [ -e "$OD/gray.jpg.npy" ] &&
+    ok "--resume skips the 13 complete outputs and redoes the missing one" || bad "--resume"
+expect 0 "classify --out-dir: labels in the index" jepa classify -q -m "$V2" --out-dir "$WORK/many_c" "$D/e2e.png"
+grep -q '"label": "c' "$WORK/many_c/index.jsonl" && [ -e "$WORK/many_c/e2e.png.logits.npy" ] &&
+    ok "classify index has the top label, logits written" || bad "classify index has the top label, logits written"
+expect 2 "two inputs with one file name" jepa embed -m "$V21" --out-dir "$WORK/many_d" "$D/e2e.png" "$D/./e2e.png"
+expect 2 "--out-dir with -o" jepa embed -m "$V21" --out-dir "$WORK/many_d" "$D/e2e.png" -o "$WORK/x.npy"
+expect 2 "--resume without --out-dir" jepa embed -m "$V21" --resume "$D/e2e.png"
+expect 2 "an empty directory" jepa embed -m "$V21" --out-dir "$WORK/many_d" "$WORK/many_c"
 expect 0 "two images form a clip" jepa embed -m "$V2" -i "$D/e2e.png" -i "$D/e2e.png" -o "$WORK/a.npy"
 grep -aq "'shape': (16, 128)" "$WORK/a.npy" && ok "two images: one tubelet, 1x4x4 tokens" || bad "two images: one tubelet, 1x4x4 tokens"
 
@@ -63,6 +97,9 @@ if jepa embed -m "$V2" "$D/video_601.mp4" --frames-per-clip 4 --frame-step 3 -o 
     ok "embed VIDEO"
     expect 0 "embed the PyAV frames" jepa embed -m "$V2" --frames-npy "$D/e2e_video_frames.npy" -o "$WORK/b.npy"
     same "video tokens == PyAV frames tokens" "$WORK/a.npy" "$WORK/b.npy"
+    expect 0 "--out-dir mixes a video and an image" jepa embed -q -m "$V2" --frames-per-clip 4 --frame-step 3 \
+        --out-dir "$WORK/many_v" "$D/video_601.mp4" "$D/e2e.png"
+    same "--out-dir video output == the single run's" "$WORK/many_v/video_601.mp4.npy" "$WORK/a.npy"
     expect 0 "verbose video prints its frame indices" jepa embed -v -m "$V2" "$D/video_601.mp4" --frames-per-clip 4 --frame-step 3
     grep -q "frames 0 4 8 11$" "$WORK/err.txt" && ok "indices 0 4 8 11" || { bad "indices 0 4 8 11"; cat "$WORK/err.txt"; }
     # three sampled clips: one video-level top-k from the mean softmax, logits per clip

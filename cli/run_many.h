@@ -1,0 +1,39 @@
+/*
+ * run_many.h — many inputs per process for `jepa embed` / `jepa classify --out-dir D`:
+ * the input list (FILE and DIR arguments, --inputs LIST.txt), one output file per input
+ * named after it, --resume, the index, progress on stderr. The per-input work is the
+ * caller's (cmd_run.c): the model is loaded once and each input goes through `one`.
+ */
+#ifndef JEPA_CLI_RUN_MANY_H
+#define JEPA_CLI_RUN_MANY_H
+
+#include <stdbool.h>
+
+struct many_opts {
+    const char *cmd;            /* "embed" | "classify" (messages) */
+    const char *out_dir;
+    const char *inputs_list;    /* --inputs LIST.txt or NULL */
+    const char *const *args;    /* FILE / DIR arguments */
+    int n_args;
+    bool resume, quiet, verbose;
+    const char *suffix;         /* appended to the input's file name: ".npy", ".logits.npy" */
+};
+
+/* What one input gave (filled by `one`). */
+struct many_result {
+    int clips;                  /* clips encoded */
+    int top1;                   /* classify: top class, -1 for none */
+    double p1;                  /* its probability */
+    const char *label;          /* its label or NULL */
+};
+
+/* Process one input into `out` (the output file to write atomically). 0, or a non-zero
+ * status after printing the reason (cli_fail). */
+typedef int (*many_one_fn)(void *user, const char *input, const char *out, struct many_result *r);
+
+/* Run every input: 0 when all succeeded (or were skipped by --resume), CLI_EXIT_FAIL when
+ * any failed (each reported on its own stderr line; the last line counts them), or
+ * CLI_EXIT_USAGE for a bad list (before any input runs). Writes OUT_DIR/index.jsonl. */
+int run_many(const struct many_opts *o, many_one_fn one, void *user);
+
+#endif
