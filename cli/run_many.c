@@ -79,7 +79,10 @@ static int add_dir(struct list *l, const char *cmd, const char *dir) {
         if (e->d_name[0] == '.' || !wanted(e->d_name)) continue;
         char path[LINE_MAX_BYTES];
         struct stat st;
-        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) {
+            rc = cli_usage_error(cmd, "a path in %s is longer than %d bytes", dir, LINE_MAX_BYTES - 1);
+            break;
+        }
         if (stat(path, &st) || !S_ISREG(st.st_mode)) continue;
         if (list_add(&found, path)) rc = cli_usage_error(cmd, "more than %d inputs (or out of memory)", MANY_MAX);
     }
@@ -178,8 +181,14 @@ int run_many(const struct many_opts *o, many_one_fn one, void *user) {
                 free(sorted);
             }
         }
-        for (int i = 0; !rc && i < in.n; i++)
+        char out[LINE_MAX_BYTES + 64];
+        if (snprintf(out, sizeof out, "%s/index.jsonl", o->out_dir) >= (int)sizeof out)
+            rc = cli_usage_error(o->cmd, "the output directory's path is longer than %d bytes", LINE_MAX_BYTES);
+        for (int i = 0; !rc && i < in.n; i++) {
             if (!names[i][0]) rc = cli_usage_error(o->cmd, "input '%s' has no file name", in.v[i]);
+            else if (snprintf(out, sizeof out, "%s/%s%s", o->out_dir, names[i], o->suffix) >= (int)sizeof out)
+                rc = cli_usage_error(o->cmd, "the output path for %s is longer than %zu bytes", in.v[i], sizeof out - 1);
+        }
     }
     if (!rc && mkdir(o->out_dir, 0777) && errno != EEXIST)
         rc = cli_fail(o->out_dir, "cannot create the output directory: %s", strerror(errno));
