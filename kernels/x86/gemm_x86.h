@@ -130,62 +130,25 @@ static ALWAYS_INLINE __m256i bits5_32(const uint8_t *p) {
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(16));
 }
 
-/* Weights k .. k + 31 of a row of a 4-6 bit format (k % 32 == 0: one block of 32, or one
- * sub-block of a K-quant, with one scale), exactly as the reference decodes them. The
- * codes are offset in the integers (q - 8, q - 16, q - 32) and the scales applied in
- * f32, with products that are exact (dequant_ref.c), so fmsub = mul then sub. */
+/* Weights k .. k + 31 of a row of q4_0, q4_1, q5_0 or q5_1 (k % 32 == 0: one block, one
+ * scale), exactly as the reference decodes them. The codes are offset in the integers
+ * (q - 8, q - 16) and the scales applied in f32, with products that are exact
+ * (dequant_ref.c), so fmsub = mul then sub. The K-quants decode a super-block at a time
+ * (dec256_q45k, dec256_q6k below). */
 static ALWAYS_INLINE void dec32(enum jk_dtype t, const uint8_t *row, int k, float *dst) {
     const __m256i low4 = _mm256_set1_epi8(15);
-    if (t == JK_Q4_0 || t == JK_Q4_1 || t == JK_Q5_0 || t == JK_Q5_1) {
-        const size_t bb = t == JK_Q4_0 ? Q4_0_BYTES : t == JK_Q4_1 ? Q4_1_BYTES : t == JK_Q5_0 ? Q5_0_BYTES : Q5_1_BYTES;
-        const uint8_t *b = row + (size_t)(k / 32) * bb;
-        const int affine = t == JK_Q4_1 || t == JK_Q5_1, five = t == JK_Q5_0 || t == JK_Q5_1;
-        const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(b + (affine ? 4 : 2) + (five ? 4 : 0)));
-        __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), low4);   /* bytes: 16 low, 16 high */
-        if (five) q = _mm256_or_si256(q, bits5_32(b + (affine ? 4 : 2)));
-        const __m256 d = bcast_f16(b);
-        if (affine) {   /* d q + m: fmsub with -m */
-            codes32(q, d, _mm256_sub_ps(_mm256_setzero_ps(), bcast_f16(b + 2)), dst);
-        } else {        /* d (q - o) = d q - d o, d o exact */
-            codes32(q, d, _mm256_mul_ps(d, _mm256_set1_ps(five ? 16.0f : 8.0f)), dst);
-        }
-        return;
+    const size_t bb = t == JK_Q4_0 ? Q4_0_BYTES : t == JK_Q4_1 ? Q4_1_BYTES : t == JK_Q5_0 ? Q5_0_BYTES : Q5_1_BYTES;
+    const uint8_t *b = row + (size_t)(k / 32) * bb;
+    const int affine = t == JK_Q4_1 || t == JK_Q5_1, five = t == JK_Q5_0 || t == JK_Q5_1;
+    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(b + (affine ? 4 : 2) + (five ? 4 : 0)));
+    __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), low4);   /* bytes: 16 low, 16 high */
+    if (five) q = _mm256_or_si256(q, bits5_32(b + (affine ? 4 : 2)));
+    const __m256 d = bcast_f16(b);
+    if (affine) {   /* d q + m: fmsub with -m */
+        codes32(q, d, _mm256_sub_ps(_mm256_setzero_ps(), bcast_f16(b + 2)), dst);
+    } else {        /* d (q - o) = d q - d o, d o exact */
+        codes32(q, d, _mm256_mul_ps(d, _mm256_set1_ps(five ? 16.0f : 8.0f)), dst);
     }
-    if (t == JK_Q6_K) {
-        const uint8_t *b = row + (size_t)(k / QK_K) * Q6_K_BYTES;
-        const int e = k % QK_K, h = e / 128, g = (e % 128) / 32;
-        __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h + 32 * (g & 1)));
-        q = _mm256_and_si256(g < 2 ? q : _mm256_srli_epi16(q, 4), low4);
-        const __m256i hb = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * h));
-        const __m256i hi = _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(2 * g)), _mm256_set1_epi8(3));
-        q = _mm256_or_si256(q, _mm256_slli_epi16(hi, 4));   /* 0 .. 63; the - 32 below */
-        const float d = scalar_f16(b + 208);
-        const float d0 = d * (float)(int8_t)b[192 + e / 16], d1 = d * (float)(int8_t)b[192 + e / 16 + 1];
-        /* 16 weights per scale: codes32 with per-half scales */
-        const __m128i lo = _mm256_castsi256_si128(q), up = _mm256_extracti128_si256(q, 1);
-        const __m256i c[4] = {_mm256_cvtepu8_epi32(lo), _mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)),
-                              _mm256_cvtepu8_epi32(up), _mm256_cvtepu8_epi32(_mm_srli_si128(up, 8))};
-        for (int i = 0; i < 4; i++) {
-            const __m256 ds = _mm256_set1_ps(i < 2 ? d0 : d1);
-            _mm256_storeu_ps(dst + 8 * i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(c[i], _mm256_set1_epi32(32))), ds));
-        }
-        return;
-    }
-    /* q4_K, q5_K: sub-block s */
-    const size_t bb = t == JK_Q4_K ? Q4_K_BYTES : Q5_K_BYTES;
-    const uint8_t *b = row + (size_t)(k / QK_K) * bb, *sc = b + 4;
-    const int s = (k % QK_K) / 32;
-    int scale, mn;
-    jr_scale_min_k4(sc, s, &scale, &mn);
-    const float d1 = scalar_f16(b) * (float)scale, m1 = scalar_f16(b + 2) * (float)mn;
-    __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(b + (t == JK_Q5_K ? 48 : 16) + 32 * (s / 2)));
-    q = _mm256_and_si256(s % 2 ? _mm256_srli_epi16(q, 4) : q, low4);
-    if (t == JK_Q5_K) {
-        const __m256i hb = _mm256_loadu_si256((const __m256i *)(const void *)(b + 16));
-        const __m256i bit = _mm256_set1_epi8((char)(1 << s));
-        q = _mm256_or_si256(q, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, bit), bit), _mm256_set1_epi8(16)));
-    }
-    codes32(q, _mm256_set1_ps(d1), _mm256_set1_ps(m1), dst);
 }
 
 /* A whole q4_K / q5_K super-block (256 weights from element k, k % 256 == 0) to dst: the
