@@ -526,7 +526,15 @@ int main(int argc, char **argv) {
         ac_case("b", levels[i]);
         ac_world_case(levels[i]);
     }
-    plan_case(NULL, 1);   /* the functional plan once, at the best kernel level */
+    /* The functional plan once, at the best kernel level: the default search (300 x 30)
+     * is 90 s of qemu's 145 s, so under an emulator (JEPA_TEST_EMULATED=1, set by
+     * tests/models/meson.build in cross builds) it is left to the native builds; the
+     * plans above already match the reference CEM bit for bit at every level. */
+    const char *em = getenv("JEPA_TEST_EMULATED");
+    if (em && !strcmp(em, "1"))
+        printf("skip the functional plan under an emulator (the native builds run it)\n");
+    else
+        plan_case(NULL, 1);
     wrong_kind();
     printf("world: %d checks passed, %d failed\n", passes, failures);
     return failures ? 1 : 0;
