@@ -103,7 +103,11 @@ JEPA_API const char *jepa_model_label(const jepa_model *m, int i);
 
 /* Token grid for an input of T frames of H x W pixels (a still image, T = 1, as the
  * encoder takes it: see JEPA_INPUT_AUTO): *n_tokens includes the CLS row where the
- * family has one. JEPA_ERR_ARG when the size does not fit the model. */
+ * family has one. Frames, rows and columns that do not fill a tubelet or a patch are
+ * dropped, as the reference patch embeddings (stride = kernel convolutions) drop them:
+ * gt = T / tubelet, gh = H / patch, gw = W / patch (a still image: one tubelet).
+ * JEPA_ERR_ARG when the size does not fit the model (smaller than a patch, a clip shorter
+ * than a tubelet, more tokens than a clip may have). */
 JEPA_API jepa_status jepa_model_grid(const jepa_model *m, int T, int H, int W,
                                      int *gt, int *gh, int *gw, int *n_tokens);
 

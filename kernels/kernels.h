@@ -141,8 +141,10 @@ typedef void jk_madd_fn(float *y, size_t ldy, const float *x, size_t ldx, const 
                         int nthreads);
 
 /* Patchify (im2col of the Conv3d patch embedding, stride = kernel):
- *   in:  [C, T, H, W] f32 (T % tubelet == 0, H % p == 0, W % p == 0)
- *   out: [gt*gh*gw, C*tubelet*p*p], row i = t*gh*gw + h*gw + w, features in C-T-H-W order
+ *   in:  [C, T, H, W] f32 (T >= tubelet, H >= p, W >= p)
+ *   out: [gt*gh*gw, C*tubelet*p*p], gt = T / tubelet, gh = H / p, gw = W / p (floored: the
+ *        last T % tubelet frames, H % p rows and W % p columns are not read, as the Conv3d
+ *        leaves them), row i = t*gh*gw + h*gw + w, features in C-T-H-W order
  * so that out . Wpe^T is the Conv3d. */
 typedef void jk_patchify_fn(float *out, const float *in, int C, int T, int H, int W,
                                int tubelet, int p, int nthreads);

@@ -56,10 +56,14 @@ jepa_status jm_encoder_input(const struct jepa_model *m, int T, int H, int W, je
                              struct jm_input *in, struct jerr *err) {
     const struct jm_encoder *e = &m->enc;
     const int P = e->patch;
-    if (T < 1 || H < P || W < P || H % P || W % P)
+    /* Rows, columns and frames that do not fill a patch or a tubelet are dropped, as the
+     * reference patch embeddings (Conv2d / Conv3d with stride = kernel, in Meta's and
+     * Hugging Face's modules of every family) drop them: patchify floors the grid and
+     * reads the input with its full strides (docs/architecture.md, "Input shapes"). */
+    if (T < 1 || H < P || W < P)
         return jr_err_set(err, JEPA_ERR_ARG,
-                          "input %dx%dx%d: height and width must be positive multiples of the "
-                          "patch size %d", T, H, W, P);
+                          "input %dx%dx%d: height and width must be at least the patch size %d", T, H,
+                          W, P);
     const bool image = e->image_patch_embed && T == 1 && kind != JEPA_INPUT_VIDEO;
     in->pe = image ? &e->patch_embed_img : &e->patch_embed;
     in->tubelet = image ? 1 : e->tubelet;
@@ -68,11 +72,14 @@ jepa_status jm_encoder_input(const struct jepa_model *m, int T, int H, int W, je
     const int still = family_traits[m->family].still_frames;
     if (T == 1 && !image && still && still % in->tubelet == 0) {
         in->repeat = still;
-    } else if (T % in->tubelet) {
+    } else if (T < in->tubelet) {
+        /* fewer frames than one tubelet: a still is repeated to fill it (the HF modules'
+         * rule); between 2 and tubelet - 1 frames the reference's Conv3d has nothing to
+         * take and fails, so this refuses */
         if (T != 1)
             return jr_err_set(err, JEPA_ERR_ARG,
-                              "clip of %d frames: the frame count must be a multiple of the tubelet "
-                              "size %d (or 1 for a still image)", T, in->tubelet);
+                              "clip of %d frames: fewer than one tubelet of %d frames (1 frame is a "
+                              "still image)", T, in->tubelet);
         in->repeat = in->tubelet;
     }
     in->frames = in->repeat ? in->repeat : T;

@@ -465,20 +465,45 @@ struct ops_patchify {
 };
 
 /* Case i (0 past the last): 1 to 3 channels, tubelet 1 and 2, patches of 1 to 16, grids
- * of one patch, odd sides, a 16-frame clip; in N(0, 1), orf the reference's output. */
+ * of one patch, odd sides, a 16-frame clip, and ragged inputs whose last frames, rows or
+ * columns do not fill a tubelet or a patch (the kernels drop them, as the Conv3d does);
+ * in N(0, 1). orf is the reference's output on the input cropped to whole tubelets and
+ * patches by hand, so the dropping is checked against the definition, the reference
+ * kernel on the uncropped input included. */
 static inline int ops_patchify_make(struct ops_patchify *c, size_t i) {
-    static const int shapes[][6] = {   /* C, T, tubelet, p, gh, gw */
-        {3, 2, 2, 16, 2, 3}, {3, 1, 1, 16, 3, 2}, {3, 4, 2, 14, 2, 2}, {1, 3, 1, 3, 5, 4},
-        {3, 2, 1, 2, 7, 1}, {2, 2, 2, 9, 1, 1}, {3, 4, 2, 16, 4, 4}, {1, 1, 1, 1, 3, 5},
-        {3, 16, 2, 16, 4, 4}};
+    static const int shapes[][9] = {   /* C, T, tubelet, p, gh, gw, + frames, rows, columns */
+        {3, 2, 2, 16, 2, 3, 0, 0, 0}, {3, 1, 1, 16, 3, 2, 0, 0, 0}, {3, 4, 2, 14, 2, 2, 0, 0, 0},
+        {1, 3, 1, 3, 5, 4, 0, 0, 0},  {3, 2, 1, 2, 7, 1, 0, 0, 0},  {2, 2, 2, 9, 1, 1, 0, 0, 0},
+        {3, 4, 2, 16, 4, 4, 0, 0, 0}, {1, 1, 1, 1, 3, 5, 0, 0, 0},  {3, 16, 2, 16, 4, 4, 0, 0, 0},
+        {3, 2, 2, 16, 2, 3, 1, 0, 0}, {3, 1, 1, 16, 3, 2, 0, 15, 1}, {3, 4, 2, 14, 2, 2, 1, 13, 7},
+        {1, 3, 1, 3, 5, 4, 0, 2, 0},  {2, 2, 2, 9, 1, 1, 1, 8, 8},  {3, 16, 2, 16, 4, 4, 1, 5, 11}};
     if (i >= sizeof shapes / sizeof *shapes) return 0;
     const int *s = shapes[i];
-    c->C = s[0], c->T = s[1], c->tub = s[2], c->p = s[3], c->H = s[3] * s[4], c->W = s[3] * s[5];
+    const int gt = s[1] / s[2];
+    c->C = s[0], c->T = s[1] + s[6], c->tub = s[2], c->p = s[3];
+    c->H = s[3] * s[4] + s[7], c->W = s[3] * s[5] + s[8];
     c->nin = (size_t)c->C * c->T * c->H * c->W;
-    c->nout = (size_t)(c->T / c->tub) * s[4] * s[5] * c->C * c->tub * c->p * c->p;
+    c->nout = (size_t)gt * s[4] * s[5] * c->C * c->tub * c->p * c->p;
     c->in = falloc(c->nin), c->orf = ca_alloc_guarded(c->nout);
     ca_fill(c->in, c->nin, 1.0f);
-    jk_patchify_ref(c->orf, c->in, c->C, c->T, c->H, c->W, c->tub, c->p, 1);
+    /* the input cropped to gt * tubelet frames of (gh * p) x (gw * p) */
+    const int Tc = gt * c->tub, Hc = s[3] * s[4], Wc = s[3] * s[5];
+    float *crop = falloc((size_t)c->C * Tc * Hc * Wc);
+    for (int ch = 0; ch < c->C; ch++)
+        for (int t = 0; t < Tc; t++)
+            for (int y = 0; y < Hc; y++)
+                memcpy(crop + (((size_t)ch * Tc + t) * Hc + y) * Wc,
+                       c->in + (((size_t)ch * c->T + t) * c->H + y) * c->W, sizeof(float) * (size_t)Wc);
+    jk_patchify_ref(c->orf, crop, c->C, Tc, Hc, Wc, c->tub, c->p, 1);
+    free(crop);
+    if (c->T != Tc || c->H != Hc || c->W != Wc) {   /* the reference drops what the crop did */
+        float *r = ca_alloc_guarded(c->nout);
+        jk_patchify_ref(r, c->in, c->C, c->T, c->H, c->W, c->tub, c->p, 2);
+        CHECK(same_bits(r, c->orf, c->nout) && ca_guard_ok(r, c->nout),
+              "reference patchify C %d T %d tubelet %d p %d H %d W %d: differs from patchify of the "
+              "cropped input", c->C, c->T, c->tub, c->p, c->H, c->W);
+        ca_free_guarded(r);
+    }
     return 1;
 }
 

@@ -152,7 +152,11 @@ expect 2 "-i without a value" jepa embed -m "$V2" -i
 expect 1 "missing image" jepa embed -m "$V2" -i "$WORK/none.png"
 expect 1 "not an image" jepa embed -m "$V2" -i "$D/manifest.txt"
 expect 1 "float frames array" jepa embed -m "$V2" --frames-npy "$D/e2e_png_input.npy"
-expect 1 "odd clip for a tubelet-2 model" jepa embed -m "$V2" -i "$D/e2e.png" -i "$D/e2e.png" -i "$D/e2e.png"
+# three frames for a tubelet of 2: the third is dropped, as the reference's Conv3d drops it
+jepa embed -q -m "$V2" -i "$D/e2e.png" -i "$D/e2e.png" -i "$D/e2e.png" -o "$WORK/three.npy" &&
+    jepa embed -q -m "$V2" -i "$D/e2e.png" -i "$D/e2e.png" -o "$WORK/two.npy" &&
+    cmp -s "$WORK/three.npy" "$WORK/two.npy" && ok "a 3-frame clip for a tubelet-2 model = its first 2 frames" ||
+    bad "a 3-frame clip for a tubelet-2 model = its first 2 frames"
 
 # hostile images (made here, a few bytes each): refused before any pixel is decoded, in
 # bounded memory (a 300 MB address-space limit: a decode of the declared size would need

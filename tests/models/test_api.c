@@ -80,8 +80,12 @@ int main(int argc, char **argv) {
           "grid of a 4x64x96 clip is 2x4x6 = 48 tokens");
     CHECK(jepa_model_grid(m, 1, 64, 64, &gt, NULL, NULL, &n) == JEPA_OK && gt == 1 && n == 16,
           "a still image is repeated to one tubelet: 16 tokens");
-    CHECK(jepa_model_grid(m, 3, 64, 64, NULL, NULL, NULL, &n) == JEPA_ERR_ARG, "3 frames do not fit tubelet 2");
-    CHECK(jepa_model_grid(m, 4, 60, 64, NULL, NULL, NULL, &n) == JEPA_ERR_ARG, "60 px is not a multiple of 16");
+    /* what does not fill a tubelet or a patch is dropped, as the reference's Conv3d does */
+    CHECK(jepa_model_grid(m, 3, 64, 64, &gt, NULL, NULL, &n) == JEPA_OK && gt == 1 && n == 16,
+          "3 frames with tubelet 2: one tubelet, the last frame dropped");
+    CHECK(jepa_model_grid(m, 4, 60, 79, &gt, &gh, &gw, &n) == JEPA_OK && gh == 3 && gw == 4 && n == 24,
+          "60 x 79 px with patch 16: a 3 x 4 grid");
+    CHECK(jepa_model_grid(m, 4, 15, 64, NULL, NULL, NULL, &n) == JEPA_ERR_ARG, "15 px is less than one patch");
     CHECK(jepa_model_grid(m, 2, 65536 * 16, 65536 * 16, NULL, NULL, NULL, &n) == JEPA_ERR_ARG,
           "a grid whose token count overflows int is refused");
     CHECK(jepa_model_grid(m, 64, 16384, 16384, NULL, NULL, NULL, &n) == JEPA_ERR_ARG,
@@ -129,11 +133,12 @@ int main(int argc, char **argv) {
     CHECK(!memcmp(ref, again, sizeof(float) * 32 * 128), "reused context gives the same bits");
 
     /* bad arguments: refused, named, and the context still works */
-    st = jepa_ctx_embed(c, x.data, 4, 60, 64, NULL, &out);
-    CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "multiples of the patch size"),
-          "60 px refused: %s", jepa_ctx_error(c));
-    st = jepa_ctx_embed(c, x.data, 3, 64, 64, NULL, &out);
-    CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "tubelet"), "3 frames refused: %s", jepa_ctx_error(c));
+    st = jepa_ctx_embed(c, x.data, 4, 15, 64, NULL, &out);
+    CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "at least the patch size"),
+          "15 px refused: %s", jepa_ctx_error(c));
+    st = jepa_ctx_embed(c, x.data, 0, 64, 64, NULL, &out);
+    CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "input 0x64x64"), "0 frames refused: %s",
+          jepa_ctx_error(c));
     int32_t bad_ids[2] = {0, 32};
     jepa_embed_params ep = {.ctx_ids = bad_ids, .n_ctx = 2};
     st = jepa_ctx_embed(c, x.data, 4, 64, 64, &ep, &out);

@@ -66,9 +66,17 @@ expect 0 "classify synth" jepa classify -q -m "$WORK/syn.gguf" --test-pattern 4x
 # errors: one line, right exit code, no output left behind
 expect 1 "missing model" jepa embed -m "$WORK/nope.gguf" --input-tensor "$V2/input.npy"
 expect 1 "missing input" jepa embed -m "$V2/model.gguf" --input-tensor "$WORK/nope.npy"
-expect 1 "input of the wrong size" jepa embed -m "$V2/model.gguf" --test-pattern 4x50x64 -o "$WORK/never.npy"
+expect 1 "input of the wrong size" jepa embed -m "$V2/model.gguf" --test-pattern 4x15x64 -o "$WORK/never.npy"
 [ ! -e "$WORK/never.npy" ] && ok "no output after a failure" || bad "no output after a failure"
-expect 1 "odd frame count" jepa embed -m "$V2/model.gguf" --test-pattern 3x64x64
+# frames, rows and columns that do not fill a tubelet / patch are dropped, as the reference
+# patch embedding drops them (the test pattern is a function of c, t, y, x: the 3x70x67
+# pattern cropped is the 2x64x64 one); -v says so
+jepa embed -m "$V2/model.gguf" --test-pattern 3x70x67 -v -o "$WORK/ragged.npy" 2>"$WORK/err.txt" &&
+    jepa embed -q -m "$V2/model.gguf" --test-pattern 2x64x64 -o "$WORK/cropped.npy" &&
+    cmp -s "$WORK/ragged.npy" "$WORK/cropped.npy" &&
+    grep -q "the last 1 frame(s), 6 row(s) and 3 column(s) of the 3x70x67 input .* dropped" "$WORK/err.txt" &&
+    ok "ragged input: the cropped input's bits, and a note with -v" ||
+    { bad "ragged input: the cropped input's bits, and a note with -v"; cat "$WORK/err.txt"; }
 expect 1 "ids out of range" jepa predict -m "$V2/model.gguf" --input-tensor "$V2/input.npy" \
     --ctx "$V2/ctx_ids.npy" --tgt "$V2/input.npy" -o "$WORK/never.npy"
 expect 1 "no predictor" jepa predict -m "$DATA/hf_vit/model.gguf" --test-pattern 1x64x64 --ctx "$V2/ctx_ids.npy" --tgt "$V2/tgt_ids.npy" -o "$WORK/never.npy"
