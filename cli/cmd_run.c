@@ -348,6 +348,17 @@ static int save(const char *path, const float *data, int ndim, const int64_t *sh
     return 0;
 }
 
+/* "wrote PATH: float32 [a, b] (what)" on stderr, after an output is complete. */
+static void report_written(const char *path, int ndim, const int64_t *shape, const char *what) {
+    char dims[128];
+    size_t k = 0;
+    dims[0] = 0;
+    for (int i = 0; i < ndim && k < sizeof dims; i++)
+        k += (size_t)snprintf(dims + k, sizeof dims - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    char esc[4 * 256 + 1];
+    fprintf(stderr, "wrote %s: float32 [%s] (%s)\n", cli_escape(path, esc, sizeof esc), dims, what);
+}
+
 /* Where the clips come from: nb clips held in memory (an input tensor, test patterns, a
  * one-clip pixel input), or a reader streaming a video's clips (input/clips.h). */
 struct clip_source {
@@ -483,9 +494,19 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
     }
     int gt, gh, gw, n;
     if (jepa_model_grid(m, T, H, W, &gt, &gh, &gw, &n)) {
-        cli_fail(src.name, "a %dx%dx%d input does not fit this model (patch %d, tubelet %d)",
-                 T, H, W, info.patch_size, info.tubelet_size);
+        const int P = info.patch_size, tub = info.tubelet_size;
+        cli_fail(src.name, "a %dx%dx%d input does not fit this model (patch %d, tubelet %d): %s", T, H, W, P,
+                 tub, H < P || W < P ? "smaller than one patch"
+                      : T > 1 && T < tub ? "fewer frames than one tubelet (1 frame is a still image)"
+                                         : "more tokens than one clip may have");
         goto done;
+    }
+    if (o.verbose) {   /* what the patch embedding leaves out, as the reference's does */
+        const int P = info.patch_size, tf = T == 1 ? 1 : T - T % info.tubelet_size;
+        if (tf != T || gh * P != H || gw * P != W)
+            fprintf(stderr, "jepa: %s: note: the last %d frame(s), %d row(s) and %d column(s) of the %dx%dx%d "
+                    "input do not fill a tubelet / patch and are dropped, as the reference patch "
+                    "embedding drops them\n", src.name, T - tf, H - gh * P, W - gw * P, T, H, W);
     }
     const bool pool_mean = !strcmp(o.pool, "mean"), pool_cls = !strcmp(o.pool, "cls");
     const bool pool_lewm = !strcmp(o.pool, "lewm");
@@ -637,6 +658,19 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
         else if (pool_mean || pool_cls) shape[nd++] = D;
         else shape[nd++] = n, shape[nd++] = D;
         if (cli_check_finite_output(src.name, b.all, per * (size_t)nb) || save(o.out, b.all, nd, shape)) goto done;
+        if (!o.quiet && !o.results_quiet) {
+            char what[160];
+            if (o.hier) snprintf(what, sizeof what, "%d hierarchical outputs of %d tokens", info.n_hier, n);
+            else if (pool_lewm) snprintf(what, sizeof what, "the LeWM embedding");
+            else if (pool_cls) snprintf(what, sizeof what, "the CLS token");
+            else if (pool_mean) snprintf(what, sizeof what, "the mean of %d tokens", n);
+            else snprintf(what, sizeof what, "%d tokens", n);
+            if (src.stacked) {
+                const size_t k = strlen(what);
+                snprintf(what + k, sizeof what - k, ", for each of %d clips", nb);
+            }
+            report_written(o.out, nd, shape, what);
+        }
     }
     if (cmd == RUN_PREDICT) {
         const int nc = (int)ctx_ids.count, ntg = (int)tgt_ids.count, od = info.pred_out_dim;
@@ -671,6 +705,10 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
         }
         if (jr_outfile_commit(&fp, &e)) { jr_outfile_abort(&fc); cli_fail(NULL, "%s", e.msg); goto done; }
         if (o.ctx_out && jr_outfile_commit(&fc, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
+        if (!o.quiet) {
+            report_written(o.out, 2, sp, "predicted target tokens");
+            if (o.ctx_out) report_written(o.ctx_out, 2, sc, "predictor's context tokens");
+        }
     }
     if (cmd == RUN_CLASSIFY) {
         if (cli_check_finite_output(src.name, b.logits, (size_t)K * nb)) goto done;
@@ -686,7 +724,12 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
         int64_t shape[2] = {nb, K};
         if (o.logits_out && save(o.logits_out, b.logits, src.stacked ? 2 : 1, src.stacked ? shape : shape + 1))
             goto done;
+        if (o.logits_out && !o.quiet && !o.results_quiet)
+            report_written(o.logits_out, src.stacked ? 2 : 1, src.stacked ? shape : shape + 1, "logits");
     }
+    if (!o.quiet && !o.results_quiet && info.name && !strncmp(info.name, "random-", 7))
+        fprintf(stderr, "jepa: note: %s has RANDOM weights (written by jepa synth): the numbers show "
+                "that the engine runs, not what a trained model sees\n", o.model);
     if (res) res->clips = nb;
     rc = 0;
 done:

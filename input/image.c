@@ -291,8 +291,13 @@ static jepa_status decode_jpeg(const uint8_t *d, size_t n, const char *what, uin
     return JEPA_OK;
 #else
     (void)rgb, (void)h, (void)w;
-    return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: this build has no JPEG decoding (libjpeg not found; install libjpeg62-turbo-dev)",
-                      what);
+    return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: this build has no JPEG decoding (%s)", what,
+#ifdef JEPA_STATIC_BUILD
+                      "a static build without a static libjpeg; install libjpeg62-turbo-dev or build with -Dstatic=false"
+#else
+                      "libjpeg not found; install libjpeg62-turbo-dev"
+#endif
+    );
 #endif
 }
 

@@ -350,10 +350,15 @@ struct video_reader {
     int unused;
 };
 
+/* Why there is no decoder, and how to get one (input/meson.build decides). */
+#ifdef JEPA_STATIC_BUILD
+#define NO_VIDEO_WHY "a static build: FFmpeg does not link statically here; build with -Dstatic=false"
+#else
+#define NO_VIDEO_WHY "FFmpeg not found; install libavformat-dev libavcodec-dev libswscale-dev and configure with -Dvideo=enabled"
+#endif
+
 static jepa_status no_video(const char *path, struct jerr *e) {
-    return jr_err_set(e, JEPA_ERR_UNSUPPORTED,
-                    "%s: this build has no video decoding (FFmpeg not found; configure with -Dvideo=enabled)",
-                    path);
+    return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: this build has no video decoding (" NO_VIDEO_WHY ")", path);
 }
 
 jepa_status video_probe(const char *path, int64_t *n_frames, int *h, int *w, struct jerr *e) {

@@ -3,10 +3,11 @@
 #   1. release build (gcc), all suites; the CUDA build must compile (nvcc, -Dcuda=enabled):
 #      its GPU tests skip without a GPU, the same kernels run under the SIMT emulator;
 #      then every global symbol of its installed libjepa.a must carry a project prefix
-#      (tests/check_symbols.sh, nm)
+#      (tests/check_symbols.sh, nm); the static x86-64 binary (-Dstatic=true) must be
+#      statically linked and write the release binary's bytes (tests/check_static.sh)
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, all suites (CUDA emulated only)
 #   3. clang build with warnings as errors (compile check), all suites (CUDA emulated only)
-#   4. aarch64 cross build, kernel and model suites under qemu-aarch64 (NEON)
+#   4. aarch64 cross build, static, kernel and model suites under qemu-aarch64 (NEON)
 #   5. GGUF byte-compatibility with ggml's own reader (the `gguf` Python package), when
 #      a Python venv with it can be made (tests/gguf/README.md)
 # Ends with one line "N passed, N failed, N skipped" summing every meson run.
@@ -60,6 +61,21 @@ if meson install -C build-test-release --destdir install-root >build-test-releas
 else
     echo "symbol check FAILED"; failed=$((failed + 1)); status=1
 fi
+# The static binary (-Dstatic=true; configure leaves out what cannot link statically):
+# built alone (no tests of its own), checked by tests/check_static.sh against the release
+# binary: file(1) says statically linked, and it writes the same bytes.
+echo "=== static x86-64 jepa (build-test-static, tests/check_static.sh)"
+if { [ -f build-test-static/build.ninja ] ||
+     meson setup build-test-static --buildtype=release -Dstatic=true >build-test-static.setup.log 2>&1; } &&
+   ninja -C build-test-static cli/jepa >build-test-static/build.log 2>&1 &&
+   bash tests/check_static.sh build-test-static/cli/jepa build-test-release/cli/jepa; then
+    passed=$((passed + 1))
+else
+    [ -f build-test-static.setup.log ] && tail -20 build-test-static.setup.log
+    [ -f build-test-static/build.log ] && tail -20 build-test-static/build.log
+    echo "static build check FAILED"; failed=$((failed + 1)); status=1
+fi
+rm -f build-test-static.setup.log
 [ $quick = 1 ] || run_suite "asan+ubsan (gcc)" build-test-san --buildtype=debugoptimized \
     -Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled
 if [ $quick = 0 ] && command -v clang >/dev/null; then
@@ -70,9 +86,16 @@ if [ $quick = 0 ] && command -v aarch64-linux-gnu-gcc >/dev/null && command -v q
     # meson runs test executables through the cross file's exe_wrapper itself; the shell-
     # script tests (CLI) run the cross-built jepa through this variable.
     export MESON_EXE_WRAPPER="qemu-aarch64-static -L /usr/aarch64-linux-gnu"
+    # -Dstatic=true: the CLI tests run the static aarch64 jepa (what embedded devices get)
     run_suite "aarch64 cross (qemu)" build-test-arm --cross-file cross/aarch64-linux-gnu.ini \
-        --buildtype=release -Dopenblas=disabled -Dvideo=disabled -Dcuda=disabled
+        --buildtype=release -Dstatic=true
     unset MESON_EXE_WRAPPER
+    echo "=== static aarch64 jepa (tests/check_static.sh, under qemu without a sysroot)"
+    if bash tests/check_static.sh build-test-arm/cli/jepa -- qemu-aarch64-static; then
+        passed=$((passed + 1))
+    else
+        echo "static aarch64 check FAILED"; failed=$((failed + 1)); status=1
+    fi
 fi
 if [ $quick = 0 ]; then
     echo "=== GGUF compatibility with ggml's own reader (gguf-py, tests/gguf/README.md)"
