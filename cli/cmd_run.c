@@ -27,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli/cli.h"
@@ -51,6 +53,7 @@ struct run_opts {
      * arguments and --inputs LIST.txt, one output per input (run_many) */
     const char *out_dir, *inputs_list;
     int resume, quiet;
+    bool many;               /* many inputs (run_many): --out-dir, --inputs, --resume or a DIR */
     const char **pos;        /* the positional arguments, in order (parse allocates) */
     int n_pos;
     bool results_quiet;      /* run_input prints no per-input results (run_many) */
@@ -59,6 +62,7 @@ struct run_opts {
 /* What run_input tells run_many about one input. */
 struct run_result {
     int clips;               /* clips encoded */
+    bool stacked;            /* the outputs have a leading clip axis */
     int top1;                /* classify: the top class (-1: none) and its probability */
     double p1;
 };
@@ -216,15 +220,29 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
 #undef NEEDV
     }
     if (!o->model) return cli_usage_error(name, "missing -m MODEL");
-    if (o->out_dir || o->inputs_list || o->resume) {   /* many inputs: run_many checks the rest */
-        if (!o->out_dir) return cli_usage_error(name, "--inputs and --resume go with --out-dir D");
-        if (o->input_tensor || o->test_pattern || o->in.n_images || o->in.frames_npy || o->out || o->logits_out ||
-            o->batch || o->repeat)
-            return cli_usage_error(name, "--out-dir takes its inputs as FILE / DIR arguments or --inputs LIST.txt "
-                                         "(images and videos), and writes one output per input: not with "
-                                         "--input-tensor, --test-pattern, -i, --frames-npy, -o, --logits-out, "
-                                         "--batch or --repeat");
-        if (!o->n_pos && !o->inputs_list) return cli_usage_error(name, "--out-dir needs inputs: FILE, DIR or --inputs");
+    bool dir_arg = false;   /* a DIR argument means many inputs */
+    for (int k = 0; k < o->n_pos && !dir_arg; k++) {
+        struct stat st;
+        dir_arg = !stat(o->pos[k], &st) && S_ISDIR(st.st_mode);
+    }
+    if (c != RUN_PREDICT && (o->out_dir || o->inputs_list || o->resume || dir_arg)) {
+        /* many inputs: one file each into --out-dir D, or stacked into -o / --logits-out
+         * (run_many checks the rest) */
+        const char *stack = c == RUN_EMBED ? o->out : o->logits_out;
+        if (!o->out_dir && !stack)
+            return cli_usage_error(name, "many inputs (--inputs, a DIR, --resume) write into --out-dir D or, stacked, "
+                                         "into %s", c == RUN_EMBED ? "-o FEATS.npy" : "--logits-out LOGITS.npy");
+        if (o->out_dir && stack)
+            return cli_usage_error(name, "--out-dir writes one file per input; %s stacks them into one: not both",
+                                   c == RUN_EMBED ? "-o" : "--logits-out");
+        if (o->input_tensor || o->test_pattern || o->in.n_images || o->in.frames_npy ||
+            (c == RUN_EMBED && o->logits_out) || (c == RUN_CLASSIFY && o->out) || o->batch || o->repeat)
+            return cli_usage_error(name, "many inputs come as FILE / DIR arguments or --inputs LIST.txt (images, "
+                                         "videos, uint8 frame arrays .npy), one output each: not with "
+                                         "--input-tensor, --test-pattern, -i, --frames-npy, --batch or --repeat%s",
+                                   c == RUN_EMBED ? ", --logits-out" : ", -o");
+        if (!o->n_pos && !o->inputs_list) return cli_usage_error(name, "many inputs: give FILE, DIR or --inputs");
+        o->many = true;
         if (o->hier && strcmp(o->pool, "none"))
             return cli_usage_error(name, "--hier writes every token of every level; drop --pool");
         return 0;
@@ -475,7 +493,7 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
     struct run_bufs b = {0};
     int rc = CLI_EXIT_FAIL;
     jepa_status st;
-    if (res) res->clips = 0, res->top1 = -1, res->p1 = 0;
+    if (res) res->clips = 0, res->top1 = -1, res->p1 = 0, res->stacked = false;
 
     /* ---- the clips, and what the request needs of the model ---- */
     double t0 = now_ms();
@@ -730,7 +748,7 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
     if (!o.quiet && !o.results_quiet && info.name && !strncmp(info.name, "random-", 7))
         fprintf(stderr, "jepa: note: %s has RANDOM weights (written by jepa synth): the numbers show "
                 "that the engine runs, not what a trained model sees\n", o.model);
-    if (res) res->clips = nb;
+    if (res) res->clips = nb, res->stacked = src.stacked;
     rc = 0;
 done:
     bufs_free(&b);
@@ -753,14 +771,16 @@ static int many_one(void *user, const char *input, const char *out, struct many_
     const struct many_user *u = user;
     struct run_opts o = *u->o;
     o.in.n_images = 0, o.in.frames_npy = NULL, o.in.video = NULL;
+    const size_t len = strlen(input);
     if (image_is_image_file(input)) o.in.images[0] = input, o.in.n_images = 1;
+    else if (len > 4 && !strcasecmp(input + len - 4, ".npy")) o.in.frames_npy = input;   /* uint8 [T, H, W, 3] */
     else o.in.video = input;
     if (u->cmd == RUN_EMBED) o.out = out;
     else o.logits_out = out;
     o.results_quiet = true;
     struct run_result res;
     const int rc = run_input(u->cmd, &o, u->m, u->c, u->info, 0, &res);
-    r->clips = res.clips, r->top1 = res.top1, r->p1 = res.p1;
+    r->clips = res.clips, r->top1 = res.top1, r->p1 = res.p1, r->stacked = res.stacked;
     r->label = res.top1 >= 0 ? jepa_model_label(u->m, res.top1) : NULL;
     return rc;
 }
@@ -784,9 +804,10 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
         jepa_model_info info;
         jepa_model_get_info(m, &info);
         const double t_load = now_ms() - t0;
-        if (o.out_dir) {
+        if (o.many) {
             const struct many_opts mo = {
-                .cmd = name, .out_dir = o.out_dir, .inputs_list = o.inputs_list,
+                .cmd = name, .out_dir = o.out_dir, .stack_out = cmd == RUN_EMBED ? o.out : o.logits_out,
+                .inputs_list = o.inputs_list,
                 .args = (const char *const *)o.pos, .n_args = o.n_pos, .resume = o.resume, .quiet = o.quiet,
                 .verbose = o.verbose, .suffix = cmd == RUN_EMBED ? ".npy" : ".logits.npy"};
             struct many_user u = {cmd, &o, m, c, &info};

@@ -10,6 +10,16 @@
  * complete: --resume skips it. OUT_DIR/index.jsonl (written at the end, atomically) has
  * one JSON line per input, in list order: source, output, status ("ok", "skipped",
  * "error"), clips, and the error's reason or classify's top class.
+ *
+ * Stacked (-o FEATS.npy / --logits-out L.npy): the same run into FEATS.npy.parts/, then one
+ * array: each output is one row (a clip's [D], or [N, D] of tokens), or one row per clip
+ * when it has a clip axis (a video's --num-clips / --dense clips); every row must have the
+ * same shape. FEATS.index.jsonl gives each input's first row and row count. The parts are
+ * removed once the stacked file is written and no input failed; otherwise they stay, so
+ * that --resume reruns only what failed. Named .npy inputs are uint8 frame arrays
+ * [T, H, W, 3] (a DIR listing leaves .npy files out); an output that would replace an
+ * input, or an output directory that is also an input directory, is refused before
+ * anything runs.
  */
 #include "cli/run_many.h"
 
@@ -24,6 +34,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "input/npy.h"
 #include "runtime/outfile.h"
 
 #define MANY_MAX 1000000
@@ -57,7 +68,9 @@ static const char *file_name(const char *path) {
     return s ? s + 1 : path;
 }
 
-/* An image or video a directory listing takes (by extension, case-insensitive). */
+/* An image or video a directory listing takes (by extension, case-insensitive). Frame
+ * arrays (.npy) are inputs when named (FILE arguments, --inputs lines), never listed: a
+ * folder's .npy files are as often outputs or other arrays. */
 static bool wanted(const char *name) {
     static const char *const ext[] = {".png", ".jpg", ".jpeg", ".mp4", ".webm", ".mkv", ".avi", ".mov", ".m4v"};
     const size_t n = strlen(name);
@@ -70,7 +83,14 @@ static bool wanted(const char *name) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* The output directory when it exists (st_ino 0 otherwise): a DIR input may not be it. */
+static struct stat out_dir_st;
+
 static int add_dir(struct list *l, const char *cmd, const char *dir) {
+    struct stat ds;
+    if (out_dir_st.st_ino && !stat(dir, &ds) && ds.st_dev == out_dir_st.st_dev && ds.st_ino == out_dir_st.st_ino)
+        return cli_usage_error(cmd, "%s is both an input directory and the output directory (its outputs would "
+                                    "become inputs)", dir);
     DIR *d = opendir(dir);
     if (!d) return cli_usage_error(cmd, "cannot list the directory %s: %s", dir, strerror(errno));
     struct list found = {0};
@@ -156,9 +176,106 @@ static void progress_show(struct progress *p, int k, int n, bool final) {
     if (p->tty && final) fputc('\n', stderr);
 }
 
+struct file_id {
+    dev_t dev;
+    ino_t ino;
+};
+
+static int cmp_id(const void *a, const void *b) {
+    const struct file_id *x = a, *y = b;
+    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+    return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* Refuse (usage error) when an output path that exists is one of the inputs. */
+static int check_no_overwrite(const char *cmd, const struct list *in, char *const *outs) {
+    struct file_id *ids = malloc(sizeof *ids * (size_t)(in->n ? in->n : 1));
+    if (!ids) return cli_fail(NULL, "out of memory");
+    int n = 0, rc = 0;
+    struct stat st;
+    for (int i = 0; i < in->n; i++)
+        if (!stat(in->v[i], &st)) ids[n++] = (struct file_id){st.st_dev, st.st_ino};
+    qsort(ids, (size_t)n, sizeof *ids, cmp_id);
+    for (int i = 0; !rc && i < in->n; i++) {
+        if (stat(outs[i], &st)) continue;
+        const struct file_id k = {st.st_dev, st.st_ino};
+        if (bsearch(&k, ids, (size_t)n, sizeof *ids, cmp_id))
+            rc = cli_usage_error(cmd, "the output %s of %s is one of the inputs", outs[i], in->v[i]);
+    }
+    free(ids);
+    return rc;
+}
+
+/* Stack the outputs of the inputs that succeeded (status 0, or 1: kept by --resume) into
+ * o->stack_out: rows of one shape (see the header); row0[i] / rows[i] say where input i
+ * went. Two passes over the parts: their shapes (the header needs the row count), then
+ * their data, so memory holds one part at a time. */
+static int stack_outputs(const struct many_opts *o, const struct list *in, char *const *outs, const int *status,
+                         const struct many_result *res, int64_t *row0, int64_t *rows) {
+    int64_t shape[9] = {0};   /* [total rows, the row's shape] */
+    int nd = -1;              /* dimensions of one row */
+    struct jerr e = {0};
+    struct npy a;
+    for (int i = 0; i < in->n; i++) {   /* pass 1: shapes */
+        row0[i] = rows[i] = 0;
+        if (status[i] == 2) continue;
+        if (npy_load_f32(&a, outs[i], &e)) return cli_fail(NULL, "%s", e.msg);
+        /* an output with a clip axis gives one row per clip; a resumed part (status 1) is
+         * read as the others were: one dimension more than theirs is a clip axis */
+        const bool by_clip = status[i] == 0 ? res[i].stacked : nd >= 0 && a.ndim == nd + 1;
+        const int rnd = by_clip ? a.ndim - 1 : a.ndim;
+        if (nd < 0 && rnd < 8) {
+            nd = rnd;
+            for (int k = 0; k < nd; k++) shape[k + 1] = a.shape[a.ndim - nd + k];
+        }
+        bool same = rnd == nd;
+        for (int k = 0; same && k < nd; k++) same = shape[k + 1] == a.shape[a.ndim - nd + k];
+        npy_free(&a);
+        if (!same)
+            return cli_fail(outs[i], "the output of %s does not have the rows of the first output: the outputs "
+                                     "cannot be stacked into one array (--out-dir writes one file each)", in->v[i]);
+        row0[i] = shape[0], rows[i] = by_clip ? a.shape[0] : 1;
+        shape[0] += rows[i];
+    }
+    if (nd < 0) return cli_fail(o->stack_out, "no input succeeded: nothing to stack");
+    struct jr_outfile f;
+    if (npy_write_f32_begin(&f, o->stack_out, nd + 1, shape, &e)) return cli_fail(NULL, "%s", e.msg);
+    for (int i = 0; i < in->n; i++) {   /* pass 2: data */
+        if (status[i] == 2) continue;
+        if (npy_load_f32(&a, outs[i], &e)) {
+            jr_outfile_abort(&f);
+            return cli_fail(NULL, "%s", e.msg);
+        }
+        int64_t want = rows[i];
+        for (int k = 0; k < nd; k++) want *= shape[k + 1];
+        const bool ok = a.count == want && fwrite(a.data, sizeof(float), (size_t)a.count, f.f) == (size_t)a.count;
+        npy_free(&a);
+        if (!ok) {
+            jr_outfile_abort(&f);
+            return cli_fail(o->stack_out, "cannot write (or %s changed while stacking): %s", outs[i], strerror(errno));
+        }
+    }
+    if (jr_outfile_commit(&f, &e)) return cli_fail(NULL, "%s", e.msg);
+    return 0;
+}
+
 int run_many(const struct many_opts *o, many_one_fn one, void *user) {
     struct list in = {0};
     int rc = 0;
+    /* where the per-input files go, and the index */
+    char dir[LINE_MAX_BYTES], index_path[LINE_MAX_BYTES + 16];
+    if (o->stack_out) {
+        const size_t n = strlen(o->stack_out);
+        const bool npy = n > 4 && !strcasecmp(o->stack_out + n - 4, ".npy");
+        if (snprintf(dir, sizeof dir, "%s.parts", o->stack_out) >= (int)sizeof dir ||
+            snprintf(index_path, sizeof index_path, "%.*s.index.jsonl", (int)(npy ? n - 4 : n), o->stack_out) >=
+                (int)sizeof index_path)
+            return cli_usage_error(o->cmd, "the output path is longer than %d bytes", LINE_MAX_BYTES - 16);
+    } else if (snprintf(dir, sizeof dir, "%s", o->out_dir) >= (int)sizeof dir ||
+               snprintf(index_path, sizeof index_path, "%s/index.jsonl", o->out_dir) >= (int)sizeof index_path) {
+        return cli_usage_error(o->cmd, "the output directory's path is longer than %d bytes", LINE_MAX_BYTES - 16);
+    }
+    if (stat(dir, &out_dir_st)) memset(&out_dir_st, 0, sizeof out_dir_st);
     for (int i = 0; !rc && i < o->n_args; i++) rc = add_arg(&in, o->cmd, o->args[i]);
     if (!rc && o->inputs_list) rc = add_list_file(&in, o->cmd, o->inputs_list);
     if (!rc && !in.n) rc = cli_usage_error(o->cmd, "no inputs (a directory lists only images and videos)");
@@ -182,25 +299,45 @@ int run_many(const struct many_opts *o, many_one_fn one, void *user) {
             }
         }
         char out[LINE_MAX_BYTES + 64];
-        if (snprintf(out, sizeof out, "%s/index.jsonl", o->out_dir) >= (int)sizeof out)
-            rc = cli_usage_error(o->cmd, "the output directory's path is longer than %d bytes", LINE_MAX_BYTES);
         for (int i = 0; !rc && i < in.n; i++) {
             if (!names[i][0]) rc = cli_usage_error(o->cmd, "input '%s' has no file name", in.v[i]);
-            else if (snprintf(out, sizeof out, "%s/%s%s", o->out_dir, names[i], o->suffix) >= (int)sizeof out)
+            else if (snprintf(out, sizeof out, "%s/%s%s", dir, names[i], o->suffix) >= (int)sizeof out)
                 rc = cli_usage_error(o->cmd, "the output path for %s is longer than %zu bytes", in.v[i], sizeof out - 1);
         }
     }
-    if (!rc && mkdir(o->out_dir, 0777) && errno != EEXIST)
-        rc = cli_fail(o->out_dir, "cannot create the output directory: %s", strerror(errno));
+    /* every output path, once */
+    char **outs = rc ? NULL : calloc((size_t)in.n, sizeof *outs);
+    if (!rc && !outs) rc = cli_fail(NULL, "out of memory");
+    for (int i = 0; !rc && i < in.n; i++) {
+        const size_t len = strlen(dir) + strlen(names[i]) + strlen(o->suffix) + 2;
+        if (!(outs[i] = malloc(len))) rc = cli_fail(NULL, "out of memory");
+        else snprintf(outs[i], len, "%s/%s%s", dir, names[i], o->suffix);
+    }
+    if (!rc) rc = check_no_overwrite(o->cmd, &in, outs);
+    if (!rc && o->stack_out) {   /* the stacked file and its index may not be inputs either */
+        char *const extra[2] = {(char *)o->stack_out, index_path};
+        for (int k = 0; !rc && k < 2; k++) {
+            struct stat xs;
+            if (stat(extra[k], &xs)) continue;
+            for (int i = 0; !rc && i < in.n; i++) {
+                struct stat is;
+                if (!stat(in.v[i], &is) && is.st_dev == xs.st_dev && is.st_ino == xs.st_ino)
+                    rc = cli_usage_error(o->cmd, "the output %s is one of the inputs", extra[k]);
+            }
+        }
+    }
+    if (!rc && mkdir(dir, 0777) && errno != EEXIST)
+        rc = cli_fail(dir, "cannot create the output directory: %s", strerror(errno));
     struct stat dst;
-    if (!rc && (stat(o->out_dir, &dst) || !S_ISDIR(dst.st_mode)))
-        rc = cli_fail(o->out_dir, "not a directory");
+    if (!rc && (stat(dir, &dst) || !S_ISDIR(dst.st_mode)))
+        rc = cli_fail(dir, "not a directory");
     int *status = rc ? NULL : calloc((size_t)in.n, sizeof *status);   /* 0 ok, 1 skipped, 2 error */
     struct many_result *res = rc ? NULL : calloc((size_t)in.n, sizeof *res);
     char **errs = rc ? NULL : calloc((size_t)in.n, sizeof *errs);
     if (!rc && (!status || !res || !errs)) rc = cli_fail(NULL, "out of memory");
     if (rc) {
-        free(names), free(status), free(res), free(errs);
+        for (int i = 0; outs && i < in.n; i++) free(outs[i]);
+        free(outs), free(names), free(status), free(res), free(errs);
         list_free(&in);
         return rc;
     }
@@ -208,9 +345,8 @@ int run_many(const struct many_opts *o, many_one_fn one, void *user) {
     struct progress pg = {.tty = !o->quiet && isatty(2), .t0 = now_s()};
     pg.last = pg.t0;
     int n_ok = 0, n_skip = 0, n_err = 0;
-    char out[LINE_MAX_BYTES + 64];
     for (int i = 0; i < in.n; i++) {
-        snprintf(out, sizeof out, "%s/%s%s", o->out_dir, names[i], o->suffix);
+        const char *out = outs[i];
         struct stat st;
         if (o->resume && !stat(out, &st) && S_ISREG(st.st_mode)) {
             status[i] = 1, n_skip++;
@@ -229,22 +365,30 @@ int run_many(const struct many_opts *o, many_one_fn one, void *user) {
         if (!o->quiet) progress_show(&pg, i + 1, in.n, i + 1 == in.n);
     }
 
+    /* stacked: one array of every row, in list order */
+    int64_t *row0 = NULL, *rows = NULL;
+    bool stacked_ok = false;
+    if (o->stack_out) {
+        row0 = calloc((size_t)in.n, sizeof *row0), rows = calloc((size_t)in.n, sizeof *rows);
+        if (!row0 || !rows) rc = cli_fail(NULL, "out of memory");
+        else if (n_ok + n_skip) rc = stack_outputs(o, &in, outs, status, res, row0, rows);
+        stacked_ok = !rc && n_ok + n_skip > 0;
+    }
     /* the index, in list order */
-    snprintf(out, sizeof out, "%s/index.jsonl", o->out_dir);
     struct jr_outfile f;
     struct jerr e = {0};
-    if (jr_outfile_open(&f, out, false, &e)) {
+    if (!(o->stack_out && !stacked_ok) && jr_outfile_open(&f, index_path, false, &e)) {
         rc = cli_fail(NULL, "%s", e.msg);
-    } else {
+    } else if (!(o->stack_out && !stacked_ok)) {
         static const char *const word[] = {"ok", "skipped", "error"};
         for (int i = 0; i < in.n; i++) {
-            char path[LINE_MAX_BYTES + 64];
-            snprintf(path, sizeof path, "%s/%s%s", o->out_dir, names[i], o->suffix);
             fputs("{\"source\": ", f.f);
             json_str(f.f, in.v[i]);
             fputs(", \"output\": ", f.f);
             if (status[i] == 2) fputs("null", f.f);
-            else json_str(f.f, path);
+            else json_str(f.f, o->stack_out ? o->stack_out : outs[i]);
+            if (o->stack_out && status[i] != 2)
+                fprintf(f.f, ", \"row\": %lld, \"rows\": %lld", (long long)row0[i], (long long)rows[i]);
             fprintf(f.f, ", \"status\": \"%s\"", word[status[i]]);
             if (status[i] == 0) fprintf(f.f, ", \"clips\": %d", res[i].clips);
             if (status[i] == 0 && res[i].top1 >= 0) {
@@ -259,10 +403,24 @@ int run_many(const struct many_opts *o, many_one_fn one, void *user) {
         }
         if (jr_outfile_commit(&f, &e)) rc = cli_fail(NULL, "%s", e.msg);
     }
-    if (n_err || !o->quiet)
-        fprintf(stderr, "jepa %s: %d inputs: %d written, %d skipped (--resume), %d failed; index %s\n", o->cmd, in.n,
-                n_ok, n_skip, n_err, out);
-    for (int i = 0; i < in.n; i++) free(errs[i]);
+    /* the parts go once the stacked file and its index are written and nothing failed
+     * (otherwise --resume reruns only the failures) */
+    if (o->stack_out && stacked_ok && !rc && !n_err) {
+        for (int i = 0; i < in.n; i++) unlink(outs[i]);
+        rmdir(dir);   /* left when something else is in it */
+    }
+    int64_t total_rows = 0;
+    for (int i = 0; rows && i < in.n; i++) total_rows += rows[i];
+    if (n_err || !o->quiet) {
+        if (o->stack_out && stacked_ok && !rc)
+            fprintf(stderr, "jepa %s: %d inputs: %d written, %d skipped (--resume), %d failed; %lld rows in %s, "
+                    "index %s%s\n", o->cmd, in.n, n_ok, n_skip, n_err, (long long)total_rows, o->stack_out, index_path, n_err ? "; the parts stay for --resume" : "");
+        else
+            fprintf(stderr, "jepa %s: %d inputs: %d written, %d skipped (--resume), %d failed; index %s\n", o->cmd,
+                    in.n, n_ok, n_skip, n_err, o->stack_out && !stacked_ok ? "(none: nothing stacked)" : index_path);
+    }
+    for (int i = 0; i < in.n; i++) free(errs[i]), free(outs[i]);
+    free(row0), free(rows), free(outs);
     free(names), free(status), free(res), free(errs);
     list_free(&in);
     return rc ? rc : n_err ? CLI_EXIT_FAIL : 0;

@@ -11,7 +11,8 @@
 
 struct many_opts {
     const char *cmd;            /* "embed" | "classify" (messages) */
-    const char *out_dir;
+    const char *out_dir;        /* one file per input here, or */
+    const char *stack_out;      /* every input's output stacked into this .npy (rows in the index) */
     const char *inputs_list;    /* --inputs LIST.txt or NULL */
     const char *const *args;    /* FILE / DIR arguments */
     int n_args;
@@ -22,6 +23,7 @@ struct many_opts {
 /* What one input gave (filled by `one`). */
 struct many_result {
     int clips;                  /* clips encoded */
+    bool stacked;               /* the output has a leading clip axis (one row per clip) */
     int top1;                   /* classify: top class, -1 for none */
     double p1;                  /* its probability */
     const char *label;          /* its label or NULL */
@@ -33,7 +35,9 @@ typedef int (*many_one_fn)(void *user, const char *input, const char *out, struc
 
 /* Run every input: 0 when all succeeded (or were skipped by --resume), CLI_EXIT_FAIL when
  * any failed (each reported on its own stderr line; the last line counts them), or
- * CLI_EXIT_USAGE for a bad list (before any input runs). Writes OUT_DIR/index.jsonl. */
+ * CLI_EXIT_USAGE for a bad list (before any input runs). Writes OUT_DIR/index.jsonl, or
+ * with stack_out: the outputs into STACK_OUT.parts/ first, then STACK_OUT (their rows
+ * concatenated) and STACK_OUT's name with .index.jsonl for .npy. */
 int run_many(const struct many_opts *o, many_one_fn one, void *user);
 
 #endif

@@ -201,16 +201,14 @@ void npy_free(struct npy *a) {
     a->data = NULL;
 }
 
-jepa_status npy_write_f32(struct jr_outfile *o, const char *path, const float *data, int ndim,
-                          const int64_t *shape, struct jerr *err) {
+jepa_status npy_write_f32_begin(struct jr_outfile *o, const char *path, int ndim, const int64_t *shape,
+                                struct jerr *err) {
     char hdr[256], shp[160] = "";
-    int64_t count = 1;
     int n = 0;
-    for (int i = 0; i < ndim; i++) {
+    if (ndim < 1 || ndim > 8) return jr_err_set(err, JEPA_ERR_ARG, "'%s': %d dimensions", path, ndim);
+    for (int i = 0; i < ndim; i++)
         n += snprintf(shp + n, sizeof shp - (size_t)n, "%lld,%s", (long long)shape[i],
                       (i + 1 < ndim) ? " " : "");
-        count *= shape[i];
-    }
     if (ndim > 1) shp[n - 1] = '\0';   /* numpy writes (3,) for 1-D, (3, 4) otherwise */
     int hl = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", shp);
     int total = 10 + hl + 1;
@@ -226,8 +224,20 @@ jepa_status npy_write_f32(struct jr_outfile *o, const char *path, const float *d
     int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)hl, f) == (size_t)hl;
     for (int i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
     ok = ok && fputc('\n', f) != EOF;
-    ok = ok && fwrite(data, sizeof(float), (size_t)count, f) == (size_t)count;
     if (!ok) {
+        st = jr_err_set(err, JEPA_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+        jr_outfile_abort(o);
+    }
+    return st;
+}
+
+jepa_status npy_write_f32(struct jr_outfile *o, const char *path, const float *data, int ndim,
+                          const int64_t *shape, struct jerr *err) {
+    int64_t count = 1;
+    for (int i = 0; i < ndim; i++) count *= shape[i];
+    jepa_status st = npy_write_f32_begin(o, path, ndim, shape, err);
+    if (st) return st;
+    if (fwrite(data, sizeof(float), (size_t)count, o->f) != (size_t)count) {
         st = jr_err_set(err, JEPA_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
         jr_outfile_abort(o);
     }

@@ -88,6 +88,31 @@ expect 2 "two inputs with one file name" jepa embed -m "$V21" --out-dir "$WORK/m
 expect 2 "--out-dir with -o" jepa embed -m "$V21" --out-dir "$WORK/many_d" "$D/e2e.png" -o "$WORK/x.npy"
 expect 2 "--resume without --out-dir" jepa embed -m "$V21" --resume "$D/e2e.png"
 expect 2 "an empty directory" jepa embed -m "$V21" --out-dir "$WORK/many_d" "$WORK/many_c"
+# stacked: -o FEATS.npy takes the rows of every output in list order (a uint8 frame
+# array named in the list mixes in), FEATS.index.jsonl says which row is whose
+npy_data() {   # the data bytes of a .npy (after the 10-byte preamble and its header)
+    hl=$(od -An -tu2 -j8 -N2 "$1" | tr -d ' ')
+    tail -c +$((10 + hl + 1)) "$1"
+}
+printf '%s\n' "$D/png/rgb8.png" "$D/e2e_frames.npy" "$D/png/grey8.png" >"$WORK/list3.txt"
+expect 0 "stacked: one array for a list" jepa embed -q -m "$V21" --pool mean --inputs "$WORK/list3.txt" -o "$WORK/st.npy"
+expect 0 "the same list, one file each" jepa embed -q -m "$V21" --pool mean --inputs "$WORK/list3.txt" --out-dir "$WORK/st_sep"
+{ npy_data "$WORK/st_sep/rgb8.png.npy"; npy_data "$WORK/st_sep/e2e_frames.npy.npy"; npy_data "$WORK/st_sep/grey8.png.npy"; } >"$WORK/st_cat.bin"
+npy_data "$WORK/st.npy" >"$WORK/st.bin"
+cmp -s "$WORK/st.bin" "$WORK/st_cat.bin" && grep -aq "'shape': (3, 64)" "$WORK/st.npy" &&
+    ok "stacked rows == the per-input outputs, in list order" || bad "stacked rows == the per-input outputs, in list order"
+sed -n 2p "$WORK/st.index.jsonl" | grep -q '"source": ".*e2e_frames.npy", "output": ".*st.npy", "row": 1, "rows": 1, "status": "ok"' &&
+    [ ! -e "$WORK/st.npy.parts" ] && ok "stacked index: row and row count; the parts removed" ||
+    { bad "stacked index: row and row count; the parts removed"; cat "$WORK/st.index.jsonl"; }
+printf '%s\n' "$D/png/rgb8.png" "$WORK/cut.png" >"$WORK/list4.txt"
+many_fails "stacked with a bad input" jepa embed -q -m "$V21" --pool mean --inputs "$WORK/list4.txt" -o "$WORK/st4.npy"
+grep -aq "'shape': (1, 64)" "$WORK/st4.npy" && [ -e "$WORK/st4.npy.parts/rgb8.png.npy" ] &&
+    grep -q '"source": ".*cut.png", "output": null, "status": "error"' "$WORK/st4.index.jsonl" &&
+    ok "stacked with a failure: the good rows, the parts kept for --resume" || bad "stacked with a failure: the good rows, the parts kept for --resume"
+mkdir -p "$WORK/inout" && cp "$D/png/rgb8.png" "$WORK/inout/" && cp "$D/e2e_frames.npy" "$WORK/inout/rgb8.png.npy"
+expect 2 "an output that would replace an input" jepa embed -m "$V21" --out-dir "$WORK/inout" "$WORK/inout/rgb8.png" \
+    "$WORK/inout/rgb8.png.npy"
+expect 2 "the output directory is an input directory" jepa embed -m "$V21" --out-dir "$WORK/inout" "$WORK/inout"
 expect 0 "two images form a clip" jepa embed -m "$V2" -i "$D/e2e.png" -i "$D/e2e.png" -o "$WORK/a.npy"
 grep -aq "'shape': (16, 128)" "$WORK/a.npy" && ok "two images: one tubelet, 1x4x4 tokens" || bad "two images: one tubelet, 1x4x4 tokens"
 
