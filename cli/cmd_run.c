@@ -33,6 +33,7 @@
 
 #include "cli/cli.h"
 #include "cli/inputs.h"
+#include "cli/progress.h"
 #include "cli/run_many.h"
 #include "input/image.h"
 #include "input/npy.h"
@@ -575,22 +576,30 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
     const bool dense = o.in.dense;
     const int k_show = o.topk < K ? o.topk : K;
     double t_in = now_ms() - t0, t_enc = 0, t_cls = 0;
+    /* a video's clips (--num-clips, --dense): progress when nothing else is printed per clip */
+    struct cli_progress pg;
+    cli_progress_start(&pg, nb > 1 && !o.quiet && !o.results_quiet &&
+                                ((cmd == RUN_EMBED && b.all) || (cmd == RUN_CLASSIFY && !dense)),
+                       "clips");
     for (int k0 = 0; k0 < nb; k0 += G) {
         const int g = nb - k0 < G ? nb - k0 : G;
+        cli_progress_show(&pg, k0, nb, false);
         t0 = now_ms();
         const float *x = source_clips(&src, k0, g, b.xs, o.verbose);
-        if (!x) goto done;
+        if (!x) { cli_progress_clear(&pg); goto done; }
         t_in += now_ms() - t0;
         jepa_embed_out eo = {.tokens = b.tokens, .pooled = b.pooled, .cls = b.cls, .hier = b.hier, .emb = b.emb};
         jepa_embed_params ep = {.batch = g};
         t0 = now_ms();
         if (jepa_ctx_embed(c, x, T, H, W, &ep, &eo)) {
+            cli_progress_clear(&pg);
             if (nb == 1) cli_fail(src.name, "%s", jepa_ctx_error(c));
             else if (g == 1) cli_fail(src.name, "clip %d: %s", k0, jepa_ctx_error(c));
             else cli_fail(src.name, "clips %d..%d: %s", k0, k0 + g - 1, jepa_ctx_error(c));
             goto done;
         }
         t_enc += now_ms() - t0;
+        pg.done_run += g;
         for (int j = 0; j < g; j++) {
             const int k = k0 + j;
             const int64_t *fr = src.rdr ? clips_frames(src.rdr, k) : NULL;
@@ -612,12 +621,13 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
                 float *lg = b.logits + (size_t)K * k;
                 t0 = now_ms();
                 if (jepa_ctx_classify(c, b.tokens + (size_t)j * n * D, n, lg)) {
+                    cli_progress_clear(&pg);
                     if (nb == 1) cli_fail(o.model, "classify: %s", jepa_ctx_error(c));
                     else cli_fail(src.name, "clip %d: classify: %s", k, jepa_ctx_error(c));
                     goto done;
                 }
                 t_cls += now_ms() - t0;
-                if (cli_check_finite_output(src.name, lg, (size_t)K)) goto done;
+                if (cli_check_finite_output(src.name, lg, (size_t)K)) { cli_progress_clear(&pg); goto done; }
                 softmax(lg, K, b.prob);
                 for (int i = 0; i < K; i++) b.mean[i] += b.prob[i] / nb;
                 if (dense && !o.results_quiet) {   /* one top-k per clip, with its frames */
@@ -631,6 +641,8 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
             }
         }
     }
+
+    cli_progress_show(&pg, nb, nb, true);
 
     /* ---- --repeat: the same encodes again, timed (clips in memory) ---- */
     if (o.repeat > 0) {

@@ -30,10 +30,10 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "input/npy.h"
 #include "runtime/outfile.h"
 
@@ -149,31 +149,6 @@ static void json_str(FILE *f, const char *s) {
         else fputc(*p, f);
     }
     fputc('"', f);
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Progress on stderr: redrawn in place on a terminal, a plain line every 5 s otherwise. */
-struct progress {
-    bool tty, shown;
-    double t0, last;
-    int done_run;   /* inputs actually run (the rate leaves --resume skips out) */
-};
-
-static void progress_show(struct progress *p, int k, int n, bool final) {
-    const double t = now_s();
-    if (!p->tty && !final && t - p->last < 5.0) return;
-    if (!p->tty && final && !p->shown) return;
-    p->last = t, p->shown = true;
-    const double rate = p->done_run > 0 ? p->done_run / (t - p->t0 > 1e-9 ? t - p->t0 : 1e-9) : 0;
-    const double eta = rate > 0 ? (n - k) / rate : 0;
-    fprintf(stderr, "%s%d/%d inputs, %.2f/s, ETA %dm%02ds%s", p->tty ? "\r" : "", k, n, rate, (int)(eta / 60),
-            (int)eta % 60, p->tty ? "\033[K" : "\n");
-    if (p->tty && final) fputc('\n', stderr);
 }
 
 struct file_id {
@@ -342,8 +317,8 @@ int run_many(const struct many_opts *o, many_one_fn one, void *user) {
         return rc;
     }
 
-    struct progress pg = {.tty = !o->quiet && isatty(2), .t0 = now_s()};
-    pg.last = pg.t0;
+    struct cli_progress pg;
+    cli_progress_start(&pg, !o->quiet, "inputs");
     int n_ok = 0, n_skip = 0, n_err = 0;
     for (int i = 0; i < in.n; i++) {
         const char *out = outs[i];
@@ -352,7 +327,7 @@ int run_many(const struct many_opts *o, many_one_fn one, void *user) {
             status[i] = 1, n_skip++;
         } else {
             res[i].top1 = -1;
-            if (pg.tty && pg.shown) fputs("\r\033[K", stderr);   /* an error line starts clean */
+            cli_progress_clear(&pg);   /* an error line starts clean */
             if (one(user, in.v[i], out, &res[i])) {
                 status[i] = 2, n_err++;
                 errs[i] = strdup(cli_last_error());
@@ -362,7 +337,7 @@ int run_many(const struct many_opts *o, many_one_fn one, void *user) {
             }
             pg.done_run++;
         }
-        if (!o->quiet) progress_show(&pg, i + 1, in.n, i + 1 == in.n);
+        cli_progress_show(&pg, i + 1, in.n, i + 1 == in.n);
     }
 
     /* stacked: one array of every row, in list order */
