@@ -367,6 +367,13 @@ static int save(const char *path, const float *data, int ndim, const int64_t *sh
     return 0;
 }
 
+/* jepa_embed_params.on_layer for -v: the blocks of one clip as progress. */
+static void layer_progress(void *user, int done, int n_layers) {
+    struct cli_progress *p = user;
+    p->done_run = done;
+    cli_progress_show(p, done, n_layers, done == n_layers);
+}
+
 /* "wrote PATH: float32 [a, b] (what)" on stderr, after an output is complete. */
 static void report_written(const char *path, int ndim, const int64_t *shape, const char *what) {
     char dims[128];
@@ -590,9 +597,12 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
         t_in += now_ms() - t0;
         jepa_embed_out eo = {.tokens = b.tokens, .pooled = b.pooled, .cls = b.cls, .hier = b.hier, .emb = b.emb};
         jepa_embed_params ep = {.batch = g};
+        struct cli_progress lp;   /* -v on one long clip: the encoder's blocks */
+        cli_progress_start(&lp, o.verbose && nb == 1 && !o.results_quiet, "layers");
+        if (lp.on) ep.on_layer = layer_progress, ep.user = &lp;
         t0 = now_ms();
         if (jepa_ctx_embed(c, x, T, H, W, &ep, &eo)) {
-            cli_progress_clear(&pg);
+            cli_progress_clear(&pg), cli_progress_clear(&lp);
             if (nb == 1) cli_fail(src.name, "%s", jepa_ctx_error(c));
             else if (g == 1) cli_fail(src.name, "clip %d: %s", k0, jepa_ctx_error(c));
             else cli_fail(src.name, "clips %d..%d: %s", k0, k0 + g - 1, jepa_ctx_error(c));

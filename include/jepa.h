@@ -158,6 +158,11 @@ typedef struct jepa_embed_params {
                                 every clip of a batch */
     int n_ctx;
     int batch;               /* clips B in x (0 or 1: one clip) */
+    /* progress: called from the calling thread after each encoder block with the blocks
+       done (1 .. n_layers) and their count; NULL: not called. On a GPU each call first
+       waits for its block to finish. The callback must not use the context. */
+    void (*on_layer)(void *user, int layers_done, int n_layers);
+    void *user;
 } jepa_embed_params;
 
 /* Every output is stacked over the B clips of a batch (B = 1: the shapes without it). */

@@ -339,6 +339,10 @@ static void run_blocks(struct jepa_ctx *c, struct enc_run *r) {
                                    dw(c, e->hier_norm[next_hier].b), n, d, vit->ln_eps, c->nthreads);
             next_hier++;
         }
+        if (r->p && r->p->on_layer) {   /* progress (jepa.h): after the block has run */
+            if (!r->host) c->dev->sync(c->dev);   /* an error stays sticky: reported at the end */
+            r->p->on_layer(r->p->user, l + 1, vit->n_layer);
+        }
     }
 }
 

@@ -47,6 +47,16 @@ static void *encode_job(void *arg) {
     return NULL;
 }
 
+/* jepa_embed_params.on_layer: what it was told. */
+struct layer_log {
+    int calls, last, total, in_order;
+};
+static void log_layer(void *user, int done, int n_layers) {
+    struct layer_log *l = user;
+    l->in_order = (l->calls ? l->in_order : 1) && done == l->last + 1;
+    l->calls++, l->last = done, l->total = n_layers;
+}
+
 int main(int argc, char **argv) {
     check_verbose = 1;   /* narrate every step: ok / FAIL */
     if (argc < 2) {
@@ -131,6 +141,15 @@ int main(int argc, char **argv) {
     CHECK(st == JEPA_OK && arena1 > 0 && jepa_ctx_arena_bytes(c) == arena1,
           "reused context keeps its arena (%zu bytes)", arena1);
     CHECK(!memcmp(ref, again, sizeof(float) * 32 * 128), "reused context gives the same bits");
+
+    /* progress: on_layer after each block, in order, and the same bits */
+    struct layer_log lg = {0};
+    jepa_embed_params lp = {.on_layer = log_layer, .user = &lg};
+    st = jepa_ctx_embed(c, x.data, 4, 64, 64, &lp, &out);
+    CHECK(st == JEPA_OK && lg.calls == info.n_layer && lg.in_order && lg.last == info.n_layer &&
+              lg.total == info.n_layer && !memcmp(ref, again, sizeof(float) * 32 * 128),
+          "on_layer: %d calls for %d blocks (in order: %d, last %d of %d), same bits", lg.calls, info.n_layer,
+          lg.in_order, lg.last, lg.total);
 
     /* bad arguments: refused, named, and the context still works */
     st = jepa_ctx_embed(c, x.data, 4, 15, 64, NULL, &out);
