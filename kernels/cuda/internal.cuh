@@ -4,9 +4,8 @@
  *
  *   device.cu   struct jk_device for CUDA (memory, one stream, sticky errors), the
  *               thread's bound device (jkc_stream), jk_init_cuda (the table)
- *   gemm.cuh    tensor-core matmul (mma.sync m16n8k16) and the GEMV, instantiated by
- *   gemm.cu       f16 / bf16 / f32 weights, and
- *   gemm_blocks.cu  the block formats (decoded by dequant.cuh)
+ *   gemm.cu     tensor-core matmul (mma.sync m16n8k16), f16 / bf16 / f32 weights and
+ *               the block formats (decoded by dequant.cuh)
  *   attn.cu     fused flash attention (mma.sync), f32 fallback for other head sizes
  *   ops.cu      LayerNorm, tanh-GELU, SiLU, add, madd, RoPE, patchify, gather, mean
  *

@@ -1,2 +1,0 @@
-/* gemm_blocks.cu compiled by the host C++ compiler against the SIMT emulator (README.md). */
-#include "kernels/cuda/gemm_blocks.cu"
