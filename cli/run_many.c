@@ -162,8 +162,10 @@ static int cmp_id(const void *a, const void *b) {
     return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
-/* Refuse (usage error) when an output path that exists is one of the inputs. */
-static int check_no_overwrite(const char *cmd, const struct list *in, char *const *outs) {
+/* Refuse (usage error) when an output path that exists is one of the inputs: outs[i] for
+ * i < in->n is input i's, then n_extra more (the stacked file and its index). */
+static int check_no_overwrite(const char *cmd, const struct list *in, char *const *outs,
+                              const char *const *extra, int n_extra) {
     struct file_id *ids = malloc(sizeof *ids * (size_t)(in->n ? in->n : 1));
     if (!ids) return cli_fail(NULL, "out of memory");
     int n = 0, rc = 0;
@@ -171,11 +173,13 @@ static int check_no_overwrite(const char *cmd, const struct list *in, char *cons
     for (int i = 0; i < in->n; i++)
         if (!stat(in->v[i], &st)) ids[n++] = (struct file_id){st.st_dev, st.st_ino};
     qsort(ids, (size_t)n, sizeof *ids, cmp_id);
-    for (int i = 0; !rc && i < in->n; i++) {
-        if (stat(outs[i], &st)) continue;
+    for (int i = 0; !rc && i < in->n + n_extra; i++) {
+        const char *path = i < in->n ? outs[i] : extra[i - in->n];
+        if (stat(path, &st)) continue;
         const struct file_id k = {st.st_dev, st.st_ino};
-        if (bsearch(&k, ids, (size_t)n, sizeof *ids, cmp_id))
-            rc = cli_usage_error(cmd, "the output %s of %s is one of the inputs", outs[i], in->v[i]);
+        if (!bsearch(&k, ids, (size_t)n, sizeof *ids, cmp_id)) continue;
+        if (i < in->n) rc = cli_usage_error(cmd, "the output %s of %s is one of the inputs", path, in->v[i]);
+        else rc = cli_usage_error(cmd, "the output %s is one of the inputs", path);
     }
     free(ids);
     return rc;
@@ -205,11 +209,11 @@ static int stack_outputs(const struct many_opts *o, const struct list *in, char 
         }
         bool same = rnd == nd;
         for (int k = 0; same && k < nd; k++) same = shape[k + 1] == a.shape[a.ndim - nd + k];
+        row0[i] = shape[0], rows[i] = by_clip ? a.shape[0] : 1;
         npy_free(&a);
         if (!same)
             return cli_fail(outs[i], "the output of %s does not have the rows of the first output: the outputs "
                                      "cannot be stacked into one array (--out-dir writes one file each)", in->v[i]);
-        row0[i] = shape[0], rows[i] = by_clip ? a.shape[0] : 1;
         shape[0] += rows[i];
     }
     if (nd < 0) return cli_fail(o->stack_out, "no input succeeded: nothing to stack");
@@ -273,34 +277,20 @@ int run_many(const struct many_opts *o, many_one_fn one, void *user) {
                 free(sorted);
             }
         }
-        char out[LINE_MAX_BYTES + 64];
-        for (int i = 0; !rc && i < in.n; i++) {
-            if (!names[i][0]) rc = cli_usage_error(o->cmd, "input '%s' has no file name", in.v[i]);
-            else if (snprintf(out, sizeof out, "%s/%s%s", dir, names[i], o->suffix) >= (int)sizeof out)
-                rc = cli_usage_error(o->cmd, "the output path for %s is longer than %zu bytes", in.v[i], sizeof out - 1);
-        }
     }
-    /* every output path, once */
+    /* every output path, once (at most LINE_MAX_BYTES + 63 bytes) */
     char **outs = rc ? NULL : calloc((size_t)in.n, sizeof *outs);
     if (!rc && !outs) rc = cli_fail(NULL, "out of memory");
     for (int i = 0; !rc && i < in.n; i++) {
         const size_t len = strlen(dir) + strlen(names[i]) + strlen(o->suffix) + 2;
-        if (!(outs[i] = malloc(len))) rc = cli_fail(NULL, "out of memory");
+        if (!names[i][0]) rc = cli_usage_error(o->cmd, "input '%s' has no file name", in.v[i]);
+        else if (len > LINE_MAX_BYTES + 64)
+            rc = cli_usage_error(o->cmd, "the output path for %s is longer than %d bytes", in.v[i], LINE_MAX_BYTES + 63);
+        else if (!(outs[i] = malloc(len))) rc = cli_fail(NULL, "out of memory");
         else snprintf(outs[i], len, "%s/%s%s", dir, names[i], o->suffix);
     }
-    if (!rc) rc = check_no_overwrite(o->cmd, &in, outs);
-    if (!rc && o->stack_out) {   /* the stacked file and its index may not be inputs either */
-        char *const extra[2] = {(char *)o->stack_out, index_path};
-        for (int k = 0; !rc && k < 2; k++) {
-            struct stat xs;
-            if (stat(extra[k], &xs)) continue;
-            for (int i = 0; !rc && i < in.n; i++) {
-                struct stat is;
-                if (!stat(in.v[i], &is) && is.st_dev == xs.st_dev && is.st_ino == xs.st_ino)
-                    rc = cli_usage_error(o->cmd, "the output %s is one of the inputs", extra[k]);
-            }
-        }
-    }
+    const char *const extra[2] = {index_path, o->stack_out};   /* may not be inputs either */
+    if (!rc) rc = check_no_overwrite(o->cmd, &in, outs, extra, o->stack_out ? 2 : 1);
     if (!rc && mkdir(dir, 0777) && errno != EEXIST)
         rc = cli_fail(dir, "cannot create the output directory: %s", strerror(errno));
     struct stat dst;
@@ -349,12 +339,13 @@ int run_many(const struct many_opts *o, many_one_fn one, void *user) {
         else if (n_ok + n_skip) rc = stack_outputs(o, &in, outs, status, res, row0, rows);
         stacked_ok = !rc && n_ok + n_skip > 0;
     }
-    /* the index, in list order */
+    /* the index, in list order (stacked: only beside a stacked file) */
+    const bool write_index = !o->stack_out || stacked_ok;
     struct jr_outfile f;
     struct jerr e = {0};
-    if (!(o->stack_out && !stacked_ok) && jr_outfile_open(&f, index_path, false, &e)) {
+    if (write_index && jr_outfile_open(&f, index_path, false, &e)) {
         rc = cli_fail(NULL, "%s", e.msg);
-    } else if (!(o->stack_out && !stacked_ok)) {
+    } else if (write_index) {
         static const char *const word[] = {"ok", "skipped", "error"};
         for (int i = 0; i < in.n; i++) {
             fputs("{\"source\": ", f.f);
@@ -392,7 +383,7 @@ int run_many(const struct many_opts *o, many_one_fn one, void *user) {
                     "index %s%s\n", o->cmd, in.n, n_ok, n_skip, n_err, (long long)total_rows, o->stack_out, index_path, n_err ? "; the parts stay for --resume" : "");
         else
             fprintf(stderr, "jepa %s: %d inputs: %d written, %d skipped (--resume), %d failed; index %s\n", o->cmd,
-                    in.n, n_ok, n_skip, n_err, o->stack_out && !stacked_ok ? "(none: nothing stacked)" : index_path);
+                    in.n, n_ok, n_skip, n_err, write_index ? index_path : "(none: nothing stacked)");
     }
     for (int i = 0; i < in.n; i++) free(errs[i]), free(outs[i]);
     free(row0), free(rows), free(outs);
