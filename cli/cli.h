@@ -66,5 +66,6 @@ int cmd_synth(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_cpu(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

@@ -35,6 +35,7 @@
 #include "cli/inputs.h"
 #include "cli/progress.h"
 #include "cli/run_many.h"
+#include "cli/topk.h"
 #include "input/image.h"
 #include "input/npy.h"
 #include "jepa.h"
@@ -451,27 +452,6 @@ static void source_close(struct clip_source *s) {
     npy_free(&s->mem);
 }
 
-/* Order the indices of v[n] by value, largest first (ties: the lower index first). */
-static const double *g_rank_v;
-static int rank_cmp(const void *a, const void *b) {
-    const int i = *(const int *)a, j = *(const int *)b;
-    if (g_rank_v[i] != g_rank_v[j]) return g_rank_v[i] > g_rank_v[j] ? -1 : 1;
-    return (i > j) - (i < j);
-}
-static void rank(const double *v, int n, int *order) {
-    for (int i = 0; i < n; i++) order[i] = i;
-    g_rank_v = v;
-    qsort(order, (size_t)n, sizeof *order, rank_cmp);
-}
-
-static void softmax(const float *logits, int K, double *p) {
-    double mx = logits[0], sum = 0;
-    for (int i = 1; i < K; i++)
-        if (logits[i] > mx) mx = logits[i];
-    for (int i = 0; i < K; i++) sum += p[i] = exp(logits[i] - mx);
-    for (int i = 0; i < K; i++) p[i] /= sum;
-}
-
 /* The buffers of one run: a pass's outputs (G clips) and what is kept over all clips. */
 struct run_bufs {
     float *tokens, *pooled, *cls, *emb, *hier;   /* [G, ...] one pass */
@@ -638,10 +618,10 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
                 }
                 t_cls += now_ms() - t0;
                 if (cli_check_finite_output(src.name, lg, (size_t)K)) { cli_progress_clear(&pg); goto done; }
-                softmax(lg, K, b.prob);
+                topk_softmax(lg, K, b.prob);
                 for (int i = 0; i < K; i++) b.mean[i] += b.prob[i] / nb;
                 if (dense && !o.results_quiet) {   /* one top-k per clip, with its frames */
-                    rank(b.prob, K, b.order);
+                    topk_rank(b.prob, K, b.order);
                     for (int q = 0; q < k_show; q++) {
                         char lb[4 * 256 + 1];
                         printf("%d\t%lld\t%lld\t%d\t%.4f\t%s\n", k, f0, f1, b.order[q], b.prob[b.order[q]],
@@ -752,7 +732,7 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
     }
     if (cmd == RUN_CLASSIFY) {
         if (cli_check_finite_output(src.name, b.logits, (size_t)K * nb)) goto done;
-        rank(b.mean, K, b.order);
+        topk_rank(b.mean, K, b.order);
         if (res) res->top1 = b.order[0], res->p1 = b.mean[b.order[0]];
         if (!dense && !o.results_quiet) {   /* one top-k: of the mean of the per-clip softmax (Meta's evaluation) */
             for (int q = 0; q < k_show; q++) {

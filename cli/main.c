@@ -23,6 +23,7 @@ static const struct {
     {"rollout", cmd_rollout, "roll a world model forward over a sequence of actions (LeWM)"},
     {"plan", cmd_plan, "plan the actions from a start to a goal with a world model (CEM, LeWM)"},
     {"classify", cmd_classify, "classify a clip with the model's head (top-k labels)"},
+    {"serve", cmd_serve, "serve embeddings and classes over HTTP (OpenAI-style /v1/embeddings)"},
     {"info", cmd_info, "describe a model file (--kv, --tensors)"},
     {"quantize", cmd_quantize, "convert a model's matmul weights to f16, bf16 or q8_0"},
     {"synth", cmd_synth, "write a random-weight model of a real architecture (for runs and benchmarks)"},

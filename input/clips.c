@@ -22,8 +22,13 @@ struct clip_reader {
     const char *name;     /* the video, the .npy, or the first image */
     int T, H, W;          /* every clip's geometry */
     int n_clips, next_clip;
-    /* images */
+    /* images: files, or one image in memory (img_data) */
     const char *const *paths;
+    const void *img_data;
+    size_t img_size;
+    /* a video in memory (video_data; else the file r->name) */
+    const void *video_data;
+    size_t video_size;
     /* frames */
     struct npy frames;
     /* video */
@@ -126,7 +131,26 @@ jepa_status clips_open_images(struct clip_reader **r, const char *const *paths, 
     return JEPA_OK;
 }
 
+jepa_status clips_open_image_memory(struct clip_reader **r, const char *name, const void *data, size_t size,
+                                    const struct pre_cfg *cfg, struct jerr *e) {
+    jepa_status st = reader_new(r, SRC_IMAGES, name, cfg, e);
+    if (st) return fail_open(r, st);
+    (*r)->img_data = data, (*r)->img_size = size;
+    (*r)->T = 1;
+    return JEPA_OK;
+}
+
 static jepa_status next_images(struct clip_reader *r, float *x, struct jerr *e) {
+    if (r->img_data) {
+        uint8_t *rgb = NULL;
+        int h, w;
+        struct jerr de = {0};
+        jepa_status st = image_decode_rgb(r->img_data, r->img_size, &rgb, &h, &w, &de);
+        if (st) st = jr_err_set(e, st, "%s: %s", r->name, de.msg);
+        else st = put_frame(r, r->name, rgb, h, w, x, 1, 0, e);
+        free(rgb);
+        return st;
+    }
     for (int i = 0; i < r->T; i++) {
         uint8_t *rgb = NULL;
         int h, w;
@@ -166,18 +190,21 @@ static jepa_status next_frames(struct clip_reader *r, float *x, struct jerr *e) 
 
 /* ---- video: the clip plan, forward decoding, the frame cache ---- */
 
-jepa_status clips_open_video(struct clip_reader **out, const char *path, const struct pre_cfg *cfg,
-                             const struct clip_sampling *s, struct jerr *e) {
+static jepa_status open_video(struct clip_reader **out, const char *path, const void *data, size_t size,
+                              const struct pre_cfg *cfg, const struct clip_sampling *s, struct jerr *e) {
     jepa_status st = reader_new(out, SRC_VIDEO, path, cfg, e);
     if (st) return fail_open(out, st);
     struct clip_reader *r = *out;
+    r->video_data = data, r->video_size = size;
     const int fpc = s->frames_per_clip, fstp = s->frame_step;
     if (fpc < 1 || fstp < 1 || (!s->dense && (s->num_clips < 1 || s->num_clips > CLIPS_MAX_CLIPS)))
         return fail_open(out, jr_err_set(e, JEPA_ERR_ARG, "%s: bad clip sampling (%d frames, step %d, %d clips)",
                                          path, fpc, fstp, s->num_clips));
     r->T = fpc;
     if ((st = check_clip_size(r, fpc, e))) return fail_open(out, st);
-    if ((st = video_probe(path, &r->video_len, &r->vh, &r->vw, e))) return fail_open(out, st);
+    if ((st = data ? video_probe_memory(path, data, size, &r->video_len, &r->vh, &r->vw, e)
+                   : video_probe(path, &r->video_len, &r->vh, &r->vw, e)))
+        return fail_open(out, st);
     if (r->video_len > CLIPS_MAX_VIDEO_FRAMES)
         return fail_open(out, jr_err_set(e, JEPA_ERR_ARG, "%s: %lld frames, more than %lld", path,
                                          (long long)r->video_len, (long long)CLIPS_MAX_VIDEO_FRAMES));
@@ -207,8 +234,23 @@ jepa_status clips_open_video(struct clip_reader **out, const char *path, const s
     for (int64_t j = 0; j < r->video_len; j++) r->last_use[j] = -1;
     for (int k = 0; k < r->n_clips; k++)
         for (int t = 0; t < fpc; t++) r->last_use[r->idx[(size_t)k * fpc + t]] = k;
-    if ((st = video_open(&r->vr, path, e))) return fail_open(out, st);
+    if ((st = data ? video_open_memory(&r->vr, path, data, size, e) : video_open(&r->vr, path, e)))
+        return fail_open(out, st);
     return JEPA_OK;
+}
+
+jepa_status clips_open_video(struct clip_reader **r, const char *path, const struct pre_cfg *cfg,
+                             const struct clip_sampling *s, struct jerr *e) {
+    return open_video(r, path, NULL, 0, cfg, s, e);
+}
+
+jepa_status clips_open_video_memory(struct clip_reader **r, const char *name, const void *data, size_t size,
+                                    const struct pre_cfg *cfg, const struct clip_sampling *s, struct jerr *e) {
+    if (!data || !size) {
+        *r = NULL;
+        return jr_err_set(e, JEPA_ERR_ARG, "%s: an empty video", name);
+    }
+    return open_video(r, name, data, size, cfg, s, e);
 }
 
 static const float *cache_find(const struct clip_reader *r, int64_t index) {

@@ -23,6 +23,7 @@
 #define JEPA_INPUT_CLIPS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "input/preprocess.h"
@@ -55,6 +56,13 @@ jepa_status clips_open_frames(struct clip_reader **r, const char *npy_path, cons
                               struct jerr *e);
 jepa_status clips_open_video(struct clip_reader **r, const char *path, const struct pre_cfg *cfg,
                              const struct clip_sampling *s, struct jerr *e);
+/* The same from memory (a server's request): one encoded image (PNG / JPEG), one clip;
+ * an MP4 / WebM video's bytes (input/video.h, video_open_memory). data must stay valid
+ * until clips_close; name is for messages. */
+jepa_status clips_open_image_memory(struct clip_reader **r, const char *name, const void *data, size_t size,
+                                    const struct pre_cfg *cfg, struct jerr *e);
+jepa_status clips_open_video_memory(struct clip_reader **r, const char *name, const void *data, size_t size,
+                                    const struct pre_cfg *cfg, const struct clip_sampling *s, struct jerr *e);
 void clips_close(struct clip_reader *r);
 
 /* The number of clips, and the geometry every clip has. */

@@ -106,8 +106,52 @@ int64_t video_dense_indices(int64_t video_len, int fpc, int fstp, int64_t stride
 
 bool video_available(void) { return true; }
 
+/* A video held in memory (video_*_memory), read through a custom AVIOContext. */
+struct mem_io {
+    const uint8_t *data;
+    size_t size, pos;
+};
+
+static int mem_read(void *opaque, uint8_t *buf, int n) {
+    struct mem_io *m = opaque;
+    const size_t left = m->size - m->pos;
+    if (!left) return AVERROR_EOF;
+    if (n < 0) return AVERROR(EINVAL);
+    if ((size_t)n > left) n = (int)left;
+    memcpy(buf, m->data + m->pos, (size_t)n);
+    m->pos += (size_t)n;
+    return n;
+}
+
+static int64_t mem_seek(void *opaque, int64_t off, int whence) {
+    struct mem_io *m = opaque;
+    whence &= ~AVSEEK_FORCE;
+    if (whence == AVSEEK_SIZE) return (int64_t)m->size;
+    const int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (int64_t)m->pos
+                       : whence == SEEK_END ? (int64_t)m->size : -1;
+    if (base < 0 || off < -base || off > (int64_t)m->size - base) return AVERROR(EINVAL);
+    m->pos = (size_t)(base + off);
+    return (int64_t)m->pos;
+}
+
+/* A demuxer reading from memory opens nothing else: playlists and reference files
+ * (HLS, concat, mov data references) would name other files or URLs. */
+static int refuse_io_open(struct AVFormatContext *s, AVIOContext **pb, const char *url, int flags,
+                          AVDictionary **options) {
+    (void)s, (void)pb, (void)url, (void)flags, (void)options;
+    return AVERROR(EPERM);
+}
+
+/* Where a video comes from: a file, or bytes in memory (mem.data != NULL; *pb is the
+ * AVIOContext made for them, freed by close_input). */
+struct video_src {
+    const char *name;
+    struct mem_io mem;
+};
+
 struct video_reader {
     AVFormatContext *fc;
+    AVIOContext *pb;         /* a video in memory: its reader (src.mem), else NULL */
     AVCodecContext *cc;
     int stream;
     AVPacket *pkt;
@@ -122,6 +166,7 @@ struct video_reader {
     int64_t next_index;
     bool draining, done;
     char path[256];
+    struct video_src src;    /* src.mem: the bytes of a video in memory */
 };
 
 static jepa_status av_fail(struct jerr *e, jepa_status s, const char *path, const char *what, int err) {
@@ -133,31 +178,72 @@ static jepa_status av_fail(struct jerr *e, jepa_status s, const char *path, cons
 /* The library never prints: FFmpeg's own log goes quiet; errors come back as messages. */
 static void quiet_ffmpeg(void) { av_log_set_level(AV_LOG_QUIET); }
 
-static jepa_status open_input(AVFormatContext **fc, int *stream, const char *path, struct jerr *e) {
+
+static void close_input(AVFormatContext **fc, AVIOContext **pb) {
+    avformat_close_input(fc);
+    if (*pb) {
+        av_freep(&(*pb)->buffer);
+        avio_context_free(pb);
+    }
+}
+
+/* The demuxers a video in memory may use: MP4 / QuickTime and Matroska / WebM. */
+#define MEMORY_FORMATS "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm"
+
+static jepa_status open_input(AVFormatContext **fc, AVIOContext **pb, int *stream, struct video_src *src,
+                              struct jerr *e) {
+    const char *path = src->name;
     quiet_ffmpeg();
-    *fc = NULL;
-    int r = avformat_open_input(fc, path, NULL, NULL);
-    if (r < 0) return av_fail(e, JEPA_ERR_IO, path, "cannot open as a video", r);
+    *fc = NULL, *pb = NULL;
+    int r;
+    if (src->mem.data) {
+        enum { IO_BUF = 1 << 16 };
+        uint8_t *buf = av_malloc(IO_BUF);
+        if (!buf || !(*pb = avio_alloc_context(buf, IO_BUF, 0, &src->mem, mem_read, NULL, mem_seek)) ||
+            !(*fc = avformat_alloc_context())) {
+            if (*pb) close_input(fc, pb);
+            else av_free(buf);
+            return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
+        }
+        (*fc)->pb = *pb;
+        (*fc)->flags |= AVFMT_FLAG_CUSTOM_IO;
+        (*fc)->io_open = refuse_io_open;
+        if (!((*fc)->format_whitelist = av_strdup(MEMORY_FORMATS))) {
+            close_input(fc, pb);
+            return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
+        }
+        r = avformat_open_input(fc, NULL, NULL, NULL);   /* frees *fc on failure */
+    } else {
+        r = avformat_open_input(fc, path, NULL, NULL);
+    }
+    if (r < 0) {
+        close_input(fc, pb);
+        return av_fail(e, JEPA_ERR_IO, path, src->mem.data ? "cannot read as an MP4 or WebM video"
+                                                          : "cannot open as a video", r);
+    }
     if ((r = avformat_find_stream_info(*fc, NULL)) < 0) {
-        avformat_close_input(fc);
+        close_input(fc, pb);
         return av_fail(e, JEPA_ERR_FORMAT, path, "cannot read the stream info", r);
     }
     *stream = av_find_best_stream(*fc, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
     if (*stream < 0) {
-        avformat_close_input(fc);
+        close_input(fc, pb);
         return jr_err_set(e, JEPA_ERR_FORMAT, "%s: no video stream", path);
     }
     return JEPA_OK;
 }
 
-jepa_status video_probe(const char *path, int64_t *n_frames, int *h, int *w, struct jerr *e) {
+static jepa_status probe(struct video_src *src, int64_t *n_frames, int *h, int *w, struct jerr *e) {
+    const char *path = src->name;
     AVFormatContext *fc;
+    AVIOContext *pb;
     int si;
-    jepa_status st = open_input(&fc, &si, path, e);
+    *n_frames = 0, *h = *w = 0;
+    jepa_status st = open_input(&fc, &pb, &si, src, e);
     if (st) return st;
     AVPacket *pkt = av_packet_alloc();
     if (!pkt) {
-        avformat_close_input(&fc);
+        close_input(&fc, &pb);
         return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
     }
     int64_t n = 0;
@@ -172,16 +258,31 @@ jepa_status video_probe(const char *path, int64_t *n_frames, int *h, int *w, str
     *h = fc->streams[si]->codecpar->height;
     *w = fc->streams[si]->codecpar->width;
     av_packet_free(&pkt);
-    avformat_close_input(&fc);
+    close_input(&fc, &pb);
     return st;
 }
 
-jepa_status video_open(struct video_reader **out, const char *path, struct jerr *e) {
+jepa_status video_probe(const char *path, int64_t *n_frames, int *h, int *w, struct jerr *e) {
+    struct video_src src = {.name = path};
+    return probe(&src, n_frames, h, w, e);
+}
+
+jepa_status video_probe_memory(const char *name, const void *data, size_t size, int64_t *n_frames, int *h,
+                               int *w, struct jerr *e) {
+    if (!data || !size) return jr_err_set(e, JEPA_ERR_ARG, "%s: an empty video", name);
+    struct video_src src = {.name = name, .mem = {data, size, 0}};
+    return probe(&src, n_frames, h, w, e);
+}
+
+static jepa_status open_reader(struct video_reader **out, const struct video_src *src, struct jerr *e) {
+    const char *path = src->name;
     *out = NULL;
     struct video_reader *r = calloc(1, sizeof *r);
     if (!r) return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
     snprintf(r->path, sizeof r->path, "%s", path);
-    jepa_status st = open_input(&r->fc, &r->stream, path, e);
+    r->src = *src;
+    r->src.name = r->path;
+    jepa_status st = open_input(&r->fc, &r->pb, &r->stream, &r->src, e);
     if (st) {
         free(r);
         return st;
@@ -214,6 +315,19 @@ fail:
     return st;
 }
 
+jepa_status video_open(struct video_reader **out, const char *path, struct jerr *e) {
+    struct video_src src = {.name = path};
+    return open_reader(out, &src, e);
+}
+
+jepa_status video_open_memory(struct video_reader **out, const char *name, const void *data, size_t size,
+                              struct jerr *e) {
+    *out = NULL;
+    if (!data || !size) return jr_err_set(e, JEPA_ERR_ARG, "%s: an empty video", name);
+    struct video_src src = {.name = name, .mem = {data, size, 0}};
+    return open_reader(out, &src, e);
+}
+
 void video_close(struct video_reader *r) {
     if (!r) return;
     sws_freeContext(r->sws);
@@ -221,7 +335,7 @@ void video_close(struct video_reader *r) {
     av_frame_free(&r->last);
     av_packet_free(&r->pkt);
     avcodec_free_context(&r->cc);
-    avformat_close_input(&r->fc);
+    close_input(&r->fc, &r->pb);
     free(r->rgb);
     free(r);
 }
@@ -369,6 +483,20 @@ jepa_status video_probe(const char *path, int64_t *n_frames, int *h, int *w, str
 jepa_status video_open(struct video_reader **out, const char *path, struct jerr *e) {
     *out = NULL;
     return no_video(path, e);
+}
+
+jepa_status video_probe_memory(const char *name, const void *data, size_t size, int64_t *n_frames, int *h,
+                               int *w, struct jerr *e) {
+    (void)data, (void)size;
+    *n_frames = 0, *h = *w = 0;
+    return no_video(name, e);
+}
+
+jepa_status video_open_memory(struct video_reader **out, const char *name, const void *data, size_t size,
+                              struct jerr *e) {
+    (void)data, (void)size;
+    *out = NULL;
+    return no_video(name, e);
 }
 
 jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rgb, int *h, int *w,

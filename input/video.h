@@ -24,6 +24,7 @@
 #define JEPA_INPUT_VIDEO_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "runtime/error.h"
@@ -56,6 +57,13 @@ jepa_status video_probe(const char *path, int64_t *n_frames, int *h, int *w, str
 struct video_reader;
 
 jepa_status video_open(struct video_reader **out, const char *path, struct jerr *e);
+/* The same for a video held in memory (an MP4 / QuickTime or Matroska / WebM file's bytes,
+ * valid until video_close; name is for messages). Only those two demuxers are tried, and
+ * the demuxer may open nothing else (no playlists, no referenced files). */
+jepa_status video_probe_memory(const char *name, const void *data, size_t size, int64_t *n_frames, int *h,
+                               int *w, struct jerr *e);
+jepa_status video_open_memory(struct video_reader **out, const char *name, const void *data, size_t size,
+                              struct jerr *e);
 /* Decode the next frame in order. *index is its number (0, 1, ...). With want_rgb the
  * frame is converted and *rgb points to h * w * 3 packed bytes owned by the reader,
  * valid until the next call; otherwise *rgb is NULL (decoded but not converted).

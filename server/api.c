@@ -1,0 +1,561 @@
+/* api.c — see api.h. */
+#include "server/api.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/topk.h"
+#include "input/clips.h"
+#include "server/text.h"
+
+/* ---- responses ---- */
+
+static void respond(struct sv_response *r, int status, struct sbuf *s) {
+    r->status = status;
+    r->content_type = "application/json";
+    if (!(r->body = sb_take(s, &r->len))) {   /* out of memory for the text: a fixed answer */
+        static const char oom[] = "{\"error\":{\"message\":\"out of memory for the response\",\"type\":\"server_error\"}}";
+        r->status = 500;
+        r->body = malloc(sizeof oom);
+        r->len = r->body ? sizeof oom - 1 : 0;
+        if (r->body) memcpy(r->body, oom, sizeof oom);
+    }
+}
+
+void api_error(struct sv_response *r, int status, const char *type, const char *fmt, ...) {
+    char msg[JEPA_ERR_LEN + 128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    struct sbuf s = {0};
+    sb_puts(&s, "{\"error\":{\"message\":");
+    sb_json_str(&s, msg);
+    sb_puts(&s, ",\"type\":");
+    sb_json_str(&s, type);
+    sb_puts(&s, "}}");
+    respond(r, status, &s);
+}
+
+#define BAD(...) api_error(r, 400, "invalid_request_error", __VA_ARGS__)
+
+void api_health(const struct sv_api *a, bool draining, struct sv_response *r) {
+    (void)a;
+    struct sbuf s = {0};
+    sb_puts(&s, draining ? "{\"status\":\"shutting down\"}" : "{\"status\":\"ok\"}");
+    respond(r, draining ? 503 : 200, &s);
+}
+
+static const char *default_pool(void) { return "none"; }   /* jepa embed's --pool default */
+
+void api_models(const struct sv_api *a, struct sv_response *r) {
+    const jepa_model_info *in = &a->info;
+    struct sbuf s = {0};
+    sb_puts(&s, "{\"object\":\"list\",\"data\":[{\"id\":");
+    sb_json_str(&s, a->model_id);
+    sb_puts(&s, ",\"object\":\"model\",\"created\":0,\"owned_by\":\"jepa.c\",\"name\":");
+    sb_json_str(&s, in->name);
+    sb_puts(&s, ",\"family\":");
+    sb_json_str(&s, in->family);
+    sb_puts(&s, ",\"modality\":");
+    sb_json_str(&s, in->modality);
+    sb_printf(&s, ",\"embed_dim\":%d,\"n_layer\":%d,\"n_head\":%d,\"patch_size\":%d,\"tubelet_size\":%d,"
+                  "\"img_size\":%d,\"n_frames\":%d,\"input_size\":%d,\"has_cls\":%s,\"n_hier\":%d,\"emb_dim\":%d,"
+                  "\"has_head\":%s,\"n_classes\":%d,\"default_pool\":\"%s\",\"pools\":[\"none\",\"mean\"%s%s]}]}",
+              in->embed_dim, in->n_layer, in->n_head, in->patch_size, in->tubelet_size, in->img_size, in->n_frames,
+              a->pre.crop, in->has_cls ? "true" : "false", in->n_hier, in->emb_dim, in->has_head ? "true" : "false",
+              in->n_classes, default_pool(), in->has_cls ? ",\"cls\"" : "", in->emb_dim ? ",\"lewm\"" : "");
+    respond(r, 200, &s);
+}
+
+void api_metrics(const struct sv_api *a, int in_flight, struct sv_response *r) {
+    struct sv_stats st;
+    sv_batcher_stats(a->batcher, &st);
+    struct sbuf s = {0};
+    metrics_render(&s, st.queued, st.running, in_flight);
+    respond(r, 200, &s);
+    r->content_type = "text/plain; version=0.0.4; charset=utf-8";
+}
+
+/* ---- inputs ---- */
+
+enum item_kind { IT_IMAGE, IT_VIDEO, IT_TENSOR };
+
+struct item {
+    enum item_kind kind;
+    uint8_t *bytes;          /* the decoded base64 */
+    size_t n_bytes;
+    float *x;                /* [nb, 3, T, H, W] */
+    int nb, T, H, W, n_tokens;
+    bool stacked;            /* the output has a leading clip axis (a video's clips, a 5-D tensor) */
+    int64_t shape[5];        /* a tensor's shape */
+    int ndim;
+};
+
+/* What a request's clips point at, freed with its group. */
+struct req_data {
+    struct item *items;
+    int n_items;
+    float *outs;             /* every clip's output, clip after clip */
+};
+
+static void req_data_free(void *p) {
+    struct req_data *d = p;
+    if (!d) return;
+    for (int i = 0; i < d->n_items; i++) free(d->items[i].bytes), free(d->items[i].x);
+    free(d->items);
+    free(d->outs);
+    free(d);
+}
+
+struct clip_opts {
+    int fpc, fstp, num_clips;   /* 0: the default */
+};
+
+/* An integer field of o in [lo, hi] (absent: *v unchanged). false after answering 400. */
+static bool get_int(json_t *o, const char *key, long long lo, long long hi, int *v, const char *where,
+                    struct sv_response *r) {
+    json_t *j = json_object_get(o, key);
+    if (!j) return true;
+    if (!json_is_integer(j) || json_integer_value(j) < lo || json_integer_value(j) > hi) {
+        BAD("%s'%s' must be an integer in %lld..%lld", where, key, lo, hi);
+        return false;
+    }
+    *v = (int)json_integer_value(j);
+    return true;
+}
+
+static bool get_clip_opts(json_t *o, struct clip_opts *c, const char *where, struct sv_response *r) {
+    return get_int(o, "frames_per_clip", 1, SV_MAX_FRAMES_PER_CLIP, &c->fpc, where, r) &&
+           get_int(o, "frame_step", 1, 1024, &c->fstp, where, r) &&
+           get_int(o, "num_clips", 1, SV_MAX_CLIPS_PER_INPUT, &c->num_clips, where, r);
+}
+
+static bool starts(const uint8_t *p, size_t n, const char *sig, size_t k) { return n >= k && !memcmp(p, sig, k); }
+
+/* A data URL's or bare base64 string's bytes, and the kind its media type (or, for bare
+ * base64 and application/octet-stream, its first bytes) says. */
+static bool decode_payload(const char *str, size_t n, const char *name, enum item_kind *kind, bool kind_given,
+                           struct item *it, struct sv_response *r) {
+    const char *b64 = str;
+    size_t nb = n;
+    int mime_kind = -1;   /* from the data URL */
+    if (n >= 5 && !memcmp(str, "data:", 5)) {
+        const char *comma = memchr(str, ',', n);
+        if (!comma) return BAD("%s: a data URL without ','", name), false;
+        const size_t hl = (size_t)(comma - str);
+        if (hl < 12 || memcmp(comma - 7, ";base64", 7))
+            return BAD("%s: only base64 data URLs (data:<type>;base64,...) are read", name), false;
+        const char *type = str + 5;
+        const size_t tl = hl - 5 - 7;
+        if (tl >= 6 && !memcmp(type, "image/", 6)) mime_kind = IT_IMAGE;
+        else if (tl >= 6 && !memcmp(type, "video/", 6)) mime_kind = IT_VIDEO;
+        else if (!(tl == 24 && !memcmp(type, "application/octet-stream", 24)) && tl)
+            return BAD("%s: media type '%.*s' is neither image/* nor video/*", name, (int)(tl < 64 ? tl : 64), type),
+                   false;
+        b64 = comma + 1, nb = n - hl - 1;
+    }
+    long long bad;
+    if (!base64_decode(b64, nb, &it->bytes, &it->n_bytes, &bad)) {
+        if (bad < 0) return api_error(r, 500, "server_error", "%s: out of memory", name), false;
+        return BAD("%s: bad base64 at character %lld", name, bad), false;
+    }
+    if (!it->n_bytes) return BAD("%s: empty", name), false;
+    const uint8_t *p = it->bytes;
+    const size_t sz = it->n_bytes;
+    const bool is_image = starts(p, sz, "\x89PNG", 4) || starts(p, sz, "\xff\xd8\xff", 3) ||
+                          starts(p, sz, "GIF8", 4) || starts(p, sz, "BM", 2) ||
+                          (sz >= 12 && starts(p, sz, "RIFF", 4) && !memcmp(p + 8, "WEBP", 4));
+    if (!kind_given) *kind = mime_kind >= 0 ? (enum item_kind)mime_kind : is_image ? IT_IMAGE : IT_VIDEO;
+    if (*kind == IT_IMAGE && sz >= 12 && starts(p, sz, "RIFF", 4) && !memcmp(p + 8, "WEBP", 4))
+        return api_error(r, 400, "invalid_request_error", "%s: WebP images are not decoded by this server; send PNG or JPEG",
+                         name), false;
+    return true;
+}
+
+/* Read clips of one input into it->x. false after answering. */
+static bool read_clips(const struct sv_api *a, struct clip_reader *rd, const char *name, struct item *it,
+                       size_t *clip_bytes, struct sv_response *r) {
+    it->nb = clips_count(rd);
+    clips_shape(rd, &it->T, &it->H, &it->W);
+    const size_t clip = (size_t)3 * it->T * it->H * it->W;
+    if ((size_t)it->nb * clip * sizeof(float) > SV_MAX_CLIP_BYTES - *clip_bytes)
+        return BAD("%s: its clips are more than the %zu MiB of preprocessed input a request may have", name,
+                   SV_MAX_CLIP_BYTES >> 20), false;
+    *clip_bytes += (size_t)it->nb * clip * sizeof(float);
+    if (!(it->x = malloc(sizeof(float) * clip * (size_t)it->nb)))
+        return api_error(r, 500, "server_error", "%s: out of memory", name), false;
+    for (int k = 0; k < it->nb; k++) {
+        struct jerr e = {0};
+        if (clips_next(rd, it->x + clip * (size_t)k, &e)) {
+            api_error(r, e.status == JEPA_ERR_NOMEM ? 500 : 400, e.status == JEPA_ERR_NOMEM ? "server_error"
+                      : "invalid_request_error", "%s", e.msg);
+            return false;
+        }
+    }
+    (void)a;
+    return true;
+}
+
+static bool load_tensor(const struct sv_api *a, json_t *shape, const char *name, struct item *it,
+                        size_t *clip_bytes, struct sv_response *r) {
+    if (!json_is_array(shape) || json_array_size(shape) < 3 || json_array_size(shape) > 5)
+        return BAD("%s: 'shape' must be [C, H, W], [C, T, H, W] or [B, C, T, H, W]", name), false;
+    it->ndim = (int)json_array_size(shape);
+    int64_t count = 1;
+    for (int i = 0; i < it->ndim; i++) {
+        json_t *d = json_array_get(shape, (size_t)i);
+        if (!json_is_integer(d) || json_integer_value(d) < 1 || json_integer_value(d) > 65536)
+            return BAD("%s: shape[%d] must be an integer in 1..65536", name, i), false;
+        it->shape[i] = json_integer_value(d);
+        count *= it->shape[i];
+        if (count > (int64_t)(SV_MAX_CLIP_BYTES / sizeof(float)))
+            return BAD("%s: a tensor of more than %zu MiB", name, SV_MAX_CLIP_BYTES >> 20), false;
+    }
+    if ((uint64_t)count * sizeof(float) != it->n_bytes)
+        return BAD("%s: shape says %lld float32 values (%lld bytes), the data has %zu bytes", name, (long long)count,
+                   (long long)count * 4, it->n_bytes), false;
+    const int c0 = it->ndim == 5;
+    if (it->shape[c0] != a->info.in_chans)
+        return BAD("%s: expected %d channels first ([%sC, T, H, W]), got %lld", name, a->info.in_chans,
+                   c0 ? "B, " : "", (long long)it->shape[c0]), false;
+    it->nb = c0 ? (int)it->shape[0] : 1;
+    it->stacked = c0;
+    it->T = it->ndim == 3 ? 1 : (int)it->shape[c0 + 1];
+    it->H = (int)it->shape[it->ndim - 2], it->W = (int)it->shape[it->ndim - 1];
+    if ((size_t)count * sizeof(float) > SV_MAX_CLIP_BYTES - *clip_bytes)
+        return BAD("%s: the inputs are more than the %zu MiB a request may have", name, SV_MAX_CLIP_BYTES >> 20), false;
+    *clip_bytes += (size_t)count * sizeof(float);
+    it->x = (float *)(void *)it->bytes;   /* little-endian float32 as sent; malloc'ed, so aligned */
+    it->bytes = NULL, it->n_bytes = 0;
+    for (int64_t i = 0; i < count; i++)
+        if (!isfinite(it->x[i])) return BAD("%s: element %lld is not finite", name, (long long)i), false;
+    return true;
+}
+
+/* One element of "input" into it (decoded, preprocessed). false after answering. */
+static bool load_item(const struct sv_api *a, json_t *v, int idx, const struct clip_opts *defaults,
+                      struct item *it, size_t *clip_bytes, struct sv_response *r) {
+    char name[48];
+    snprintf(name, sizeof name, "input[%d]", idx);
+    struct clip_opts co = *defaults;
+    const char *str;
+    size_t len;
+    enum item_kind kind = IT_IMAGE;
+    bool kind_given = false;
+    json_t *shape = NULL;
+    if (json_is_string(v)) {
+        str = json_string_value(v), len = json_string_length(v);
+    } else if (json_is_object(v)) {
+        json_t *im = json_object_get(v, "image"), *vi = json_object_get(v, "video"), *te = json_object_get(v, "tensor");
+        if (!!im + !!vi + !!te != 1)
+            return BAD("%s: an object input has one of 'image', 'video' or 'tensor'", name), false;
+        json_t *d = im ? im : vi ? vi : te;
+        if (!json_is_string(d)) return BAD("%s: '%s' must be a base64 string", name, im ? "image" : vi ? "video" : "tensor"), false;
+        str = json_string_value(d), len = json_string_length(d);
+        kind = im ? IT_IMAGE : vi ? IT_VIDEO : IT_TENSOR;
+        kind_given = true;
+        if (!vi && (json_object_get(v, "frames_per_clip") || json_object_get(v, "frame_step") ||
+                    json_object_get(v, "num_clips")))
+            return BAD("%s: frames_per_clip / frame_step / num_clips sample a video", name), false;
+        if (vi && !get_clip_opts(v, &co, "", r)) return false;
+        shape = json_object_get(v, "shape");
+        if (te && !shape) return BAD("%s: a tensor needs 'shape'", name), false;
+        if (!te && shape) return BAD("%s: 'shape' goes with 'tensor'", name), false;
+    } else {
+        return BAD("%s: expected a base64 / data URL string or an object with 'image', 'video' or 'tensor'", name), false;
+    }
+    if (!decode_payload(str, len, name, &kind, kind_given, it, r)) return false;
+    it->kind = kind;
+    struct jerr e = {0};
+    struct clip_reader *rd = NULL;
+    bool ok;
+    if (kind == IT_TENSOR) {
+        ok = load_tensor(a, shape, name, it, clip_bytes, r);
+    } else if (kind == IT_IMAGE) {
+        if (clips_open_image_memory(&rd, name, it->bytes, it->n_bytes, &a->pre, &e))
+            return BAD("%s", e.msg), false;
+        ok = read_clips(a, rd, name, it, clip_bytes, r);
+    } else {
+        const struct clip_sampling s = {
+            .frames_per_clip = co.fpc ? co.fpc : (a->info.n_frames > 0 ? a->info.n_frames : 1),
+            .frame_step = co.fstp ? co.fstp : CLIPS_DEFAULT_FRAME_STEP, .num_clips = co.num_clips ? co.num_clips : 1};
+        if (clips_open_video_memory(&rd, name, it->bytes, it->n_bytes, &a->pre, &s, &e)) {
+            api_error(r, e.status == JEPA_ERR_NOMEM ? 500 : 400,
+                      e.status == JEPA_ERR_NOMEM ? "server_error" : "invalid_request_error", "%s", e.msg);
+            return false;
+        }
+        ok = read_clips(a, rd, name, it, clip_bytes, r);
+        it->stacked = it->nb > 1;
+    }
+    clips_close(rd);
+    if (!ok) return false;
+    free(it->bytes), it->bytes = NULL, it->n_bytes = 0;   /* the clips are all that is needed now */
+    int gt, gh, gw;
+    if (jepa_model_grid(a->model, it->T, it->H, it->W, &gt, &gh, &gw, &it->n_tokens)) {
+        const int P = a->info.patch_size, tub = a->info.tubelet_size;
+        return BAD("%s: a %dx%dx%d input does not fit this model (patch %d, tubelet %d): %s", name, it->T, it->H,
+                   it->W, P, tub, it->H < P || it->W < P ? "smaller than one patch"
+                   : it->T > 1 && it->T < tub ? "fewer frames than one tubelet (1 frame is a still image)"
+                                              : "more tokens than one clip may have"), false;
+    }
+    return true;
+}
+
+/* ---- POST /v1/embeddings, /v1/classify ---- */
+
+static enum sv_want parse_pool(const char *p) {
+    return !strcmp(p, "mean") ? SV_MEAN : !strcmp(p, "cls") ? SV_CLS : !strcmp(p, "lewm") ? SV_LEWM : SV_TOKENS;
+}
+
+/* The output shape of one input, as `jepa embed` writes its .npy. */
+static int out_shape(const jepa_model_info *in, const struct item *it, enum sv_want w, int64_t *sh) {
+    int nd = 0;
+    if (it->stacked) sh[nd++] = it->nb;
+    switch (w) {
+    case SV_TOKENS: sh[nd++] = it->n_tokens, sh[nd++] = in->embed_dim; break;
+    case SV_MEAN: case SV_CLS: sh[nd++] = in->embed_dim; break;
+    case SV_LEWM: sh[nd++] = in->emb_dim; break;
+    case SV_HIER: sh[nd++] = in->n_hier, sh[nd++] = it->n_tokens, sh[nd++] = in->embed_dim; break;
+    case SV_LOGITS: sh[nd++] = in->n_classes; break;
+    }
+    return nd;
+}
+
+static void put_shape(struct sbuf *s, const int64_t *sh, int nd) {
+    sb_putn(s, "[", 1);
+    for (int i = 0; i < nd; i++) sb_printf(s, "%s%lld", i ? "," : "", (long long)sh[i]);
+    sb_putn(s, "]", 1);
+}
+
+static void put_values(struct sbuf *s, const float *v, size_t n, bool b64) {
+    if (b64) sb_json_base64(s, v, n * sizeof(float));
+    else sb_json_floats(s, v, n);
+}
+
+void api_run(const struct sv_api *a, const char *body, size_t len, bool classify, double t0_ms,
+             struct sv_response *r) {
+    const jepa_model_info *in = &a->info;
+    json_error_t je;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    struct sv_group *g = NULL;
+    struct req_data *d = NULL;
+    if (!root) {
+        BAD("invalid JSON at line %d, column %d: %s", je.line, je.column, je.text);
+        return;
+    }
+    if (!json_is_object(root)) { BAD("the body must be a JSON object"); goto done; }
+    json_t *model = json_object_get(root, "model");
+    if (model && (!json_is_string(model) ||
+                  (strcmp(json_string_value(model), a->model_id) &&
+                   (!in->name || strcmp(json_string_value(model), in->name))))) {
+        api_error(r, 404, "not_found_error", "model %s%s%s is not served here; this server serves '%s'",
+                  json_is_string(model) ? "'" : "", json_is_string(model) ? json_string_value(model) : "(not a string)",
+                  json_is_string(model) ? "'" : "", a->model_id);
+        goto done;
+    }
+    json_t *input = json_object_get(root, "input");
+    if (!input) { BAD("missing 'input'"); goto done; }
+    const bool one = !json_is_array(input);
+    const int n_in = one ? 1 : (int)(json_array_size(input) < SV_MAX_INPUTS + 1 ? json_array_size(input) : SV_MAX_INPUTS + 1);
+    if (n_in < 1) { BAD("'input' is an empty list"); goto done; }
+    if (n_in > SV_MAX_INPUTS) { BAD("'input' has more than %d inputs", SV_MAX_INPUTS); goto done; }
+    bool b64 = false;
+    json_t *ef = json_object_get(root, "encoding_format");
+    if (ef) {
+        if (!json_is_string(ef) || (strcmp(json_string_value(ef), "float") && strcmp(json_string_value(ef), "base64"))) {
+            BAD("'encoding_format' is \"float\" or \"base64\"");
+            goto done;
+        }
+        b64 = !strcmp(json_string_value(ef), "base64");
+    }
+    enum sv_want want = SV_LOGITS;
+    int top_k = 5;
+    bool want_logits = false;
+    if (!classify) {
+        json_t *pool = json_object_get(root, "pool"), *hier = json_object_get(root, "hier");
+        const char *p = default_pool();
+        if (pool) {
+            if (!json_is_string(pool) || (strcmp(json_string_value(pool), "mean") && strcmp(json_string_value(pool), "cls") &&
+                                          strcmp(json_string_value(pool), "lewm") && strcmp(json_string_value(pool), "none"))) {
+                BAD("'pool' is \"mean\", \"cls\", \"lewm\" or \"none\"");
+                goto done;
+            }
+            p = json_string_value(pool);
+        }
+        if (hier && !json_is_boolean(hier)) { BAD("'hier' is true or false"); goto done; }
+        want = parse_pool(p);
+        if (want == SV_CLS && !in->has_cls) { BAD("pool \"cls\": family '%s' has no CLS token", in->family); goto done; }
+        if (want == SV_LEWM && !in->emb_dim) { BAD("pool \"lewm\": family '%s' has no LeWM projector", in->family); goto done; }
+        if (json_is_true(hier)) {
+            if (!in->n_hier) { BAD("hier: family '%s' has no hierarchical outputs", in->family); goto done; }
+            if (want != SV_TOKENS) { BAD("hier gives every token of every level; drop 'pool'"); goto done; }
+            want = SV_HIER;
+        }
+        if (json_object_get(root, "top_k") || json_object_get(root, "logits")) {
+            BAD("'top_k' and 'logits' belong to /v1/classify");
+            goto done;
+        }
+    } else {
+        if (!in->has_head) { BAD("this model has no classifier head"); goto done; }
+        json_t *lg = json_object_get(root, "logits");
+        if (lg && !json_is_boolean(lg)) { BAD("'logits' is true or false"); goto done; }
+        want_logits = json_is_true(lg);
+        if (!get_int(root, "top_k", 1, in->n_classes, &top_k, "", r)) goto done;
+        if (json_object_get(root, "pool") || json_object_get(root, "hier")) {
+            BAD("'pool' and 'hier' belong to /v1/embeddings");
+            goto done;
+        }
+    }
+    struct clip_opts defaults = {0};
+    if (!get_clip_opts(root, &defaults, "", r)) goto done;
+
+    /* decode and preprocess every input here, on the connection's thread */
+    if (!(d = calloc(1, sizeof *d)) || !(d->items = calloc((size_t)n_in, sizeof *d->items))) {
+        api_error(r, 500, "server_error", "out of memory");
+        goto done;
+    }
+    d->n_items = n_in;
+    size_t clip_bytes = 0, out_floats = 0;
+    int n_clips = 0;
+    long long tokens = 0;
+    for (int i = 0; i < n_in; i++) {
+        struct item *it = &d->items[i];
+        if (!load_item(a, one ? input : json_array_get(input, (size_t)i), i, &defaults, it, &clip_bytes, r)) goto done;
+        n_clips += it->nb;
+        if (n_clips > a->queue) {
+            BAD("the inputs make more than the %d clips the queue holds (--queue); send them in smaller requests",
+                a->queue);
+            goto done;
+        }
+        tokens += (long long)it->nb * it->n_tokens;
+        out_floats += sv_want_floats(in, want, it->n_tokens) * (size_t)it->nb;
+        if (out_floats * sizeof(float) > SV_MAX_OUTPUT_BYTES) {
+            BAD("the outputs would be more than the %zu MiB a response may carry; ask for pooled outputs or send "
+                "fewer inputs", SV_MAX_OUTPUT_BYTES >> 20);
+            goto done;
+        }
+    }
+    json_decref(root), root = NULL;
+    if (!(d->outs = malloc(sizeof(float) * (out_floats ? out_floats : 1))) || !(g = sv_group_new(n_clips))) {
+        api_error(r, 500, "server_error", "out of memory");
+        goto done;
+    }
+    for (int i = 0, k = 0; i < n_in; i++) {
+        const struct item *it = &d->items[i];
+        const size_t clip = (size_t)3 * it->T * it->H * it->W;
+        for (int c = 0; c < it->nb; c++, k++) {
+            struct sv_job *j = &g->jobs[k];
+            j->x = it->x + clip * (size_t)c;
+            j->T = it->T, j->H = it->H, j->W = it->W, j->n_tokens = it->n_tokens, j->want = want;
+        }
+    }
+    {
+        float *o = d->outs;
+        for (int k = 0; k < n_clips; k++) {
+            g->jobs[k].out = o;
+            o += sv_want_floats(in, want, g->jobs[k].n_tokens);
+        }
+    }
+    g->free_user = req_data_free, g->user = d;
+    d = NULL;   /* the group owns it now */
+    r->clips = n_clips;
+
+    const enum sv_submit_result sr = sv_submit(a->batcher, g);
+    if (sr == SV_QUEUE_FULL) {
+        api_error(r, 429, "rate_limit_error", "the queue is full (%d clips); retry later", n_clips);
+        r->retry_after = 1, r->reject = REJ_QUEUE_FULL;
+        goto done;
+    }
+    if (sr == SV_STOPPING) {
+        api_error(r, 503, "unavailable", "the server is shutting down");
+        r->retry_after = 1, r->reject = REJ_SHUTTING_DOWN;
+        goto done;
+    }
+    if (!sv_wait(a->batcher, g, t0_ms + a->timeout_ms)) {
+        api_error(r, 504, "timeout", "the request did not finish within %.0f s", a->timeout_ms / 1e3);
+        r->reject = REJ_TIMEOUT;
+        goto done;
+    }
+    for (int k = 0; k < n_clips; k++) {
+        const struct sv_job *j = &g->jobs[k];
+        if (j->batch > r->batch) r->batch = j->batch;
+        if (j->status) {
+            const int st = j->status == JEPA_ERR_ARG ? 400 : 500;
+            api_error(r, st, st == 400 ? "invalid_request_error" : "server_error", "%s", j->err);
+            goto done;
+        }
+        const size_t per = sv_want_floats(in, want, j->n_tokens);
+        for (size_t q = 0; q < per; q++)
+            if (!isfinite(j->out[q])) {
+                api_error(r, 500, "server_error", "output element %zu of clip %d is %s (non-finite weights in the "
+                          "model?)", q, k, isnan(j->out[q]) ? "NaN" : "infinite");
+                goto done;
+            }
+    }
+
+    /* the response */
+    const struct req_data *rd = g->user;
+    struct sbuf s = {0};
+    sb_puts(&s, "{\"object\":\"list\",\"data\":[");
+    const float *o = rd->outs;
+    double *prob = classify ? malloc(sizeof(double) * (size_t)in->n_classes * 2) : NULL;
+    int *order = classify ? malloc(sizeof(int) * (size_t)in->n_classes) : NULL;
+    if (classify && (!prob || !order)) {
+        free(prob), free(order), sb_free(&s);
+        api_error(r, 500, "server_error", "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n_in; i++) {
+        const struct item *it = &rd->items[i];
+        const size_t per = sv_want_floats(in, want, it->n_tokens), n = per * (size_t)it->nb;
+        int64_t sh[5];
+        const int nd = out_shape(in, it, want, sh);
+        sb_printf(&s, "%s{\"object\":\"%s\",\"index\":%d,", i ? "," : "", classify ? "classification" : "embedding", i);
+        if (!classify) {
+            sb_puts(&s, "\"embedding\":");
+            put_values(&s, o, n, b64);
+            sb_puts(&s, ",\"shape\":");
+            put_shape(&s, sh, nd);
+        } else {   /* the mean of the clips' softmax, as jepa classify ranks it */
+            const int K = in->n_classes;
+            double *mean = prob + K;
+            for (int c = 0; c < K; c++) mean[c] = 0;
+            for (int k = 0; k < it->nb; k++) {
+                topk_softmax(o + (size_t)K * k, K, prob);
+                for (int c = 0; c < K; c++) mean[c] += prob[c] / it->nb;
+            }
+            topk_rank(mean, K, order);
+            sb_puts(&s, "\"top_k\":[");
+            for (int q = 0; q < top_k; q++) {
+                sb_printf(&s, "%s{\"class\":%d,\"label\":", q ? "," : "", order[q]);
+                const char *lb = jepa_model_label(a->model, order[q]);
+                if (lb) sb_json_str(&s, lb);
+                else sb_puts(&s, "null");
+                sb_printf(&s, ",\"probability\":%.9g}", mean[order[q]]);
+            }
+            sb_puts(&s, "]");
+            if (want_logits) {
+                sb_puts(&s, ",\"logits\":");
+                put_values(&s, o, n, b64);
+                sb_puts(&s, ",\"logits_shape\":");
+                put_shape(&s, sh, nd);
+            }
+        }
+        sb_puts(&s, "}");
+        o += n;
+    }
+    free(prob), free(order);
+    sb_puts(&s, "],\"model\":");
+    sb_json_str(&s, a->model_id);
+    sb_printf(&s, ",\"usage\":{\"prompt_tokens\":%lld,\"total_tokens\":%lld}}", tokens, tokens);
+    respond(r, 200, &s);
+done:
+    json_decref(root);
+    req_data_free(d);
+    if (g) sv_group_release(a->batcher, g);
+}

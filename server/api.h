@@ -1,0 +1,55 @@
+/*
+ * api.h — what `jepa serve`'s routes answer, apart from HTTP: the JSON requests of
+ * POST /v1/embeddings and /v1/classify turned into clips (decoded and preprocessed on the
+ * calling connection's thread), run through the batcher, and the JSON responses; and
+ * the bodies of GET /health, /v1/models and /metrics. docs/server.md is the reference.
+ */
+#ifndef JEPA_SERVER_API_H
+#define JEPA_SERVER_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "input/preprocess.h"
+#include "jepa.h"
+#include "server/batcher.h"
+#include "server/metrics.h"
+
+/* Per-request bounds, beside --max-body-mb and --queue (docs/server.md, "Limits"). */
+#define SV_MAX_INPUTS 256                        /* inputs in one request */
+#define SV_MAX_CLIPS_PER_INPUT 64                /* a video's num_clips */
+#define SV_MAX_FRAMES_PER_CLIP 1024
+#define SV_MAX_CLIP_BYTES ((size_t)512 << 20)    /* preprocessed clips of one request */
+#define SV_MAX_OUTPUT_BYTES ((size_t)128 << 20)  /* outputs of one request (before JSON) */
+
+struct sv_api {
+    const jepa_model *model;
+    jepa_model_info info;
+    struct pre_cfg pre;          /* the model's preprocessing (jepa.pre.*) */
+    const char *model_id;        /* what /v1/models calls it (the file's name) */
+    struct sv_batcher *batcher;
+    double timeout_ms;           /* per request, from its first byte */
+    int queue;                   /* the queue's size in clips: a request may have no more */
+};
+
+struct sv_response {
+    int status;
+    char *body;                  /* malloc'ed (NULL: out of memory, answered 500) */
+    size_t len;
+    const char *content_type;
+    int retry_after;             /* seconds, 0: no header */
+    int reject;                  /* enum sv_reject, or -1 */
+    int batch;                   /* the largest forward a clip of the request ran in (0: none) */
+    int clips;
+};
+
+/* POST /v1/embeddings (classify false) and /v1/classify. t0_ms: when the request began. */
+void api_run(const struct sv_api *a, const char *body, size_t len, bool classify, double t0_ms,
+             struct sv_response *r);
+void api_health(const struct sv_api *a, bool draining, struct sv_response *r);
+void api_models(const struct sv_api *a, struct sv_response *r);
+void api_metrics(const struct sv_api *a, int in_flight, struct sv_response *r);
+/* An error response: {"error": {"message": ..., "type": ...}}. */
+void api_error(struct sv_response *r, int status, const char *type, const char *fmt, ...) JEPA_PRINTF(4, 5);
+
+#endif

@@ -1,0 +1,323 @@
+/*
+ * serve.c — see serve.h. The HTTP side: libmicrohttpd runs one thread per connection
+ * (bounded by --max-connections), so a request's thread may block: it reads the body
+ * into memory (at most --max-body-mb), decodes and preprocesses the inputs
+ * (server/api.c), waits for the batcher, and writes the response. The workers
+ * (server/batcher.c) only compute.
+ *
+ * Shutdown (SIGTERM / SIGINT, taken by sigwait on the main thread): the listening socket
+ * closes, requests already read finish (new ones on open connections get 503), the
+ * queue drains, the workers stop, exit 0.
+ */
+#include "server/serve.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "models/model.h"
+#include "server/api.h"
+#include "server/metrics.h"
+
+struct server {
+    struct sv_api api;
+    const struct serve_opts *o;
+    size_t max_body;
+    atomic_int in_flight;
+    atomic_bool draining;
+    pthread_mutex_t log_mu;
+};
+
+/* One HTTP request's state, from its headers to its completion. */
+struct request {
+    double t0;
+    enum sv_route route;
+    bool post;
+    char *body;
+    size_t len, cap;
+    bool too_large;          /* the body passed --max-body-mb (the rest is read and dropped) */
+};
+
+static enum sv_route route_of(const char *url) {
+    for (int r = 0; r < R_OTHER; r++)
+        if (!strcmp(url, sv_route_path((enum sv_route)r))) return (enum sv_route)r;
+    return R_OTHER;
+}
+
+static bool route_is_post(enum sv_route r) { return r == R_EMBEDDINGS || r == R_CLASSIFY; }
+
+/* The key compared in time that depends on its length only, not on where they differ. */
+static bool key_matches(const char *given, const char *key) {
+    const size_t gl = strlen(given), kl = strlen(key);
+    unsigned diff = gl != kl;
+    for (size_t i = 0; i < kl; i++) diff |= (unsigned char)key[i] ^ (unsigned char)(i < gl ? given[i] : 0);
+    return diff == 0;
+}
+
+static bool authorized(const struct server *sv, struct MHD_Connection *c) {
+    if (!sv->o->api_key) return true;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h || strncmp(h, "Bearer ", 7)) return false;
+    return key_matches(h + 7, sv->o->api_key);
+}
+
+static void log_request(struct server *sv, const char *method, const char *url, const struct sv_response *r,
+                        double ms) {
+    if (sv->o->quiet) return;
+    char u[4 * 96 + 1], m[4 * 16 + 1];
+    char batch[32] = "";
+    if (r->batch) snprintf(batch, sizeof batch, " batch %d", r->batch);
+    pthread_mutex_lock(&sv->log_mu);
+    fprintf(stderr, "jepa serve: %s %s %d %.1f ms%s\n", cli_escape(method, m, sizeof m), cli_escape(url, u, sizeof u),
+            r->status, ms, batch);
+    pthread_mutex_unlock(&sv->log_mu);
+}
+
+/* Queue r on c (taking its body), count it and log it. */
+static enum MHD_Result reply(struct server *sv, struct MHD_Connection *c, struct request *q, const char *method,
+                             const char *url, struct sv_response *r) {
+    struct MHD_Response *resp = r->body ? MHD_create_response_from_buffer(r->len, r->body, MHD_RESPMEM_MUST_FREE)
+                                        : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        free(r->body);
+        return MHD_NO;   /* closes the connection */
+    }
+    r->body = NULL;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type ? r->content_type : "application/json");
+    if (r->retry_after) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", r->retry_after);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+    }
+    if (r->status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (r->status == 405) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, route_is_post(q->route) ? "POST" : "GET, HEAD");
+    if (atomic_load(&sv->draining)) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    const enum MHD_Result ok = MHD_queue_response(c, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+    const double ms = sv_now_ms() - q->t0;
+    metrics_request(q->route, r->status, ms / 1e3);
+    if (r->reject >= 0) metrics_reject((enum sv_reject)r->reject);
+    log_request(sv, method, url, r, ms);
+    return ok;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **req_cls) {
+    (void)version;
+    struct server *sv = cls;
+    struct request *q = *req_cls;
+    struct sv_response r = {.reject = -1};
+    if (!q) {   /* the headers are in: answer now what needs no body */
+        if (!(q = calloc(1, sizeof *q))) return MHD_NO;
+        *req_cls = q;
+        atomic_fetch_add(&sv->in_flight, 1);
+        q->t0 = sv_now_ms();
+        q->route = route_of(url);
+        q->post = !strcmp(method, MHD_HTTP_METHOD_POST);
+        const bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (q->route == R_OTHER) {
+            api_error(&r, 404, "not_found_error", "no such route; the routes are /v1/embeddings, /v1/classify, "
+                      "/v1/models, /health and /metrics");
+        } else if (route_is_post(q->route) ? !q->post : !get) {
+            api_error(&r, 405, "method_not_allowed", "%s takes %s", sv_route_path(q->route),
+                      route_is_post(q->route) ? "POST" : "GET");
+        } else if (q->route != R_HEALTH && !authorized(sv, c)) {
+            api_error(&r, 401, "authentication_error", "a valid API key is needed (Authorization: Bearer KEY)");
+            r.reject = REJ_UNAUTHORIZED;
+        } else if (route_is_post(q->route) && atomic_load(&sv->draining)) {
+            api_error(&r, 503, "unavailable", "the server is shutting down");
+            r.retry_after = 1, r.reject = REJ_SHUTTING_DOWN;
+        } else if (q->post && cl) {
+            char *end;
+            const unsigned long long n = strtoull(cl, &end, 10);
+            if (*end || end == cl) {
+                api_error(&r, 400, "invalid_request_error", "bad Content-Length");
+            } else if (n > sv->max_body) {
+                api_error(&r, 413, "request_too_large", "the body is %llu bytes, more than the %zu bytes this server "
+                          "takes (--max-body-mb)", n, sv->max_body);
+                r.reject = REJ_TOO_LARGE;
+            } else if (n && !(q->body = malloc(n + 1))) {
+                api_error(&r, 503, "unavailable", "out of memory for a %llu-byte body", n);
+                r.retry_after = 1;
+            } else {
+                q->cap = n;
+            }
+        }
+        if (r.status) return reply(sv, c, q, method, url, &r);
+        return MHD_YES;
+    }
+    if (*upload_size) {   /* a piece of the body */
+        const size_t n = *upload_size;
+        *upload_size = 0;
+        if (!q->post || q->too_large) return MHD_YES;
+        if (n > sv->max_body - q->len) {
+            q->too_large = true;
+            free(q->body), q->body = NULL, q->len = q->cap = 0;
+            return MHD_YES;
+        }
+        if (q->len + n > q->cap) {   /* no (or a wrong) Content-Length: grow to the cap */
+            size_t cap = q->cap ? q->cap : 4096;
+            while (cap < q->len + n) cap = cap > sv->max_body / 2 ? sv->max_body : cap * 2;
+            char *p = realloc(q->body, cap + 1);
+            if (!p) return MHD_NO;
+            q->body = p, q->cap = cap;
+        }
+        memcpy(q->body + q->len, upload, n);
+        q->len += n;
+        return MHD_YES;
+    }
+    /* the whole request is in */
+    if (q->too_large) {
+        api_error(&r, 413, "request_too_large", "the body is more than the %zu bytes this server takes (--max-body-mb)",
+                  sv->max_body);
+        r.reject = REJ_TOO_LARGE;
+    } else if (q->route == R_HEALTH) {
+        api_health(&sv->api, atomic_load(&sv->draining), &r);
+    } else if (q->route == R_MODELS) {
+        api_models(&sv->api, &r);
+    } else if (q->route == R_METRICS) {
+        api_metrics(&sv->api, atomic_load(&sv->in_flight), &r);
+    } else if (!q->len) {
+        api_error(&r, 400, "invalid_request_error", "an empty body; send a JSON object");
+    } else {
+        api_run(&sv->api, q->body, q->len, q->route == R_CLASSIFY, q->t0, &r);
+    }
+    return reply(sv, c, q, method, url, &r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls, enum MHD_RequestTerminationCode why) {
+    (void)c, (void)why;
+    struct server *sv = cls;
+    struct request *q = *req_cls;
+    if (!q) return;
+    free(q->body);
+    free(q);
+    *req_cls = NULL;
+    atomic_fetch_sub(&sv->in_flight, 1);
+}
+
+static void count_batch(void *user, int clips, long long tokens) {
+    (void)user;
+    metrics_batch(clips, tokens);
+}
+
+/* The file name without its directory and .gguf: the model's id. */
+static void model_id(const char *path, char *buf, size_t n) {
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    snprintf(buf, n, "%s", b);
+    const size_t k = strlen(buf);
+    if (k > 5 && !strcmp(buf + k - 5, ".gguf")) buf[k - 5] = 0;
+}
+
+int serve_run(const struct serve_opts *o) {
+    struct server sv = {.o = o, .max_body = (size_t)o->max_body_mb << 20};
+    pthread_mutex_init(&sv.log_mu, NULL);
+    atomic_init(&sv.in_flight, 0);
+    atomic_init(&sv.draining, false);
+    metrics_init();
+    /* every thread started from here on inherits the mask: the signals reach sigwait only */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in v4;
+        struct sockaddr_in6 v6;
+    } addr;
+    memset(&addr, 0, sizeof addr);
+    const char *host = !strcmp(o->host, "localhost") ? "127.0.0.1" : o->host;
+    bool v6 = false;
+    if (inet_pton(AF_INET, host, &addr.v4.sin_addr) == 1) {
+        addr.v4.sin_family = AF_INET, addr.v4.sin_port = htons((uint16_t)o->port);
+    } else if (inet_pton(AF_INET6, host, &addr.v6.sin6_addr) == 1) {
+        addr.v6.sin6_family = AF_INET6, addr.v6.sin6_port = htons((uint16_t)o->port);
+        v6 = true;
+    } else {
+        return cli_usage_error("serve", "--host takes a numeric IPv4 or IPv6 address (or localhost), not '%s'", o->host);
+    }
+
+    char err[JEPA_ERR_LEN], id[256];
+    jepa_model *m = NULL;
+    if (jepa_model_load(&m, o->model, err)) return cli_fail(o->model, "%s", err);
+    struct sv_api *a = &sv.api;
+    a->model = m;
+    jepa_model_get_info(m, &a->info);
+    model_id(o->model, id, sizeof id);
+    a->model_id = id;
+    a->timeout_ms = o->timeout_s * 1e3;
+    a->queue = o->queue;
+    struct jerr pe = {0};
+    if (ji_pre_cfg(&m->pre, NULL, &a->pre, &pe)) {
+        jepa_model_free(m);
+        return cli_fail(o->model, "the model's preprocessing (jepa.pre.*): %s", pe.msg);
+    }
+    const struct sv_batcher_params bp = {
+        .model = m, .workers = o->workers, .threads = o->threads, .cpu = o->cpu, .gpu = o->gpu,
+        .max_batch = o->max_batch, .batch_wait_ms = o->batch_wait_ms, .queue = o->queue, .on_batch = count_batch};
+    jepa_status st = sv_batcher_start(&a->batcher, &bp, err);
+    if (st) {
+        jepa_model_free(m);
+        return st == JEPA_ERR_ARG ? cli_usage_error("serve", "%s", err) : cli_fail(o->gpu >= 0 ? "cuda" : "cpu", "%s", err);
+    }
+
+    const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+                           MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, (uint16_t)o->port, NULL, NULL, on_request, &sv,
+        MHD_OPTION_SOCK_ADDR, &addr.sa,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, &sv,
+        MHD_OPTION_END);
+    if (!d) {
+        sv_batcher_stop(a->batcher);
+        jepa_model_free(m);
+        return cli_fail("serve", "cannot listen on %s port %d (in use, or not an address of this machine?)", o->host,
+                        o->port);
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    const int port = di ? di->port : o->port;
+    char desc[256], hb[INET6_ADDRSTRLEN + 2];
+    snprintf(hb, sizeof hb, v6 ? "[%s]" : "%s", host);
+    fprintf(stderr, "jepa serve: %s (%s, %s) on http://%s:%d/ with %s; batches of up to %d clips (wait %d ms), "
+            "queue %d clips%s\n", id, a->info.family, a->info.modality, hb, port,
+            sv_batcher_describe(a->batcher, desc, sizeof desc), o->max_batch, o->batch_wait_ms, o->queue,
+            o->api_key ? ", API key required" : "");
+    if (a->info.name && !strncmp(a->info.name, "random-", 7))
+        fprintf(stderr, "jepa serve: note: %s has RANDOM weights (written by jepa synth)\n", o->model);
+    fflush(stderr);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "jepa serve: %s: finishing %d request(s) in flight, then exiting\n",
+            sig == SIGTERM ? "SIGTERM" : "SIGINT", atomic_load(&sv.in_flight));
+    atomic_store(&sv.draining, true);
+    const int lfd = MHD_quiesce_daemon(d);
+    if (lfd >= 0) close(lfd);
+    /* requests already read finish (each bounded by --timeout-s); idle keep-alive
+       connections are closed by MHD_stop_daemon */
+    const double until = sv_now_ms() + a->timeout_ms + 5e3;
+    while (atomic_load(&sv.in_flight) > 0 && sv_now_ms() < until) usleep(10 * 1000);
+    MHD_stop_daemon(d);
+    sv_batcher_stop(a->batcher);
+    jepa_model_free(m);
+    pthread_mutex_destroy(&sv.log_mu);
+    fprintf(stderr, "jepa serve: stopped\n");
+    return 0;
+}
