@@ -1,6 +1,6 @@
 /*
  * cmd_serve.c — `jepa serve`: the options of the HTTP embedding server (server/serve.c).
- * Built when configure found libmicrohttpd and jansson (JEPA_HAVE_SERVER); otherwise the
+ * Built when configure found libmicrohttpd and cJSON (JEPA_HAVE_SERVER); otherwise the
  * command says what is missing.
  *
  *   jepa serve -m MODEL [--host 127.0.0.1] [--port 8080] [--workers N] [--threads T]
@@ -100,11 +100,11 @@ int cmd_serve(int argc, char **argv) {
 
 int cmd_serve(int argc, char **argv) {
     (void)argc, (void)argv;
-    return cli_fail("serve", "this build has no server: configure found no libmicrohttpd or jansson "
+    return cli_fail("serve", "this build has no server: configure found no libmicrohttpd or cJSON "
 #ifdef JEPA_STATIC_BUILD
                     "that links statically here (build with -Dstatic=false)"
 #else
-                    "(apt-get install libmicrohttpd-dev libjansson-dev, then reconfigure)"
+                    "(apt-get install libmicrohttpd-dev libcjson-dev, then reconfigure)"
 #endif
     );
 }

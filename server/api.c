@@ -1,7 +1,7 @@
 /* api.c — see api.h. */
 #include "server/api.h"
 
-#include <jansson.h>
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,6 +81,87 @@ void api_metrics(const struct sv_api *a, int in_flight, struct sv_response *r) {
     r->content_type = "text/plain; version=0.0.4; charset=utf-8";
 }
 
+/* ---- JSON (cJSON) ---- */
+
+#define SV_MAX_JSON_VALUES 16384   /* values in one request body (a request needs a few per input) */
+#define SV_MAX_OBJECT_KEYS 64
+
+static cJSON *obj_get(const cJSON *o, const char *key) { return cJSON_GetObjectItemCaseSensitive(o, key); }
+
+static bool is_integer(const cJSON *j) {
+    return cJSON_IsNumber(j) && j->valuedouble == floor(j->valuedouble) && fabs(j->valuedouble) < 9007199254740992.0;
+}
+
+/* The number of JSON values in body, counted without building them (strings skipped,
+ * escapes included): a parse tree costs ~64 bytes a value, so a body of 32 MiB of "0,"
+ * would cost a gigabyte. Stops counting past limit. */
+static size_t count_values(const char *p, size_t n, size_t limit) {
+    size_t values = 0;
+    bool in_str = false, in_scalar = false;
+    for (size_t i = 0; i < n && values <= limit; i++) {
+        const char c = p[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = false;
+            continue;
+        }
+        const bool scalar_char = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-' || c == '+' || c == '.' ||
+                                 (c >= 'A' && c <= 'Z');
+        if (c == '"' || c == '[' || c == '{' || (scalar_char && !in_scalar)) values++;
+        if (c == '"') in_str = true;
+        in_scalar = scalar_char;
+    }
+    return values;
+}
+
+/* Every object in the tree has distinct keys, at most SV_MAX_OBJECT_KEYS of them; if
+ * not, why (n bytes) says which. Recursion is bounded by cJSON's nesting limit (1000). */
+static bool keys_ok(const cJSON *j, char *why, size_t n) {
+    for (; j; j = j->next) {
+        if (cJSON_IsObject(j)) {
+            int k = 0;
+            for (const cJSON *a = j->child; a; a = a->next, k++) {
+                if (k >= SV_MAX_OBJECT_KEYS)
+                    return snprintf(why, n, "an object with more than %d keys", SV_MAX_OBJECT_KEYS), false;
+                for (const cJSON *b = j->child; b != a; b = b->next)
+                    if (a->string && b->string && !strcmp(a->string, b->string))
+                        return snprintf(why, n, "duplicate key '%.64s'", a->string), false;
+            }
+        }
+        if (j->child && !keys_ok(j->child, why, n)) return false;
+    }
+    return true;
+}
+
+static bool parse_json(const char *body, size_t len, cJSON **root, struct sv_response *r) {
+    *root = NULL;
+    if (count_values(body, len, SV_MAX_JSON_VALUES) > SV_MAX_JSON_VALUES)
+        return BAD("the body has more than %d JSON values", SV_MAX_JSON_VALUES), false;
+    const char *end = NULL;
+    *root = cJSON_ParseWithLengthOpts(body, len, &end, false);
+    if (!*root) {
+        if (!end || end < body || end > body + len) end = body;
+        int line = 1, col = 1;
+        for (const char *p = body; p < end; p++) {
+            if (*p == '\n') line++, col = 1;
+            else col++;
+        }
+        return BAD("invalid JSON at line %d, column %d", line, col), false;
+    }
+    size_t rest = (size_t)(end - body);
+    while (rest < len && (body[rest] == ' ' || body[rest] == '\n' || body[rest] == '\r' || body[rest] == '\t')) rest++;
+    if (rest < len) {
+        cJSON_Delete(*root), *root = NULL;
+        return BAD("invalid JSON: text after the value, at byte %zu", rest), false;
+    }
+    char why[128];
+    if (!keys_ok(*root, why, sizeof why)) {
+        cJSON_Delete(*root), *root = NULL;
+        return BAD("%s", why), false;
+    }
+    return true;
+}
+
 /* ---- inputs ---- */
 
 enum item_kind { IT_IMAGE, IT_VIDEO, IT_TENSOR };
@@ -117,19 +198,19 @@ struct clip_opts {
 };
 
 /* An integer field of o in [lo, hi] (absent: *v unchanged). false after answering 400. */
-static bool get_int(json_t *o, const char *key, long long lo, long long hi, int *v, const char *where,
+static bool get_int(cJSON *o, const char *key, long long lo, long long hi, int *v, const char *where,
                     struct sv_response *r) {
-    json_t *j = json_object_get(o, key);
+    cJSON *j = obj_get(o, key);
     if (!j) return true;
-    if (!json_is_integer(j) || json_integer_value(j) < lo || json_integer_value(j) > hi) {
+    if (!is_integer(j) || (long long)j->valuedouble < lo || (long long)j->valuedouble > hi) {
         BAD("%s'%s' must be an integer in %lld..%lld", where, key, lo, hi);
         return false;
     }
-    *v = (int)json_integer_value(j);
+    *v = (int)(long long)j->valuedouble;
     return true;
 }
 
-static bool get_clip_opts(json_t *o, struct clip_opts *c, const char *where, struct sv_response *r) {
+static bool get_clip_opts(cJSON *o, struct clip_opts *c, const char *where, struct sv_response *r) {
     return get_int(o, "frames_per_clip", 1, SV_MAX_FRAMES_PER_CLIP, &c->fpc, where, r) &&
            get_int(o, "frame_step", 1, 1024, &c->fstp, where, r) &&
            get_int(o, "num_clips", 1, SV_MAX_CLIPS_PER_INPUT, &c->num_clips, where, r);
@@ -201,17 +282,17 @@ static bool read_clips(const struct sv_api *a, struct clip_reader *rd, const cha
     return true;
 }
 
-static bool load_tensor(const struct sv_api *a, json_t *shape, const char *name, struct item *it,
+static bool load_tensor(const struct sv_api *a, cJSON *shape, const char *name, struct item *it,
                         size_t *clip_bytes, struct sv_response *r) {
-    if (!json_is_array(shape) || json_array_size(shape) < 3 || json_array_size(shape) > 5)
+    if (!cJSON_IsArray(shape) || (size_t)cJSON_GetArraySize(shape) < 3 || (size_t)cJSON_GetArraySize(shape) > 5)
         return BAD("%s: 'shape' must be [C, H, W], [C, T, H, W] or [B, C, T, H, W]", name), false;
-    it->ndim = (int)json_array_size(shape);
+    it->ndim = (int)(size_t)cJSON_GetArraySize(shape);
     int64_t count = 1;
     for (int i = 0; i < it->ndim; i++) {
-        json_t *d = json_array_get(shape, (size_t)i);
-        if (!json_is_integer(d) || json_integer_value(d) < 1 || json_integer_value(d) > 65536)
+        cJSON *d = cJSON_GetArrayItem(shape, i);
+        if (!is_integer(d) || (long long)d->valuedouble < 1 || (long long)d->valuedouble > 65536)
             return BAD("%s: shape[%d] must be an integer in 1..65536", name, i), false;
-        it->shape[i] = json_integer_value(d);
+        it->shape[i] = (long long)d->valuedouble;
         count *= it->shape[i];
         if (count > (int64_t)(SV_MAX_CLIP_BYTES / sizeof(float)))
             return BAD("%s: a tensor of more than %zu MiB", name, SV_MAX_CLIP_BYTES >> 20), false;
@@ -238,7 +319,7 @@ static bool load_tensor(const struct sv_api *a, json_t *shape, const char *name,
 }
 
 /* One element of "input" into it (decoded, preprocessed). false after answering. */
-static bool load_item(const struct sv_api *a, json_t *v, int idx, const struct clip_opts *defaults,
+static bool load_item(const struct sv_api *a, cJSON *v, int idx, const struct clip_opts *defaults,
                       struct item *it, size_t *clip_bytes, struct sv_response *r) {
     char name[48];
     snprintf(name, sizeof name, "input[%d]", idx);
@@ -247,23 +328,23 @@ static bool load_item(const struct sv_api *a, json_t *v, int idx, const struct c
     size_t len;
     enum item_kind kind = IT_IMAGE;
     bool kind_given = false;
-    json_t *shape = NULL;
-    if (json_is_string(v)) {
-        str = json_string_value(v), len = json_string_length(v);
-    } else if (json_is_object(v)) {
-        json_t *im = json_object_get(v, "image"), *vi = json_object_get(v, "video"), *te = json_object_get(v, "tensor");
+    cJSON *shape = NULL;
+    if (cJSON_IsString(v)) {
+        str = v->valuestring, len = strlen(v->valuestring);
+    } else if (cJSON_IsObject(v)) {
+        cJSON *im = obj_get(v, "image"), *vi = obj_get(v, "video"), *te = obj_get(v, "tensor");
         if (!!im + !!vi + !!te != 1)
             return BAD("%s: an object input has one of 'image', 'video' or 'tensor'", name), false;
-        json_t *d = im ? im : vi ? vi : te;
-        if (!json_is_string(d)) return BAD("%s: '%s' must be a base64 string", name, im ? "image" : vi ? "video" : "tensor"), false;
-        str = json_string_value(d), len = json_string_length(d);
+        cJSON *d = im ? im : vi ? vi : te;
+        if (!cJSON_IsString(d)) return BAD("%s: '%s' must be a base64 string", name, im ? "image" : vi ? "video" : "tensor"), false;
+        str = d->valuestring, len = strlen(d->valuestring);
         kind = im ? IT_IMAGE : vi ? IT_VIDEO : IT_TENSOR;
         kind_given = true;
-        if (!vi && (json_object_get(v, "frames_per_clip") || json_object_get(v, "frame_step") ||
-                    json_object_get(v, "num_clips")))
+        if (!vi && (obj_get(v, "frames_per_clip") || obj_get(v, "frame_step") ||
+                    obj_get(v, "num_clips")))
             return BAD("%s: frames_per_clip / frame_step / num_clips sample a video", name), false;
         if (vi && !get_clip_opts(v, &co, "", r)) return false;
-        shape = json_object_get(v, "shape");
+        shape = obj_get(v, "shape");
         if (te && !shape) return BAD("%s: a tensor needs 'shape'", name), false;
         if (!te && shape) return BAD("%s: 'shape' goes with 'tensor'", name), false;
     } else {
@@ -340,73 +421,69 @@ static void put_values(struct sbuf *s, const float *v, size_t n, bool b64) {
 void api_run(const struct sv_api *a, const char *body, size_t len, bool classify, double t0_ms,
              struct sv_response *r) {
     const jepa_model_info *in = &a->info;
-    json_error_t je;
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     struct sv_group *g = NULL;
     struct req_data *d = NULL;
-    if (!root) {
-        BAD("invalid JSON at line %d, column %d: %s", je.line, je.column, je.text);
-        return;
-    }
-    if (!json_is_object(root)) { BAD("the body must be a JSON object"); goto done; }
-    json_t *model = json_object_get(root, "model");
-    if (model && (!json_is_string(model) ||
-                  (strcmp(json_string_value(model), a->model_id) &&
-                   (!in->name || strcmp(json_string_value(model), in->name))))) {
+    cJSON *root = NULL;
+    if (!parse_json(body, len, &root, r)) return;
+    if (!cJSON_IsObject(root)) { BAD("the body must be a JSON object"); goto done; }
+    cJSON *model = obj_get(root, "model");
+    if (model && (!cJSON_IsString(model) ||
+                  (strcmp(model->valuestring, a->model_id) &&
+                   (!in->name || strcmp(model->valuestring, in->name))))) {
         api_error(r, 404, "not_found_error", "model %s%s%s is not served here; this server serves '%s'",
-                  json_is_string(model) ? "'" : "", json_is_string(model) ? json_string_value(model) : "(not a string)",
-                  json_is_string(model) ? "'" : "", a->model_id);
+                  cJSON_IsString(model) ? "'" : "", cJSON_IsString(model) ? model->valuestring : "(not a string)",
+                  cJSON_IsString(model) ? "'" : "", a->model_id);
         goto done;
     }
-    json_t *input = json_object_get(root, "input");
+    cJSON *input = obj_get(root, "input");
     if (!input) { BAD("missing 'input'"); goto done; }
-    const bool one = !json_is_array(input);
-    const int n_in = one ? 1 : (int)(json_array_size(input) < SV_MAX_INPUTS + 1 ? json_array_size(input) : SV_MAX_INPUTS + 1);
+    const bool one = !cJSON_IsArray(input);
+    const int n_in = one ? 1 : (int)((size_t)cJSON_GetArraySize(input) < SV_MAX_INPUTS + 1 ? (size_t)cJSON_GetArraySize(input) : SV_MAX_INPUTS + 1);
     if (n_in < 1) { BAD("'input' is an empty list"); goto done; }
     if (n_in > SV_MAX_INPUTS) { BAD("'input' has more than %d inputs", SV_MAX_INPUTS); goto done; }
     bool b64 = false;
-    json_t *ef = json_object_get(root, "encoding_format");
+    cJSON *ef = obj_get(root, "encoding_format");
     if (ef) {
-        if (!json_is_string(ef) || (strcmp(json_string_value(ef), "float") && strcmp(json_string_value(ef), "base64"))) {
+        if (!cJSON_IsString(ef) || (strcmp(ef->valuestring, "float") && strcmp(ef->valuestring, "base64"))) {
             BAD("'encoding_format' is \"float\" or \"base64\"");
             goto done;
         }
-        b64 = !strcmp(json_string_value(ef), "base64");
+        b64 = !strcmp(ef->valuestring, "base64");
     }
     enum sv_want want = SV_LOGITS;
     int top_k = 5;
     bool want_logits = false;
     if (!classify) {
-        json_t *pool = json_object_get(root, "pool"), *hier = json_object_get(root, "hier");
+        cJSON *pool = obj_get(root, "pool"), *hier = obj_get(root, "hier");
         const char *p = default_pool();
         if (pool) {
-            if (!json_is_string(pool) || (strcmp(json_string_value(pool), "mean") && strcmp(json_string_value(pool), "cls") &&
-                                          strcmp(json_string_value(pool), "lewm") && strcmp(json_string_value(pool), "none"))) {
+            if (!cJSON_IsString(pool) || (strcmp(pool->valuestring, "mean") && strcmp(pool->valuestring, "cls") &&
+                                          strcmp(pool->valuestring, "lewm") && strcmp(pool->valuestring, "none"))) {
                 BAD("'pool' is \"mean\", \"cls\", \"lewm\" or \"none\"");
                 goto done;
             }
-            p = json_string_value(pool);
+            p = pool->valuestring;
         }
-        if (hier && !json_is_boolean(hier)) { BAD("'hier' is true or false"); goto done; }
+        if (hier && !cJSON_IsBool(hier)) { BAD("'hier' is true or false"); goto done; }
         want = parse_pool(p);
         if (want == SV_CLS && !in->has_cls) { BAD("pool \"cls\": family '%s' has no CLS token", in->family); goto done; }
         if (want == SV_LEWM && !in->emb_dim) { BAD("pool \"lewm\": family '%s' has no LeWM projector", in->family); goto done; }
-        if (json_is_true(hier)) {
+        if (cJSON_IsTrue(hier)) {
             if (!in->n_hier) { BAD("hier: family '%s' has no hierarchical outputs", in->family); goto done; }
             if (want != SV_TOKENS) { BAD("hier gives every token of every level; drop 'pool'"); goto done; }
             want = SV_HIER;
         }
-        if (json_object_get(root, "top_k") || json_object_get(root, "logits")) {
+        if (obj_get(root, "top_k") || obj_get(root, "logits")) {
             BAD("'top_k' and 'logits' belong to /v1/classify");
             goto done;
         }
     } else {
         if (!in->has_head) { BAD("this model has no classifier head"); goto done; }
-        json_t *lg = json_object_get(root, "logits");
-        if (lg && !json_is_boolean(lg)) { BAD("'logits' is true or false"); goto done; }
-        want_logits = json_is_true(lg);
+        cJSON *lg = obj_get(root, "logits");
+        if (lg && !cJSON_IsBool(lg)) { BAD("'logits' is true or false"); goto done; }
+        want_logits = cJSON_IsTrue(lg);
         if (!get_int(root, "top_k", 1, in->n_classes, &top_k, "", r)) goto done;
-        if (json_object_get(root, "pool") || json_object_get(root, "hier")) {
+        if (obj_get(root, "pool") || obj_get(root, "hier")) {
             BAD("'pool' and 'hier' belong to /v1/embeddings");
             goto done;
         }
@@ -423,9 +500,10 @@ void api_run(const struct sv_api *a, const char *body, size_t len, bool classify
     size_t clip_bytes = 0, out_floats = 0;
     int n_clips = 0;
     long long tokens = 0;
-    for (int i = 0; i < n_in; i++) {
+    cJSON *elem = one ? input : input->child;
+    for (int i = 0; i < n_in; i++, elem = one ? NULL : elem->next) {
         struct item *it = &d->items[i];
-        if (!load_item(a, one ? input : json_array_get(input, (size_t)i), i, &defaults, it, &clip_bytes, r)) goto done;
+        if (!load_item(a, elem, i, &defaults, it, &clip_bytes, r)) goto done;
         n_clips += it->nb;
         if (n_clips > a->queue) {
             BAD("the inputs make more than the %d clips the queue holds (--queue); send them in smaller requests",
@@ -440,7 +518,7 @@ void api_run(const struct sv_api *a, const char *body, size_t len, bool classify
             goto done;
         }
     }
-    json_decref(root), root = NULL;
+    cJSON_Delete(root), root = NULL;
     if (!(d->outs = malloc(sizeof(float) * (out_floats ? out_floats : 1))) || !(g = sv_group_new(n_clips))) {
         api_error(r, 500, "server_error", "out of memory");
         goto done;
@@ -555,7 +633,7 @@ void api_run(const struct sv_api *a, const char *body, size_t len, bool classify
     sb_printf(&s, ",\"usage\":{\"prompt_tokens\":%lld,\"total_tokens\":%lld}}", tokens, tokens);
     respond(r, 200, &s);
 done:
-    json_decref(root);
+    cJSON_Delete(root);
     req_data_free(d);
     if (g) sv_group_release(a->batcher, g);
 }

@@ -10,6 +10,8 @@
 #   4. aarch64 cross build, static, kernel and model suites under qemu-aarch64 (NEON)
 #   5. GGUF byte-compatibility with ggml's own reader (the `gguf` Python package), when
 #      a Python venv with it can be made (tests/gguf/README.md)
+#   6. `jepa serve`'s API fuzzed by schemathesis (PyPI) from docs/openapi.yaml, against
+#      the sanitizer build's binary (tests/server/run_schemathesis.sh)
 # Ends with one line "N passed, N failed, N skipped" summing every meson run.
 # Build folders: build-test-* (reused between runs). Usage: bash tests/run_all.sh [--quick]
 set -u
@@ -105,6 +107,20 @@ if [ $quick = 0 ]; then
         passed=$((passed + 1))
     else
         echo "gguf-py compatibility check FAILED"; failed=$((failed + 1)); status=1
+    fi
+fi
+if [ $quick = 0 ] && [ -x build-test-san/cli/jepa ] &&
+   build-test-san/cli/jepa serve --help >/dev/null 2>&1; then
+    # the server's API fuzzed from docs/openapi.yaml (schemathesis from PyPI), against the
+    # ASan+UBSan binary so that a memory error on a generated request fails the run
+    echo "=== API fuzzing: schemathesis against jepa serve (asan+ubsan, tests/server/run_schemathesis.sh)"
+    if { [ -x .venv-ci/bin/python ] || python3 -m venv .venv-ci; } >/dev/null 2>&1 &&
+       .venv-ci/bin/pip install -q schemathesis >/dev/null 2>&1 &&
+       sh tests/server/run_schemathesis.sh build-test-san/cli/jepa tests/data/vjepa2_tiny/model.gguf \
+           .venv-ci/bin/schemathesis build-test-san/schemathesis; then
+        passed=$((passed + 1))
+    else
+        echo "schemathesis API fuzzing FAILED"; failed=$((failed + 1)); status=1
     fi
 fi
 

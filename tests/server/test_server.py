@@ -275,6 +275,11 @@ def main():
     check(st == 401, "/metrics needs the key too")
     error_shape(*p("/v1/embeddings", "{not json")[::2], 400, "malformed JSON")
     error_shape(*p("/v1/embeddings", "[1, 2]")[::2], 400, "a JSON array body")
+    error_shape(*p("/v1/embeddings", '{"input": "x"} trailing')[::2], 400, "text after the JSON value")
+    error_shape(*p("/v1/embeddings", '{"input": "x", "input": "y"}')[::2], 400, "a duplicate key")
+    error_shape(*p("/v1/embeddings", '{"input": [' + ",".join(["0"] * 100000) + "]}")[::2], 400,
+                "100000 JSON values (a parse tree bomb)")
+    error_shape(*p("/v1/embeddings", "[" * 5000 + "]" * 5000)[::2], 400, "5000 nested arrays")
     error_shape(*p("/v1/embeddings", {"input": 5})[::2], 400, "input of the wrong type")
     error_shape(*p("/v1/embeddings", {"input": []})[::2], 400, "an empty input list")
     error_shape(*p("/v1/embeddings", {})[::2], 400, "no input")
