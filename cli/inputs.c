@@ -131,40 +131,44 @@ const char *inputs_name(const struct inputs_opts *o) {
     return o->video ? o->video : o->frames_npy ? o->frames_npy : o->n_images ? o->images[0] : "input";
 }
 
-int inputs_open(struct clip_reader **out, const struct inputs_opts *o, const jepa_model *m, bool verbose) {
+jepa_status inputs_open_quiet(struct clip_reader **out, const struct inputs_opts *o, const jepa_model *m,
+                              struct jerr *e) {
     *out = NULL;
     jepa_preprocess_params pp = jepa_preprocess_default_params();
     if (o->no_antialias) pp.filter = JEPA_RESIZE_CV2_LINEAR;
     pp.resize_short = o->resize_short;
     pp.norm = o->norm_sequential ? JEPA_NORM_SEQUENTIAL : JEPA_NORM_FUSED;
     struct pre_cfg cfg;
-    struct jerr e = {0};
-    if (ji_pre_cfg(&m->pre, &pp, &cfg, &e))
-        return cli_fail(inputs_name(o), "the model's preprocessing (jepa.pre.*) with --resize-short %d does not fit",
-                        o->resize_short);
-    jepa_status st;
+    struct jerr pe = {0};
+    if (ji_pre_cfg(&m->pre, &pp, &cfg, &pe))
+        return jr_err_set(e, pe.status, "%s: the model's preprocessing (jepa.pre.*) with --resize-short %d does not fit",
+                          inputs_name(o), o->resize_short);
     if (o->video) {
         const struct clip_sampling s = {
             .frames_per_clip = o->fpc ? o->fpc : (m->enc.n_frames > 0 ? m->enc.n_frames : 1),
             .frame_step = o->fstp ? o->fstp : CLIPS_DEFAULT_FRAME_STEP,
             .num_clips = o->num_clips ? o->num_clips : 1, .dense = o->dense, .stride = o->stride};
-        st = clips_open_video(out, o->video, &cfg, &s, &e);
-        if (!st && verbose) {   /* the clip plan */
-            int w, h, T, H, W;
-            const int64_t len = clips_video_length(*out, &w, &h), n = clips_count(*out);
-            clips_shape(*out, &T, &H, &W);
-            fprintf(stderr, "jepa: %s: %lld frames of %dx%d; %lld clip%s of %d frames, step %d (window %lld)%s",
-                    o->video, (long long)len, w, h, (long long)n, n > 1 ? "s" : "", T, s.frame_step,
-                    (long long)T * s.frame_step, n == 1 ? ": frames" : "\n");
-            if (n == 1) {
-                for (int t = 0; t < T; t++) fprintf(stderr, " %lld", (long long)clips_frames(*out, 0)[t]);
-                fprintf(stderr, "\n");
-            }
-        }
-    } else if (o->frames_npy) {
-        st = clips_open_frames(out, o->frames_npy, &cfg, &e);
-    } else {
-        st = clips_open_images(out, o->images, o->n_images, &cfg, &e);
+        return clips_open_video(out, o->video, &cfg, &s, e);
     }
-    return st ? cli_fail(NULL, "%s", e.msg) : 0;
+    if (o->frames_npy) return clips_open_frames(out, o->frames_npy, &cfg, e);
+    return clips_open_images(out, o->images, o->n_images, &cfg, e);
+}
+
+int inputs_open(struct clip_reader **out, const struct inputs_opts *o, const jepa_model *m, bool verbose) {
+    struct jerr e = {0};
+    if (inputs_open_quiet(out, o, m, &e)) return cli_fail(NULL, "%s", e.msg);
+    if (o->video && verbose) {   /* the clip plan */
+        int w, h, T, H, W;
+        const int64_t len = clips_video_length(*out, &w, &h), n = clips_count(*out);
+        clips_shape(*out, &T, &H, &W);
+        const int step = o->fstp ? o->fstp : CLIPS_DEFAULT_FRAME_STEP;
+        fprintf(stderr, "jepa: %s: %lld frames of %dx%d; %lld clip%s of %d frames, step %d (window %lld)%s",
+                o->video, (long long)len, w, h, (long long)n, n > 1 ? "s" : "", T, step,
+                (long long)T * step, n == 1 ? ": frames" : "\n");
+        if (n == 1) {
+            for (int t = 0; t < T; t++) fprintf(stderr, " %lld", (long long)clips_frames(*out, 0)[t]);
+            fprintf(stderr, "\n");
+        }
+    }
+    return 0;
 }

@@ -70,5 +70,8 @@ const char *inputs_name(const struct inputs_opts *o);
  * preprocessing and the options' overrides; with verbose, a video's clip plan goes to
  * stderr. 0, or CLI_EXIT_FAIL after printing the reason. */
 int inputs_open(struct clip_reader **r, const struct inputs_opts *o, const jepa_model *m, bool verbose);
+/* The same without printing: the status and the reason in e. */
+jepa_status inputs_open_quiet(struct clip_reader **r, const struct inputs_opts *o, const jepa_model *m,
+                              struct jerr *e);
 
 #endif

@@ -310,11 +310,23 @@ int run_many(const struct many_opts *o, many_one_fn one, void *user) {
     struct cli_progress pg;
     cli_progress_start(&pg, !o->quiet, "inputs");
     int n_ok = 0, n_skip = 0, n_err = 0;
-    for (int i = 0; i < in.n; i++) {
-        const char *out = outs[i];
+    for (int i = 0; i < in.n; i++) {   /* --resume: what is done already */
         struct stat st;
-        if (o->resume && !stat(out, &st) && S_ISREG(st.st_mode)) {
-            status[i] = 1, n_skip++;
+        if (o->resume && !stat(outs[i], &st) && S_ISREG(st.st_mode)) status[i] = 1;
+    }
+    const char **group = o->batch > 1 && o->prefetch ? malloc(sizeof *group * (size_t)o->batch) : NULL;
+    int prefetched_to = 0;   /* inputs before this one have been offered to prefetch */
+    for (int i = 0; i < in.n; i++) {
+        if (group && i >= prefetched_to && status[i] != 1) {   /* the next group of inputs to run */
+            int n = 0, j = i;
+            for (; j < in.n && n < o->batch; j++)
+                if (status[j] != 1) group[n++] = in.v[j];
+            prefetched_to = j;
+            o->prefetch(user, group, n);
+        }
+        const char *out = outs[i];
+        if (status[i] == 1) {
+            n_skip++;
         } else {
             res[i].top1 = -1;
             cli_progress_clear(&pg);   /* an error line starts clean */
@@ -329,6 +341,8 @@ int run_many(const struct many_opts *o, many_one_fn one, void *user) {
         }
         cli_progress_show(&pg, i + 1, in.n, i + 1 == in.n);
     }
+
+    free(group);
 
     /* stacked: one array of every row, in list order */
     int64_t *row0 = NULL, *rows = NULL;

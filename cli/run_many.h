@@ -18,6 +18,11 @@ struct many_opts {
     int n_args;
     bool resume, quiet, verbose;
     const char *suffix;         /* appended to the input's file name: ".npy", ".logits.npy" */
+    /* batching (--batch N, N > 1): before the inputs run one by one, groups of up to N
+     * of them (the next ones to run, in list order) go to prefetch, which may encode
+     * those of one shape together; `one` then takes what it finds prefetched */
+    int batch;
+    void (*prefetch)(void *user, const char *const *inputs, int n);
 };
 
 /* What one input gave (filled by `one`). */

@@ -3,9 +3,9 @@
 # must give outputs byte-identical to --input-tensor on the tensor torchvision / the HF
 # processor made from the same pixels (tests/gen/gen_preprocess.py), plus the multi-clip
 # and dense runs, the per-family rules and the usage errors (exit 2, one stderr line).
-# usage: test_cli_input.sh JEPA INPUT_DATA_DIR FIXTURES_DIR WORK_DIR
+# usage: test_cli_input.sh JEPA INPUT_DATA_DIR FIXTURES_DIR WORK_DIR NPY_COMPARE
 set -u
-JEPA=$1 D=$2 FIX=$3 WORK=$4/cli_input
+JEPA=$1 D=$2 FIX=$3 WORK=$4/cli_input NPC=$5
 # MESON_EXE_WRAPPER (e.g. qemu-aarch64-static -L SYSROOT) runs a cross-built binary; without
 # one, a binary this machine cannot execute skips the test (exit 77)
 jepa() { ${MESON_EXE_WRAPPER:-} "$JEPA" "$@"; }
@@ -81,6 +81,24 @@ rm "$OD/grey8.png.npy"
 many_fails "--resume" jepa embed -q -m "$V21" --pool mean --out-dir "$OD" --resume "$D/png" --inputs "$WORK/list.txt"
 [ "$(grep -c '"status": "skipped"' "$OD/index.jsonl")" = 20 ] && [ -e "$OD/grey8.png.npy" ] &&
     ok "--resume skips the 20 complete outputs and redoes the missing one" || bad "--resume"
+# --batch N: inputs of one shape are encoded N per forward. Each output must lie within the
+# batch bar of tests/models/test_batch.c (row cosine >= 0.9999999, rel <= 1e-5) of the
+# one-at-a-time outputs above; the truncated PNG is still reported on its own line
+many_fails "--batch 8: the same inputs, 8 per forward" jepa embed -q -m "$V21" --pool mean --batch 8 \
+    --out-dir "$WORK/many_b" "$D/png" --inputs "$WORK/list.txt"
+nb_bad=0 nb_same=0
+for f in "$OD"/*.png.npy; do
+    g=$WORK/many_b/$(basename "$f")
+    ${MESON_EXE_WRAPPER:-} "$NPC" "$g" "$f" 0.9999999 1e-5 >/dev/null 2>&1 || nb_bad=$((nb_bad + 1))
+    cmp -s "$f" "$g" && nb_same=$((nb_same + 1))
+done
+[ $nb_bad -eq 0 ] && [ "$(ls "$WORK/many_b"/*.png.npy | wc -l)" = 21 ] &&
+    ok "--batch 8: 21 outputs within the batch bar of one at a time ($nb_same bit-identical)" ||
+    bad "--batch 8: $nb_bad outputs outside the batch bar"
+expect 0 "--batch 8 -v" jepa embed -v -m "$V21" --pool mean --batch 8 --out-dir "$WORK/many_bv" "$D/png"
+grep -q "^jepa embed: 8 inputs of 1x64x64 in one forward" "$WORK/err.txt" && ok "-v: forwards of 8 inputs" ||
+    { bad "-v: forwards of 8 inputs"; cat "$WORK/err.txt"; }
+expect 2 "classify --batch with one input" jepa classify -m "$V2" --batch 4 "$D/e2e.png"
 expect 0 "classify --out-dir: labels in the index" jepa classify -q -m "$V2" --out-dir "$WORK/many_c" "$D/e2e.png"
 grep -q '"label": "c' "$WORK/many_c/index.jsonl" && [ -e "$WORK/many_c/e2e.png.logits.npy" ] &&
     ok "classify index has the top label, logits written" || bad "classify index has the top label, logits written"
@@ -133,6 +151,9 @@ if jepa embed -m "$V2" "$D/video_601.mp4" --frames-per-clip 4 --frame-step 3 -o 
     expect 0 "--out-dir mixes a video and an image" jepa embed -q -m "$V2" --frames-per-clip 4 --frame-step 3 \
         --out-dir "$WORK/many_v" "$D/video_601.mp4" "$D/e2e.png"
     same "--out-dir video output == the single run's" "$WORK/many_v/video_601.mp4.npy" "$WORK/a.npy"
+    expect 0 "--batch 4 with a video and an image (two shapes)" jepa embed -q -m "$V2" --frames-per-clip 4 \
+        --frame-step 3 --batch 4 --out-dir "$WORK/many_vb" "$D/video_601.mp4" "$D/e2e.png"
+    same "two shapes: each runs alone, the same bytes" "$WORK/many_vb/video_601.mp4.npy" "$WORK/a.npy"
     expect 0 "verbose video prints its frame indices" jepa embed -v -m "$V2" "$D/video_601.mp4" --frames-per-clip 4 --frame-step 3
     grep -q "frames 0 4 8 11$" "$WORK/err.txt" && ok "indices 0 4 8 11" || { bad "indices 0 4 8 11"; cat "$WORK/err.txt"; }
     # three sampled clips: one video-level top-k from the mean softmax, logits per clip
