@@ -76,7 +76,7 @@ int inputs_parse(struct inputs_opts *o, const char *cmd, bool clips_ok, int argc
 }
 
 int inputs_positional(struct inputs_opts *o, const char *cmd, const char *arg) {
-    /* a PNG or JPEG goes through the image decoder, as -i does (PIL's pixels), not through
+    /* a PNG, JPEG or WebP goes through the image decoder, as -i does (PIL's pixels), not through
      * the video decoder */
     if (image_is_image_file(arg)) {
         if (o->n_images == CLIPS_MAX_IMAGES)

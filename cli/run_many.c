@@ -72,7 +72,7 @@ static const char *file_name(const char *path) {
  * arrays (.npy) are inputs when named (FILE arguments, --inputs lines), never listed: a
  * folder's .npy files are as often outputs or other arrays. */
 static bool wanted(const char *name) {
-    static const char *const ext[] = {".png", ".jpg", ".jpeg", ".mp4", ".webm", ".mkv", ".avi", ".mov", ".m4v"};
+    static const char *const ext[] = {".png", ".jpg", ".jpeg", ".webp", ".mp4", ".webm", ".mkv", ".avi", ".mov", ".m4v"};
     const size_t n = strlen(name);
     for (size_t i = 0; i < sizeof ext / sizeof *ext; i++) {
         const size_t e = strlen(ext[i]);

@@ -27,6 +27,10 @@
 #include <jerror.h>
 #endif
 
+#ifdef JEPA_HAVE_WEBP
+#include <webp/decode.h>
+#endif
+
 /* Largest accepted image: 16 Ki per side and 2^26 pixels (192 MiB of RGB); largest file. */
 #define MAX_SIDE 16384
 #define MAX_PIXELS (1u << 26)
@@ -301,31 +305,72 @@ static jepa_status decode_jpeg(const uint8_t *d, size_t n, const char *what, uin
 #endif
 }
 
-/* A PNG or JPEG by its signature; other image formats named and refused. */
+/* WebP through libwebp, as PIL decodes it (its WebPAnimDecoder over the same libwebp
+ * decode, RGBA out, fancy upsampling): an image without alpha is its RGB; one with alpha
+ * is composited onto white, as HF's convert_to_rgb does to PIL's RGBA. The RIFF header's
+ * declared size is bounded first; a truncated file fails to decode. */
+static bool is_webp(const uint8_t *d, size_t n) { return n >= 12 && !memcmp(d, "RIFF", 4) && !memcmp(d + 8, "WEBP", 4); }
+
+static jepa_status decode_webp(const uint8_t *d, size_t n, const char *what, uint8_t **rgb, int *h, int *w,
+                               struct jerr *e) {
+#ifdef JEPA_HAVE_WEBP
+    WebPBitstreamFeatures ft;
+    if (WebPGetFeatures(d, n, &ft) != VP8_STATUS_OK)
+        return jr_err_set(e, JEPA_ERR_FORMAT, "%s: cannot decode: a damaged or truncated WebP header", what);
+    if (ft.has_animation)
+        return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: an animated WebP; send its frames as a video or as images", what);
+    jepa_status st = check_size(ft.width, ft.height, what, e);
+    if (st) return st;
+    const size_t px = (size_t)ft.width * ft.height;
+    uint8_t *out = malloc(px * (ft.has_alpha ? 4 : 3));
+    if (!out) return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory for %dx%d pixels", what, ft.width, ft.height);
+    const uint8_t *ok = ft.has_alpha ? WebPDecodeRGBAInto(d, n, out, px * 4, ft.width * 4)
+                                     : WebPDecodeRGBInto(d, n, out, px * 3, ft.width * 3);
+    if (!ok) {
+        free(out);
+        return jr_err_set(e, JEPA_ERR_FORMAT, "%s: cannot decode the WebP data (damaged or truncated)", what);
+    }
+    if (ft.has_alpha) rgba_to_rgb(out, px, true);   /* the first 3 px bytes are the RGB */
+    *rgb = out, *h = ft.height, *w = ft.width;
+    return JEPA_OK;
+#else
+    (void)d, (void)n, (void)rgb, (void)h, (void)w;
+    return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: this build has no WebP decoding (%s)", what,
+#ifdef JEPA_STATIC_BUILD
+                      "a static build without a static libwebp; build with -Dstatic=false"
+#else
+                      "libwebp not found; install libwebp-dev"
+#endif
+    );
+#endif
+}
+
+/* A PNG, JPEG or WebP by its signature; other image formats named and refused. */
 static jepa_status decode(const uint8_t *d, size_t n, const char *what, uint8_t **rgb, int *h, int *w,
                           struct jerr *e) {
     static const uint8_t png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     *rgb = NULL;
     if (n >= 8 && !memcmp(d, png, 8)) return decode_png(d, n, what, rgb, h, w, e);
     if (n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff) return decode_jpeg(d, n, what, rgb, h, w, e);
+    if (is_webp(d, n)) return decode_webp(d, n, what, rgb, h, w, e);
     const char *other = n >= 2 && d[0] == 'B' && d[1] == 'M' ? "BMP"
                       : n >= 4 && !memcmp(d, "GIF8", 4) ? "GIF"
                       : n >= 4 && !memcmp(d, "8BPS", 4) ? "PSD"
                       : n >= 2 && !memcmp(d, "#?", 2) ? "HDR"
-                      : n >= 4 && !memcmp(d, "RIFF", 4) ? "RIFF (WebP?)"
+                      : n >= 4 && !memcmp(d, "RIFF", 4) ? "RIFF (not WebP)"
                       : n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7' ? "PNM" : NULL;
-    if (other) return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: %s images are not supported (PNG, JPEG)", what, other);
-    return jr_err_set(e, JEPA_ERR_FORMAT, "%s: cannot decode: not a PNG or JPEG image", what);
+    if (other) return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: %s images are not supported (PNG, JPEG, WebP)", what, other);
+    return jr_err_set(e, JEPA_ERR_FORMAT, "%s: cannot decode: not a PNG, JPEG or WebP image", what);
 }
 
 bool image_is_image_file(const char *path) {
     static const uint8_t png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    uint8_t d[8];
+    uint8_t d[12];
     FILE *f = fopen(path, "rb");
     if (!f) return false;
     const size_t n = fread(d, 1, sizeof d, f);
     fclose(f);
-    return (n == 8 && !memcmp(d, png, 8)) || (n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff);
+    return (n >= 8 && !memcmp(d, png, 8)) || (n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff) || is_webp(d, n);
 }
 
 jepa_status image_load_rgb(const char *path, uint8_t **rgb, int *h, int *w, struct jerr *e) {

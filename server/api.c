@@ -252,9 +252,6 @@ static bool decode_payload(const char *str, size_t n, const char *name, enum ite
                           starts(p, sz, "GIF8", 4) || starts(p, sz, "BM", 2) ||
                           (sz >= 12 && starts(p, sz, "RIFF", 4) && !memcmp(p + 8, "WEBP", 4));
     if (!kind_given) *kind = mime_kind >= 0 ? (enum item_kind)mime_kind : is_image ? IT_IMAGE : IT_VIDEO;
-    if (*kind == IT_IMAGE && sz >= 12 && starts(p, sz, "RIFF", 4) && !memcmp(p + 8, "WEBP", 4))
-        return api_error(r, 400, "invalid_request_error", "%s: WebP images are not decoded by this server; send PNG or JPEG",
-                         name), false;
     return true;
 }
 

@@ -266,8 +266,13 @@ int serve_run(const struct serve_opts *o) {
         jepa_model_free(m);
         return cli_fail(o->model, "the model's preprocessing (jepa.pre.*): %s", pe.msg);
     }
+    int threads = o->threads;   /* 0: the cores shared among the workers */
+    if (!threads && o->workers > 1) {
+        const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores > o->workers ? (int)(cores / o->workers) : 1;
+    }
     const struct sv_batcher_params bp = {
-        .model = m, .workers = o->workers, .threads = o->threads, .cpu = o->cpu, .gpu = o->gpu,
+        .model = m, .workers = o->workers, .threads = threads, .cpu = o->cpu, .gpu = o->gpu,
         .max_batch = o->max_batch, .batch_wait_ms = o->batch_wait_ms, .queue = o->queue, .on_batch = count_batch};
     jepa_status st = sv_batcher_start(&a->batcher, &bp, err);
     if (st) {

@@ -50,6 +50,16 @@ elif grep -q "no JPEG decoding" "$WORK/err.txt"; then
 else
     bad "embed -i JPEG"; cat "$WORK/err.txt"
 fi
+if jepa embed -q -m "$V21" -i "$D/webp/lossy_q80.webp" --pool mean -o "$WORK/c.npy" 2>"$WORK/err.txt"; then
+    expect 0 "embed WebP as a positional" jepa embed -m "$V21" "$D/webp/lossy_q80.webp" --pool mean -o "$WORK/d.npy"
+    same "positional WebP == -i WebP" "$WORK/c.npy" "$WORK/d.npy"
+    expect 0 "a DIR lists its WebP files" jepa embed -q -m "$V21" --pool mean --out-dir "$WORK/many_webp" "$D/webp"
+    [ "$(ls "$WORK/many_webp"/*.webp.npy | wc -l)" = 7 ] && ok "7 WebP outputs" || bad "7 WebP outputs"
+elif grep -q "no WebP decoding" "$WORK/err.txt"; then
+    echo "note: this build has no WebP decoder: the WebP cases are not run"
+else
+    bad "embed -i WebP"; cat "$WORK/err.txt"
+fi
 expect 2 "a positional image takes no clip sampling" jepa embed -m "$V2" "$D/e2e.png" --frame-step 2 -o "$WORK/never.npy"
 # many inputs per process: --out-dir, one output per input named after it, index.jsonl,
 # a bad input reported and skipped (exit 1), --resume

@@ -8,6 +8,8 @@
  *             full resize
  *   pipeline  HF processors and Meta's V-JEPA 2.1 eval transform, resize + crop +
  *             normalisation: 0 ulp (bit patterns equal)
+ *   webp      the WebPs of tests/input/data/webp (tests/gen/gen_webp.py): libwebp's decode
+ *             equals PIL's after convert_to_rgb, byte for byte
  *   jpeg      the JPEGs of tests/input/data/jpeg (tests/gen/gen_jpeg.py: 4:2:0, 4:2:2,
  *             4:4:4, progressive, grayscale, restart markers, odd sizes) through
  *             libjpeg-turbo equal the pixels PIL's Image.open().convert("RGB") gives, byte
@@ -286,6 +288,13 @@ static void test_jpeg(void) {
           "a CMYK JPEG is refused by name: '%s'", e.msg);
 }
 
+/* WebP: lossy (4:2:0 upsampling), lossless, with alpha (composited onto white), odd
+ * sizes (gen_webp.py), as HF's convert_to_rgb sees PIL's decode. */
+static void test_webp(void) {
+    const int n = test_decodes("webp", "webp", "no WebP decoding");
+    if (n >= 0) CHECK(n >= 7, "webp manifest: %d cases", n);
+}
+
 static void test_e2e_frames(const struct man_line *l, const jepa_model *m) {
     /* e2e_frames FRAMES.npy TENSOR */
     struct npy a;
@@ -345,6 +354,7 @@ int main(int argc, char **argv) {
     CHECK(n_resize >= 40 && n_pipe >= 6, "manifest: %d resize and %d pipeline cases", n_resize, n_pipe);
     test_errors(m);
     test_jpeg();
+    test_webp();
     test_png();
     printf("%d resize cases, %d pipelines: %d checks passed, %d failed\n", n_resize, n_pipe, check_passed, check_failed);
     free(text);

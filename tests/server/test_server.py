@@ -213,6 +213,12 @@ def main():
                       ("-m", V2, "-i", JPG, "--pool", "mean")))
     else:
         print("note: this build has no JPEG decoder: the JPEG case is not run")
+    webp = os.path.join(DATA, "webp", "lossy_alpha.webp")
+    if cli("embed", "-q", "-m", V2, "-i", webp, "-o", os.path.join(WORK, "probe.npy"))[0] == 0:
+        cases.append(("webp with alpha", {"input": ["data:image/webp;base64," + b64file(webp)], "pool": "mean"},
+                      ("-m", V2, "-i", webp, "--pool", "mean")))
+    else:
+        print("note: this build has no WebP decoder: the WebP case is not run")
     descr, shape, raw = npy_read(TENSOR)
     cases.append(("tensor", {"input": [{"tensor": base64.b64encode(raw).decode(), "shape": list(shape)}]},
                   ("-m", V2, "--input-tensor", TENSOR)))

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""gen_webp.py - WebP files and the pixels Hugging Face's processors get from them through
+PIL, for the bit-exactness test of jepa.c's WebP decoder (input/image.c, libwebp) against
+transformers' convert_to_rgb(Image.open(f)): an RGB WebP as PIL decodes it, one with
+alpha converted to RGBA, alpha-composited onto opaque white and made RGB.
+
+    python3 -m venv /tmp/v && /tmp/v/bin/pip install numpy pillow
+    /tmp/v/bin/python tests/gen/gen_webp.py          # writes tests/input/data/webp/
+
+Cases: lossy at three qualities (4:2:0 chroma: the upsampling filter shows), lossless,
+lossy and lossless with alpha, odd sizes, one pixel. `<name>.npy` holds the pixels
+(uint8 [H, W, 3]); manifest.txt lists them with PIL's and its libwebp's versions.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+from PIL import Image, features
+
+
+def convert_to_rgb(image):
+    """transformers.image_transforms.convert_to_rgb, restated (as in gen_png.py)."""
+    if image.mode == "RGB":
+        return image
+    rgba = image.convert("RGBA")
+    background = Image.new("RGBA", rgba.size, (255, 255, 255))
+    return Image.alpha_composite(background, rgba).convert("RGB")
+
+
+def picture(h, w, seed):
+    """Smooth ramps plus noise (the chroma detail lossy WebP's upsampling changes)."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w].astype(np.float64)
+    r = 128 + 100 * np.sin(x / 6.0 + seed) * np.cos(y / 10.0)
+    g = 128 + 90 * np.cos((x - y) / 8.0)
+    b = 255 * (x / max(w - 1, 1)) * (1 - y / max(h - 1, 1))
+    img = np.stack([r, g, b], -1) + rng.normal(0, 16, (h, w, 3))
+    return np.clip(np.rint(img), 0, 255).astype(np.uint8)
+
+
+def alpha(h, w):
+    y, x = np.mgrid[0:h, 0:w]
+    return ((x * 255) // max(w - 1, 1) ^ (y * 37 % 256)).astype(np.uint8)
+
+
+CASES = [
+    # name, size (h, w), alpha, save options
+    ("lossy_q80", (48, 64), False, dict(quality=80)),
+    ("lossy_q50_odd", (37, 53), False, dict(quality=50)),
+    ("lossy_q95", (32, 40), False, dict(quality=95, method=6)),
+    ("lossless", (40, 56), False, dict(lossless=True)),
+    ("lossy_alpha", (45, 61), True, dict(quality=85)),
+    ("lossless_alpha", (30, 34), True, dict(lossless=True)),
+    ("one_pixel", (1, 1), False, dict(quality=90)),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "input", "data", "webp"))
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    lines = ["# gen_webp.py: PIL %s, libwebp %s" % (Image.__version__, features.version("webp")),
+             "# name height width (transformers' convert_to_rgb(Image.open(name.webp)) is name.npy)"]
+    for i, (name, (h, w), has_alpha, opts) in enumerate(CASES):
+        px = picture(h, w, i)
+        im = Image.fromarray(np.dstack([px, alpha(h, w)]), "RGBA") if has_alpha else Image.fromarray(px, "RGB")
+        path = os.path.join(args.out, name + ".webp")
+        im.save(path, "WEBP", **opts)
+        with Image.open(path) as f:
+            rgb = np.asarray(convert_to_rgb(f))
+        assert rgb.shape == (h, w, 3), (name, rgb.shape)
+        np.save(os.path.join(args.out, name + ".npy"), rgb)
+        lines.append("%s %d %d" % (name, h, w))
+    with open(os.path.join(args.out, "manifest.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("%d cases in %s" % (len(CASES), args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
