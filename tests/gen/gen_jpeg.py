@@ -48,6 +48,18 @@ CASES = [
 ]
 
 
+def write_case(out, name, im, ext, fmt, opts, to_rgb):
+    """Save im as OUT/name.ext with PIL's encoder, decode it back through to_rgb into
+    OUT/name.npy (uint8 [H, W, 3]); the manifest line. Shared with gen_webp.py."""
+    path = os.path.join(out, name + "." + ext)
+    im.save(path, fmt, **opts)
+    with Image.open(path) as f:
+        rgb = np.asarray(to_rgb(f))
+    assert rgb.shape == (im.height, im.width, 3), (name, rgb.shape)
+    np.save(os.path.join(out, name + ".npy"), rgb)
+    return "%s %d %d" % (name, im.height, im.width)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "input", "data", "jpeg"))
@@ -58,13 +70,7 @@ def main():
     for i, (name, (h, w), mode, opts) in enumerate(CASES):
         px = picture(h, w, i)
         im = Image.fromarray(px if mode == "RGB" else px[..., 1], mode)
-        path = os.path.join(args.out, name + ".jpg")
-        im.save(path, "JPEG", **opts)
-        with Image.open(path) as f:
-            rgb = np.asarray(f.convert("RGB"))
-        assert rgb.shape == (h, w, 3), (name, rgb.shape)
-        np.save(os.path.join(args.out, name + ".npy"), rgb)
-        lines.append("%s %d %d" % (name, h, w))
+        lines.append(write_case(args.out, name, im, "jpg", "JPEG", opts, lambda f: f.convert("RGB")))
     # CMYK: decoded by PIL with its own inversion conventions (Adobe); refused by jepa.c
     Image.fromarray(picture(16, 16, 99)).convert("CMYK").save(os.path.join(args.out, "cmyk.jpg"), "JPEG", quality=90)
     with open(os.path.join(args.out, "manifest.txt"), "w") as f:

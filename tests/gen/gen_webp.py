@@ -18,25 +18,8 @@ import sys
 import numpy as np
 from PIL import Image, features
 
-
-def convert_to_rgb(image):
-    """transformers.image_transforms.convert_to_rgb, restated (as in gen_png.py)."""
-    if image.mode == "RGB":
-        return image
-    rgba = image.convert("RGBA")
-    background = Image.new("RGBA", rgba.size, (255, 255, 255))
-    return Image.alpha_composite(background, rgba).convert("RGB")
-
-
-def picture(h, w, seed):
-    """Smooth ramps plus noise (the chroma detail lossy WebP's upsampling changes)."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:h, 0:w].astype(np.float64)
-    r = 128 + 100 * np.sin(x / 6.0 + seed) * np.cos(y / 10.0)
-    g = 128 + 90 * np.cos((x - y) / 8.0)
-    b = 255 * (x / max(w - 1, 1)) * (1 - y / max(h - 1, 1))
-    img = np.stack([r, g, b], -1) + rng.normal(0, 16, (h, w, 3))
-    return np.clip(np.rint(img), 0, 255).astype(np.uint8)
+from gen_jpeg import picture, write_case   # the same pictures and save / decode step
+from gen_png import convert_to_rgb          # transformers' convert_to_rgb, restated
 
 
 def alpha(h, w):
@@ -66,13 +49,7 @@ def main():
     for i, (name, (h, w), has_alpha, opts) in enumerate(CASES):
         px = picture(h, w, i)
         im = Image.fromarray(np.dstack([px, alpha(h, w)]), "RGBA") if has_alpha else Image.fromarray(px, "RGB")
-        path = os.path.join(args.out, name + ".webp")
-        im.save(path, "WEBP", **opts)
-        with Image.open(path) as f:
-            rgb = np.asarray(convert_to_rgb(f))
-        assert rgb.shape == (h, w, 3), (name, rgb.shape)
-        np.save(os.path.join(args.out, name + ".npy"), rgb)
-        lines.append("%s %d %d" % (name, h, w))
+        lines.append(write_case(args.out, name, im, "webp", "WEBP", opts, convert_to_rgb))
     with open(os.path.join(args.out, "manifest.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("%d cases in %s" % (len(CASES), args.out))
