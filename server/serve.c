@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -110,6 +111,12 @@ static enum MHD_Result reply(struct server *sv, struct MHD_Connection *c, struct
     return ok;
 }
 
+/* The client sent "Expect: 100-continue": it waits for an answer before sending its body. */
+static bool expects_continue(struct MHD_Connection *c) {
+    const char *e = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+    return e && !strcasecmp(e, "100-continue");
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **req_cls) {
     (void)version;
@@ -142,10 +149,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             const unsigned long long n = strtoull(cl, &end, 10);
             if (*end || end == cl) {
                 api_error(&r, 400, "invalid_request_error", "bad Content-Length");
-            } else if (n > sv->max_body) {
+            } else if (n > sv->max_body && (expects_continue(c) || n / 8 > sv->max_body)) {
+                /* refused before the body is sent: the client waits for "100 Continue", or
+                   the body is far past the cap */
                 api_error(&r, 413, "request_too_large", "the body is %llu bytes, more than the %zu bytes this server "
                           "takes (--max-body-mb)", n, sv->max_body);
                 r.reject = REJ_TOO_LARGE;
+            } else if (n > sv->max_body) {
+                q->too_large = true;   /* read and dropped, then 413: the client sees the answer */
             } else if (n && !(q->body = malloc(n + 1))) {
                 api_error(&r, 503, "unavailable", "out of memory for a %llu-byte body", n);
                 r.retry_after = 1;
