@@ -164,7 +164,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("jepa.c 0.1.0\n");
+        printf("jepa.c %s\n", jepa_version());
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

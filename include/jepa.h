@@ -60,6 +60,10 @@ typedef enum jepa_status {
 /* A short English name of a status code ("format error", ...). */
 JEPA_API const char *jepa_status_str(jepa_status s);
 
+/* The library's version, "MAJOR.MINOR.PATCH" (the version its build was configured with:
+ * what jepa.pc and `jepa --version` say; the shared library's soname is MAJOR). */
+JEPA_API const char *jepa_version(void);
+
 typedef struct jepa_model jepa_model;
 typedef struct jepa_ctx jepa_ctx;
 

@@ -22,6 +22,8 @@
 
 const char *jepa_status_str(jepa_status s) { return jr_status_str(s); }
 
+const char *jepa_version(void) { return JEPA_VERSION; }
+
 /* ---- model ---- */
 
 static jepa_status finish_load(jepa_model **out, struct gguf_file *g, jepa_status st,

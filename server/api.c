@@ -261,7 +261,7 @@ static bool read_clips(const struct sv_api *a, struct clip_reader *rd, const cha
     it->nb = clips_count(rd);
     clips_shape(rd, &it->T, &it->H, &it->W);
     const size_t clip = (size_t)3 * it->T * it->H * it->W;
-    if ((size_t)it->nb * clip * sizeof(float) > SV_MAX_CLIP_BYTES - *clip_bytes)
+    if ((uint64_t)it->nb * clip * sizeof(float) > SV_MAX_CLIP_BYTES - *clip_bytes)   /* nb <= 64, clip < 2^28 */
         return BAD("%s: its clips are more than the %zu MiB of preprocessed input a request may have", name,
                    SV_MAX_CLIP_BYTES >> 20), false;
     *clip_bytes += (size_t)it->nb * clip * sizeof(float);

@@ -4,7 +4,9 @@
 #      its GPU tests skip without a GPU, the same kernels run under the SIMT emulator;
 #      then every global symbol of its installed libjepa.a must carry a project prefix
 #      (tests/check_symbols.sh, nm); the static x86-64 binary (-Dstatic=true) must be
-#      statically linked and write the release binary's bytes (tests/check_static.sh)
+#      statically linked and write the release binary's bytes (tests/check_static.sh);
+#      a program built against the installed tree through pkg-config, linked shared and
+#      static, must print jepa embed's embedding (tests/check_install.sh)
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, all suites (CUDA emulated only)
 #   3. clang build with warnings as errors (compile check), all suites (CUDA emulated only)
 #   4. aarch64 cross build, static, kernel and model suites under qemu-aarch64 (NEON)
@@ -24,7 +26,7 @@ status=0
 
 # run_suite NAME BUILD_DIR [meson setup args...]
 run_suite() {
-    local name=$1 dir=$2
+    local name=$1 dir=$2 t0=$SECONDS
     shift 2
     echo "=== $name ($dir)"
     local log=$dir/run_all
@@ -51,6 +53,7 @@ run_suite() {
         [ -z "$fail" ] && failed=$((failed + 1))
         echo "--- failures of $name:"; grep -E 'FAIL|Error|error' "$log.test.log" | head -40
     fi
+    echo "--- $name: $((SECONDS - t0)) s"
 }
 
 run_suite "release (gcc)" build-test-release --buildtype=release -Dcuda=enabled
@@ -62,6 +65,12 @@ if meson install -C build-test-release --destdir install-root >build-test-releas
     passed=$((passed + 1))
 else
     echo "symbol check FAILED"; failed=$((failed + 1)); status=1
+fi
+echo "=== the installed tree: a program built through pkg-config, shared and static (tests/check_install.sh)"
+if sh tests/check_install.sh build-test-release tests/data/vjepa2_tiny/model.gguf; then
+    passed=$((passed + 1))
+else
+    echo "install check FAILED"; failed=$((failed + 1)); status=1
 fi
 # The static binary (-Dstatic=true; configure leaves out what cannot link statically):
 # built alone (no tests of its own), checked by tests/check_static.sh against the release
@@ -81,8 +90,10 @@ rm -f build-test-static.setup.log
 [ $quick = 1 ] || run_suite "asan+ubsan (gcc)" build-test-san --buildtype=debugoptimized \
     -Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled
 if [ $quick = 0 ] && command -v clang >/dev/null; then
+    # the emulated AVX-512 and CUDA tests run in the gcc builds; here the kernels are
+    # compiled by clang and tested natively
     CC=clang CXX=clang++ run_suite "clang -Werror" build-test-clang --buildtype=release -Dwerror=true \
-        -Dcuda=disabled
+        -Dcuda=disabled -Demulated_tests=false
 fi
 if [ $quick = 0 ] && command -v aarch64-linux-gnu-gcc >/dev/null && command -v qemu-aarch64-static >/dev/null; then
     # meson runs test executables through the cross file's exe_wrapper itself; the shell-
@@ -124,5 +135,5 @@ if [ $quick = 0 ] && [ -x build-test-san/cli/jepa ] &&
     fi
 fi
 
-echo "$passed passed, $failed failed, $skipped skipped"
+echo "$passed passed, $failed failed, $skipped skipped ($SECONDS s)"
 exit $status

@@ -376,12 +376,15 @@ int main(void) {
     int tested = 0;
     /* JEPA_CHECKASM_REDUCED=1 (tests/checkasm/meson.build: under qemu and the sanitizers,
      * where the scalar double reference runs 10-40x slower): the block formats' grid stops
-     * at M N K = 1.5e6 (every tile edge kept, not the largest products) and each type runs
-     * one of the ViT shapes (M = 37 x (3072, 768)); the decoding and GELU checks are
-     * unchanged. */
+     * at M N K = 1.5e6, the other types' at 1e7 (every tile edge kept, not the largest
+     * products), and each type runs one of the ViT shapes at 5 rows (5 x (3072, 768));
+     * the decoding and GELU checks are unchanged. */
     const char *red = getenv("JEPA_CHECKASM_REDUCED");
     const bool reduced = red && !strcmp(red, "1");
     const double block_mnk = reduced ? 1.5e6 : 3e7;
+    /* f32 / f16 / bf16 / q8_0 when reduced: up to 577 x 17 x 768 and 17 x 577 x 768 (every M
+     * and N tile edge of 577 still), not 577 x 65 x 768 (the qemu run's longest cases) */
+    const double dense_mnk = reduced ? 1e7 : 3e7;
 
     for (int l = 0; l < nl; l++) {
         struct jk_kernels kt;
@@ -403,7 +406,7 @@ int main(void) {
                         /* the largest products (577 x 577 x >= 100) only cost time (the
                          * reference is scalar double; under qemu minutes): their tiles
                          * and edges are all in 577 x 65 x 768 and 65 x 577 x 768 */
-                        if ((double)Ms[mi] * Ns[ni] * ks[ki] > (t > JK_Q8_0 ? block_mnk : 3e7)) continue;
+                        if ((double)Ms[mi] * Ns[ni] * ks[ki] > (t > JK_Q8_0 ? block_mnk : dense_mnk)) continue;
                         struct gcase c = {(enum jk_dtype)t, Ms[mi], Ns[ni], ks[ki],
                                           (enum jk_epilogue)ca_int(0, 2), ca_int(0, 1), ca_int(0, 1)};
                         fails += run_case(&kt, lv[l].name, &ref, &c);
@@ -411,10 +414,10 @@ int main(void) {
                     }
             for (int v = 0; v < 7; v++) {
                 /* all five at M = 37, then (2304, 768) and (768, 3072) at M = 67 (one of
-                 * them, M = 37 x (3072, 768), when reduced) */
+                 * them, M = 5 x (3072, 768), when reduced) */
                 const int vi = v < 5 ? v : (v - 5) * 2;
                 if (reduced && v != 1) continue;
-                struct gcase c = {(enum jk_dtype)t, v < 5 ? 37 : 67, vit[vi][0], vit[vi][1],
+                struct gcase c = {(enum jk_dtype)t, reduced ? 5 : v < 5 ? 37 : 67, vit[vi][0], vit[vi][1],
                                   (enum jk_epilogue)(v % 3), v & 1, 1};
                 fails += run_case(&kt, lv[l].name, &ref, &c);
                 cases++;

@@ -20,7 +20,7 @@ for _ in $(seq 100); do
 done
 [ -n "$port" ] || { echo "FAIL the server did not start"; cat "$WORK/serve.log"; kill $pid; exit 1; }
 timeout 300 "$ST" run "$(dirname "$0")/../../docs/openapi.yaml" --url "http://127.0.0.1:$port" \
-    -H "Authorization: Bearer $KEY" -n 25 --seed 7 --max-time 60 --checks all \
+    -H "Authorization: Bearer $KEY" -n 25 --seed 7 --max-time 45 --checks all \
     --exclude-checks positive_data_acceptance --request-timeout 20 >"$WORK/schemathesis.log" 2>&1
 st=$?
 kill -TERM $pid
