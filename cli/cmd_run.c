@@ -791,6 +791,7 @@ done:
  * many_prefetch call could read, each one clip of the first one's shape, run as one
  * forward; many_one takes each input's outputs from here instead of encoding it. */
 #define MANY_BATCH_MAX 256
+#define MANY_BATCH_BYTES ((size_t)1 << 30)   /* the clips and outputs of one batch, at most */
 struct many_batch {
     int n;
     const char *input[MANY_BATCH_MAX];   /* run_many's pointers, compared as such */
@@ -837,9 +838,9 @@ static void many_prefetch(void *user, const char *const *inputs, int n) {
     if (n > MANY_BATCH_MAX) n = MANY_BATCH_MAX;
     if (n < 2) return;
     struct run_opts o = *u->o;
-    int T = 0, H = 0, W = 0, n_tok = 0, k = 0;
+    int T = 0, H = 0, W = 0, n_tok = 0, k = 0, cap = n;
     size_t clip = 0;
-    for (int j = 0; j < n; j++) {
+    for (int j = 0; j < n && k < cap; j++) {
         many_input_opts(&o, inputs[j]);
         struct clip_reader *r = NULL;
         struct jerr e = {0};
@@ -851,10 +852,19 @@ static void many_prefetch(void *user, const char *const *inputs, int n) {
         clips_shape(r, &t, &h, &w);
         if (!k) {
             free(b->xs);   /* (a first clip that could not be read left one behind) */
-            if (jepa_model_grid(u->m, t, h, w, &gt, &gh, &gw, &nt) ||
-                !(b->xs = malloc(sizeof(float) * (size_t)3 * t * h * w * (size_t)n))) {
+            b->xs = NULL;
+            if (jepa_model_grid(u->m, t, h, w, &gt, &gh, &gw, &nt)) {
                 clips_close(r);
                 continue;
+            }
+            /* as many clips as fit MANY_BATCH_BYTES with their outputs; the rest run alone */
+            const size_t D = (size_t)in->embed_dim;
+            const size_t per = sizeof(float) * ((size_t)3 * t * h * w + (size_t)nt * D * (1 + (u->o->hier ? in->n_hier : 0)) +
+                                                2 * D + (size_t)in->emb_dim);
+            cap = per * (size_t)n <= MANY_BATCH_BYTES ? n : (int)(MANY_BATCH_BYTES / per);
+            if (cap < 2 || !(b->xs = malloc(sizeof(float) * (size_t)3 * t * h * w * (size_t)cap))) {
+                clips_close(r);
+                break;
             }
             T = t, H = h, W = w, n_tok = nt, clip = (size_t)3 * t * h * w;
         }
@@ -933,7 +943,8 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
                 .inputs_list = o.inputs_list,
                 .args = (const char *const *)o.pos, .n_args = o.n_pos, .resume = o.resume, .quiet = o.quiet,
                 .verbose = o.verbose, .suffix = cmd == RUN_EMBED ? ".npy" : ".logits.npy",
-                .batch = o.batch ? o.batch : o.gpu >= 0 ? 8 : 1, .prefetch = many_prefetch};
+                .batch = o.batch ? (o.batch < MANY_BATCH_MAX ? o.batch : MANY_BATCH_MAX) : o.gpu >= 0 ? 8 : 1,
+                .prefetch = many_prefetch};
             struct many_user *u = calloc(1, sizeof *u);
             if (!u) {
                 rc = cli_fail(NULL, "out of memory");

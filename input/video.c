@@ -178,7 +178,6 @@ static jepa_status av_fail(struct jerr *e, jepa_status s, const char *path, cons
 /* The library never prints: FFmpeg's own log goes quiet; errors come back as messages. */
 static void quiet_ffmpeg(void) { av_log_set_level(AV_LOG_QUIET); }
 
-
 static void close_input(AVFormatContext **fc, AVIOContext **pb) {
     avformat_close_input(fc);
     if (*pb) {

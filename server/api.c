@@ -479,6 +479,7 @@ void api_run(const struct sv_api *a, const char *body, size_t len, bool classify
         cJSON *lg = obj_get(root, "logits");
         if (lg && !cJSON_IsBool(lg)) { BAD("'logits' is true or false"); goto done; }
         want_logits = cJSON_IsTrue(lg);
+        if (top_k > in->n_classes) top_k = in->n_classes;   /* the default, 5, on a head of fewer classes */
         if (!get_int(root, "top_k", 1, in->n_classes, &top_k, "", r)) goto done;
         if (obj_get(root, "pool") || obj_get(root, "hier")) {
             BAD("'pool' and 'hier' belong to /v1/embeddings");
