@@ -3,7 +3,7 @@
  * Built when configure found libmicrohttpd and cJSON (JEPA_HAVE_SERVER); otherwise the
  * command says what is missing.
  *
- *   jepa serve -m MODEL [--host 127.0.0.1] [--port 8080] [--workers N] [--threads T]
+ *   jepa serve -m MODEL [--model-id ID] [--host 127.0.0.1] [--port 8080] [--workers N] [--threads T]
  *              [--max-batch B] [--batch-wait-ms W] [--queue Q] [--max-body-mb S]
  *              [--timeout-s X] [--max-connections C] [--idle-timeout-s I]
  *              [--api-key KEY | env JEPA_API_KEY] [-g N] [--cpu ISA] [-q]
@@ -25,6 +25,8 @@ static void serve_usage(void) {
            "  an HTTP server: POST /v1/embeddings (OpenAI's request shape; images, videos and\n"
            "  tensors in base64), POST /v1/classify, GET /v1/models, /health, /metrics\n"
            "  (docs/server.md). Stops on SIGTERM / SIGINT after finishing what it has read.\n"
+           "  --model-id ID          the model's name in /v1/models and requests (default: the\n"
+           "                         file's name without .gguf)\n"
            "  --host ADDR            numeric IPv4 / IPv6 address to listen on (default 127.0.0.1:\n"
            "                         this machine only; 0.0.0.0 for every interface)\n"
            "  --port N               TCP port (default 8080; 0: any free port, printed at start)\n"
@@ -82,6 +84,7 @@ int cmd_serve(int argc, char **argv) {
         }
         if (known) continue;
         const char **sdst = !strcmp(a, "-m") || !strcmp(a, "--model") ? &o.model : !strcmp(a, "--host") ? &o.host
+                          : !strcmp(a, "--model-id") ? &o.model_id
                           : !strcmp(a, "--api-key") ? &o.api_key : !strcmp(a, "--cpu") ? &o.cpu : NULL;
         if (!sdst) return cli_usage_error("serve", "unknown option '%s'", a);
         if (!v) return cli_usage_error("serve", "option %s needs a value", a);
@@ -91,6 +94,8 @@ int cmd_serve(int argc, char **argv) {
     if (!o.model) return cli_usage_error("serve", "missing -m MODEL");
     if (!o.api_key) o.api_key = getenv("JEPA_API_KEY");
     if (o.api_key && !*o.api_key) return cli_usage_error("serve", "the API key is empty");
+    if (o.model_id && (!*o.model_id || strlen(o.model_id) > 200))
+        return cli_usage_error("serve", "--model-id takes 1 to 200 characters");
     if (o.max_batch > o.queue)
         return cli_usage_error("serve", "--max-batch %d is more than --queue %d clips", o.max_batch, o.queue);
     return serve_run(&o);

@@ -268,7 +268,8 @@ int serve_run(const struct serve_opts *o) {
     struct sv_api *a = &sv.api;
     a->model = m;
     jepa_model_get_info(m, &a->info);
-    model_id(o->model, id, sizeof id);
+    if (o->model_id) snprintf(id, sizeof id, "%s", o->model_id);
+    else model_id(o->model, id, sizeof id);
     a->model_id = id;
     a->timeout_ms = o->timeout_s * 1e3;
     a->queue = o->queue;

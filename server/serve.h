@@ -7,6 +7,7 @@
 
 struct serve_opts {
     const char *model;         /* the GGUF */
+    const char *model_id;      /* what /v1/models calls it (NULL: the file's name without .gguf) */
     const char *host;          /* a numeric IPv4 / IPv6 address, or "localhost" */
     int port;                  /* 0: any free port (the startup line says which) */
     int workers, threads;      /* contexts; threads each (0: all cores / workers) */

@@ -538,10 +538,12 @@ def main():
     check(rc == 0, "server C: exit 0")
 
     # ===== V-JEPA 2.1: hierarchical outputs =====
-    D = Server("d", V21, "--max-batch", "1")
+    D = Server("d", V21, "--max-batch", "1", "--model-id", "v21-tiny")
+    st, _, data = D.request("GET", "/v1/models")
+    check(st == 200 and json.loads(data)["data"][0]["id"] == "v21-tiny", "--model-id names the model in /v1/models")
     ref = cli_embed("v21_hier", "-m", V21, "-i", PNG, "--hier")
     st, _, body = D.post("/v1/embeddings", {"input": ["data:image/png;base64," + png], "hier": True,
-                                            "encoding_format": "base64"})
+                                            "encoding_format": "base64", "model": "v21-tiny"})
     check(st == 200 and ref is not None and base64.b64decode(body["data"][0]["embedding"]) == ref[2] and
           tuple(body["data"][0]["shape"]) == ref[1], "V-JEPA 2.1 hier: bit-identical to jepa embed --hier")
     rc, _ = D.stop()
