@@ -20,6 +20,7 @@ mkdir -p "$work"
 command -v wrk >/dev/null || { echo "bench/serve_load.sh: needs wrk (apt-get install wrk)" >&2; exit 1; }
 "$jepa" serve --help >/dev/null 2>&1 || { echo "bench/serve_load.sh: $jepa has no server" >&2; exit 1; }
 here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/tests/server/serve_port.sh"
 [ -f "$work/lejepa-vits16-f16.gguf" ] ||
     "$jepa" synth --arch lejepa-vits16-224 --dtype f16 -o "$work/lejepa-vits16-f16.gguf" >/dev/null
 python3 - "$here/tests/data/vjepa2_tiny/input.npy" "$here/tests/input/data/e2e.png" "$work" <<'PY'
@@ -52,12 +53,8 @@ for case in "vjepa2-tiny, tensor|$here/tests/data/vjepa2_tiny/model.gguf|serve_t
     for mb in 1 8; do
         "$jepa" serve -m "$model" --port 0 -q --max-batch $mb --batch-wait-ms 5 --queue 256 2>"$work/serve.log" &
         pid=$!
-        port=
-        for _ in $(seq 100); do
-            port=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$work/serve.log" | head -1)
-            [ -n "$port" ] && break
-            sleep 0.1
-        done
+        port=$(serve_port "$work/serve.log")
+        [ -n "$port" ] || { echo "bench/serve_load.sh: the server did not start" >&2; cat "$work/serve.log" >&2; exit 1; }
         out=$(JEPA_BODY="$work/$body" wrk -t2 -c"$conns" -d"${secs}s" -s "$work/serve_post.lua" --latency \
               "http://127.0.0.1:$port/v1/embeddings")
         kill -TERM $pid

@@ -60,22 +60,32 @@ def write_case(out, name, im, ext, fmt, opts, to_rgb):
     return "%s %d %d" % (name, im.height, im.width)
 
 
-def main():
+def out_dir(sub):
+    """--out (default tests/input/data/SUB), created. Shared with gen_webp.py."""
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "input", "data", "jpeg"))
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "input", "data", sub))
+    out = ap.parse_args().out
+    os.makedirs(out, exist_ok=True)
+    return out
+
+
+def write_manifest(out, lines, n):
+    with open(os.path.join(out, "manifest.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("%d cases in %s" % (n, out))
+
+
+def main():
+    out = out_dir("jpeg")
     lines = ["# gen_jpeg.py: PIL %s, libjpeg-turbo %s" % (Image.__version__, features.version("libjpeg_turbo")),
              "# name height width (PIL's Image.open(name.jpg).convert('RGB') is name.npy)"]
     for i, (name, (h, w), mode, opts) in enumerate(CASES):
         px = picture(h, w, i)
         im = Image.fromarray(px if mode == "RGB" else px[..., 1], mode)
-        lines.append(write_case(args.out, name, im, "jpg", "JPEG", opts, lambda f: f.convert("RGB")))
+        lines.append(write_case(out, name, im, "jpg", "JPEG", opts, lambda f: f.convert("RGB")))
     # CMYK: decoded by PIL with its own inversion conventions (Adobe); refused by jepa.c
-    Image.fromarray(picture(16, 16, 99)).convert("CMYK").save(os.path.join(args.out, "cmyk.jpg"), "JPEG", quality=90)
-    with open(os.path.join(args.out, "manifest.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("%d cases in %s" % (len(CASES), args.out))
+    Image.fromarray(picture(16, 16, 99)).convert("CMYK").save(os.path.join(out, "cmyk.jpg"), "JPEG", quality=90)
+    write_manifest(out, lines, len(CASES))
     return 0
 
 

@@ -11,14 +11,12 @@ Cases: lossy at three qualities (4:2:0 chroma: the upsampling filter shows), los
 lossy and lossless with alpha, odd sizes, one pixel. `<name>.npy` holds the pixels
 (uint8 [H, W, 3]); manifest.txt lists them with PIL's and its libwebp's versions.
 """
-import argparse
-import os
 import sys
 
 import numpy as np
 from PIL import Image, features
 
-from gen_jpeg import picture, write_case   # the same pictures and save / decode step
+from gen_jpeg import out_dir, picture, write_case, write_manifest   # the same pictures, save / decode, manifest
 from gen_png import convert_to_rgb          # transformers' convert_to_rgb, restated
 
 
@@ -40,21 +38,15 @@ CASES = [
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "input", "data", "webp"))
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
+    out = out_dir("webp")
     lines = ["# gen_webp.py: PIL %s, libwebp %s" % (Image.__version__, features.version("webp")),
              "# name height width (transformers' convert_to_rgb(Image.open(name.webp)) is name.npy)"]
     for i, (name, (h, w), has_alpha, opts) in enumerate(CASES):
         px = picture(h, w, i)
         im = Image.fromarray(np.dstack([px, alpha(h, w)]), "RGBA") if has_alpha else Image.fromarray(px, "RGB")
-        lines.append(write_case(args.out, name, im, "webp", "WEBP", opts, convert_to_rgb))
-    with open(os.path.join(args.out, "manifest.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("%d cases in %s" % (len(CASES), args.out))
+        lines.append(write_case(out, name, im, "webp", "WEBP", opts, convert_to_rgb))
+    write_manifest(out, lines, len(CASES))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

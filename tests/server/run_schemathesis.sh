@@ -12,12 +12,8 @@ KEY=fuzz-key-42
 JEPA_API_KEY=$KEY "$JEPA" serve -m "$MODEL" --port 0 -t 2 -q --max-body-mb 1 --timeout-s 10 \
     2>"$WORK/serve.log" &
 pid=$!
-port=
-for _ in $(seq 100); do
-    port=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$WORK/serve.log" | head -1)
-    [ -n "$port" ] && break
-    sleep 0.1
-done
+. "$(dirname "$0")/serve_port.sh"
+port=$(serve_port "$WORK/serve.log")
 [ -n "$port" ] || { echo "FAIL the server did not start"; cat "$WORK/serve.log"; kill $pid; exit 1; }
 timeout 300 "$ST" run "$(dirname "$0")/../../docs/openapi.yaml" --url "http://127.0.0.1:$port" \
     -H "Authorization: Bearer $KEY" -n 25 --seed 7 --max-time 45 --checks all \
