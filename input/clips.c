@@ -26,9 +26,6 @@ struct clip_reader {
     const char *const *paths;
     const void *img_data;
     size_t img_size;
-    /* a video in memory (video_data; else the file r->name) */
-    const void *video_data;
-    size_t video_size;
     /* frames */
     struct npy frames;
     /* video */
@@ -195,7 +192,6 @@ static jepa_status open_video(struct clip_reader **out, const char *path, const 
     jepa_status st = reader_new(out, SRC_VIDEO, path, cfg, e);
     if (st) return fail_open(out, st);
     struct clip_reader *r = *out;
-    r->video_data = data, r->video_size = size;
     const int fpc = s->frames_per_clip, fstp = s->frame_step;
     if (fpc < 1 || fstp < 1 || (!s->dense && (s->num_clips < 1 || s->num_clips > CLIPS_MAX_CLIPS)))
         return fail_open(out, jr_err_set(e, JEPA_ERR_ARG, "%s: bad clip sampling (%d frames, step %d, %d clips)",

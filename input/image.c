@@ -345,32 +345,43 @@ static jepa_status decode_webp(const uint8_t *d, size_t n, const char *what, uin
 #endif
 }
 
+const char *image_format(const void *data, size_t n) {
+    static const uint8_t png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    const uint8_t *d = data;
+    return n >= 8 && !memcmp(d, png, 8) ? "PNG"
+         : n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff ? "JPEG"
+         : is_webp(d, n) ? "WebP"
+         : n >= 2 && d[0] == 'B' && d[1] == 'M' ? "BMP"
+         : n >= 4 && !memcmp(d, "GIF8", 4) ? "GIF"
+         : n >= 4 && !memcmp(d, "8BPS", 4) ? "PSD"
+         : n >= 2 && !memcmp(d, "#?", 2) ? "HDR"
+         : n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7' ? "PNM" : NULL;
+}
+
+static bool decodable(const char *format) {
+    return format && (!strcmp(format, "PNG") || !strcmp(format, "JPEG") || !strcmp(format, "WebP"));
+}
+
 /* A PNG, JPEG or WebP by its signature; other image formats named and refused. */
 static jepa_status decode(const uint8_t *d, size_t n, const char *what, uint8_t **rgb, int *h, int *w,
                           struct jerr *e) {
-    static const uint8_t png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     *rgb = NULL;
-    if (n >= 8 && !memcmp(d, png, 8)) return decode_png(d, n, what, rgb, h, w, e);
-    if (n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff) return decode_jpeg(d, n, what, rgb, h, w, e);
-    if (is_webp(d, n)) return decode_webp(d, n, what, rgb, h, w, e);
-    const char *other = n >= 2 && d[0] == 'B' && d[1] == 'M' ? "BMP"
-                      : n >= 4 && !memcmp(d, "GIF8", 4) ? "GIF"
-                      : n >= 4 && !memcmp(d, "8BPS", 4) ? "PSD"
-                      : n >= 2 && !memcmp(d, "#?", 2) ? "HDR"
-                      : n >= 4 && !memcmp(d, "RIFF", 4) ? "RIFF (not WebP)"
-                      : n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7' ? "PNM" : NULL;
+    const char *f = image_format(d, n);
+    if (f && !strcmp(f, "PNG")) return decode_png(d, n, what, rgb, h, w, e);
+    if (f && !strcmp(f, "JPEG")) return decode_jpeg(d, n, what, rgb, h, w, e);
+    if (f && !strcmp(f, "WebP")) return decode_webp(d, n, what, rgb, h, w, e);
+    const char *other = f ? f : n >= 4 && !memcmp(d, "RIFF", 4) ? "RIFF (not WebP)" : NULL;
     if (other) return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: %s images are not supported (PNG, JPEG, WebP)", what, other);
     return jr_err_set(e, JEPA_ERR_FORMAT, "%s: cannot decode: not a PNG, JPEG or WebP image", what);
 }
 
 bool image_is_image_file(const char *path) {
-    static const uint8_t png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     uint8_t d[12];
     FILE *f = fopen(path, "rb");
     if (!f) return false;
     const size_t n = fread(d, 1, sizeof d, f);
     fclose(f);
-    return (n >= 8 && !memcmp(d, png, 8)) || (n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff) || is_webp(d, n);
+    return decodable(image_format(d, n));
 }
 
 jepa_status image_load_rgb(const char *path, uint8_t **rgb, int *h, int *w, struct jerr *e) {

@@ -22,6 +22,10 @@
 
 #include "runtime/error.h"
 
+/* The still-image format data[n] starts with, by its signature: "PNG", "JPEG", "WebP"
+ * (decoded), "BMP", "GIF", "PSD", "HDR", "PNM" (named and refused), or NULL. */
+const char *image_format(const void *data, size_t n);
+
 /* Whether the file at path starts with a PNG, JPEG or WebP signature (false if unreadable). */
 bool image_is_image_file(const char *path);
 

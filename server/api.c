@@ -10,6 +10,7 @@
 
 #include "cli/topk.h"
 #include "input/clips.h"
+#include "input/image.h"
 #include "server/text.h"
 
 /* ---- responses ---- */
@@ -43,8 +44,7 @@ void api_error(struct sv_response *r, int status, const char *type, const char *
 
 #define BAD(...) api_error(r, 400, "invalid_request_error", __VA_ARGS__)
 
-void api_health(const struct sv_api *a, bool draining, struct sv_response *r) {
-    (void)a;
+void api_health(bool draining, struct sv_response *r) {
     struct sbuf s = {0};
     sb_puts(&s, draining ? "{\"status\":\"shutting down\"}" : "{\"status\":\"ok\"}");
     respond(r, draining ? 503 : 200, &s);
@@ -216,8 +216,6 @@ static bool get_clip_opts(cJSON *o, struct clip_opts *c, const char *where, stru
            get_int(o, "num_clips", 1, SV_MAX_CLIPS_PER_INPUT, &c->num_clips, where, r);
 }
 
-static bool starts(const uint8_t *p, size_t n, const char *sig, size_t k) { return n >= k && !memcmp(p, sig, k); }
-
 /* A data URL's or bare base64 string's bytes, and the kind its media type (or, for bare
  * base64 and application/octet-stream, its first bytes) says. */
 static bool decode_payload(const char *str, size_t n, const char *name, enum item_kind *kind, bool kind_given,
@@ -246,17 +244,14 @@ static bool decode_payload(const char *str, size_t n, const char *name, enum ite
         return BAD("%s: bad base64 at character %lld", name, bad), false;
     }
     if (!it->n_bytes) return BAD("%s: empty", name), false;
-    const uint8_t *p = it->bytes;
-    const size_t sz = it->n_bytes;
-    const bool is_image = starts(p, sz, "\x89PNG", 4) || starts(p, sz, "\xff\xd8\xff", 3) ||
-                          starts(p, sz, "GIF8", 4) || starts(p, sz, "BM", 2) ||
-                          (sz >= 12 && starts(p, sz, "RIFF", 4) && !memcmp(p + 8, "WEBP", 4));
+    /* an image format's signature (decoded, or named and refused by the decoder) */
+    const bool is_image = image_format(it->bytes, it->n_bytes) != NULL;
     if (!kind_given) *kind = mime_kind >= 0 ? (enum item_kind)mime_kind : is_image ? IT_IMAGE : IT_VIDEO;
     return true;
 }
 
 /* Read clips of one input into it->x. false after answering. */
-static bool read_clips(const struct sv_api *a, struct clip_reader *rd, const char *name, struct item *it,
+static bool read_clips(struct clip_reader *rd, const char *name, struct item *it,
                        size_t *clip_bytes, struct sv_response *r) {
     it->nb = clips_count(rd);
     clips_shape(rd, &it->T, &it->H, &it->W);
@@ -275,7 +270,6 @@ static bool read_clips(const struct sv_api *a, struct clip_reader *rd, const cha
             return false;
         }
     }
-    (void)a;
     return true;
 }
 
@@ -357,7 +351,7 @@ static bool load_item(const struct sv_api *a, cJSON *v, int idx, const struct cl
     } else if (kind == IT_IMAGE) {
         if (clips_open_image_memory(&rd, name, it->bytes, it->n_bytes, &a->pre, &e))
             return BAD("%s", e.msg), false;
-        ok = read_clips(a, rd, name, it, clip_bytes, r);
+        ok = read_clips(rd, name, it, clip_bytes, r);
     } else {
         const struct clip_sampling s = {
             .frames_per_clip = co.fpc ? co.fpc : (a->info.n_frames > 0 ? a->info.n_frames : 1),
@@ -367,7 +361,7 @@ static bool load_item(const struct sv_api *a, cJSON *v, int idx, const struct cl
                       e.status == JEPA_ERR_NOMEM ? "server_error" : "invalid_request_error", "%s", e.msg);
             return false;
         }
-        ok = read_clips(a, rd, name, it, clip_bytes, r);
+        ok = read_clips(rd, name, it, clip_bytes, r);
         it->stacked = it->nb > 1;
     }
     clips_close(rd);

@@ -46,7 +46,7 @@ struct sv_response {
 /* POST /v1/embeddings (classify false) and /v1/classify. t0_ms: when the request began. */
 void api_run(const struct sv_api *a, const char *body, size_t len, bool classify, double t0_ms,
              struct sv_response *r);
-void api_health(const struct sv_api *a, bool draining, struct sv_response *r);
+void api_health(bool draining, struct sv_response *r);
 void api_models(const struct sv_api *a, struct sv_response *r);
 void api_metrics(const struct sv_api *a, int in_flight, struct sv_response *r);
 /* An error response: {"error": {"message": ..., "type": ...}}. */

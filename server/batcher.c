@@ -95,7 +95,6 @@ static void unlink_job(struct sv_batcher *b, struct sv_job *prev, struct sv_job 
     else b->head = j->next;
     if (b->tail == j) b->tail = prev;
     j->next = NULL;
-    j->queued = false;
     b->queued--;
 }
 
@@ -113,7 +112,7 @@ enum sv_submit_result sv_submit(struct sv_batcher *b, struct sv_group *g) {
     g->pending = g->n;
     for (int i = 0; i < g->n; i++) {
         struct sv_job *j = &g->jobs[i];
-        j->t_enqueued = now, j->queued = true, j->next = NULL, j->status = JEPA_OK, j->err[0] = 0;
+        j->t_enqueued = now, j->next = NULL, j->status = JEPA_OK, j->err[0] = 0;
         if (b->tail) b->tail->next = j;
         else b->head = j;
         b->tail = j;

@@ -46,7 +46,6 @@ struct sv_job {
     struct sv_job *next;
     struct sv_group *group;
     double t_enqueued;       /* ms, CLOCK_MONOTONIC */
-    bool queued;
 };
 
 /* One request's clips. The submitter allocates it (sv_group_new), fills jobs[0 .. n),

@@ -30,18 +30,6 @@ static struct {
 
 const char *sv_route_path(enum sv_route r) { return ROUTE_PATH[r]; }
 
-void metrics_init(void) {
-    pthread_mutex_lock(&M.mu);
-    memset(M.requests, 0, sizeof M.requests);
-    memset(M.lat, 0, sizeof M.lat);
-    memset(M.lat_sum, 0, sizeof M.lat_sum);
-    memset(M.lat_count, 0, sizeof M.lat_count);
-    memset(M.rejected, 0, sizeof M.rejected);
-    memset(M.batch, 0, sizeof M.batch);
-    M.batches = M.clips = M.tokens = 0;
-    pthread_mutex_unlock(&M.mu);
-}
-
 void metrics_request(enum sv_route r, int status, double seconds) {
     int si = N_STATUS, li = N_LAT;
     for (int i = 0; i < N_STATUS; i++)

@@ -14,7 +14,6 @@ enum sv_reject { REJ_QUEUE_FULL, REJ_TIMEOUT, REJ_TOO_LARGE, REJ_UNAUTHORIZED, R
 
 const char *sv_route_path(enum sv_route r);
 
-void metrics_init(void);
 /* One finished request: its route, status and time. */
 void metrics_request(enum sv_route r, int status, double seconds);
 void metrics_reject(enum sv_reject why);

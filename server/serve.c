@@ -193,7 +193,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                   sv->max_body);
         r.reject = REJ_TOO_LARGE;
     } else if (q->route == R_HEALTH) {
-        api_health(&sv->api, atomic_load(&sv->draining), &r);
+        api_health(atomic_load(&sv->draining), &r);
     } else if (q->route == R_MODELS) {
         api_models(&sv->api, &r);
     } else if (q->route == R_METRICS) {
@@ -236,7 +236,6 @@ int serve_run(const struct serve_opts *o) {
     pthread_mutex_init(&sv.log_mu, NULL);
     atomic_init(&sv.in_flight, 0);
     atomic_init(&sv.draining, false);
-    metrics_init();
     /* every thread started from here on inherits the mask: the signals reach sigwait only */
     sigset_t sigs;
     sigemptyset(&sigs);
