@@ -1,0 +1,320 @@
+"""The jepa package against the jepa binary (bit for bit, same inputs) and against the
+committed reference outputs of Meta's and Hugging Face's PyTorch modules (the parity bar)."""
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import jepa
+from conftest import data, media, parity
+
+V2 = data("vjepa2_tiny", "model.gguf")
+V21 = data("vjepa2_1_tiny", "model.gguf")
+VIT = data("hf_vit", "model.gguf")
+LEWM = data("lewm", "model.gguf")
+
+
+@pytest.fixture(scope="module")
+def v2():
+    return jepa.Model(V2, threads=2)
+
+
+# ---- the package itself --------------------------------------------------------------------
+
+def test_version_matches_the_binary(cli):
+    assert cli("--version").split()[1] == jepa.__version__
+
+
+def test_info(v2):
+    i = v2.info
+    assert (i.family, i.embed_dim, i.n_layer, i.patch_size, i.tubelet_size) == ("vjepa2", 128, 2, 16, 2)
+    assert i.has_head and i.n_classes == 7 and v2.labels == [f"c{k}" for k in range(7)]
+    assert i.predictor == "masked" and i.has_predictor
+    assert v2.grid(4, 64, 64) == (2, 4, 4, 32)
+    assert v2.device == "cpu" and v2.isa in ("avx512", "avx2", "neon", "scalar")
+
+
+# ---- parity with the references (independent implementations) --------------------------------
+
+def test_tokens_match_meta(v2):
+    parity(v2.embed(np.load(data("vjepa2_tiny", "input.npy"))), np.load(data("vjepa2_tiny", "tokens.npy")))
+
+
+def test_vjepa2_1_hier_and_image_path_match_meta():
+    m = jepa.Model(V21, threads=2)
+    h = m.embed(np.load(data("vjepa2_1_tiny", "input_video.npy")), hier=True)
+    parity(h, np.load(data("vjepa2_1_tiny", "hier_video.npy")))
+    t = m.embed(np.load(data("vjepa2_1_tiny", "input_image.npy")))
+    parity(t, np.load(data("vjepa2_1_tiny", "tokens_image.npy")))
+
+
+def test_classify_and_predict_match_meta(v2):
+    x = np.load(data("vjepa2_tiny", "input.npy"))
+    c = v2.classify(x)
+    parity(c.logits[None], np.load(data("vjepa2_tiny", "logits.npy"))[None])
+    assert c.top[0][0] == 1 and c.top[0][1] == "c1" and abs(sum(c.probs) - 1) < 1e-12
+    tokens = v2.embed(x)
+    pred = v2.predict(tokens, np.load(data("vjepa2_tiny", "ctx_ids.npy")), np.load(data("vjepa2_tiny", "tgt_ids.npy")),
+                      mask_index=0)
+    parity(pred, np.load(data("vjepa2_tiny", "pred_split.npy")))
+
+
+def test_hf_layout_matches_the_hf_reference():
+    """layout="BTCHW" takes Hugging Face's pixel_values_videos as it is."""
+    m = jepa.Model(data("hf_vjepa2", "model.gguf"), threads=2)
+    x = np.load(data("hf_vjepa2", "input.npy"))
+    pv = x.transpose(1, 0, 2, 3)[None].copy()          # [1, T, C, H, W]
+    got = m.embed(pv, layout="BTCHW")
+    assert got.shape == (1, 32, 64)
+    parity(got[0], np.load(data("hf_vjepa2", "tokens.npy")))
+    assert np.array_equal(got[0], m.embed(x))
+
+
+def test_world_models_match_their_references():
+    lw = jepa.Model(data("lewm_wm", "model_a.gguf"), threads=2)
+    parity(lw.lewm_predict(np.load(data("lewm_wm", "emb_a.npy")), np.load(data("lewm_wm", "actions_a.npy"))),
+           np.load(data("lewm_wm", "pred_a.npy")))
+    traj = np.load(data("lewm_wm", "traj_a.npy"))
+    parity(lw.lewm_rollout(np.load(data("lewm_wm", "rollout_emb_a.npy")),
+                           np.load(data("lewm_wm", "rollout_actions_a.npy")), traj.shape[1]), traj)
+    p = lw.plan(np.load(data("lewm_wm", "plan_hist_a.npy")), np.load(data("lewm_wm", "plan_goal_a.npy")),
+                past_actions=np.load(data("lewm_wm", "plan_past_a.npy")),
+                horizon=2, samples=24, iterations=4, elites=6, init_std=1.0, seed=77)
+    assert np.abs(p.actions - np.load(data("lewm_wm", "plan_actions_a.npy"))).max() <= 1e-4
+    ref_e = np.load(data("lewm_wm", "plan_energies_a.npy"))
+    assert (np.abs(p.energies - ref_e) / ref_e).max() <= 1e-4
+    assert abs(p.final_energy - float(np.load(data("lewm_wm", "plan_final_a.npy")).ravel()[0])) <= 1e-4 * p.final_energy
+
+    ac = jepa.Model(data("ac_wm", "model_a.gguf"), threads=2)
+    parity(ac.ac_predict(np.load(data("ac_wm", "tokens_a.npy")), np.load(data("ac_wm", "actions_a.npy")),
+                         np.load(data("ac_wm", "states_a.npy"))), np.load(data("ac_wm", "pred_a.npy")))
+    rt = np.load(data("ac_wm", "rollout_traj_a.npy"))
+    N = ac.info.pred_tokens_per_frame
+    traj, states = ac.ac_rollout(np.load(data("ac_wm", "rollout_tokens_a.npy")),
+                                 np.load(data("ac_wm", "rollout_states_a.npy")),
+                                 np.load(data("ac_wm", "rollout_actions_a.npy")), rt.shape[0] // N)
+    parity(traj, rt)
+    assert np.abs(states - np.load(data("ac_wm", "rollout_traj_states_a.npy"))).max() <= 2e-6
+
+
+# ---- bit for bit with the binary, every input kind -----------------------------------------
+
+def test_tensor_inputs_equal_the_cli(v2, cli, tmp_path):
+    x = np.load(data("vjepa2_tiny", "input.npy"))
+    assert np.array_equal(v2.embed(x), cli("embed", "-t", "2", "-m", V2, "--input-tensor",
+                                           data("vjepa2_tiny", "input.npy"), "-o", "out", outs=["out"]))
+    assert np.array_equal(v2.embed(x, pool="mean"),
+                          cli("embed", "-t", "2", "-m", V2, "--input-tensor", data("vjepa2_tiny", "input.npy"),
+                              "--pool", "mean", "-o", "out", outs=["out"]))
+    batch = np.stack([x, x[:, ::-1].copy(), -x])
+    np.save(tmp_path / "batch.npy", batch)
+    got = v2.embed(batch, pool="mean")
+    assert got.shape == (3, 128)
+    assert np.array_equal(got, cli("embed", "-t", "2", "-m", V2, "--input-tensor", str(tmp_path / "batch.npy"),
+                                   "--pool", "mean", "-o", "out", outs=["out"]))
+
+
+@pytest.mark.parametrize("image", ["e2e.png", "jpeg/q75_422.jpg", "jpeg/gray_progressive.jpg",
+                                   "webp/lossy_q80.webp", "webp/lossless_alpha.webp"])
+def test_image_files_equal_the_cli(v2, cli, image):
+    path = media(image)
+    assert np.array_equal(v2.embed(path), cli("embed", "-t", "2", "-m", V2, "-i", path, "-o", "out", outs=["out"]))
+
+
+def test_images_forming_one_clip_and_preprocessing_options(v2, cli):
+    a, b = media("e2e.png"), media("jpeg/q90_420.jpg")
+    assert np.array_equal(v2.embed([a, b, a, b]), cli("embed", "-t", "2", "-m", V2, "-i", a, "-i", b, "-i", a,
+                                                      "-i", b, "-o", "out", outs=["out"]))
+    got = v2.embed(a, antialias=False, resize_short=64, norm="sequential")
+    assert np.array_equal(got, cli("embed", "-t", "2", "-m", V2, "-i", a, "--no-antialias", "--resize-short", "64",
+                                   "--norm", "sequential", "-o", "out", outs=["out"]))
+
+
+def test_uint8_frames_equal_the_cli(v2, cli):
+    frames = np.load(media("e2e_frames.npy"))
+    assert frames.dtype == np.uint8 and frames.ndim == 4
+    assert np.array_equal(v2.embed(frames), cli("embed", "-t", "2", "-m", V2, "--frames-npy",
+                                                media("e2e_frames.npy"), "-o", "out", outs=["out"]))
+
+
+def test_video_equals_the_cli(v2, cli):
+    path = media("video_601.mp4")
+    one = v2.embed(path, frames_per_clip=4, frame_step=3)
+    assert np.array_equal(one, cli("embed", "-t", "2", "-m", V2, path, "--frames-per-clip", "4", "--frame-step", "3",
+                                   "-o", "out", outs=["out"]))
+    several = v2.embed(path, frames_per_clip=4, num_clips=3, pool="mean")
+    assert several.shape == (3, 128)
+    assert np.array_equal(several, cli("embed", "-t", "2", "-m", V2, path, "--frames-per-clip", "4",
+                                       "--num-clips", "3", "--pool", "mean", "-o", "out", outs=["out"]))
+    dense = v2.embed(path, frames_per_clip=4, dense=True, stride=16, pool="mean")
+    assert np.array_equal(dense, cli("embed", "-t", "2", "-m", V2, path, "--frames-per-clip", "4", "--dense",
+                                     "--stride", "16", "--pool", "mean", "-o", "out", outs=["out"]))
+
+
+def test_hier_cls_and_lewm_pools_equal_the_cli(cli):
+    m = jepa.Model(V21, threads=2)
+    x = data("vjepa2_1_tiny", "input_video.npy")
+    assert np.array_equal(m.embed(np.load(x), hier=True),
+                          cli("embed", "-t", "2", "-m", V21, "--input-tensor", x, "--hier", "-o", "out", outs=["out"]))
+    vit = jepa.Model(VIT, threads=2)
+    x = data("hf_vit", "input.npy")
+    assert np.array_equal(vit.embed(np.load(x), pool="cls"),
+                          cli("embed", "-t", "2", "-m", VIT, "--input-tensor", x, "--pool", "cls", "-o", "out",
+                              outs=["out"]))
+    lw = jepa.Model(LEWM, threads=2)
+    x = data("lewm", "input.npy")
+    got = lw.embed(np.load(x), pool="lewm")
+    assert np.array_equal(got, cli("embed", "-t", "2", "-m", LEWM, "--input-tensor", x, "--pool", "lewm", "-o",
+                                   "out", outs=["out"]))
+    parity(got[None], np.load(data("lewm", "emb.npy")).reshape(1, -1))
+
+
+def test_classify_equals_the_cli(v2, cli):
+    path = media("video_601.mp4")
+    c = v2.classify(path, frames_per_clip=4, num_clips=2, top_k=3)
+    logits = cli("classify", "-t", "2", "-m", V2, path, "--frames-per-clip", "4", "--num-clips", "2",
+                 "--logits-out", "lg", outs=["lg"])
+    assert np.array_equal(c.logits, logits)
+    printed = cli("classify", "-t", "2", "-m", V2, path, "--frames-per-clip", "4", "--num-clips", "2", "-k", "3")
+    rows = [ln.split("\t") for ln in printed.strip().splitlines()]
+    assert [(int(r[0]), r[2]) for r in rows] == [(q, lab) for q, lab, _ in c.top]
+    assert [r[1] for r in rows] == [f"{p:.4f}" for _, _, p in c.top]
+
+
+def test_predict_equals_the_cli(v2, cli):
+    x = data("vjepa2_tiny", "input.npy")
+    ci, ti = data("vjepa2_tiny", "ctx_ids.npy"), data("vjepa2_tiny", "tgt_ids.npy")
+    pred = v2.predict(np.load(x), np.load(ci), np.load(ti), mask_index=0)
+    assert np.array_equal(pred, cli("predict", "-t", "2", "-m", V2, "--input-tensor", x, "--ctx", ci, "--tgt", ti,
+                                    "--mask-index", "0", "-o", "out", outs=["out"]))
+
+
+def test_world_calls_equal_the_cli(cli):
+    lw = jepa.Model(data("lewm_wm", "model_a.gguf"), threads=2)
+    e, a = data("lewm_wm", "rollout_emb_a.npy"), data("lewm_wm", "rollout_actions_a.npy")
+    traj = lw.lewm_rollout(np.load(e), np.load(a), 4)
+    assert traj.shape == (2, 4, 64)
+    assert np.array_equal(traj, cli("rollout", "-t", "2", "-m", data("lewm_wm", "model_a.gguf"), "--emb", e,
+                                    "--actions", a, "--steps", "4", "-o", "out", outs=["out"]))
+    am = data("ac_wm", "model_a.gguf")
+    ac = jepa.Model(am, threads=2)
+    t, s, a = (data("ac_wm", f"{k}_a.npy") for k in ("tokens", "states", "actions"))
+    assert np.array_equal(ac.ac_predict(np.load(t), np.load(a), np.load(s)),
+                          cli("predict", "-t", "2", "-m", am, "--tokens", t, "--actions", a, "--states", s, "-o", "out",
+                              outs=["out"]))
+
+
+# ---- errors: jepa.Error with the engine's reason ---------------------------------------------
+
+@pytest.mark.parametrize("call, message", [
+    (lambda m: m.embed(np.zeros((3, 4, 8, 8), np.float32)), "smaller than one patch"),
+    (lambda m: m.embed(np.zeros((4, 4, 64, 64), np.float32)), "4 channels"),
+    (lambda m: m.embed(np.zeros((3, 4, 64, 64), np.float32), layout="BCTHW"), "has 5 axes"),
+    (lambda m: m.embed(np.full((3, 4, 64, 64), np.nan, np.float32)), "NaN"),
+    (lambda m: m.embed(np.zeros((3, 4, 64, 64), np.float32), pool="max"), "pool"),
+    (lambda m: m.embed(np.zeros((3, 4, 64, 64), np.float32), hier=True), "hierarchical"),
+    (lambda m: m.embed(np.zeros((3, 4, 64, 64), np.float32), pool="cls"), "no CLS"),
+    (lambda m: m.embed(np.zeros((3, 4, 64, 64), np.float32), layout="NCHW"), "layout"),
+    (lambda m: m.embed(np.zeros((5, 5, 3), np.uint16)), "5 channels"),
+    (lambda m: m.embed(np.array(["a"])), "not <U1"),
+    (lambda m: m.embed(np.zeros((2, 8, 8, 4), np.uint8)), "[T, H, W, 3]"),
+    (lambda m: m.embed("/nonexistent/clip.mp4"), "no such file"),
+    (lambda m: m.embed(media("e2e.png"), num_clips=2), "sample a video"),
+    (lambda m: m.embed(data("vjepa2_tiny", "input.npy")), "video"),   # not a video file: FFmpeg's reason
+    (lambda m: m.predict(np.zeros((32, 128), np.float32), [0, 40], [1]), "ids must lie"),
+    (lambda m: m.lewm_predict(np.zeros((2, 3)), np.zeros((2, 3))), "LeWM"),
+    (lambda m: m.classify(np.zeros((3, 4, 64, 64), np.float32), top_k=0), "top_k"),
+])
+def test_bad_input_raises_jepa_error(v2, call, message):
+    with pytest.raises(jepa.Error) as e:
+        call(v2)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_bad_model_files_raise(tmp_path):
+    with pytest.raises(jepa.Error, match="No such file|cannot open"):
+        jepa.Model(tmp_path / "missing.gguf")
+    bad = tmp_path / "truncated.gguf"
+    bad.write_bytes(open(V2, "rb").read()[:5000])
+    with pytest.raises(jepa.Error) as e:
+        jepa.Model(bad)
+    assert "truncated.gguf" in str(e.value) or "truncated" in str(e.value) or "beyond" in str(e.value)
+    with pytest.raises(jepa.Error, match="device|cuda|CUDA"):
+        jepa.Model(V2, device="cuda:7")
+    with pytest.raises(jepa.Error, match="cpu|level"):
+        jepa.Model(V2, cpu="sse9")
+
+
+def test_a_context_refuses_a_second_thread():
+    """The extension's own guard: one jepa_ctx runs one call at a time."""
+    from jepa import _jepa
+    m = jepa.Model(V2, threads=1)
+    ctx = _jepa.Context(m._m, 1)
+    x = np.zeros((1, 3, 16, 64, 64), np.float32)
+    out = np.empty((1, 128), np.float32)
+    errors = []
+
+    def run():
+        try:
+            for _ in range(20):
+                ctx.embed(x, 1, 16, 64, 64, pooled=out)
+        except jepa.Error as e:
+            errors.append(str(e))
+    ts = [threading.Thread(target=run) for _ in range(2)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    assert errors and "another thread" in errors[0]
+
+
+# ---- threads, the GIL and memory -------------------------------------------------------------
+
+def test_two_threads_compute_at_once():
+    """The GIL is released during compute: two threads' calls overlap on two cores."""
+    m = jepa.Model(V2, threads=1)
+    x = np.random.default_rng(0).standard_normal((3, 16, 128, 128), dtype=np.float32)
+    ref = m.embed(x, pool="mean")
+    n = 6
+
+    def work(out):
+        for _ in range(n):
+            out.append(m.embed(x, pool="mean"))
+    t0 = time.perf_counter()
+    seq = []
+    work(seq), work(seq)
+    t_seq = time.perf_counter() - t0
+    res = [[], []]
+    ts = [threading.Thread(target=work, args=(r,)) for r in res]
+    t0 = time.perf_counter()
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    t_par = time.perf_counter() - t0
+    print(f"2 x {n} calls: one thread {t_seq * 1e3:.0f} ms, two threads {t_par * 1e3:.0f} ms "
+          f"(ratio {t_par / t_seq:.2f}; {os.cpu_count()} cores)")
+    assert all(np.array_equal(r, ref) for r in seq + res[0] + res[1])
+    if (os.cpu_count() or 1) >= 2:
+        assert t_par < 0.75 * t_seq, f"two threads took {t_par / t_seq:.2f}x one thread's time"
+
+
+def _rss_kib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def test_no_leak_over_1000_calls(v2):
+    x = np.load(data("vjepa2_tiny", "input.npy"))
+    frames = np.load(media("e2e_frames.npy"))
+    for _ in range(50):
+        v2.embed(x), v2.embed(frames, pool="mean")
+    before = _rss_kib()
+    for k in range(1000):
+        v2.embed(x) if k % 2 else v2.embed(frames, pool="mean")
+        if k % 100 == 0:
+            try:
+                v2.embed(np.zeros((3, 4, 8, 8), np.float32))
+            except jepa.Error:
+                pass
+    after = _rss_kib()
+    print(f"RSS over 1000 calls: {before} -> {after} KiB")
+    assert after - before < 8 * 1024
