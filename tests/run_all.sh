@@ -12,6 +12,8 @@
 #   4. aarch64 cross build, static, kernel and model suites under qemu-aarch64 (NEON)
 #   5. GGUF byte-compatibility with ggml's own reader (the `gguf` Python package), when
 #      a Python venv with it can be made (tests/gguf/README.md)
+#   7. (after 1) the Python package: `pip install .` into a venv and its pytest suites
+#      (tests/python), against the release binary
 #   6. `jepa serve`'s API fuzzed by schemathesis (PyPI) from docs/openapi.yaml, against
 #      the sanitizer build's binary (tests/server/run_schemathesis.sh)
 # Ends with one line "N passed, N failed, N skipped" summing every meson run.
@@ -87,6 +89,31 @@ else
     echo "static build check FAILED"; failed=$((failed + 1)); status=1
 fi
 rm -f build-test-static.setup.log
+# The Python package (python/, pyproject.toml): `pip install .` into a venv (meson-python
+# builds the extension from this tree, build-test-pip kept between runs), then its pytest
+# suites (tests/python): parity with the release binary, the converter, Ray Data.
+echo "=== the Python package: pip install . and pytest tests/python"
+t0=$SECONDS
+pylog=build-test-pip.log
+if { [ -x .venv-py/bin/python ] || python3 -m venv .venv-py; } >"$pylog" 2>&1 &&
+   .venv-py/bin/pip install -q numpy pytest gguf "ray[data]" pyarrow pillow >>"$pylog" 2>&1 &&
+   .venv-py/bin/pip install -q . -Csetup-args=-Dcuda=disabled -Cbuild-dir=build-test-pip >>"$pylog" 2>&1; then
+    (cd tests/python && JEPA_BIN=../../build-test-release/cli/jepa ../../.venv-py/bin/python -m pytest -q \
+        -p no:cacheprovider -rs . 2>&1) >build-test-pytest.log
+    rc=$?
+    grep -E "passed|failed|SKIPPED|Error" build-test-pytest.log | tail -12 | sed 's/^/  /'
+    p_ok=$(tail -1 build-test-pytest.log | grep -o '[0-9]* passed' | cut -d' ' -f1)
+    p_fail=$(tail -1 build-test-pytest.log | grep -o '[0-9]* failed' | cut -d' ' -f1)
+    p_skip=$(tail -1 build-test-pytest.log | grep -o '[0-9]* skipped' | cut -d' ' -f1)
+    passed=$((passed + ${p_ok:-0})); failed=$((failed + ${p_fail:-0})); skipped=$((skipped + ${p_skip:-0}))
+    if [ $rc -ne 0 ]; then
+        tail -60 build-test-pytest.log; echo "pytest tests/python FAILED"; status=1
+        [ -z "$p_fail" ] && failed=$((failed + 1))
+    fi
+else
+    tail -30 "$pylog"; echo "pip install . FAILED"; failed=$((failed + 1)); status=1
+fi
+echo "--- python: $((SECONDS - t0)) s"
 [ $quick = 1 ] || run_suite "asan+ubsan (gcc)" build-test-san --buildtype=debugoptimized \
     -Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled
 if [ $quick = 0 ] && command -v clang >/dev/null; then

@@ -273,6 +273,17 @@ class Model:
             raise Error("x: an empty batch")
         return _Clips(a, None, stacked, "x")
 
+    def preprocess(self, frames: np.ndarray, antialias: bool = True, resize_short: int = 0,
+                   norm: str = "fused") -> np.ndarray:
+        """uint8 RGB frames [T, H, W, 3] (or one image [H, W, 3]) -> the float32 clip
+        [3, T, crop, crop] the encoder takes, by the model's recipe (jepa.pre.*) with the
+        CLI's overrides; what embed() does to uint8 input."""
+        a = np.asarray(frames)
+        if a.dtype != np.uint8:
+            raise Error(f"preprocess takes uint8 RGB frames, not {a.dtype}")
+        clips = self._clips(a, None, 0, 0, 0, False, 0, antialias, resize_short, norm)
+        return clips.x[0]
+
     # ---- embed ----------------------------------------------------------------------
 
     def embed(self, x: Input, pool: str = "none", hier: bool = False, batch: Optional[int] = None,
