@@ -171,15 +171,15 @@ int main(int argc, char **argv) {
     static const char *const levels[] = {"scalar", "avx2", "avx512", "neon"};
     static const unsigned need[] = {0, JEPA_CPU_AVX2, JEPA_CPU_AVX512, JEPA_CPU_NEON};
     unsigned have = jr_cpu_detect();
-    /* Under an emulator (JEPA_TEST_EMULATED=1, tests/models/meson.build: qemu) only the
-     * best level runs: the scalar level is the same C the native builds test, and it is
-     * half of the 2 emulated minutes. */
-    const char *em = getenv("JEPA_TEST_EMULATED");
+    /* On a slow runner (JEPA_TEST_SLOW_RUNNER=1, tests/models/meson.build: qemu, the
+     * sanitizers) only the best level runs: the scalar level is the same C the native
+     * release build tests, and it is half of the slow runner's minutes. */
+    const char *em = getenv("JEPA_TEST_SLOW_RUNNER");
     const bool emulated = em && !strcmp(em, "1");
     int best = 0;
     for (int i = 0; i < 4; i++)
         if (!need[i] || (have & need[i])) best = i;
-    if (emulated) printf("under an emulator: the %s level only (the native builds run every level)\n", levels[best]);
+    if (emulated) printf("on a slow runner: the %s level only (the native release build runs every level)\n", levels[best]);
     for (int i = 0; i < 4; i++) {
         if (need[i] && !(have & need[i])) continue;
         if (emulated && i != best) continue;
