@@ -112,7 +112,11 @@ static int Model_init(ModelObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"path", NULL};
     PyObject *path_obj = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O&", kwlist, PyUnicode_FSConverter, &path_obj)) return -1;
-    if (self->m) jepa_model_free(self->m), self->m = NULL;
+    if (self->m) {   /* contexts and readers may hold the loaded model */
+        Py_DECREF(path_obj);
+        raise_error("Model: already loaded (make a new Model)");
+        return -1;
+    }
     char err[JEPA_ERR_LEN] = {0};
     jepa_status st;
     const char *path = PyBytes_AS_STRING(path_obj);

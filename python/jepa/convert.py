@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -88,7 +89,7 @@ def read_safetensors(path: str) -> Dict[str, np.ndarray]:
             b, e = (int(x) for x in t["data_offsets"])
         except (KeyError, TypeError, ValueError):
             raise ConvertError(f"{path}: tensor {name!r}: unknown dtype or malformed entry {str(t)[:80]}") from None
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        count = math.prod(shape)   # Python integers: no overflow on a hostile shape
         if any(s < 0 for s in shape) or not 0 <= b <= e <= data.size or e - b != count * item:
             raise ConvertError(f"{path}: tensor {name!r}: data offsets {b}..{e} do not hold shape {shape} "
                                f"of {t['dtype']} in {data.size} bytes")
@@ -650,20 +651,25 @@ def convert(src: str, out: str, ftype: str = "f32", name: Optional[str] = None, 
     preprocessing keys came from. Raises ConvertError naming the problem."""
     if ftype not in ("f32", "f16", "bf16"):
         raise ConvertError(f"--ftype {ftype}: f32, f16 or bf16")
-    if os.path.isdir(src):
-        cfg, tensors, pre = _load_hf(src)
-        mt = cfg.get("model_type")
-        if mt == "vjepa2":
-            kv, ts, dropped, said = _hf_vjepa2(cfg, tensors, pre, src)
-        elif mt in ("ijepa", "vit", "dinov2"):
-            kv, ts, dropped, said = _hf_vit_like(cfg, tensors, pre, src, mt)
+    try:
+        if os.path.isdir(src):
+            cfg, tensors, pre = _load_hf(src)
+            mt = cfg.get("model_type")
+            if mt == "vjepa2":
+                kv, ts, dropped, said = _hf_vjepa2(cfg, tensors, pre, src)
+            elif mt in ("ijepa", "vit", "dinov2"):
+                kv, ts, dropped, said = _hf_vit_like(cfg, tensors, pre, src, mt)
+            else:
+                raise ConvertError(f"{src}: model_type {mt!r}: jepa.c converts vjepa2, ijepa, vit and dinov2 "
+                                   "(and Meta's V-JEPA 2.1 .pt checkpoints)")
+        elif os.path.isfile(src):
+            kv, ts, dropped, said = _meta_vjepa2_1(src, encoder_key, img_size, n_frames, enc_heads, pred_heads)
         else:
-            raise ConvertError(f"{src}: model_type {mt!r}: jepa.c converts vjepa2, ijepa, vit and dinov2 "
-                               "(and Meta's V-JEPA 2.1 .pt checkpoints)")
-    elif os.path.isfile(src):
-        kv, ts, dropped, said = _meta_vjepa2_1(src, encoder_key, img_size, n_frames, enc_heads, pred_heads)
-    else:
-        raise ConvertError(f"{src}: no such file or folder")
+            raise ConvertError(f"{src}: no such file or folder")
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        # a config.json or state dict of the wrong shape (a key missing, a string for a number)
+        what = f"key {e} is missing" if isinstance(e, KeyError) else f"{type(e).__name__}: {e}"
+        raise ConvertError(f"{src}: a malformed config or checkpoint ({what})") from None
     if name:
         kv[:] = [(k, t, name if k == "general.name" else v) for k, t, v in kv]
     types = _write(out, kv, ts, ftype)
@@ -697,6 +703,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OSError as e:
         print(f"jepa.convert: {e}", file=sys.stderr)
         return 1
+
     t = ", ".join(f"{n} {k}" for k, n in s["tensors"].items() if n)
     print(f"wrote {a.out}: family {s['family']}, {s['keys']} keys, tensors: {t}; preprocessing from "
           f"{s['preprocessing']}")

@@ -197,6 +197,16 @@ def test_refusals(tmp_path):
     json.dump(cfg, open(os.path.join(d, "config.json"), "w"))
     with pytest.raises(jc.ConvertError, match="model_type 'swin'"):
         jc.convert(d, out)
+    cfg["model_type"], cfg["hidden_size"] = "vit", "sixty-four"
+    json.dump(cfg, open(os.path.join(d, "config.json"), "w"))
+    with pytest.raises(jc.ConvertError, match="malformed config"):
+        jc.convert(d, out)
+    st = os.path.join(d, "model.safetensors")   # a header declaring a 2^80-element tensor
+    h = json.dumps({"x": {"dtype": "F32", "shape": [2 ** 40, 2 ** 40], "data_offsets": [0, 16]}}).encode()
+    with open(st, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + bytes(16))
+    with pytest.raises(jc.ConvertError, match="do not hold shape"):
+        jc.convert(d, out)
     with pytest.raises(jc.ConvertError, match="no such file"):
         jc.convert(str(tmp_path / "nothing"), out)
     bad = tmp_path / "bad.pt"

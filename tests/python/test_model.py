@@ -247,6 +247,12 @@ def test_bad_model_files_raise(tmp_path):
         jepa.Model(V2, cpu="sse9")
 
 
+def test_a_loaded_model_is_not_reloaded_under_its_contexts(v2):
+    with pytest.raises(jepa.Error, match="already loaded"):
+        v2._m.__init__(V21)
+    assert v2.embed(np.load(data("vjepa2_tiny", "input.npy")), pool="mean").shape == (128,)
+
+
 def test_a_context_refuses_a_second_thread():
     """The extension's own guard: one jepa_ctx runs one call at a time."""
     from jepa import _jepa
