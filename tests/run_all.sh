@@ -12,10 +12,10 @@
 #   4. aarch64 cross build, static, kernel and model suites under qemu-aarch64 (NEON)
 #   5. GGUF byte-compatibility with ggml's own reader (the `gguf` Python package), when
 #      a Python venv with it can be made (tests/gguf/README.md)
-#   7. (after 1) the Python package: `pip install .` into a venv and its pytest suites
-#      (tests/python), against the release binary
 #   6. `jepa serve`'s API fuzzed by schemathesis (PyPI) from docs/openapi.yaml, against
 #      the sanitizer build's binary (tests/server/run_schemathesis.sh)
+#   7. (run right after 1) the Python package: `pip install .` into a venv and its pytest suites
+#      (tests/python), against the release binary
 # Ends with one line "N passed, N failed, N skipped" summing every meson run.
 # Build folders: build-test-* (reused between runs). Usage: bash tests/run_all.sh [--quick]
 set -u
