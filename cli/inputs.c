@@ -133,25 +133,15 @@ const char *inputs_name(const struct inputs_opts *o) {
 
 jepa_status inputs_open_quiet(struct clip_reader **out, const struct inputs_opts *o, const jepa_model *m,
                               struct jerr *e) {
-    *out = NULL;
     jepa_preprocess_params pp = jepa_preprocess_default_params();
     if (o->no_antialias) pp.filter = JEPA_RESIZE_CV2_LINEAR;
     pp.resize_short = o->resize_short;
     pp.norm = o->norm_sequential ? JEPA_NORM_SEQUENTIAL : JEPA_NORM_FUSED;
-    struct pre_cfg cfg;
-    struct jerr pe = {0};
-    if (ji_pre_cfg(&m->pre, &pp, &cfg, &pe))
-        return jr_err_set(e, pe.status, "%s: the model's preprocessing (jepa.pre.*) with --resize-short %d does not fit",
-                          inputs_name(o), o->resize_short);
-    if (o->video) {
-        const struct clip_sampling s = {
-            .frames_per_clip = o->fpc ? o->fpc : (m->enc.n_frames > 0 ? m->enc.n_frames : 1),
-            .frame_step = o->fstp ? o->fstp : CLIPS_DEFAULT_FRAME_STEP,
-            .num_clips = o->num_clips ? o->num_clips : 1, .dense = o->dense, .stride = o->stride};
-        return clips_open_video(out, o->video, &cfg, &s, e);
-    }
-    if (o->frames_npy) return clips_open_frames(out, o->frames_npy, &cfg, e);
-    return clips_open_images(out, o->images, o->n_images, &cfg, e);
+    const struct clip_inputs in = {
+        .video = o->video, .frames_npy = o->frames_npy, .images = o->images, .n_images = o->n_images,
+        .sampling = {.frames_per_clip = o->fpc, .frame_step = o->fstp, .num_clips = o->num_clips,
+                     .dense = o->dense, .stride = o->stride}};
+    return clips_open_inputs(out, &in, &m->pre, &pp, m->enc.n_frames, "--resize-short", e);
 }
 
 int inputs_open(struct clip_reader **out, const struct inputs_opts *o, const jepa_model *m, bool verbose) {

@@ -114,6 +114,34 @@ const char *clips_take_note(struct clip_reader *r) {
     return r->note;
 }
 
+/* ---- what a caller names ---- */
+
+struct clip_sampling clips_sampling_defaults(struct clip_sampling s, int model_frames) {
+    if (!s.frames_per_clip) s.frames_per_clip = model_frames > 0 ? model_frames : 1;
+    if (!s.frame_step) s.frame_step = CLIPS_DEFAULT_FRAME_STEP;
+    if (!s.num_clips) s.num_clips = 1;
+    return s;
+}
+
+jepa_status clips_open_inputs(struct clip_reader **r, const struct clip_inputs *in, const struct ji_recipe *recipe,
+                              const struct jepa_preprocess_params *pp, int model_frames, const char *resize_opt,
+                              struct jerr *e) {
+    *r = NULL;
+    const char *name = in->video ? in->video : in->frames_npy ? in->frames_npy
+                     : in->n_images ? in->images[0] : "input";
+    struct pre_cfg cfg;
+    struct jerr pe = {0};
+    if (ji_pre_cfg(recipe, pp, &cfg, &pe))
+        return jr_err_set(e, pe.status, "%s: the model's preprocessing (jepa.pre.*) with %s %d does not fit", name,
+                          resize_opt, pp ? pp->resize_short : 0);
+    if (in->video) {
+        const struct clip_sampling s = clips_sampling_defaults(in->sampling, model_frames);
+        return clips_open_video(r, in->video, &cfg, &s, e);
+    }
+    if (in->frames_npy) return clips_open_frames(r, in->frames_npy, &cfg, e);
+    return clips_open_images(r, in->images, in->n_images, &cfg, e);
+}
+
 /* ---- images and frame arrays ---- */
 
 jepa_status clips_open_images(struct clip_reader **r, const char *const *paths, int n,

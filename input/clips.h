@@ -48,6 +48,10 @@ struct clip_sampling {
     int64_t stride;        /* dense: a window every `stride` frames (0: back to back) */
 };
 
+/* s with its 0 fields given the defaults: frames_per_clip the model's jepa.enc.n_frames
+ * (model_frames; 1 when it has none), frame_step CLIPS_DEFAULT_FRAME_STEP, num_clips 1. */
+struct clip_sampling clips_sampling_defaults(struct clip_sampling s, int model_frames);
+
 struct clip_reader;
 
 jepa_status clips_open_images(struct clip_reader **r, const char *const *paths, int n,
@@ -56,6 +60,23 @@ jepa_status clips_open_frames(struct clip_reader **r, const char *npy_path, cons
                               struct jerr *e);
 jepa_status clips_open_video(struct clip_reader **r, const char *path, const struct pre_cfg *cfg,
                              const struct clip_sampling *s, struct jerr *e);
+/* What a caller names to read, the CLI's -i / --frames-npy / VIDEO and the Python
+ * package's paths: a video, else a frame array, else the images (one clip). Sampling
+ * fields at 0 take clips_sampling_defaults. */
+struct clip_inputs {
+    const char *video;
+    const char *frames_npy;
+    const char *const *images;   /* kept by the reader: valid until clips_close */
+    int n_images;
+    struct clip_sampling sampling;
+};
+
+/* Open in with the model's preprocessing recipe and the caller's overrides pp (NULL:
+ * none); model_frames is the model's jepa.enc.n_frames. A recipe that the overrides do
+ * not fit is reported naming resize_opt (the caller's name of the resize_short option). */
+jepa_status clips_open_inputs(struct clip_reader **r, const struct clip_inputs *in, const struct ji_recipe *recipe,
+                              const struct jepa_preprocess_params *pp, int model_frames, const char *resize_opt,
+                              struct jerr *e);
 /* The same from memory (a server's request): one encoded image (PNG / JPEG), one clip;
  * an MP4 / WebM video's bytes (input/video.h, video_open_memory). data must stay valid
  * until clips_close; name is for messages. */

@@ -353,9 +353,9 @@ static bool load_item(const struct sv_api *a, cJSON *v, int idx, const struct cl
             return BAD("%s", e.msg), false;
         ok = read_clips(rd, name, it, clip_bytes, r);
     } else {
-        const struct clip_sampling s = {
-            .frames_per_clip = co.fpc ? co.fpc : (a->info.n_frames > 0 ? a->info.n_frames : 1),
-            .frame_step = co.fstp ? co.fstp : CLIPS_DEFAULT_FRAME_STEP, .num_clips = co.num_clips ? co.num_clips : 1};
+        const struct clip_sampling s = clips_sampling_defaults(
+            (struct clip_sampling){.frames_per_clip = co.fpc, .frame_step = co.fstp, .num_clips = co.num_clips},
+            a->info.n_frames);
         if (clips_open_video_memory(&rd, name, it->bytes, it->n_bytes, &a->pre, &s, &e)) {
             api_error(r, e.status == JEPA_ERR_NOMEM ? 500 : 400,
                       e.status == JEPA_ERR_NOMEM ? "server_error" : "invalid_request_error", "%s", e.msg);

@@ -356,46 +356,35 @@ static PyObject *Context_get_threads(ContextObject *self, void *unused) {
     return self->c ? PyLong_FromLong(jepa_ctx_threads(self->c)) : raise_error("no context");
 }
 
-/* embed(x, B, T, H, W, tokens=None, pooled=None, cls=None, hier=None, emb=None, ctx_ids=None, n_ctx=0,
- *       kind=0)
+/* embed(x, B, T, H, W, tokens=None, pooled=None, cls=None, hier=None, emb=None)
  * x float32 [B, 3, T, H, W]; each output a writable float32 buffer of its full size, or None. */
 static PyObject *Context_embed(ContextObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"x", "B", "T", "H", "W", "tokens", "pooled", "cls", "hier", "emb", "ctx_ids", "n_ctx",
-                             "kind", NULL};
-    PyObject *xo, *to = Py_None, *po = Py_None, *co = Py_None, *ho = Py_None, *eo = Py_None, *io = Py_None;
-    int B, T, H, W, n_ctx = 0, kind = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oiiii|OOOOOOii", kwlist, &xo, &B, &T, &H, &W, &to, &po, &co, &ho,
-                                     &eo, &io, &n_ctx, &kind))
+    static char *kwlist[] = {"x", "B", "T", "H", "W", "tokens", "pooled", "cls", "hier", "emb", NULL};
+    PyObject *xo, *to = Py_None, *po = Py_None, *co = Py_None, *ho = Py_None, *eo = Py_None;
+    int B, T, H, W;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oiiii|OOOOO", kwlist, &xo, &B, &T, &H, &W, &to, &po, &co, &ho, &eo))
         return NULL;
     if (!self->c) return raise_error("no context");
     const jepa_model_info *in = &self->model->info;
     int gt, gh, gw, n;
     if (B < 1) return raise_error("embed: a batch of at least one clip is needed");
-    if (kind < 0 || kind > 2) return raise_error("embed: kind is 0 (auto), 1 (video) or 2 (image)");
     if (jepa_model_grid(self->model->m, T, H, W, &gt, &gh, &gw, &n)) return grid_error(self->model, T, H, W);
-    struct buf bx, bt, bp, bc, bh, be, bi;
+    struct buf bx, bt, bp, bc, bh, be;
     memset(&bt, 0, sizeof bt), memset(&bp, 0, sizeof bp), memset(&bc, 0, sizeof bc);
-    memset(&bh, 0, sizeof bh), memset(&be, 0, sizeof be), memset(&bi, 0, sizeof bi);
-    void *x, *ids = NULL;
+    memset(&bh, 0, sizeof bh), memset(&be, 0, sizeof be);
+    void *x;
     jepa_embed_out out = {0};
     PyObject *ret = NULL;
-    if (buf_get(&bx, xo, "x", 'f', 4, PROD(B, in->in_chans, T, H, W), 0, 0, &x)) goto fail;
-    if (io != Py_None) {
-        if (n_ctx < 1 || n_ctx > n) {
-            PyErr_Format(JepaError, "ctx_ids: %d ids for a grid of %d tokens", n_ctx, n);
-            goto fail;
-        }
-        if (buf_get(&bi, io, "ctx_ids", 'i', 4, n_ctx, 0, 0, &ids)) goto fail;
-    }
-    const int nt = ids ? n_ctx : n, D = in->embed_dim;
-    if (buf_get(&bt, to, "tokens", 'f', 4, PROD(B, nt, D), 1, 1, (void **)&out.tokens) ||
+    const int D = in->embed_dim;
+    if (buf_get(&bx, xo, "x", 'f', 4, PROD(B, in->in_chans, T, H, W), 0, 0, &x) ||
+        buf_get(&bt, to, "tokens", 'f', 4, PROD(B, n, D), 1, 1, (void **)&out.tokens) ||
         buf_get(&bp, po, "pooled", 'f', 4, PROD(B, D), 1, 1, (void **)&out.pooled) ||
         buf_get(&bc, co, "cls", 'f', 4, in->has_cls ? PROD(B, D) : -1, 1, 1, (void **)&out.cls) ||
-        buf_get(&bh, ho, "hier", 'f', 4, in->n_hier ? PROD(B, in->n_hier, nt, D) : -1, 1, 1, (void **)&out.hier) ||
+        buf_get(&bh, ho, "hier", 'f', 4, in->n_hier ? PROD(B, in->n_hier, n, D) : -1, 1, 1, (void **)&out.hier) ||
         buf_get(&be, eo, "emb", 'f', 4, in->emb_dim ? PROD(B, in->emb_dim) : -1, 1, 1, (void **)&out.emb))
         goto fail;
     if (!ctx_take(self)) goto fail;
-    jepa_embed_params p = {.kind = (jepa_input_kind)kind, .batch = B, .ctx_ids = ids, .n_ctx = n_ctx};
+    jepa_embed_params p = {.batch = B};
     jepa_status st;
     Py_BEGIN_ALLOW_THREADS
     st = jepa_ctx_embed(self->c, x, T, H, W, &p, &out);
@@ -403,8 +392,7 @@ static PyObject *Context_embed(ContextObject *self, PyObject *args, PyObject *kw
     Py_INCREF(Py_None);
     ret = ctx_done(self, st, Py_None);
 fail:
-    buf_release(&bx), buf_release(&bt), buf_release(&bp), buf_release(&bc), buf_release(&bh), buf_release(&be),
-        buf_release(&bi);
+    buf_release(&bx), buf_release(&bt), buf_release(&bp), buf_release(&bc), buf_release(&bh), buf_release(&be);
     return ret;
 }
 
@@ -780,27 +768,15 @@ static int ClipReader_init(ClipReaderObject *self, PyObject *args, PyObject *kw)
         PyTuple_SET_ITEM(keep, i, b);
         names[i] = PyBytes_AS_STRING(b);
     }
-    struct pre_cfg cfg;
+    const struct clip_inputs in = {
+        .video = video ? names[0] : NULL, .images = video ? NULL : names, .n_images = video ? 0 : (int)n,
+        .sampling = {.frames_per_clip = fpc, .frame_step = fstep, .num_clips = nclips, .dense = dense,
+                     .stride = stride}};
     struct jerr e = {0};
-    if (ji_pre_cfg(&mo->m->pre, &pp, &cfg, &e)) {
-        PyErr_Format(JepaError, "%s: the model's preprocessing (jepa.pre.*) with resize_short %d does not fit",
-                     names[0], resize_short);
-        goto done;
-    }
     jepa_status st;
-    if (video) {
-        const struct clip_sampling s = {
-            .frames_per_clip = fpc ? fpc : (mo->info.n_frames > 0 ? mo->info.n_frames : 1),
-            .frame_step = fstep ? fstep : CLIPS_DEFAULT_FRAME_STEP,
-            .num_clips = nclips ? nclips : 1, .dense = dense, .stride = stride};
-        Py_BEGIN_ALLOW_THREADS
-        st = clips_open_video(&self->r, names[0], &cfg, &s, &e);
-        Py_END_ALLOW_THREADS
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        st = clips_open_images(&self->r, names, (int)n, &cfg, &e);
-        Py_END_ALLOW_THREADS
-    }
+    Py_BEGIN_ALLOW_THREADS
+    st = clips_open_inputs(&self->r, &in, &mo->m->pre, &pp, mo->info.n_frames, "resize_short", &e);
+    Py_END_ALLOW_THREADS
     if (st) {
         raise_error(e.msg);
         goto done;
@@ -836,22 +812,6 @@ static PyObject *ClipReader_get_shape(ClipReaderObject *self, void *unused) {
     int T, H, W;
     clips_shape(self->r, &T, &H, &W);
     return Py_BuildValue("(iiii)", 3, T, H, W);
-}
-
-/* frames(k): the video frame indices of clip k (None for images) */
-static PyObject *ClipReader_frames(ClipReaderObject *self, PyObject *args) {
-    int k;
-    if (!PyArg_ParseTuple(args, "i", &k)) return NULL;
-    if (!self->r) return raise_error("no clip reader");
-    if (k < 0 || k >= clips_count(self->r)) return raise_error("frames: no such clip");
-    const int64_t *f = clips_frames(self->r, k);
-    if (!f) Py_RETURN_NONE;
-    int T, H, W;
-    clips_shape(self->r, &T, &H, &W);
-    PyObject *list = PyList_New(T);
-    if (!list) return NULL;
-    for (int t = 0; t < T; t++) PyList_SET_ITEM(list, t, PyLong_FromLongLong((long long)f[t]));
-    return list;
 }
 
 /* read_into(out float32 [3, T, H, W]): the next clip. */
@@ -893,7 +853,6 @@ static PyGetSetDef ClipReader_getset[] = {
 static PyMethodDef ClipReader_methods[] = {
     {"read_into", (PyCFunction)ClipReader_read_into, METH_VARARGS,
      "read_into(out): the next clip into out; returns a note (str) once, or None"},
-    {"frames", (PyCFunction)ClipReader_frames, METH_VARARGS, "frames(k): clip k's frame indices, or None"},
     {NULL, NULL, 0, NULL},
 };
 
