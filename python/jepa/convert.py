@@ -167,6 +167,11 @@ class _Map:
                 raise ConvertError(f"{self.where}: tensor {key} has shape {list(a.shape)}, expected {shape}") from None
         self.put(name, a)
 
+    def pair(self, name: str, key: str):
+        """name.weight and name.bias from key.weight and key.bias."""
+        for w in ("weight", "bias"):
+            self.one(f"{name}.{w}", f"{key}.{w}")
+
     def fused(self, name: str, keys: Sequence[str]):
         parts = [self.get(k) for k in keys]
         if len({p.shape[1:] for p in parts}) != 1:
@@ -180,10 +185,10 @@ class _Map:
                           ("ffn_down", down)):
             if key is None:
                 continue
-            for w in ("weight", "bias"):
-                if isinstance(key, str):
-                    self.one(f"{dst}.{part}.{w}", f"{key}.{w}")
-                else:
+            if isinstance(key, str):
+                self.pair(f"{dst}.{part}", key)
+            else:
+                for w in ("weight", "bias"):
                     self.fused(f"{dst}.{part}.{w}", [f"{k}.{w}" for k in key])
 
     def finish(self, drop: Sequence[str] = ()) -> Tuple[List[Tuple[str, np.ndarray]], List[str]]:
@@ -333,17 +338,13 @@ def _hf_vjepa2(cfg: dict, src: Dict[str, np.ndarray], pre: Optional[dict], where
     m.one("enc.patch_embed.bias", P + "encoder.embeddings.patch_embeddings.proj.bias")
     for i in range(L):
         block(f"enc.blk.{i}", f"{P}encoder.layer.{i}")
-    for w in ("weight", "bias"):
-        m.one(f"enc.norm.{w}", f"{P}encoder.layernorm.{w}")
-    for w in ("weight", "bias"):
-        m.one(f"pred.embed.{w}", f"{P}predictor.embeddings.predictor_embeddings.{w}")
+    m.pair("enc.norm", f"{P}encoder.layernorm")
+    m.pair("pred.embed", f"{P}predictor.embeddings.predictor_embeddings")
     m.one("pred.mask_tokens", P + "predictor.embeddings.mask_tokens", (cfg["pred_num_mask_tokens"], Dp))
     for i in range(Lp):
         block(f"pred.blk.{i}", f"{P}predictor.layer.{i}")
-    for w in ("weight", "bias"):
-        m.one(f"pred.norm.{w}", f"{P}predictor.layernorm.{w}")
-    for w in ("weight", "bias"):
-        m.one(f"pred.proj.{w}", f"{P}predictor.proj.{w}")
+    m.pair("pred.norm", f"{P}predictor.layernorm")
+    m.pair("pred.proj", f"{P}predictor.proj")
     head = arch == "VJEPA2ForVideoClassification"
     labels = []
     if head:
@@ -354,14 +355,11 @@ def _hf_vjepa2(cfg: dict, src: Dict[str, np.ndarray], pre: Optional[dict], where
             m.block(f"head.blk.{i}", ln1=f"{s}.layer_norm1", qkv=[f"{s}.self_attn.{n}_proj" for n in "qkv"],
                     out=f"{s}.self_attn.out_proj", ln2=f"{s}.layer_norm2", up=f"{s}.mlp.fc1", down=f"{s}.mlp.fc2")
         s = "pooler.cross_attention_layer"
-        for w in ("weight", "bias"):
-            m.one(f"head.xattn.ln_kv.{w}", f"{s}.layer_norm1.{w}")
+        m.pair("head.xattn.ln_kv", f"{s}.layer_norm1")
         for n in "qkv":
-            for w in ("weight", "bias"):
-                m.one(f"head.xattn.{n}.{w}", f"{s}.cross_attn.{n}_proj.{w}")
+            m.pair(f"head.xattn.{n}", f"{s}.cross_attn.{n}_proj")
         m.block("head.xattn", ln2=f"{s}.layer_norm2", up=f"{s}.mlp.fc1", down=f"{s}.mlp.fc2")
-        for w in ("weight", "bias"):
-            m.one(f"head.cls.{w}", f"classifier.{w}")
+        m.pair("head.cls", "classifier")
         K = m.src["classifier.bias"].shape[0]
         id2label = cfg.get("id2label") or {}
         labels = [str(id2label.get(str(i), id2label.get(i, f"class_{i}"))) for i in range(K)]
@@ -432,8 +430,7 @@ def _hf_vit_like(cfg: dict, src: Dict[str, np.ndarray], pre: Optional[dict], whe
         if kind == "dinov2":
             m.one(f"{d}.ls1", f"{s}layer_scale1.lambda1")
             m.one(f"{d}.ls2", f"{s}layer_scale2.lambda1")
-    for w in ("weight", "bias"):
-        m.one(f"enc.norm.{w}", f"{prefix}layernorm.{w}")
+    m.pair("enc.norm", f"{prefix}layernorm")
     # dropped: ViT's tanh pooler (not the CLS token: no JEPA feature reads it), Dinov2's
     # mask token (masked pre-training only), position-id buffers of old checkpoints
     tensors, dropped = m.finish(drop=[re.escape(prefix) + r"pooler\.dense\.(weight|bias)",
@@ -516,8 +513,7 @@ def _meta_vjepa2_1(path: str, encoder_key: str, img_size: int, n_frames: int, en
     blocks(me, "enc", "blocks", L)
     F = me.src["blocks.0.mlp.fc1.weight"].shape[0]
     for k in range(n_hier):
-        for x in ("weight", "bias"):
-            me.one(f"enc.hier_norm.{k}.{x}", f"norms_block.{k}.{x}")
+        me.pair(f"enc.hier_norm.{k}", f"norms_block.{k}")
     for x in ("weight", "bias"):   # the inference output norm is the last level's
         me.put(f"enc.norm.{x}", me.get(f"norms_block.{n_hier - 1}.{x}"))
     enc_tensors, _ = me.finish()
@@ -526,15 +522,13 @@ def _meta_vjepa2_1(path: str, encoder_key: str, img_size: int, n_frames: int, en
     n_mask = _count(pred, r"mask_tokens\.(\d+)")
     if mp.has("predictor_embed.weight"):
         emb = mp.src["predictor_embed.weight"]
-        for x in ("weight", "bias"):
-            mp.one(f"pred.embed.{x}", f"predictor_embed.{x}")
+        mp.pair("pred.embed", "predictor_embed")
     else:   # ViT-g / G: Linear -> GELU -> Linear
         emb = mp.src.get("predictor_embed.0.weight")
         if emb is None:
             raise ConvertError(f"{path}: predictor tensor predictor_embed.weight is missing")
         for j in ("0", "2"):
-            for x in ("weight", "bias"):
-                mp.one(f"pred.embed.{j}.{x}", f"predictor_embed.{j}.{x}")
+            mp.pair(f"pred.embed.{j}", f"predictor_embed.{j}")
     Dp = mp.src["predictor_norm.weight"].shape[0] if mp.has("predictor_norm.weight") else emb.shape[0]
     if emb.shape[1] % D:
         raise ConvertError(f"{path}: the predictor embeds {emb.shape[1]} features, not a multiple of {D}")
@@ -545,8 +539,7 @@ def _meta_vjepa2_1(path: str, encoder_key: str, img_size: int, n_frames: int, en
     blocks(mp, "pred", "predictor_blocks", Lp)
     for a, b in (("pred.norm", "predictor_norm"), ("pred.proj", "predictor_proj"),
                  ("pred.proj_context", "predictor_proj_context")):
-        for x in ("weight", "bias"):
-            mp.one(f"{a}.{x}", f"{b}.{x}")
+        mp.pair(a, b)
     out_dim = mp.src["predictor_proj.weight"].shape[0]
     Fp = mp.src["predictor_blocks.0.mlp.fc1.weight"].shape[0]
     pred_tensors, _ = mp.finish()
