@@ -281,7 +281,7 @@ def test_two_threads_compute_at_once():
     m = jepa.Model(V2, threads=1)
     x = np.random.default_rng(0).standard_normal((3, 16, 128, 128), dtype=np.float32)
     ref = m.embed(x, pool="mean")
-    n = 6
+    n = 12   # ~0.3 s a thread: long enough that a scheduler hiccup does not decide the ratio
 
     def work(out):
         for _ in range(n):
