@@ -104,7 +104,78 @@ int64_t video_dense_indices(int64_t video_len, int fpc, int fstp, int64_t stride
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 
+#include <dlfcn.h>
+#include <pthread.h>
+
 bool video_available(void) { return true; }
+
+/* FFmpeg is opened with dlopen when the first video is opened, not linked: linked, its
+ * four libraries and the ~130 codec, network and font libraries they need are mapped
+ * and relocated at every start of every program of the project, ~28 MiB of resident
+ * memory (bench/e2e.sh's peak RSS) and a few ms that a run on images or tensors never
+ * uses. The headers are still the build's: the structs are read directly, so the
+ * libraries must be the major versions the build saw (the names below), which is the
+ * ABI FFmpeg keeps within a major version. Every function called is in FF_FUNCS; a call
+ * through ff.NAME that is not there does not compile. */
+#define FF_STR2(x) #x
+#define FF_STR(x) FF_STR2(x)
+#define FF_SONAME(lib, MAJOR) "lib" #lib ".so." FF_STR(MAJOR)
+enum { FF_AVUTIL, FF_SWSCALE, FF_AVCODEC, FF_AVFORMAT, FF_NLIBS };   /* dependency order */
+static const char *const ff_sonames[FF_NLIBS] = {
+    FF_SONAME(avutil, LIBAVUTIL_VERSION_MAJOR), FF_SONAME(swscale, LIBSWSCALE_VERSION_MAJOR),
+    FF_SONAME(avcodec, LIBAVCODEC_VERSION_MAJOR), FF_SONAME(avformat, LIBAVFORMAT_VERSION_MAJOR)};
+
+#define FF_FUNCS(X)                                                                                    \
+    X(FF_AVUTIL, av_free) X(FF_AVUTIL, av_freep) X(FF_AVUTIL, av_malloc) X(FF_AVUTIL, av_strdup)       \
+    X(FF_AVUTIL, av_strerror) X(FF_AVUTIL, av_log_set_level) X(FF_AVUTIL, av_get_pix_fmt_name)       \
+    X(FF_AVUTIL, av_frame_alloc) X(FF_AVUTIL, av_frame_free) X(FF_AVUTIL, av_frame_unref)            \
+    X(FF_AVUTIL, av_frame_move_ref)                                                                  \
+    X(FF_SWSCALE, sws_getContext) X(FF_SWSCALE, sws_freeContext) X(FF_SWSCALE, sws_scale)            \
+    X(FF_SWSCALE, sws_setColorspaceDetails) X(FF_SWSCALE, sws_getCoefficients)                       \
+    X(FF_AVCODEC, av_packet_alloc) X(FF_AVCODEC, av_packet_free) X(FF_AVCODEC, av_packet_unref)      \
+    X(FF_AVCODEC, avcodec_find_decoder) X(FF_AVCODEC, avcodec_get_name)                              \
+    X(FF_AVCODEC, avcodec_alloc_context3) X(FF_AVCODEC, avcodec_free_context)                        \
+    X(FF_AVCODEC, avcodec_parameters_to_context) X(FF_AVCODEC, avcodec_open2)                        \
+    X(FF_AVCODEC, avcodec_send_packet) X(FF_AVCODEC, avcodec_receive_frame)                          \
+    X(FF_AVFORMAT, avformat_alloc_context) X(FF_AVFORMAT, avformat_open_input)                       \
+    X(FF_AVFORMAT, avformat_find_stream_info) X(FF_AVFORMAT, avformat_close_input)                   \
+    X(FF_AVFORMAT, av_find_best_stream) X(FF_AVFORMAT, av_read_frame)                                \
+    X(FF_AVFORMAT, avio_alloc_context) X(FF_AVFORMAT, avio_context_free)
+
+static struct {
+#define FF_MEMBER(lib, name) __typeof__(name) *name;
+    FF_FUNCS(FF_MEMBER)
+#undef FF_MEMBER
+} ff;
+
+static pthread_once_t ff_once = PTHREAD_ONCE_INIT;
+static char ff_error[320];   /* why loading failed, "" when it did not */
+
+static void ff_load_once(void) {
+    void *lib[FF_NLIBS];
+    for (int i = 0; i < FF_NLIBS; i++)
+        if (!(lib[i] = dlopen(ff_sonames[i], RTLD_NOW | RTLD_LOCAL))) {
+            const char *why = dlerror();
+            snprintf(ff_error, sizeof ff_error, "video decoding needs FFmpeg's %s, which did not load (%s)",
+                     ff_sonames[i], why ? why : "dlopen failed");
+            return;
+        }
+    /* the handles stay open: ff's pointers live as long as the process */
+#define FF_RESOLVE(l, name)                                                                            \
+    if (!(*(void **)&ff.name = dlsym(lib[l], #name))) {                                              \
+        snprintf(ff_error, sizeof ff_error, "video decoding: %s has no %s (not the FFmpeg this was built with)", \
+                 ff_sonames[l], #name);                                                                \
+        return;                                                                                        \
+    }
+    FF_FUNCS(FF_RESOLVE)
+#undef FF_RESOLVE
+}
+
+/* FFmpeg's functions in ff, or why they are not there (JEPA_ERR_UNSUPPORTED). */
+static jepa_status ff_load(const char *path, struct jerr *e) {
+    pthread_once(&ff_once, ff_load_once);
+    return ff_error[0] ? jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: %s", path, ff_error) : JEPA_OK;
+}
 
 /* A video held in memory (video_*_memory), read through a custom AVIOContext. */
 struct mem_io {
@@ -171,18 +242,18 @@ struct video_reader {
 
 static jepa_status av_fail(struct jerr *e, jepa_status s, const char *path, const char *what, int err) {
     char buf[AV_ERROR_MAX_STRING_SIZE] = {0};
-    av_strerror(err, buf, sizeof buf);
+    ff.av_strerror(err, buf, sizeof buf);
     return jr_err_set(e, s, "%s: %s (%s)", path, what, buf);
 }
 
 /* The library never prints: FFmpeg's own log goes quiet; errors come back as messages. */
-static void quiet_ffmpeg(void) { av_log_set_level(AV_LOG_QUIET); }
+static void quiet_ffmpeg(void) { ff.av_log_set_level(AV_LOG_QUIET); }
 
 static void close_input(AVFormatContext **fc, AVIOContext **pb) {
-    avformat_close_input(fc);
+    ff.avformat_close_input(fc);
     if (*pb) {
-        av_freep(&(*pb)->buffer);
-        avio_context_free(pb);
+        ff.av_freep(&(*pb)->buffer);
+        ff.avio_context_free(pb);
     }
 }
 
@@ -192,39 +263,41 @@ static void close_input(AVFormatContext **fc, AVIOContext **pb) {
 static jepa_status open_input(AVFormatContext **fc, AVIOContext **pb, int *stream, struct video_src *src,
                               struct jerr *e) {
     const char *path = src->name;
-    quiet_ffmpeg();
     *fc = NULL, *pb = NULL;
+    jepa_status st = ff_load(path, e);
+    if (st) return st;
+    quiet_ffmpeg();
     int r;
     if (src->mem.data) {
         enum { IO_BUF = 1 << 16 };
-        uint8_t *buf = av_malloc(IO_BUF);
-        if (!buf || !(*pb = avio_alloc_context(buf, IO_BUF, 0, &src->mem, mem_read, NULL, mem_seek)) ||
-            !(*fc = avformat_alloc_context())) {
+        uint8_t *buf = ff.av_malloc(IO_BUF);
+        if (!buf || !(*pb = ff.avio_alloc_context(buf, IO_BUF, 0, &src->mem, mem_read, NULL, mem_seek)) ||
+            !(*fc = ff.avformat_alloc_context())) {
             if (*pb) close_input(fc, pb);
-            else av_free(buf);
+            else ff.av_free(buf);
             return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
         }
         (*fc)->pb = *pb;
         (*fc)->flags |= AVFMT_FLAG_CUSTOM_IO;
         (*fc)->io_open = refuse_io_open;
-        if (!((*fc)->format_whitelist = av_strdup(MEMORY_FORMATS))) {
+        if (!((*fc)->format_whitelist = ff.av_strdup(MEMORY_FORMATS))) {
             close_input(fc, pb);
             return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
         }
-        r = avformat_open_input(fc, NULL, NULL, NULL);   /* frees *fc on failure */
+        r = ff.avformat_open_input(fc, NULL, NULL, NULL);   /* frees *fc on failure */
     } else {
-        r = avformat_open_input(fc, path, NULL, NULL);
+        r = ff.avformat_open_input(fc, path, NULL, NULL);
     }
     if (r < 0) {
         close_input(fc, pb);
         return av_fail(e, JEPA_ERR_IO, path, src->mem.data ? "cannot read as an MP4 or WebM video"
                                                           : "cannot open as a video", r);
     }
-    if ((r = avformat_find_stream_info(*fc, NULL)) < 0) {
+    if ((r = ff.avformat_find_stream_info(*fc, NULL)) < 0) {
         close_input(fc, pb);
         return av_fail(e, JEPA_ERR_FORMAT, path, "cannot read the stream info", r);
     }
-    *stream = av_find_best_stream(*fc, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
+    *stream = ff.av_find_best_stream(*fc, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
     if (*stream < 0) {
         close_input(fc, pb);
         return jr_err_set(e, JEPA_ERR_FORMAT, "%s: no video stream", path);
@@ -240,23 +313,23 @@ static jepa_status probe(struct video_src *src, int64_t *n_frames, int *h, int *
     *n_frames = 0, *h = *w = 0;
     jepa_status st = open_input(&fc, &pb, &si, src, e);
     if (st) return st;
-    AVPacket *pkt = av_packet_alloc();
+    AVPacket *pkt = ff.av_packet_alloc();
     if (!pkt) {
         close_input(&fc, &pb);
         return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
     }
     int64_t n = 0;
     int r;
-    while ((r = av_read_frame(fc, pkt)) >= 0) {
+    while ((r = ff.av_read_frame(fc, pkt)) >= 0) {
         if (pkt->stream_index == si) n++;
-        av_packet_unref(pkt);
+        ff.av_packet_unref(pkt);
     }
     if (r != AVERROR_EOF && n == 0) st = av_fail(e, JEPA_ERR_FORMAT, path, "cannot read packets", r);
     else if (n == 0) st = jr_err_set(e, JEPA_ERR_FORMAT, "%s: the video stream has no frames", path);
     *n_frames = n;
     *h = fc->streams[si]->codecpar->height;
     *w = fc->streams[si]->codecpar->width;
-    av_packet_free(&pkt);
+    ff.av_packet_free(&pkt);
     close_input(&fc, &pb);
     return st;
 }
@@ -287,23 +360,23 @@ static jepa_status open_reader(struct video_reader **out, const struct video_src
         return st;
     }
     const AVCodecParameters *par = r->fc->streams[r->stream]->codecpar;
-    const AVCodec *dec = avcodec_find_decoder(par->codec_id);
+    const AVCodec *dec = ff.avcodec_find_decoder(par->codec_id);
     int ret;
     if (!dec) {
-        st = jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: no decoder for codec '%s'", path, avcodec_get_name(par->codec_id));
+        st = jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: no decoder for codec '%s'", path, ff.avcodec_get_name(par->codec_id));
         goto fail;
     }
-    if (!(r->cc = avcodec_alloc_context3(dec)) || !(r->pkt = av_packet_alloc()) || !(r->frame = av_frame_alloc()) ||
-        !(r->last = av_frame_alloc())) {
+    if (!(r->cc = ff.avcodec_alloc_context3(dec)) || !(r->pkt = ff.av_packet_alloc()) || !(r->frame = ff.av_frame_alloc()) ||
+        !(r->last = ff.av_frame_alloc())) {
         st = jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
         goto fail;
     }
-    if ((ret = avcodec_parameters_to_context(r->cc, par)) < 0) {
+    if ((ret = ff.avcodec_parameters_to_context(r->cc, par)) < 0) {
         st = av_fail(e, JEPA_ERR_FORMAT, path, "bad codec parameters", ret);
         goto fail;
     }
     r->cc->thread_count = 0;   /* threads change the speed, never the pixels */
-    if ((ret = avcodec_open2(r->cc, dec, NULL)) < 0) {
+    if ((ret = ff.avcodec_open2(r->cc, dec, NULL)) < 0) {
         st = av_fail(e, JEPA_ERR_UNSUPPORTED, path, "cannot open the decoder", ret);
         goto fail;
     }
@@ -329,11 +402,11 @@ jepa_status video_open_memory(struct video_reader **out, const char *name, const
 
 void video_close(struct video_reader *r) {
     if (!r) return;
-    sws_freeContext(r->sws);
-    av_frame_free(&r->frame);
-    av_frame_free(&r->last);
-    av_packet_free(&r->pkt);
-    avcodec_free_context(&r->cc);
+    ff.sws_freeContext(r->sws);
+    ff.av_frame_free(&r->frame);
+    ff.av_frame_free(&r->last);
+    ff.av_packet_free(&r->pkt);
+    ff.avcodec_free_context(&r->cc);
     close_input(&r->fc, &r->pb);
     free(r->rgb);
     free(r);
@@ -376,20 +449,20 @@ static jepa_status convert(struct video_reader *r, const AVFrame *f, struct jerr
     }
     if (!r->sws_ready || r->sws_w != wp || r->sws_h != h || r->sws_fmt != (int)fmt ||
         r->sws_cs != (int)f->colorspace || r->sws_full != (int)full) {
-        sws_freeContext(r->sws);
-        r->sws = sws_getContext(wp, h, fmt, wp, h, AV_PIX_FMT_RGB24, SWS_BILINEAR, NULL, NULL, NULL);
+        ff.sws_freeContext(r->sws);
+        r->sws = ff.sws_getContext(wp, h, fmt, wp, h, AV_PIX_FMT_RGB24, SWS_BILINEAR, NULL, NULL, NULL);
         r->sws_ready = false;
         if (!r->sws)
             return jr_err_set(e, JEPA_ERR_UNSUPPORTED, "%s: cannot convert %s frames to RGB", r->path,
-                            av_get_pix_fmt_name((enum AVPixelFormat)f->format));
-        sws_setColorspaceDetails(r->sws, sws_getCoefficients((int)f->colorspace), full ? 1 : 0,
-                                 sws_getCoefficients(SWS_CS_DEFAULT), 1, 0, 1 << 16, 1 << 16);
+                            ff.av_get_pix_fmt_name((enum AVPixelFormat)f->format));
+        ff.sws_setColorspaceDetails(r->sws, ff.sws_getCoefficients((int)f->colorspace), full ? 1 : 0,
+                                 ff.sws_getCoefficients(SWS_CS_DEFAULT), 1, 0, 1 << 16, 1 << 16);
         r->sws_w = wp, r->sws_h = h, r->sws_fmt = (int)fmt;
         r->sws_cs = (int)f->colorspace, r->sws_full = (int)full, r->sws_ready = true;
     }
     uint8_t *dst[4] = {r->rgb, NULL, NULL, NULL};
     int dst_ls[4] = {wp * 3, 0, 0, 0};
-    int ret = sws_scale(r->sws, (const uint8_t *const *)f->data, f->linesize, 0, h, dst, dst_ls);
+    int ret = ff.sws_scale(r->sws, (const uint8_t *const *)f->data, f->linesize, 0, h, dst, dst_ls);
     if (ret != h) return av_fail(e, JEPA_ERR_FORMAT, r->path, "colour conversion failed", ret < 0 ? ret : AVERROR_BUG);
     if (wp != w)
         for (int y = 1; y < h; y++)
@@ -402,7 +475,7 @@ jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rg
     *eof = false;
     if (rgb) *rgb = NULL;
     while (!r->done) {
-        int ret = avcodec_receive_frame(r->cc, r->frame);
+        int ret = ff.avcodec_receive_frame(r->cc, r->frame);
         if (ret >= 0) {
             jepa_status st = JEPA_OK;
             *h = r->frame->height, *w = r->frame->width;
@@ -411,8 +484,8 @@ jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rg
                 st = convert(r, r->frame, e);
                 if (!st && rgb) *rgb = r->rgb;
             }
-            av_frame_unref(r->last);
-            av_frame_move_ref(r->last, r->frame);
+            ff.av_frame_unref(r->last);
+            ff.av_frame_move_ref(r->last, r->frame);
             r->last_index = *index;
             return st;
         }
@@ -423,23 +496,23 @@ jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rg
         if (ret != AVERROR(EAGAIN)) return av_fail(e, JEPA_ERR_FORMAT, r->path, "decoding failed", ret);
         if (r->draining) return av_fail(e, JEPA_ERR_FORMAT, r->path, "decoder stalled", ret);
         /* feed the next packet of our stream, or the end-of-stream marker */
-        ret = av_read_frame(r->fc, r->pkt);
+        ret = ff.av_read_frame(r->fc, r->pkt);
         if (ret < 0) {
             if (ret != AVERROR_EOF) return av_fail(e, JEPA_ERR_IO, r->path, "cannot read", ret);
             r->draining = true;
-            ret = avcodec_send_packet(r->cc, NULL);
+            ret = ff.avcodec_send_packet(r->cc, NULL);
             if (ret < 0 && ret != AVERROR_EOF) return av_fail(e, JEPA_ERR_FORMAT, r->path, "decoding failed", ret);
             continue;
         }
         if (r->pkt->stream_index == r->stream) {
-            ret = avcodec_send_packet(r->cc, r->pkt);
+            ret = ff.avcodec_send_packet(r->cc, r->pkt);
             /* a damaged packet is skipped, as the decoders themselves conceal errors */
             if (ret < 0 && ret != AVERROR_INVALIDDATA && ret != AVERROR(EAGAIN)) {
-                av_packet_unref(r->pkt);
+                ff.av_packet_unref(r->pkt);
                 return av_fail(e, JEPA_ERR_FORMAT, r->path, "decoding failed", ret);
             }
         }
-        av_packet_unref(r->pkt);
+        ff.av_packet_unref(r->pkt);
     }
     *eof = true;
     return JEPA_OK;
