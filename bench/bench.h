@@ -13,6 +13,14 @@ struct bench_opts {
                           the weights come from memory as in a forward pass, not from cache */
     const char *op;    /* "all", "matmul", "attn" */
     unsigned cpu;      /* kernel ISA flags (runtime/cpu.h), already capped */
+    const char *cpu_name;   /* the cap as given (--cpu or JEPA_CPU), or NULL */
+};
+
+struct bench_encoder_opts {
+    const char *model;
+    int frames;           /* T of the input; 0: 1 (an image) */
+    int height, width;    /* 0: the model's img_size */
+    int reps;             /* rounds of (peak, encode) per thread count, >= 1 */
 };
 
 /* `jepa bench kernels`: matmul (every dtype, ViT shapes, OpenBLAS sgemm baseline when
@@ -28,6 +36,11 @@ int bench_gpu(const struct bench_opts *o, int ordinal);
  * threads), batched against single calls over `samples` sequences, and a batched rollout
  * of `horizon` steps (bench/bench_world.c). */
 int bench_world(const struct bench_opts *o, const char *model_path, int samples, int horizon);
+
+/* `jepa bench encoder`: one encoder forward's first, warm and after-idle latency, and
+ * its best time at 1 and o->threads threads against the FMA peak measured between the
+ * encodes (bench/bench_encoder.c). */
+int bench_encoder(const struct bench_opts *o, const struct bench_encoder_opts *e);
 
 /* Peak f32 FMA throughput in GFLOP/s of `threads` threads running a register-only FMA
  * loop of the widest vector unit in `cpu` (bench/peak.c). */

@@ -66,6 +66,12 @@ int cmd_synth(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_cpu(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+
+struct jepa_model_info;
+/* Multiply-adds x 2 of an encoder pass over n tokens (cmd_run.c): the patch embedding,
+ * per layer the qkv / out / MLP matmuls and attention (q k^T and p v over all n keys),
+ * as `jepa embed --time` and `jepa bench encoder` count them. */
+double cli_encoder_flops(const struct jepa_model_info *i, int n, int tubelet);
 int cmd_serve(int argc, char **argv);
 
 #endif

@@ -1,9 +1,10 @@
 /*
  * cmd_bench.c — `jepa bench kernels [--json] [-t N] [--quick] [--full] [--op OP] [--cpu L]`
  * , `jepa bench gpu [-g N] [--json] [--quick] [--op OP]` (= `jepa bench kernels -g N`)
- * and `jepa bench world -m MODEL [--samples N] [--horizon H] [-t N] [--json] [--quick]`:
- * argument parsing only; the benchmarks are bench/bench_kernels.c, bench_gpu.c and
- * bench_world.c
+ * , `jepa bench world -m MODEL [--samples N] [--horizon H] [-t N] [--json] [--quick]`
+ * and `jepa bench encoder -m MODEL [--frames T] [--size H[xW]] [--reps R] [-t N] [--json]`:
+ * argument parsing only; the benchmarks are bench/bench_kernels.c, bench_gpu.c,
+ * bench_world.c and bench_encoder.c
  * (see there for what is timed and how, and docs/performance-kernels.md for results).
  */
 #include <stdio.h>
@@ -22,6 +23,7 @@ static void usage(FILE *f) {
             "                          [--cpu scalar|avx2|avx512|neon] [-g N]\n"
             "       jepa bench gpu [-g N] [--json] [--quick] [--op all|matmul|attn]\n"
             "       jepa bench world -m MODEL [--samples N] [--horizon H] [-t N] [--json] [--quick]\n"
+            "       jepa bench encoder -m MODEL [--frames T] [--size H[xW]] [--reps R] [-t N] [--json]\n"
             "\n"
             "Time the kernel table on the ViT matmul shapes (every weight dtype) and on\n"
             "attention, against the FMA peak measured in the same run and, when built with\n"
@@ -30,7 +32,10 @@ static void usage(FILE *f) {
             "model's predictor per call at 1 and N threads, N sequences batched against N\n"
             "single calls (default 300), and a batched rollout of H steps (default 5); a\n"
             "V-JEPA 2-AC model's one-frame call and one CEM iteration's rollout (default 400\n"
-            "candidates x 2 steps) batched and as single calls.\n"
+            "candidates x 2 steps) batched and as single calls. `bench encoder`: one encoder\n"
+            "forward's first, warm and after-idle latency, then its best time at 1 and N\n"
+            "threads against the FMA peak measured between the encodes (R rounds, default 5),\n"
+            "on pseudo-random pixels of the model's size (or T frames of H x W).\n"
             "\n"
             "  --json      one JSON object per line on stdout (context lines go to stderr)\n"
             "  -t N        threads (default: the online CPUs)\n"
@@ -50,8 +55,10 @@ int cmd_bench(int argc, char **argv) {
         return argc < 2 ? CLI_EXIT_USAGE : 0;
     }
     const int gpu_cmd = !strcmp(argv[1], "gpu"), world_cmd = !strcmp(argv[1], "world");
-    if (strcmp(argv[1], "kernels") && !gpu_cmd && !world_cmd)
-        return cli_usage_error("bench", "unknown benchmark '%s' (kernels, gpu, world)", argv[1]);
+    const int enc_cmd = !strcmp(argv[1], "encoder");
+    if (strcmp(argv[1], "kernels") && !gpu_cmd && !world_cmd && !enc_cmd)
+        return cli_usage_error("bench", "unknown benchmark '%s' (kernels, gpu, world, encoder)", argv[1]);
+    struct bench_encoder_opts eo = {.reps = 5};
     const char *model = NULL;
     int samples = 0, horizon = 0;   /* 0: the planner's defaults for the model's kind */
     int gpu = gpu_cmd ? 0 : -1;
@@ -75,7 +82,22 @@ int cmd_bench(int argc, char **argv) {
             if (strcmp(o.op, "all") && strcmp(o.op, "matmul") && strcmp(o.op, "attn"))
                 return cli_usage_error("bench", "unknown op '%s'", o.op);
         } else if (!strcmp(a, "--cpu") && i + 1 < argc) cap = argv[++i];
-        else if (world_cmd && (!strcmp(a, "-m") || !strcmp(a, "--model")) && i + 1 < argc) model = argv[++i];
+        else if ((world_cmd || enc_cmd) && (!strcmp(a, "-m") || !strcmp(a, "--model")) && i + 1 < argc)
+            model = argv[++i];
+        else if (enc_cmd && (!strcmp(a, "--frames") || !strcmp(a, "--reps")) && i + 1 < argc) {
+            long long v;
+            int rc = cli_parse_int("bench", a, argv[++i], 1, a[2] == 'f' ? 4096 : 1000, &v);
+            if (rc) return rc;
+            *(a[2] == 'f' ? &eo.frames : &eo.reps) = (int)v;
+        } else if (enc_cmd && !strcmp(a, "--size") && i + 1 < argc) {
+            const char *v = argv[++i];
+            char tail;
+            int h, w, k = sscanf(v, "%dx%d%c", &h, &w, &tail);
+            if (k == 1) w = h;
+            if ((k != 1 && k != 2) || h < 1 || w < 1 || h > 8192 || w > 8192)
+                return cli_usage_error("bench", "--size takes H or HxW (1 .. 8192), not '%s'", v);
+            eo.height = h, eo.width = w;
+        }
         else if (world_cmd && (!strcmp(a, "--samples") || !strcmp(a, "--horizon")) && i + 1 < argc) {
             long long v;
             int rc = cli_parse_int("bench", a, argv[++i], 1, a[2] == 's' ? 65536 : 1024, &v);
@@ -97,6 +119,12 @@ int cmd_bench(int argc, char **argv) {
     long cpu = jr_cpu_cap(jr_cpu_detect(), cap);
     if (cpu < 0) return cli_usage_error("bench", "unknown cpu level '%s'", cap);
     o.cpu = (unsigned)cpu;
+    o.cpu_name = cap;
+    if (enc_cmd) {
+        if (!model) return cli_usage_error("bench", "bench encoder needs -m MODEL");
+        eo.model = model;
+        return bench_encoder(&o, &eo) ? CLI_EXIT_FAIL : 0;
+    }
     if (world_cmd) {
         if (!model) return cli_usage_error("bench", "bench world needs -m MODEL (a LeWM or V-JEPA 2-AC file)");
         return bench_world(&o, model, samples, horizon) ? CLI_EXIT_FAIL : 0;

@@ -1,0 +1,167 @@
+/*
+ * bench_encoder.c — `jepa bench encoder -m MODEL [--frames T] [--size H[xW]] [-t N]
+ * [--reps R] [--json]`: one encoder forward against the FMA peak, in one process.
+ *
+ *   first     the process's first encode: the thread team starts, the arena grows, the
+ *             weights' pages are faulted in from the page cache (mmap);
+ *   warm      the encode again at once, and after an idle second (idle): what a server
+ *             pays when its threads have gone to sleep;
+ *   1 / N     R rounds of: the FMA peak at 1 thread, an encode at 1 thread, the peak at
+ *             N threads, an encode at N threads. The best of each is the figure (on a
+ *             shared machine the best is the one the neighbours disturbed least; the
+ *             median is printed beside it), and % of peak divides the best encode rate
+ *             by the best peak of the same threads, measured between the same encodes;
+ *   scaling   best N-thread time / best 1-thread time.
+ * FLOPs are the matmuls and attention of cli_encoder_flops (as `jepa embed --time`
+ * counts them; block-causal attention is counted as full). The input is fixed
+ * pseudo-random pixels of the model's own size unless --size / --frames say otherwise;
+ * what the values are does not change the work. Results: docs/performance.md.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/bench.h"
+#include "cli/cli.h"
+#include "jepa.h"
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double best(const double *v, int n) {
+    double b = v[0];
+    for (int i = 1; i < n; i++)
+        if (v[i] < b) b = v[i];
+    return b;
+}
+
+struct enc_job {
+    jepa_ctx *c;
+    const float *x;
+    int T, H, W;
+    jepa_embed_out out;
+};
+
+/* Seconds of one encode, or < 0 with the reason on stderr. */
+static double encode_once(struct enc_job *j) {
+    const double t0 = bench_now();
+    if (jepa_ctx_embed(j->c, j->x, j->T, j->H, j->W, NULL, &j->out)) {
+        fprintf(stderr, "jepa: bench encoder: %s\n", jepa_ctx_error(j->c));
+        return -1;
+    }
+    return bench_now() - t0;
+}
+
+int bench_encoder(const struct bench_opts *o, const struct bench_encoder_opts *e) {
+    char err[JEPA_ERR_LEN];
+    jepa_model *m = NULL;
+    jepa_ctx *c = NULL;
+    float *x = NULL, *tokens = NULL;
+    double *t1 = NULL, *tn = NULL, *p1 = NULL, *pn = NULL;
+    int rc = 1;
+    const double t_load0 = bench_now();
+    if (jepa_model_load(&m, e->model, err)) {
+        fprintf(stderr, "jepa: %s\n", err);
+        return 1;
+    }
+    const double t_load = bench_now() - t_load0;
+    jepa_model_info in;
+    jepa_model_get_info(m, &in);
+    const int T = e->frames > 0 ? e->frames : 1;
+    const int H = e->height > 0 ? e->height : in.img_size, W = e->width > 0 ? e->width : H;
+    int gt, gh, gw, n;
+    if (jepa_model_grid(m, T, H, W, &gt, &gh, &gw, &n)) {
+        fprintf(stderr, "jepa: bench encoder: %s does not take %d x %d x %d input\n", e->model, T, H, W);
+        goto done;
+    }
+    const size_t nx = (size_t)in.in_chans * T * H * W, nt = (size_t)n * in.embed_dim;
+    const int R = e->reps;
+    x = malloc(sizeof(float) * nx);
+    tokens = malloc(sizeof(float) * nt);
+    t1 = calloc((size_t)R, sizeof(double)), tn = calloc((size_t)R, sizeof(double));
+    p1 = calloc((size_t)R, sizeof(double)), pn = calloc((size_t)R, sizeof(double));
+    if (!x || !tokens || !t1 || !tn || !p1 || !pn) {
+        fprintf(stderr, "jepa: bench encoder: out of memory for %d tokens\n", n);
+        goto done;
+    }
+    uint32_t r = 2024;
+    for (size_t i = 0; i < nx; i++) x[i] = (float)((r = r * 1664525u + 1013904223u) >> 8) / 8388608.0f - 1.0f;
+    jepa_ctx_params cp = jepa_ctx_default_params();
+    cp.n_threads = o->threads;
+    char cap[16];
+    if (o->cpu_name) {
+        snprintf(cap, sizeof cap, "%s", o->cpu_name);
+        cp.cpu = cap;
+    }
+    if (jepa_ctx_new(&c, m, &cp, err)) {
+        fprintf(stderr, "jepa: %s\n", err);
+        goto done;
+    }
+    struct enc_job j = {.c = c, .x = x, .T = T, .H = H, .W = W, .out = {.tokens = tokens}};
+    const double flops = cli_encoder_flops(&in, n, T == 1 ? 1 : in.tubelet_size);
+
+    /* latency: the first call of the process, at once again, after an idle second */
+    const double first = encode_once(&j), warm = encode_once(&j);
+    struct timespec idle = {1, 0};
+    nanosleep(&idle, NULL);
+    const double after_idle = encode_once(&j);
+    if (first < 0 || warm < 0 || after_idle < 0) goto done;
+
+    const char *isa = NULL;
+    for (int k = 0; k < R; k++) {
+        p1[k] = bench_fma_peak(o->cpu, 1, &isa);
+        jepa_ctx_set_threads(c, 1);
+        if ((t1[k] = encode_once(&j)) < 0) goto done;
+        if (o->threads > 1) {
+            pn[k] = bench_fma_peak(o->cpu, o->threads, &isa);
+            jepa_ctx_set_threads(c, o->threads);
+            if ((tn[k] = encode_once(&j)) < 0) goto done;
+        }
+    }
+    const double b1 = best(t1, R);
+    double pk1 = p1[0], pkn = pn[0];   /* the best peak of each thread count */
+    for (int k = 1; k < R; k++) {
+        if (p1[k] > pk1) pk1 = p1[k];
+        if (pn[k] > pkn) pkn = pn[k];
+    }
+    const double bn = o->threads > 1 ? best(tn, R) : b1;
+    const double m1 = median(t1, R), mn = o->threads > 1 ? median(tn, R) : m1;
+    const double g1 = flops / b1 * 1e-9, gn = flops / bn * 1e-9;
+    const double arena = (double)jepa_ctx_arena_bytes(c) / (1 << 20);
+    if (o->json) {
+        printf("{\"model\": \"%s\", \"family\": \"%s\", \"tokens\": %d, \"gflop\": %.4f, \"isa\": \"%s\", "
+               "\"threads\": %d, \"reps\": %d, \"load_ms\": %.3f, \"first_ms\": %.3f, \"warm_ms\": %.3f, "
+               "\"after_idle_ms\": %.3f, \"t1_best_ms\": %.3f, \"t1_median_ms\": %.3f, \"peak1_gflops\": %.2f, "
+               "\"pct_peak1\": %.2f, \"tn_best_ms\": %.3f, \"tn_median_ms\": %.3f, \"peakn_gflops\": %.2f, "
+               "\"pct_peakn\": %.2f, \"scaling\": %.4f, \"arena_mib\": %.2f}\n",
+               e->model, in.family, n, flops * 1e-9, jepa_ctx_isa(c), o->threads, R, t_load * 1e3, first * 1e3,
+               warm * 1e3, after_idle * 1e3, b1 * 1e3, m1 * 1e3, pk1, 100 * g1 / pk1, bn * 1e3, mn * 1e3,
+               o->threads > 1 ? pkn : pk1, 100 * gn / (o->threads > 1 ? pkn : pk1), bn / b1, arena);
+    } else {
+        printf("bench encoder: %s (%s), %d x %d x %d -> %d tokens, %.2f GFLOP per encode, kernels %s, "
+               "arena %.1f MiB\n",
+               e->model, in.family, T, H, W, n, flops * 1e-9, jepa_ctx_isa(c), arena);
+        printf("latency at %d threads: load %.1f ms, first encode %.2f ms, again %.2f ms, after 1 s idle %.2f ms\n",
+               o->threads, t_load * 1e3, first * 1e3, warm * 1e3, after_idle * 1e3);
+        printf("threads  best ms  median ms  GFLOP/s  FMA peak  %% of peak   (%d rounds)\n", R);
+        printf("%7d %8.2f %10.2f %8.1f %9.1f %9.1f%%\n", 1, b1 * 1e3, m1 * 1e3, g1, pk1, 100 * g1 / pk1);
+        if (o->threads > 1)
+            printf("%7d %8.2f %10.2f %8.1f %9.1f %9.1f%%   scaling %.3f (time %d threads / 1 thread)\n", o->threads,
+                   bn * 1e3, mn * 1e3, gn, pkn, 100 * gn / pkn, bn / b1, o->threads);
+    }
+    rc = 0;
+done:
+    jepa_ctx_free(c);
+    jepa_model_free(m);
+    free(x), free(tokens), free(t1), free(tn), free(p1), free(pn);
+    return rc;
+}
