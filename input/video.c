@@ -112,7 +112,7 @@ bool video_available(void) { return true; }
 /* FFmpeg is opened with dlopen when the first video is opened, not linked: linked, its
  * four libraries and the ~130 codec, network and font libraries they need are mapped
  * and relocated at every start of every program of the project, ~28 MiB of resident
- * memory (bench/e2e.sh's peak RSS) and a few ms that a run on images or tensors never
+ * memory (peak RSS under GNU time, bench/roofline.sh) and a few ms that a run on images or tensors never
  * uses. The headers are still the build's: the structs are read directly, so the
  * libraries must be the major versions the build saw (the names below), which is the
  * ABI FFmpeg keeps within a major version. Every function called is in FF_FUNCS; a call

@@ -148,6 +148,9 @@ static OPS_ALWAYS void at_pv_tile(float *ot, const float *p, const float *vp, si
 
 static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, const int hd, float *w) {
     const int BQ = ATTN_BQ, nqb = at_min(BQ, a->nq - i0), bk = at_bk(hd);
+    /* queries computed: nqb rounded up to a register tile (the last block of a clip is
+     * often short: 197 = 4 x 48 + 5); rows of the tiles stay BQ long */
+    const int nqt = (nqb + ATTN_QT - 1) / ATTN_QT * ATTN_QT;
     float *qt = w, *ot = qt + (size_t)hd * BQ, *st = ot + (size_t)hd * BQ;
     float *mrow = st + (size_t)ATTN_BK_MAX * BQ, *lrow = mrow + BQ, *alpha = lrow + BQ;
     int32_t *qp = (int32_t *)(void *)(alpha + BQ);
@@ -155,7 +158,7 @@ static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, con
     const float c = a->scale * ATTN_LOG2E;
 
     /* Qt = (Q scale log2 e)^T, zero for the padding queries */
-    for (int i = 0; i < BQ; i++) {
+    for (int i = 0; i < nqt; i++) {
         if (i < nqb) {
             const float *q = a->q + (size_t)(i0 + i) * a->ldq + (size_t)h * hd;
             for (int d = 0; d < hd; d++) qt[(size_t)d * BQ + i] = q[d] * c;
@@ -165,15 +168,16 @@ static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, con
     }
     int32_t qmin = INT32_MAX, qmax = INT32_MIN;
     if (masked)
-        for (int i = 0; i < BQ; i++) {
+        for (int i = 0; i < nqt; i++) {
             qp[i] = i < nqb ? a->q_pos[i0 + i] : INT32_MAX;
             if (i < nqb) qmin = qp[i] < qmin ? qp[i] : qmin, qmax = qp[i] > qmax ? qp[i] : qmax;
         }
-    for (int i = 0; i < BQ; i += VW) {
+    for (int i = 0; i < nqt; i += VW) {
         vf_store(mrow + i, vf_set1(-__builtin_inff()));
         vf_store(lrow + i, vf_zero());
     }
-    for (size_t e = 0; e < (size_t)hd * BQ; e += VW) vf_store(ot + e, vf_zero());
+    for (int d = 0; d < hd; d++)
+        for (int i = 0; i < nqt; i += VW) vf_store(ot + (size_t)d * BQ + i, vf_zero());
 
     for (int kt = 0; kt < a->nkv; kt += bk) {
         const int nk = at_min(bk, a->nkv - kt);
@@ -201,19 +205,19 @@ static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, con
                 at_prefetch_row(a->k + (size_t)at_min(j + ATTN_KG, a->nkv - 1) * a->ldk + (size_t)h * hd, hd);
                 at_prefetch_row(a->v + (size_t)j * a->ldv + (size_t)h * hd, hd);
             }
-            for (int t = 0; t < BQ; t += ATTN_QT) at_s_tile(st + (size_t)g * BQ + t, qt + t, kp, hd);
+            for (int t = 0; t < nqt; t += ATTN_QT) at_s_tile(st + (size_t)g * BQ + t, qt + t, kp, hd);
         }
         if (partial)
             for (int j = 0; j < nk; j++) {
                 const int32_t kp = a->k_pos[kt + j];
-                for (int i = 0; i < BQ; i += VW)
+                for (int i = 0; i < nqt; i += VW)
                     vf_store(st + (size_t)j * BQ + i, vf_mask_q(vf_load(st + (size_t)j * BQ + i), qp + i, kp));
             }
         for (int j = nk; j < nkp; j++)
-            for (int i = 0; i < BQ; i += VW) vf_store(st + (size_t)j * BQ + i, vf_set1(-__builtin_inff()));
+            for (int i = 0; i < nqt; i += VW) vf_store(st + (size_t)j * BQ + i, vf_set1(-__builtin_inff()));
 
         /* online softmax, one vector of queries at a time */
-        for (int i = 0; i < BQ; i += VW) {
+        for (int i = 0; i < nqt; i += VW) {
             vf mx0 = vf_set1(-__builtin_inff()), mx1 = mx0;
             int j = 0;
             for (; j + 2 <= nkp; j += 2) {
@@ -245,7 +249,7 @@ static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, con
 
         /* Ot = alpha Ot + V^T P */
         const float *v0 = a->v + (size_t)kt * a->ldv + (size_t)h * hd;
-        for (int t = 0; t < BQ; t += ATTN_QT) {
+        for (int t = 0; t < nqt; t += ATTN_QT) {
             int d = 0;
             for (; d + ATTN_KG <= hd; d += ATTN_KG)
                 at_pv_tile(ot + (size_t)d * BQ + t, st + t, v0 + d, a->ldv, nk, alpha + t, ATTN_KG);
@@ -257,7 +261,7 @@ static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, con
     /* o = Ot / l, transposed back; zeros where l = 0 */
     const vf zero = vf_zero();
     for (int d = 0; d < hd; d++)
-        for (int i = 0; i < BQ; i += VW) {
+        for (int i = 0; i < nqt; i += VW) {
             const vf l = vf_load(lrow + i);
             float *x = ot + (size_t)d * BQ + i;
             vf_store(x, vf_lt_sel(zero, l, vf_div(vf_load(x), l), zero));

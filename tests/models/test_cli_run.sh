@@ -105,6 +105,35 @@ expect 2 "synth --seed -1" jepa synth --arch vjepa2-tiny --seed -1 -o "$WORK/s.g
 [ -e "$WORK/s.gguf" ] && bad "a refused synth left a file" || ok "a refused synth wrote nothing"
 expect 2 "bench -t 2x" jepa bench kernels -t 2x
 
+# bench encoder on LeVJEPA (block-causal): the token count of Meta's output for the same
+# clip shape, and the visible share of query-key pairs against a brute-force count of the
+# mask rule (CLS query sees all, a patch query of frame f the patches of frames <= f).
+# Not under qemu: its FMA-peak loops take minutes there.
+LV=$DATA/levjepa
+if [ -z "${MESON_EXE_WRAPPER:-}" ]; then
+    expect 0 "bench encoder" jepa bench encoder -m "$LV/model.gguf" --frames 4 --reps 1 -t 2 --json
+    want_tok=$(head -c 128 "$LV/tokens.npy" | tr -d '\000' | LC_ALL=C sed -n "s/.*'shape': (\([0-9]*\),.*/\1/p")
+    got_tok=$(sed -n 's/.*"tokens": \([0-9]*\),.*/\1/p' "$WORK/out.txt")
+    [ -n "$want_tok" ] && [ "$got_tok" = "$want_tok" ] && ok "bench encoder: $got_tok tokens, as Meta's output" ||
+        bad "bench encoder tokens ($got_tok, Meta's output has $want_tok)"
+    want_vis=$(awk -v n="$want_tok" 'BEGIN { P = 4; c = n - 4 * P; v = 0
+        for (i = 0; i < n; i++) for (j = 0; j < n; j++) {
+            fi = i < c ? 1e9 : int((i - c) / P); fj = j < c ? 1e9 : int((j - c) / P)
+            if (fi >= fj) v++ }
+        printf "%.4f", v / (n * n) }')
+    got_vis=$(sed -n 's/.*"visible_pairs": \([0-9.]*\).*/\1/p' "$WORK/out.txt")
+    [ "$got_vis" = "$want_vis" ] && ok "bench encoder: visible pairs $got_vis" ||
+        bad "bench encoder visible pairs ($got_vis, brute force $want_vis)"
+    awk -v l="$(sed -n 's/.*"pct_peak1": \([0-9.]*\).*/\1/p' "$WORK/out.txt")" 'BEGIN { exit !(l > 0 && l < 150) }' &&
+        ok "bench encoder: a % of peak in (0, 150)" || { bad "bench encoder % of peak"; cat "$WORK/out.txt"; }
+else
+    echo "skip bench encoder (under $MESON_EXE_WRAPPER)"
+fi
+expect 2 "bench encoder without -m" jepa bench encoder --reps 1
+expect 2 "bench encoder --size 0" jepa bench encoder -m "$LV/model.gguf" --size 0
+expect 1 "bench encoder, a missing model" jepa bench encoder -m "$WORK/none.gguf" --reps 1
+expect 1 "bench encoder, a size the model refuses" jepa bench encoder -m "$LV/model.gguf" --size 8 --reps 1
+
 # outputs: never an input, never redirected, all or none, no temporary left behind (on
 # copies: a binary that fails these must not destroy the repository's fixtures)
 cp "$X" "$WORK/in.npy" && cp "$WORK/in.npy" "$WORK/in.orig"
