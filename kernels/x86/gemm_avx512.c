@@ -12,9 +12,9 @@
  * Only intrinsics SIMDe 0.7.4 implements are used (no _mm512_cvtph_ps, no masked
  * loads/stores, no _mm512_reduce_*), so tests/checkasm builds this file once more
  * against SIMDe (kernels/x86/simd.h, -DJEPA_SIMDE) and runs checkasm_gemm_avx512emu
- * on machines without AVX-512 — which is how it is tested on the development machine
- * (AMD Zen 1, AVX2 only). Its speed there is unmeasured: the blocking constants below
- * are derived from cache sizes, not timed.
+ * on machines without AVX-512. On AVX-512 machines checkasm_gemm runs it natively; the
+ * blocking below was timed on AMD Zen 4 (EPYC, family 25 model 17: 32 KiB L1d, 1 MiB L2
+ * per core, AVX-512 double-pumped at 32 FLOP/cycle).
  *
  * Tested against kernels/ref/gemm_ref.c by tests/checkasm/test_gemm.c; timed by
  * `jepa bench kernels` (bench/bench_kernels.c) on AVX-512 machines.
@@ -22,20 +22,24 @@
 #include "kernels/x86/vec_avx512.h"
 #include "kernels/x86/x86.h"
 
-/* Blocking (not measured: no AVX-512 machine was available; from the cache sizes of
- * Skylake-SP / Ice Lake-SP: 32-48 KiB L1d, 1-2 MiB L2):
- *  - 14 x 32 tile: 28 accumulators + 2 B vectors + 1 broadcast of 32 zmm registers.
- *  - KC 192: the 32-column B micro-panel is 24 KiB and the 14-row A micro-panel 10.5 KiB,
- *    together in a 32 KiB L1.
- *  - MC 168 (12 x 14): the A block is 126 KiB of L2.
- *  - NC 2048: the B panel is 1.5 MiB per thread, in L2/L3.
+/* Blocking, timed on Zen 4 at 1 thread (one f16 matmul per ViT shape, best of 5, against
+ * the FMA peak of the same process; docs/performance.md):
+ *  - 14 x 32 tile: 28 accumulators + 2 B vectors + 1 broadcast of 32 zmm registers. On
+ *    panels already in L1 it runs at 98 % of the FMA peak at KC 192 to 384.
+ *  - KC 384: the 14-row A micro-panel (21 KiB) stays in L1 and the 32-column B micro-panel
+ *    (48 KiB) streams from L2, which the hardware prefetcher keeps up with; K = 768 is
+ *    then 2 K blocks instead of 4, half the Y tile round trips. 192 -> 384 (with the L2
+ *    prefetch below): 576 x 3072 x 768 84-87 -> 90-91 %, 2048 x 3072 x 1024 85 -> 92-93 %.
+ *  - MC 168 (12 x 14): the A block is 252 KiB of L2.
+ *  - NC 1024: the B panel is 1.5 MiB per thread (as before at KC 192 / NC 2048), in L3;
+ *    2048 measured the same.
  *  - SMALL_M 16: the weight-streaming path is 256 bits wide (gemm_x86.h), half the
- *    microkernel's width, so it should hand over earlier than on AVX2 (64). */
+ *    microkernel's width, so it hands over earlier than on AVX2 (64). */
 #define GT_MR 14
 #define GT_NR 32
-#define GT_KC 192
+#define GT_KC 384
 #define GT_MC 168
-#define GT_NC 2048
+#define GT_NC 1024
 #define GT_SMALL_M 16
 
 #include "kernels/simd/gemm_tmpl.h"
@@ -82,32 +86,34 @@ static ALWAYS_INLINE __m512 load_bias16(const float *b, int nr) {
     return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
 }
 
-/* ---- the microkernel: 14 x 32 ------------------------------------------------------ */
+/* ---- the microkernel: up to 14 x 32 --------------------------------------------------- */
 
+/* The K loop for the first R rows of the tile (R a constant at each call below, so the
+ * rows past it vanish): per k 2 B loads, R broadcasts, 2R FMAs. A tile of fewer than 14
+ * rows (the last of M) costs its rows, not 14: 197 tokens are 14 tiles + 1 row. The
+ * accumulators then go to c[][] for the shared store (one copy of the epilogues rather
+ * than one per R: 28 stores and reloads per tile and K block, against 2 x 14 x kc FMAs). */
 #define ACC_DECL(i) __m512 c##i##_0 = _mm512_setzero_ps(), c##i##_1 = _mm512_setzero_ps()
 #define ACC_FMA(i)                                                                      \
     do {                                                                                \
-        const __m512 ai = _mm512_set1_ps(a[i]);                                         \
-        c##i##_0 = _mm512_fmadd_ps(ai, b0, c##i##_0);                                   \
-        c##i##_1 = _mm512_fmadd_ps(ai, b1, c##i##_1);                                   \
+        if ((i) < R) {                                                                  \
+            const __m512 ai = _mm512_set1_ps(a[i]);                                     \
+            c##i##_0 = _mm512_fmadd_ps(ai, b0, c##i##_0);                               \
+            c##i##_1 = _mm512_fmadd_ps(ai, b1, c##i##_1);                               \
+        }                                                                               \
     } while (0)
-#define ACC_STORE(i)                                                                    \
+#define ACC_OUT(i)                                                                      \
     do {                                                                                \
-        if (i < mr) {                                                                   \
-            store16(y + (size_t)(i) * ldy, c##i##_0, bv0, nr, mode);                    \
-            if (nr > 16) store16(y + (size_t)(i) * ldy + 16, c##i##_1, bv1, nr - 16, mode); \
+        if ((i) < R) {                                                                  \
+            _mm512_store_ps(c[i], c##i##_0);                                            \
+            _mm512_store_ps(c[i] + 16, c##i##_1);                                       \
         }                                                                               \
     } while (0)
 
-static void gt_ukernel(int kc, const float *restrict a, const float *restrict b, float *y,
-                       size_t ldy, int mr, int nr, const float *bias, int mode) {
+static ALWAYS_INLINE void ukernel_rows(const int R, int kc, const float *restrict a,
+                                       const float *restrict b, float c[GT_MR][GT_NR]) {
     ACC_DECL(0); ACC_DECL(1); ACC_DECL(2); ACC_DECL(3); ACC_DECL(4); ACC_DECL(5); ACC_DECL(6);
     ACC_DECL(7); ACC_DECL(8); ACC_DECL(9); ACC_DECL(10); ACC_DECL(11); ACC_DECL(12); ACC_DECL(13);
-    /* fetch the Y tile now so its misses overlap the FMAs (it is read or written after) */
-    for (int i = 0; i < mr; i++) {
-        _mm_prefetch((const char *)(y + (size_t)i * ldy), _MM_HINT_T0);
-        _mm_prefetch((const char *)(y + (size_t)i * ldy + nr - 1), _MM_HINT_T0);
-    }
     for (int k = 0; k < kc; k++) {
         const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
         ACC_FMA(0); ACC_FMA(1); ACC_FMA(2); ACC_FMA(3); ACC_FMA(4); ACC_FMA(5); ACC_FMA(6);
@@ -115,13 +121,41 @@ static void gt_ukernel(int kc, const float *restrict a, const float *restrict b,
         a += GT_MR;
         b += GT_NR;
     }
+    ACC_OUT(0); ACC_OUT(1); ACC_OUT(2); ACC_OUT(3); ACC_OUT(4); ACC_OUT(5); ACC_OUT(6);
+    ACC_OUT(7); ACC_OUT(8); ACC_OUT(9); ACC_OUT(10); ACC_OUT(11); ACC_OUT(12); ACC_OUT(13);
+}
+
+static void gt_ukernel(int kc, const float *restrict a, const float *restrict b, float *y,
+                       size_t ldy, int mr, int nr, const float *bias, int mode) {
+    _Alignas(64) float c[GT_MR][GT_NR];
+    /* Fetch the Y tile into L2 now so its misses overlap the FMAs (it is read or written
+     * after). Not into L1: Y's row stride is N floats, and at N = 1024, 3072, 4096 (12,
+     * 16 KiB) all 14 rows fall in the same two L1 sets, where 28 lines evict each other and
+     * the B micro-panel's; on Zen 4, 12 tiles x 64 B panels with Y in memory at a row
+     * stride of 3072 ran at 89-91 % of the peak with T0 and 94-95 % with T1. */
+    for (int i = 0; i < mr; i++) {
+        _mm_prefetch((const char *)(y + (size_t)i * ldy), _MM_HINT_T1);
+        _mm_prefetch((const char *)(y + (size_t)i * ldy + nr - 1), _MM_HINT_T1);
+    }
+    /* rows rounded up to even: 7 copies of the loop, at most one row of padding */
+    switch ((mr + 1) / 2) {
+    case 1: ukernel_rows(2, kc, a, b, c); break;
+    case 2: ukernel_rows(4, kc, a, b, c); break;
+    case 3: ukernel_rows(6, kc, a, b, c); break;
+    case 4: ukernel_rows(8, kc, a, b, c); break;
+    case 5: ukernel_rows(10, kc, a, b, c); break;
+    case 6: ukernel_rows(12, kc, a, b, c); break;
+    default: ukernel_rows(14, kc, a, b, c); break;
+    }
     __m512 bv0 = _mm512_setzero_ps(), bv1 = _mm512_setzero_ps();
     if ((mode & GT_LAST) && bias) {
         bv0 = load_bias16(bias, nr);
         if (nr > 16) bv1 = load_bias16(bias + 16, nr - 16);
     }
-    ACC_STORE(0); ACC_STORE(1); ACC_STORE(2); ACC_STORE(3); ACC_STORE(4); ACC_STORE(5); ACC_STORE(6);
-    ACC_STORE(7); ACC_STORE(8); ACC_STORE(9); ACC_STORE(10); ACC_STORE(11); ACC_STORE(12); ACC_STORE(13);
+    for (int i = 0; i < mr; i++) {
+        store16(y + (size_t)i * ldy, _mm512_load_ps(c[i]), bv0, nr, mode);
+        if (nr > 16) store16(y + (size_t)i * ldy + 16, _mm512_load_ps(c[i] + 16), bv1, nr - 16, mode);
+    }
 }
 
 GEMM_X86_SLOTS(avx512)
