@@ -64,6 +64,9 @@
 #if ATTN_BQ % ATTN_QT
 #error "ATTN_BQ must be a multiple of ATTN_QV * VW"
 #endif
+#if ATTN_QV < 1 || ATTN_QV > 4
+#error "the last register tile's dispatch (at_s_tiles, at_pv_tiles) handles ATTN_QV 1 to 4"
+#endif
 #define ATTN_HD_MAX 512
 #define ATTN_BK_MAX 128                 /* keys per tile, at most */
 #define ATTN_RK 256                     /* keys per chunk of the row path */
@@ -106,51 +109,102 @@ size_t JK_SFX(attn_ws)(int nthreads, int head_dim, int nkv) {
 
 /* ---- block path ---------------------------------------------------------------------- */
 
-/* St[r][i] = sum_d K_r[d] Qt[d][i] for ATTN_KG keys (rows kp[r]) and the ATTN_QT queries
- * of one register tile; st and qt point at the tile's first query, rows ATTN_BQ apart. */
-static OPS_ALWAYS void at_s_tile(float *st, const float *qt, const float *const *kp, const int hd) {
+/* St[r][i] = sum_d K_r[d] Qt[d][i] for ATTN_KG keys (rows kp[r]) and the QV * VW queries
+ * of one register tile (QV = ATTN_QV, or fewer for the last tile of a short block); st and
+ * qt point at the tile's first query, rows ATTN_BQ apart. */
+static OPS_ALWAYS void at_s_tile(float *st, const float *qt, const float *const *kp, const int hd,
+                                 const int QV) {
     vf acc[ATTN_KG][ATTN_QV];
     for (int r = 0; r < ATTN_KG; r++)
-        for (int v = 0; v < ATTN_QV; v++) acc[r][v] = vf_zero();
+        for (int v = 0; v < QV; v++) acc[r][v] = vf_zero();
     for (int d = 0; d < hd; d++) {
         vf q[ATTN_QV];
-        for (int v = 0; v < ATTN_QV; v++) q[v] = vf_load(qt + (size_t)d * ATTN_BQ + v * VW);
+        for (int v = 0; v < QV; v++) q[v] = vf_load(qt + (size_t)d * ATTN_BQ + v * VW);
         for (int r = 0; r < ATTN_KG; r++) {
             const vf k = vf_set1(kp[r][d]);
-            for (int v = 0; v < ATTN_QV; v++) acc[r][v] = vf_fma(k, q[v], acc[r][v]);
+            for (int v = 0; v < QV; v++) acc[r][v] = vf_fma(k, q[v], acc[r][v]);
         }
     }
     for (int r = 0; r < ATTN_KG; r++)
-        for (int v = 0; v < ATTN_QV; v++) vf_store(st + (size_t)r * ATTN_BQ + v * VW, acc[r][v]);
+        for (int v = 0; v < QV; v++) vf_store(st + (size_t)r * ATTN_BQ + v * VW, acc[r][v]);
+}
+
+/* at_s_tile over the nqt queries of a block (nqt a multiple of VW): whole register tiles,
+ * then one of the 1 .. ATTN_QV - 1 vectors left, each with its vector count a constant */
+static OPS_ALWAYS void at_s_tiles(float *st, const float *qt, const float *const *kp, const int hd,
+                                  int nqt) {
+    int t = 0;
+    for (; t + ATTN_QT <= nqt; t += ATTN_QT) at_s_tile(st + t, qt + t, kp, hd, ATTN_QV);
+    switch ((nqt - t) / VW) {
+#if ATTN_QV > 1
+    case 1: at_s_tile(st + t, qt + t, kp, hd, 1); break;
+#endif
+#if ATTN_QV > 2
+    case 2: at_s_tile(st + t, qt + t, kp, hd, 2); break;
+#endif
+#if ATTN_QV > 3
+    case 3: at_s_tile(st + t, qt + t, kp, hd, 3); break;
+#endif
+    default: break;
+    }
 }
 
 /* Ot[e][i] = alpha_i Ot[e][i] + sum_{j < nk} V_j[e] P[j][i] for ND dims e (ND = ATTN_KG or 1)
- * and the queries of one register tile; vp = row 0 of V at the first of the ND dims. */
+ * and the QV * VW queries of one register tile; vp = row 0 of V at the first of the ND dims. */
 static OPS_ALWAYS void at_pv_tile(float *ot, const float *p, const float *vp, size_t ldv, int nk,
-                                  const float *alpha, const int nd) {
+                                  const float *alpha, const int nd, const int QV) {
     vf acc[ATTN_KG][ATTN_QV];
-    for (int v = 0; v < ATTN_QV; v++) {
+    for (int v = 0; v < QV; v++) {
         const vf al = vf_load(alpha + v * VW);
         for (int e = 0; e < nd; e++)
             acc[e][v] = vf_mul(vf_load(ot + (size_t)e * ATTN_BQ + v * VW), al);
     }
     for (int j = 0; j < nk; j++, vp += ldv, p += ATTN_BQ) {
         vf pj[ATTN_QV];
-        for (int v = 0; v < ATTN_QV; v++) pj[v] = vf_load(p + v * VW);
+        for (int v = 0; v < QV; v++) pj[v] = vf_load(p + v * VW);
         for (int e = 0; e < nd; e++) {
             const vf x = vf_set1(vp[e]);
-            for (int v = 0; v < ATTN_QV; v++) acc[e][v] = vf_fma(x, pj[v], acc[e][v]);
+            for (int v = 0; v < QV; v++) acc[e][v] = vf_fma(x, pj[v], acc[e][v]);
         }
     }
     for (int e = 0; e < nd; e++)
-        for (int v = 0; v < ATTN_QV; v++) vf_store(ot + (size_t)e * ATTN_BQ + v * VW, acc[e][v]);
+        for (int v = 0; v < QV; v++) vf_store(ot + (size_t)e * ATTN_BQ + v * VW, acc[e][v]);
+}
+
+/* Ot += V^T P over every dim for the QV vectors of queries at ot / p / alpha */
+static OPS_ALWAYS void at_pv_dims(float *ot, const float *p, const float *v0, size_t ldv, int nk,
+                                  const float *alpha, const int hd, const int QV) {
+    int d = 0;
+    for (; d + ATTN_KG <= hd; d += ATTN_KG)
+        at_pv_tile(ot + (size_t)d * ATTN_BQ, p, v0 + d, ldv, nk, alpha, ATTN_KG, QV);
+    for (; d < hd; d++) at_pv_tile(ot + (size_t)d * ATTN_BQ, p, v0 + d, ldv, nk, alpha, 1, QV);
+}
+
+/* at_pv_dims over the nqt queries of a block, tiled as at_s_tiles does */
+static OPS_ALWAYS void at_pv_tiles(float *ot, const float *p, const float *v0, size_t ldv, int nk,
+                                   const float *alpha, const int hd, int nqt) {
+    int t = 0;
+    for (; t + ATTN_QT <= nqt; t += ATTN_QT) at_pv_dims(ot + t, p + t, v0, ldv, nk, alpha + t, hd, ATTN_QV);
+    switch ((nqt - t) / VW) {
+#if ATTN_QV > 1
+    case 1: at_pv_dims(ot + t, p + t, v0, ldv, nk, alpha + t, hd, 1); break;
+#endif
+#if ATTN_QV > 2
+    case 2: at_pv_dims(ot + t, p + t, v0, ldv, nk, alpha + t, hd, 2); break;
+#endif
+#if ATTN_QV > 3
+    case 3: at_pv_dims(ot + t, p + t, v0, ldv, nk, alpha + t, hd, 3); break;
+#endif
+    default: break;
+    }
 }
 
 static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, const int hd, float *w) {
     const int BQ = ATTN_BQ, nqb = at_min(BQ, a->nq - i0), bk = at_bk(hd);
-    /* queries computed: nqb rounded up to a register tile (the last block of a clip is
-     * often short: 197 = 4 x 48 + 5); rows of the tiles stay BQ long */
-    const int nqt = (nqb + ATTN_QT - 1) / ATTN_QT * ATTN_QT;
+    /* queries computed: nqb rounded up to a vector, the last register tile narrowed to the
+     * vectors it needs (the last block of a clip is often short: 197 = 4 x 48 + 5, which
+     * takes one vector, not a tile of ATTN_QV); rows of the tiles stay BQ long */
+    const int nqt = (nqb + VW - 1) / VW * VW;
     float *qt = w, *ot = qt + (size_t)hd * BQ, *st = ot + (size_t)hd * BQ;
     float *mrow = st + (size_t)ATTN_BK_MAX * BQ, *lrow = mrow + BQ, *alpha = lrow + BQ;
     int32_t *qp = (int32_t *)(void *)(alpha + BQ);
@@ -205,7 +259,7 @@ static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, con
                 at_prefetch_row(a->k + (size_t)at_min(j + ATTN_KG, a->nkv - 1) * a->ldk + (size_t)h * hd, hd);
                 at_prefetch_row(a->v + (size_t)j * a->ldv + (size_t)h * hd, hd);
             }
-            for (int t = 0; t < nqt; t += ATTN_QT) at_s_tile(st + (size_t)g * BQ + t, qt + t, kp, hd);
+            at_s_tiles(st + (size_t)g * BQ, qt, kp, hd, nqt);
         }
         if (partial)
             for (int j = 0; j < nk; j++) {
@@ -249,13 +303,7 @@ static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, con
 
         /* Ot = alpha Ot + V^T P */
         const float *v0 = a->v + (size_t)kt * a->ldv + (size_t)h * hd;
-        for (int t = 0; t < nqt; t += ATTN_QT) {
-            int d = 0;
-            for (; d + ATTN_KG <= hd; d += ATTN_KG)
-                at_pv_tile(ot + (size_t)d * BQ + t, st + t, v0 + d, a->ldv, nk, alpha + t, ATTN_KG);
-            for (; d < hd; d++)
-                at_pv_tile(ot + (size_t)d * BQ + t, st + t, v0 + d, a->ldv, nk, alpha + t, 1);
-        }
+        at_pv_tiles(ot, st, v0, a->ldv, nk, alpha, hd, nqt);
     }
 
     /* o = Ot / l, transposed back; zeros where l = 0 */
