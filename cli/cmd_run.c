@@ -470,9 +470,46 @@ static void source_close(struct clip_source *s) {
     npy_free(&s->mem);
 }
 
+/* The encoder's outputs of k clips, as one forward pass writes them (jepa_embed_out). The
+ * token grid [k, n, D] (and the hierarchical levels) only where the command reads them:
+ * unasked for, the encoder leaves its tokens in its arena, and a 3137-token ViT-L clip
+ * saves 12 MiB. The per-clip vectors are always there (the summary prints the mean). */
+struct enc_outs {
+    float *tokens, *pooled, *cls, *emb, *hier;
+};
+
+static bool cmd_reads_tokens(enum run_cmd cmd, const struct run_opts *o) {
+    return cmd != RUN_EMBED || (!o->hier && !strcmp(o->pool, "none"));   /* classify, predict */
+}
+
+static void enc_outs_free(struct enc_outs *b) {
+    free(b->tokens), free(b->pooled), free(b->cls), free(b->emb), free(b->hier);
+    *b = (struct enc_outs){0};
+}
+
+/* 0, or -1 with nothing held (out of memory). */
+static int enc_outs_alloc(struct enc_outs *b, enum run_cmd cmd, const struct run_opts *o,
+                          const jepa_model_info *in, int k, int n) {
+    const size_t D = (size_t)in->embed_dim, nd = (size_t)k * n * D;
+    *b = (struct enc_outs){0};
+    const bool tok = cmd_reads_tokens(cmd, o);
+    if ((tok && !(b->tokens = malloc(sizeof(float) * nd))) || !(b->pooled = malloc(sizeof(float) * k * D)) ||
+        (in->has_cls && !(b->cls = malloc(sizeof(float) * k * D))) ||
+        (in->emb_dim && !(b->emb = malloc(sizeof(float) * k * (size_t)in->emb_dim))) ||
+        (o->hier && !(b->hier = malloc(sizeof(float) * in->n_hier * nd)))) {
+        enc_outs_free(b);
+        return -1;
+    }
+    return 0;
+}
+
+static jepa_embed_out enc_outs_embed_out(const struct enc_outs *b) {
+    return (jepa_embed_out){.tokens = b->tokens, .pooled = b->pooled, .cls = b->cls, .hier = b->hier, .emb = b->emb};
+}
+
 /* The buffers of one run: a pass's outputs (G clips) and what is kept over all clips. */
 struct run_bufs {
-    float *tokens, *pooled, *cls, *emb, *hier;   /* [G, ...] one pass */
+    struct enc_outs enc;                         /* [G, ...] one pass */
     float *xs;                                   /* [G, C, T, H, W] streamed clips */
     float *all;                                  /* embed: [nb, per] the requested output */
     float *logits;                               /* classify: [nb, K] */
@@ -482,8 +519,8 @@ struct run_bufs {
 };
 
 static void bufs_free(struct run_bufs *b) {
-    free(b->tokens), free(b->pooled), free(b->cls), free(b->emb), free(b->hier), free(b->xs);
-    free(b->all), free(b->logits), free(b->prob), free(b->mean), free(b->order), free(b->pred);
+    enc_outs_free(&b->enc);
+    free(b->xs), free(b->all), free(b->logits), free(b->prob), free(b->mean), free(b->order), free(b->pred);
     free(b->ctx_out);
 }
 
@@ -557,11 +594,7 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
     const size_t clip_floats = (size_t)info.in_chans * T * H * W;
     const size_t per = o.hier ? (size_t)info.n_hier * n * D : pool_lewm ? (size_t)info.emb_dim
                      : (pool_mean || pool_cls) ? (size_t)D : (size_t)n * D;   /* embed, per clip */
-    b.tokens = malloc(sizeof(float) * (size_t)G * n * D);
-    b.pooled = malloc(sizeof(float) * (size_t)G * D);
-    b.cls = info.has_cls ? malloc(sizeof(float) * (size_t)G * D) : NULL;
-    b.emb = info.emb_dim ? malloc(sizeof(float) * (size_t)G * info.emb_dim) : NULL;
-    b.hier = o.hier ? malloc(sizeof(float) * (size_t)G * info.n_hier * n * D) : NULL;
+    const int enc_failed = enc_outs_alloc(&b.enc, cmd, &o, &info, G, n);
     b.xs = src.rdr ? malloc(sizeof(float) * (size_t)G * clip_floats) : NULL;
     b.all = cmd == RUN_EMBED && o.out ? malloc(sizeof(float) * per * (size_t)nb) : NULL;
     if (cmd == RUN_CLASSIFY) {
@@ -570,8 +603,7 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
         b.mean = calloc((size_t)K, sizeof(double));
         b.order = malloc(sizeof(int) * (size_t)K);
     }
-    if (!b.tokens || !b.pooled || (info.has_cls && !b.cls) || (info.emb_dim && !b.emb) || (o.hier && !b.hier) ||
-        (src.rdr && !b.xs) || (cmd == RUN_EMBED && o.out && !b.all) ||
+    if (enc_failed || (src.rdr && !b.xs) || (cmd == RUN_EMBED && o.out && !b.all) ||
         (cmd == RUN_CLASSIFY && (!b.logits || !b.prob || !b.mean || !b.order))) {
         cli_fail(NULL, "out of memory for %d clip%s", nb, nb > 1 ? "s" : "");
         goto done;
@@ -593,7 +625,7 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
         const float *x = o.pre ? NULL : source_clips(&src, k0, g, b.xs, o.verbose);
         if (!x && !o.pre) { cli_progress_clear(&pg); goto done; }
         t_in += now_ms() - t0;
-        jepa_embed_out eo = {.tokens = b.tokens, .pooled = b.pooled, .cls = b.cls, .hier = b.hier, .emb = b.emb};
+        jepa_embed_out eo = enc_outs_embed_out(&b.enc);
         jepa_embed_params ep = {.batch = g};
         struct cli_progress lp;   /* -v on one long clip: the encoder's blocks */
         cli_progress_start(&lp, o.verbose && nb == 1 && !o.results_quiet, "layers");
@@ -601,7 +633,7 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
         t0 = now_ms();
         if (o.pre) {   /* one clip, encoded in a batch of inputs (many_prefetch) */
             const struct encoded *p = o.pre;
-            memcpy(eo.tokens, p->tokens, sizeof(float) * (size_t)n * info.embed_dim);
+            if (eo.tokens) memcpy(eo.tokens, p->tokens, sizeof(float) * (size_t)n * info.embed_dim);
             memcpy(eo.pooled, p->pooled, sizeof(float) * (size_t)info.embed_dim);
             if (eo.cls) memcpy(eo.cls, p->cls, sizeof(float) * (size_t)info.embed_dim);
             if (eo.emb) memcpy(eo.emb, p->emb, sizeof(float) * (size_t)info.emb_dim);
@@ -620,11 +652,11 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
             const int64_t *fr = src.rdr ? clips_frames(src.rdr, k) : NULL;
             const long long f0 = fr ? (long long)fr[0] : 0, f1 = fr ? (long long)fr[T - 1] : 0;
             if (cmd == RUN_EMBED) {
-                const float *out = o.hier ? b.hier : pool_lewm ? b.emb : pool_mean ? b.pooled
-                                 : pool_cls ? b.cls : b.tokens;
+                const float *out = o.hier ? b.enc.hier : pool_lewm ? b.enc.emb : pool_mean ? b.enc.pooled
+                                 : pool_cls ? b.enc.cls : b.enc.tokens;
                 if (b.all) memcpy(b.all + per * (size_t)k, out + per * (size_t)j, sizeof(float) * per);
                 else if (!o.results_quiet) {   /* nothing written: a summary */
-                    const float *pv = b.pooled + (size_t)j * D;
+                    const float *pv = b.enc.pooled + (size_t)j * D;
                     double nrm = 0;
                     for (int q = 0; q < D; q++) nrm += (double)pv[q] * pv[q];
                     if (src.stacked) printf("clip %d ", k);
@@ -635,7 +667,7 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
             } else if (cmd == RUN_CLASSIFY) {
                 float *lg = b.logits + (size_t)K * k;
                 t0 = now_ms();
-                if (jepa_ctx_classify(c, b.tokens + (size_t)j * n * D, n, lg)) {
+                if (jepa_ctx_classify(c, b.enc.tokens + (size_t)j * n * D, n, lg)) {
                     cli_progress_clear(&pg);
                     if (nb == 1) cli_fail(o.model, "classify: %s", jepa_ctx_error(c));
                     else cli_fail(src.name, "clip %d: classify: %s", k, jepa_ctx_error(c));
@@ -668,7 +700,7 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
             const double tr = now_ms();
             for (int k0 = 0; k0 < nb && st == JEPA_OK; k0 += G) {
                 jepa_embed_params ep = {.batch = nb - k0 < G ? nb - k0 : G};
-                jepa_embed_out ek = {.tokens = b.tokens};
+                jepa_embed_out ek = enc_outs_embed_out(&b.enc);   /* what the first pass asked for */
                 st = jepa_ctx_embed(c, (const float *)src.mem.data + (size_t)k0 * clip_floats, T, H, W, &ep, &ek);
             }
             ms[r] = now_ms() - tr;
@@ -724,7 +756,7 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
         if (o.ctx_out) b.ctx_out = malloc(sizeof(float) * (size_t)nc * od);
         if (!ctx_tok || !b.pred || (o.ctx_out && !b.ctx_out)) { free(ctx_tok); cli_fail(NULL, "out of memory"); goto done; }
         for (int i = 0; i < nc; i++)
-            memcpy(ctx_tok + (size_t)i * D, b.tokens + (size_t)((int32_t *)ctx_ids.data)[i] * D,
+            memcpy(ctx_tok + (size_t)i * D, b.enc.tokens + (size_t)((int32_t *)ctx_ids.data)[i] * D,
                    sizeof(float) * (size_t)D);
         jepa_modality mod = o.modality;
         if (mod == JEPA_MODALITY_AUTO) mod = T == 1 ? JEPA_MODALITY_IMAGE : JEPA_MODALITY_VIDEO;
@@ -795,11 +827,13 @@ struct many_batch {
     const char *input[MANY_BATCH_MAX];   /* run_many's pointers, compared as such */
     bool taken[MANY_BATCH_MAX];
     struct encoded enc[MANY_BATCH_MAX];
-    float *xs, *tokens, *pooled, *cls, *emb, *hier;
+    float *xs;
+    struct enc_outs out;
 };
 
 static void many_batch_clear(struct many_batch *b) {
-    free(b->xs), free(b->tokens), free(b->pooled), free(b->cls), free(b->emb), free(b->hier);
+    free(b->xs);
+    enc_outs_free(&b->out);
     memset(b, 0, sizeof *b);
 }
 
@@ -857,8 +891,9 @@ static void many_prefetch(void *user, const char *const *inputs, int n) {
             }
             /* as many clips as fit MANY_BATCH_BYTES with their outputs; the rest run alone */
             const size_t D = (size_t)in->embed_dim;
-            const size_t per = sizeof(float) * ((size_t)3 * t * h * w + (size_t)nt * D * (1 + (u->o->hier ? in->n_hier : 0)) +
-                                                2 * D + (size_t)in->emb_dim);
+            const size_t grids = (cmd_reads_tokens(u->cmd, u->o) ? 1 : 0) + (u->o->hier ? in->n_hier : 0);
+            const size_t per = sizeof(float) * ((size_t)3 * t * h * w + (size_t)nt * D * grids + 2 * D +
+                                                (size_t)in->emb_dim);
             cap = per * (size_t)n <= MANY_BATCH_BYTES ? n : (int)(MANY_BATCH_BYTES / per);
             if (cap < 2 || !(b->xs = malloc(sizeof(float) * (size_t)3 * t * h * w * (size_t)cap))) {
                 clips_close(r);
@@ -870,15 +905,12 @@ static void many_prefetch(void *user, const char *const *inputs, int n) {
         clips_close(r);
     }
     const size_t D = (size_t)in->embed_dim;
-    if (k < 2 || !(b->tokens = malloc(sizeof(float) * (size_t)k * n_tok * D)) ||
-        !(b->pooled = malloc(sizeof(float) * k * D)) || (in->has_cls && !(b->cls = malloc(sizeof(float) * k * D))) ||
-        (in->emb_dim && !(b->emb = malloc(sizeof(float) * k * (size_t)in->emb_dim))) ||
-        (u->o->hier && !(b->hier = malloc(sizeof(float) * (size_t)k * in->n_hier * n_tok * D)))) {
+    if (k < 2 || enc_outs_alloc(&b->out, u->cmd, u->o, in, k, n_tok)) {
         many_batch_clear(b);   /* one input, or no memory: each runs on its own */
         return;
     }
     jepa_embed_params ep = {.batch = k};
-    jepa_embed_out eo = {.tokens = b->tokens, .pooled = b->pooled, .cls = b->cls, .emb = b->emb, .hier = b->hier};
+    jepa_embed_out eo = enc_outs_embed_out(&b->out);
     if (jepa_ctx_embed(u->c, b->xs, T, H, W, &ep, &eo)) {
         many_batch_clear(b);
         return;
@@ -889,11 +921,12 @@ static void many_prefetch(void *user, const char *const *inputs, int n) {
     for (int j = 0; j < k; j++) {
         struct encoded *en = &b->enc[j];
         en->T = T, en->H = H, en->W = W;
-        en->tokens = b->tokens + (size_t)j * n_tok * D;
-        en->pooled = b->pooled + (size_t)j * D;
-        en->cls = b->cls ? b->cls + (size_t)j * D : NULL;
-        en->emb = b->emb ? b->emb + (size_t)j * in->emb_dim : NULL;
-        en->hier = b->hier ? b->hier + (size_t)j * in->n_hier * n_tok * D : NULL;
+        const struct enc_outs *bo = &b->out;
+        en->tokens = bo->tokens ? bo->tokens + (size_t)j * n_tok * D : NULL;
+        en->pooled = bo->pooled + (size_t)j * D;
+        en->cls = bo->cls ? bo->cls + (size_t)j * D : NULL;
+        en->emb = bo->emb ? bo->emb + (size_t)j * in->emb_dim : NULL;
+        en->hier = bo->hier ? bo->hier + (size_t)j * in->n_hier * n_tok * D : NULL;
     }
     b->n = k;
 }

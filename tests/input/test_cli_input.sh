@@ -108,6 +108,20 @@ done
 expect 0 "--batch 8 -v" jepa embed -v -m "$V21" --pool mean --batch 8 --out-dir "$WORK/many_bv" "$D/png"
 grep -q "^jepa embed: 8 inputs of 1x64x64 in one forward" "$WORK/err.txt" && ok "-v: forwards of 8 inputs" ||
     { bad "-v: forwards of 8 inputs"; cat "$WORK/err.txt"; }
+# the two commands that read the token grid of a batch: embed --pool none writes it, classify
+# classifies it (the per-clip vectors alone are kept when nothing reads it: --pool mean above)
+near() {   # near DESCRIPTION A.npy B.npy: within the batch bar
+    if ${MESON_EXE_WRAPPER:-} "$NPC" "$2" "$3" 0.9999999 1e-5 >/dev/null 2>&1; then ok "$1"; else bad "$1"; fi
+}
+three="$D/png/rgb8.png $D/png/grey8.png $D/png/palette8.png"
+# shellcheck disable=SC2086
+expect 0 "--batch 4 --pool none: token grids" jepa embed -q -m "$V21" --batch 4 --out-dir "$WORK/many_bt" $three
+expect 0 "the token grid of one alone" jepa embed -q -m "$V21" -i "$D/png/grey8.png" -o "$WORK/t1.npy"
+near "--batch 4 --pool none: the grid of grey8.png == one at a time" "$WORK/many_bt/grey8.png.npy" "$WORK/t1.npy"
+# shellcheck disable=SC2086
+expect 0 "classify --batch 4 of three inputs" jepa classify -q -m "$V2" --batch 4 --out-dir "$WORK/many_cb" $three
+expect 0 "classify one alone" jepa classify -q -m "$V2" -i "$D/png/palette8.png" --logits-out "$WORK/l1.npy"
+near "classify --batch 4: the logits of palette8.png == one at a time" "$WORK/many_cb/palette8.png.logits.npy" "$WORK/l1.npy"
 expect 2 "classify --batch with one input" jepa classify -m "$V2" --batch 4 "$D/e2e.png"
 expect 0 "classify --out-dir: labels in the index" jepa classify -q -m "$V2" --out-dir "$WORK/many_c" "$D/e2e.png"
 grep -q '"label": "c' "$WORK/many_c/index.jsonl" && [ -e "$WORK/many_c/e2e.png.logits.npy" ] &&
