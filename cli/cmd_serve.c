@@ -105,13 +105,13 @@ int cmd_serve(int argc, char **argv) {
 
 int cmd_serve(int argc, char **argv) {
     (void)argc, (void)argv;
-    return cli_fail("serve", "this build has no server: configure found no libmicrohttpd or cJSON "
 #ifdef JEPA_STATIC_BUILD
-                    "that links statically here (build with -Dstatic=false)"
+    return cli_fail("serve", "this build has no server: a static binary cannot load libmicrohttpd "
+                    "(build with -Dstatic=false)");
 #else
-                    "(apt-get install libmicrohttpd-dev libcjson-dev, then reconfigure)"
+    return cli_fail("serve", "this build has no server: configure found no libmicrohttpd or cJSON "
+                    "(apt-get install libmicrohttpd-dev libcjson-dev, then reconfigure)");
 #endif
-    );
 }
 
 #endif

@@ -12,6 +12,7 @@
 #include "server/serve.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -28,6 +29,43 @@
 #include "models/model.h"
 #include "server/api.h"
 #include "server/metrics.h"
+
+/* libmicrohttpd is opened with dlopen when `jepa serve` starts, not linked: linked, it and
+ * the GnuTLS libraries it needs (p11-kit, nettle, gmp, ...) were mapped and relocated by
+ * every jepa process, ~2.8 MiB of resident memory and half of `jepa --version`'s start-up
+ * time (2.6 against 1.3 ms on Zen 4), for a server that most runs never start. The header
+ * is the build's and the library must be of its ABI: the soname (server/meson.build).
+ * Every function called is in MHD_FUNCS; a call through mhd.NAME that is not there does
+ * not compile. */
+#define MHD_FUNCS(X)                                                                                   \
+    X(MHD_start_daemon) X(MHD_stop_daemon) X(MHD_quiesce_daemon) X(MHD_get_daemon_info)               \
+    X(MHD_lookup_connection_value) X(MHD_create_response_from_buffer) X(MHD_add_response_header)     \
+    X(MHD_queue_response) X(MHD_destroy_response)
+
+static struct {
+#define MHD_MEMBER(name) __typeof__(name) *name;
+    MHD_FUNCS(MHD_MEMBER)
+#undef MHD_MEMBER
+} mhd;
+
+/* 0, or -1 with why libmicrohttpd is not there in err. */
+static int mhd_load(char *err, size_t n) {
+    void *lib = dlopen(JEPA_MHD_SONAME, RTLD_NOW | RTLD_LOCAL);   /* stays open for the process */
+    if (!lib) {
+        const char *why = dlerror();
+        snprintf(err, n, "the HTTP server needs %s, which did not load (%s); on Debian: apt-get install "
+                 "libmicrohttpd12", JEPA_MHD_SONAME, why ? why : "dlopen failed");
+        return -1;
+    }
+#define MHD_RESOLVE(name)                                                                               \
+    if (!(*(void **)&mhd.name = dlsym(lib, #name))) {                                                 \
+        snprintf(err, n, "%s has no %s (not the libmicrohttpd this was built with)", JEPA_MHD_SONAME, #name); \
+        return -1;                                                                                      \
+    }
+    MHD_FUNCS(MHD_RESOLVE)
+#undef MHD_RESOLVE
+    return 0;
+}
 
 struct server {
     struct sv_api api;
@@ -66,7 +104,7 @@ static bool key_matches(const char *given, const char *key) {
 
 static bool authorized(const struct server *sv, struct MHD_Connection *c) {
     if (!sv->o->api_key) return true;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *h = mhd.MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!h || strncmp(h, "Bearer ", 7)) return false;
     return key_matches(h + 7, sv->o->api_key);
 }
@@ -86,24 +124,24 @@ static void log_request(struct server *sv, const char *method, const char *url, 
 /* Queue r on c (taking its body), count it and log it. */
 static enum MHD_Result reply(struct server *sv, struct MHD_Connection *c, struct request *q, const char *method,
                              const char *url, struct sv_response *r) {
-    struct MHD_Response *resp = r->body ? MHD_create_response_from_buffer(r->len, r->body, MHD_RESPMEM_MUST_FREE)
-                                        : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *resp = r->body ? mhd.MHD_create_response_from_buffer(r->len, r->body, MHD_RESPMEM_MUST_FREE)
+                                        : mhd.MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (!resp) {
         free(r->body);
         return MHD_NO;   /* closes the connection */
     }
     r->body = NULL;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type ? r->content_type : "application/json");
+    mhd.MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type ? r->content_type : "application/json");
     if (r->retry_after) {
         char ra[16];
         snprintf(ra, sizeof ra, "%d", r->retry_after);
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+        mhd.MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
     }
-    if (r->status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-    if (r->status == 405) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, route_is_post(q->route) ? "POST" : "GET, HEAD");
-    if (atomic_load(&sv->draining)) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    const enum MHD_Result ok = MHD_queue_response(c, (unsigned)r->status, resp);
-    MHD_destroy_response(resp);
+    if (r->status == 401) mhd.MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (r->status == 405) mhd.MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, route_is_post(q->route) ? "POST" : "GET, HEAD");
+    if (atomic_load(&sv->draining)) mhd.MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    const enum MHD_Result ok = mhd.MHD_queue_response(c, (unsigned)r->status, resp);
+    mhd.MHD_destroy_response(resp);
     const double ms = sv_now_ms() - q->t0;
     metrics_request(q->route, r->status, ms / 1e3);
     if (r->reject >= 0) metrics_reject((enum sv_reject)r->reject);
@@ -113,7 +151,7 @@ static enum MHD_Result reply(struct server *sv, struct MHD_Connection *c, struct
 
 /* The client sent "Expect: 100-continue": it waits for an answer before sending its body. */
 static bool expects_continue(struct MHD_Connection *c) {
-    const char *e = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+    const char *e = mhd.MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
     return e && !strcasecmp(e, "100-continue");
 }
 
@@ -131,7 +169,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         q->route = route_of(url);
         q->post = !strcmp(method, MHD_HTTP_METHOD_POST);
         const bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *cl = mhd.MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (q->route == R_OTHER) {
             api_error(&r, 404, "not_found_error", "no such route; the routes are /v1/embeddings, /v1/classify, "
                       "/v1/models, /health and /metrics");
@@ -232,6 +270,8 @@ static void model_id(const char *path, char *buf, size_t n) {
 }
 
 int serve_run(const struct serve_opts *o) {
+    char why[JEPA_ERR_LEN];
+    if (mhd_load(why, sizeof why)) return cli_fail("serve", "%s", why);
     struct server sv = {.o = o, .max_body = (size_t)o->max_body_mb << 20};
     pthread_mutex_init(&sv.log_mu, NULL);
     atomic_init(&sv.in_flight, 0);
@@ -293,7 +333,7 @@ int serve_run(const struct serve_opts *o) {
 
     const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
                            MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
-    struct MHD_Daemon *d = MHD_start_daemon(
+    struct MHD_Daemon *d = mhd.MHD_start_daemon(
         flags, (uint16_t)o->port, NULL, NULL, on_request, &sv,
         MHD_OPTION_SOCK_ADDR, &addr.sa,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
@@ -307,7 +347,7 @@ int serve_run(const struct serve_opts *o) {
         return cli_fail("serve", "cannot listen on %s port %d (in use, or not an address of this machine?)", o->host,
                         o->port);
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *di = mhd.MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     const int port = di ? di->port : o->port;
     char desc[256], hb[INET6_ADDRSTRLEN + 2];
     snprintf(hb, sizeof hb, v6 ? "[%s]" : "%s", host);
@@ -324,13 +364,13 @@ int serve_run(const struct serve_opts *o) {
     fprintf(stderr, "jepa serve: %s: finishing %d request(s) in flight, then exiting\n",
             sig == SIGTERM ? "SIGTERM" : "SIGINT", atomic_load(&sv.in_flight));
     atomic_store(&sv.draining, true);
-    const int lfd = MHD_quiesce_daemon(d);
+    const int lfd = mhd.MHD_quiesce_daemon(d);
     if (lfd >= 0) close(lfd);
     /* requests already read finish (each bounded by --timeout-s); idle keep-alive
        connections are closed by MHD_stop_daemon */
     const double until = sv_now_ms() + a->timeout_ms + 5e3;
     while (atomic_load(&sv.in_flight) > 0 && sv_now_ms() < until) usleep(10 * 1000);
-    MHD_stop_daemon(d);
+    mhd.MHD_stop_daemon(d);
     sv_batcher_stop(a->batcher);
     jepa_model_free(m);
     pthread_mutex_destroy(&sv.log_mu);

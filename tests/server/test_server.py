@@ -549,6 +549,32 @@ def main():
     rc, _ = D.stop()
     check(rc == 0, "server D: exit 0")
 
+    # ===== libmicrohttpd is opened when `jepa serve` starts (server/serve.c, mhd_load) =====
+    env = dict(os.environ, LD_TRACE_LOADED_OBJECTS="1")   # what the loader maps at start-up, as ldd lists it
+    libs = subprocess.run([JEPA, "--version"], capture_output=True, text=True, env=env, timeout=60).stdout
+    check("libjepa" in libs or "libc.so" in libs, "the loader lists jepa's libraries")
+    check("microhttpd" not in libs and "gnutls" not in libs,
+          "jepa maps neither libmicrohttpd nor GnuTLS at start-up (%s)" %
+          ", ".join(l.split()[0] for l in libs.splitlines() if "microhttpd" in l or "gnutls" in l))
+    # a libmicrohttpd.so.12 without its functions, found first through LD_LIBRARY_PATH
+    fake = os.path.join(WORK, "fake_mhd")
+    os.makedirs(fake, exist_ok=True)
+    cc = os.environ.get("CC", "cc")
+    try:
+        built = subprocess.run([cc, "-shared", "-fPIC", "-x", "c", "-", "-o", os.path.join(fake, "libmicrohttpd.so.12")],
+                               input="int jepa_test_fake_mhd;\n", text=True, capture_output=True, timeout=60).returncode == 0
+    except OSError:
+        built = False
+    if built:
+        p = subprocess.run([JEPA, "serve", "-m", V2, "--port", "0"], capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, LD_LIBRARY_PATH=fake))
+        err = p.stderr.strip().splitlines()
+        check(p.returncode == 1 and len(err) == 1 and "has no MHD_start_daemon" in err[0],
+              "a libmicrohttpd without its functions: exit 1, one line naming the missing one (%s, %r)" %
+              (p.returncode, err))
+    else:
+        bad("no C compiler (%s) to build the fake libmicrohttpd: the load failure is not tested" % cc)
+
     print("%d failed" % fails if fails else "all passed")
     return 1 if fails else 0
 
