@@ -21,6 +21,8 @@ struct bench_encoder_opts {
     int frames;           /* T of the input; 0: 1 (an image) */
     int height, width;    /* 0: the model's img_size */
     int reps;             /* rounds of (peak, encode) per thread count, >= 1 */
+    int prepack;          /* --prepack: weights packed once (jepa_ctx_set_prepack); the
+                             first encode packs them */
 };
 
 /* `jepa bench kernels`: matmul (every dtype, ViT shapes, OpenBLAS sgemm baseline when

@@ -1,6 +1,7 @@
 /*
  * bench_encoder.c — `jepa bench encoder -m MODEL [--frames T] [--size H[xW]] [-t N]
- * [--reps R] [--json]`: one encoder forward against the FMA peak, in one process.
+ * [--reps R] [--prepack] [--json]`: one encoder forward against the FMA peak, in one process
+ * (--prepack: the weights packed once, by the first encode).
  *
  *   first     the process's first encode: the thread team starts, the arena grows, the
  *             weights' pages are faulted in from the page cache (mmap);
@@ -105,6 +106,10 @@ int bench_encoder(const struct bench_opts *o, const struct bench_encoder_opts *e
     }
     if (jepa_ctx_new(&c, m, &cp, err)) {
         fprintf(stderr, "jepa: %s\n", err);
+        goto done;
+    }
+    if (e->prepack && jepa_ctx_set_prepack(c, 1)) {
+        fprintf(stderr, "jepa: bench encoder: --prepack: %s\n", jepa_ctx_error(c));
         goto done;
     }
     struct enc_job j = {.c = c, .x = x, .T = T, .H = H, .W = W, .out = {.tokens = tokens}};

@@ -23,7 +23,7 @@ static void usage(FILE *f) {
             "                          [--cpu scalar|avx2|avx512|neon] [-g N]\n"
             "       jepa bench gpu [-g N] [--json] [--quick] [--op all|matmul|attn]\n"
             "       jepa bench world -m MODEL [--samples N] [--horizon H] [-t N] [--json] [--quick]\n"
-            "       jepa bench encoder -m MODEL [--frames T] [--size H[xW]] [--reps R] [-t N] [--json]\n"
+            "       jepa bench encoder -m MODEL [--frames T] [--size H[xW]] [--reps R] [-t N] [--prepack] [--json]\n"
             "\n"
             "Time the kernel table on the ViT matmul shapes (every weight dtype) and on\n"
             "attention, against the FMA peak measured in the same run and, when built with\n"
@@ -68,7 +68,8 @@ int cmd_bench(int argc, char **argv) {
     const char *cap = getenv("JEPA_CPU");
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--json")) o.json = 1;
+        if (enc_cmd && !strcmp(a, "--prepack")) eo.prepack = 1;
+        else if (!strcmp(a, "--json")) o.json = 1;
         else if (!strcmp(a, "--quick")) o.quick = 1;
         else if (!strcmp(a, "--full")) o.full = 1;
         else if (!strcmp(a, "--cold")) o.cold = 1;

@@ -136,6 +136,14 @@ JEPA_API jepa_status jepa_ctx_new(jepa_ctx **out, const jepa_model *m, const jep
 JEPA_API void jepa_ctx_free(jepa_ctx *c);
 JEPA_API const char *jepa_ctx_error(const jepa_ctx *c);
 JEPA_API void jepa_ctx_set_threads(jepa_ctx *c, int n_threads);
+/* Weights packed once (on: 1; off: 0, which frees them). Each matmul weight is converted
+ * to the f32 panels that the CPU matmul reads at its first use with 64 rows or more, and
+ * kept: later calls skip that packing (4-9 % of the time of a small model), with the same
+ * outputs bit for bit. It costs 4 bytes per weight in this context (twice an f16 file's
+ * weights). JEPA_ERR_UNSUPPORTED on the scalar and CUDA kernels, which pack nothing. */
+JEPA_API jepa_status jepa_ctx_set_prepack(jepa_ctx *c, int on);
+/* The bytes of the weights that this context holds packed (0 without jepa_ctx_set_prepack). */
+JEPA_API size_t jepa_ctx_prepacked_bytes(const jepa_ctx *c);
 JEPA_API int jepa_ctx_threads(const jepa_ctx *c);
 /* Which implementation fills the kernel slots ("avx512", "avx2", "neon", "scalar", "cuda"). */
 JEPA_API const char *jepa_ctx_isa(const jepa_ctx *c);

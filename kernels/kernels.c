@@ -76,7 +76,7 @@ const struct jk_slot jk_slots[] = {
     JK_SLOT(mean_rows, "mean_rows", -1),
 };
 #undef JK_SLOT
-/* every field after `isa` is a slot, and each has its row */
+/* every field from `gemm` on is a slot, and each has its row */
 _Static_assert(sizeof jk_slots / sizeof *jk_slots ==
                    (sizeof(struct jk_kernels) - offsetof(struct jk_kernels, gemm)) / sizeof(jk_gemm_fn *),
                "struct jk_kernels and jk_slots[] list different slots");
@@ -92,6 +92,7 @@ const void *jk_slot_fn(const struct jk_kernels *k, const struct jk_slot *s) {
 
 void jk_init_ref(struct jk_kernels *k) {
     k->isa = "scalar";
+    k->gemm_prepack = NULL, k->gemm_prepack_floats = NULL;   /* the reference packs nothing */
     k->gemm[JK_F32] = jk_gemm_f32_ref;
     k->gemm[JK_F16] = jk_gemm_f16_ref;
     k->gemm[JK_BF16] = jk_gemm_bf16_ref;

@@ -81,8 +81,18 @@ struct jk_gemm_args {
     enum jk_epilogue epi;
     int nthreads;
     void *ws;
+    /* W already in the gemm's f32 panels (gemm_prepack of the same table), or NULL: the
+     * gemm packs W itself. The same bits either way; only the packing is skipped. */
+    const float *w_packed;
 };
 typedef void jk_gemm_fn(const struct jk_gemm_args *a);
+
+/* Weights packed once (`--prepack`, jepa_ctx_prepack_weights): W [N, K] of type t (rows
+ * ldw bytes apart) into the f32 panels that the table's gemm reads, dst holding
+ * gemm_prepack_floats(N, K) floats, 64-byte aligned. The layout is the ISA's own (its
+ * K block and panel width): the panels of a table are for that table's gemm only. */
+typedef size_t jk_gemm_prepack_floats_fn(int N, int K);
+typedef void jk_gemm_prepack_fn(enum jk_dtype t, float *dst, const void *w, size_t ldw, int N, int K);
 
 /* Fused attention, never materialising the [nq, nkv] score matrix:
  *   for each head h, query i: o_i = sum_j softmax_j(scale * q_i . k_j) v_j
@@ -171,6 +181,9 @@ typedef size_t jk_attn_ws_fn(int nthreads, int head_dim, int nkv);
 
 struct jk_kernels {
     const char *isa;                 /* "scalar", "avx2", "avx512", "neon", "cuda" */
+    /* optional, not slots: NULL where the gemm packs nothing (scalar, CUDA) */
+    jk_gemm_prepack_fn *gemm_prepack;
+    jk_gemm_prepack_floats_fn *gemm_prepack_floats;
     jk_gemm_fn *gemm[JK_NDTYPES];
     jk_attn_fn *attn;
     jk_rope_fn *rope;

@@ -248,8 +248,21 @@ void jepa_ctx_free(jepa_ctx *c) {
     jr_arena_free(&c->host);
     if (c->w_dev) jm_dev_weights_release(c->m, c->dev->ordinal);
     if (c->dev) c->dev->close(c->dev);
+    jm_prepack_free(c->pp);
     free(c);
 }
+
+jepa_status jepa_ctx_set_prepack(jepa_ctx *c, int on) {
+    if (!c) return JEPA_ERR_ARG;
+    if (!on) {
+        jm_prepack_free(c->pp);
+        c->pp = NULL;
+        return JEPA_OK;
+    }
+    return jm_prepack_enable(c);
+}
+
+size_t jepa_ctx_prepacked_bytes(const jepa_ctx *c) { return c ? jm_prepack_bytes(c->pp) : 0; }
 
 /* The accessors take a NULL context as "none": a message, 0, or "" (never a crash). */
 const char *jepa_ctx_error(const jepa_ctx *c) { return c ? c->err.msg : "no context"; }

@@ -44,8 +44,18 @@ struct jepa_ctx {
     const uint8_t *w_host;
     size_t w_size;
     uint8_t *w_dev;
+    struct jm_prepack *pp;     /* weights packed once (prepack.c), or NULL */
     struct jerr err;
 };
+
+/* ---- weights packed once (prepack.c, jepa_ctx_set_prepack) ---- */
+struct jm_prepack;
+jepa_status jm_prepack_enable(struct jepa_ctx *c);
+void jm_prepack_free(struct jm_prepack *pp);
+size_t jm_prepack_bytes(const struct jm_prepack *pp);
+/* L's panels for a matmul of M rows: packed at the first call that wants them, then
+ * kept; NULL where none are kept (few rows, no memory): the gemm packs as usual. */
+const float *jm_prepack_get(const struct jepa_ctx *c, const struct jm_linear *L, int M);
 
 /* A weight pointer (into the model's mapping) as c's kernels take it. */
 static inline const void *dw(const struct jepa_ctx *c, const void *p) {

@@ -18,6 +18,7 @@ void jm_linear_forward(const struct jepa_ctx *c, float *y, size_t ldy, const flo
         .y = y, .ldy = ldy, .x = x, .ldx = ldx, .w = dw(c, L->w), .ldw = L->ldw,
         .bias = dw(c, L->b),
         .M = M, .N = L->n_out, .K = L->n_in, .epi = epi, .nthreads = c->nthreads, .ws = ws,
+        .w_packed = jm_prepack_get(c, L, M),
     };
     c->k.gemm[L->dt](&a);
 }

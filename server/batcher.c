@@ -292,7 +292,10 @@ jepa_status sv_batcher_start(struct sv_batcher **out, const struct sv_batcher_pa
         if (p->gpu >= 0) snprintf(device, sizeof device, "cuda:%d", p->gpu);
         cp.device = device;
         jepa_status st = jepa_ctx_new(&b->w[i].ctx, p->model, &cp, err);
+        if (!st && p->prepack && (st = jepa_ctx_set_prepack(b->w[i].ctx, 1)))
+            snprintf(err, JEPA_ERR_LEN, "--prepack: %s", jepa_ctx_error(b->w[i].ctx));
         if (st) {
+            if (b->w[i].ctx) b->n_workers = i + 1;   /* (stopped below with the others) */
             sv_batcher_stop(b);
             return st;
         }

@@ -72,6 +72,7 @@ struct sv_batcher_params {
     int workers, threads;    /* contexts, threads each (0: all cores / workers) */
     const char *cpu;         /* ISA cap (NULL: auto) */
     int gpu;                 /* < 0: the CPU */
+    int prepack;             /* each worker's weights packed once (jepa_ctx_set_prepack) */
     int max_batch;           /* >= 1 */
     int batch_wait_ms;       /* >= 0 */
     int queue;               /* most clips queued at once */

@@ -13,6 +13,7 @@ struct serve_opts {
     int workers, threads;      /* contexts; threads each (0: all cores / workers) */
     const char *cpu;
     int gpu;                   /* < 0: the CPU */
+    int prepack;               /* --prepack: each worker keeps its weights packed */
     int max_batch, batch_wait_ms, queue;
     int max_body_mb;
     int timeout_s;             /* per request */

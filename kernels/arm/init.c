@@ -21,6 +21,8 @@ void jk_init_arm(struct jk_kernels *k, unsigned cpu_flags) {
     k->gemm[JK_Q5_K] = jk_gemm_q5_K_neon;
     k->gemm[JK_Q6_K] = jk_gemm_q6_K_neon;
     k->gemm_ws = jk_gemm_ws_neon;
+    k->gemm_prepack = jk_gemm_prepack_neon;
+    k->gemm_prepack_floats = jk_gemm_prepack_floats_neon;
     k->attn = jk_attn_neon;
     k->attn_ws = jk_attn_ws_neon;
     k->rope = jk_rope_neon;

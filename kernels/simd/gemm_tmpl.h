@@ -143,6 +143,19 @@ static size_t gt_ws(int nthreads, int K) {
     return nt * gt_thread_bytes(K) + 64; /* + 64: ws need not be aligned */
 }
 
+/* Pre-packed W (kernels.h, gemm_prepack): per K block of gt_kc_step(K), the panels of all
+ * N columns in order, [K block][panel][kc][NR]; the block at pc starts at float pc * Np
+ * (Np: N rounded up to NR), and panel j of it at + j * NR * kc. A thread's block of
+ * columns starting at jc (a multiple of NR) is then at pc * Np + jc * kc: the panels that
+ * pack_b would have written, the same floats in the same order. */
+static inline size_t gt_np(int N) { return (size_t)(N + GT_NR - 1) / GT_NR * GT_NR; }
+static size_t gt_prepack_floats(int N, int K) { return N > 0 && K > 0 ? (size_t)K * gt_np(N) : 0; }
+static void gt_prepack(gt_pack_b_fn pack_b, float *dst, const void *w, size_t ldw, int N, int K) {
+    const int kstep = gt_kc_step(K);
+    for (int pc = 0; pc < K; pc += kstep)
+        pack_b(dst + (size_t)pc * gt_np(N), (const uint8_t *)w, ldw, N, pc, gt_min(kstep, K - pc));
+}
+
 /* One thread's rectangle Y[m0..m1, n0..n1], BLIS loops; ws: its slice. */
 static void gt_block(const struct jk_gemm_args *a, gt_pack_b_fn pack_b, float *ws, int m0,
                      int m1, int n0, int n1) {
@@ -155,7 +168,9 @@ static void gt_block(const struct jk_gemm_args *a, gt_pack_b_fn pack_b, float *w
         for (int pc = 0; pc < K; pc += kstep) {
             const int kc = gt_min(kstep, K - pc);
             const int mode = GT_MODE(pc == 0, pc + kc == K, a->epi);
-            pack_b(bp, w + (size_t)jc * a->ldw, a->ldw, nc, pc, kc);
+            const float *b = bp;
+            if (a->w_packed) b = a->w_packed + (size_t)pc * gt_np(a->N) + (size_t)jc * kc;
+            else pack_b(bp, w + (size_t)jc * a->ldw, a->ldw, nc, pc, kc);
             for (int ic = m0; ic < m1; ic += GT_MC) {
                 const int mc = gt_min(GT_MC, m1 - ic);
                 gt_pack_a(ap, a->x + (size_t)ic * a->ldx + pc, a->ldx, mc, kc);
@@ -163,7 +178,7 @@ static void gt_block(const struct jk_gemm_args *a, gt_pack_b_fn pack_b, float *w
                     const float *bias = a->bias ? a->bias + jc + jr : NULL;
                     float *y = a->y + (size_t)ic * a->ldy + (size_t)(jc + jr);
                     for (int ir = 0; ir < mc; ir += GT_MR)
-                        gt_ukernel(kc, ap + (size_t)ir * kc, bp + (size_t)jr * kc,
+                        gt_ukernel(kc, ap + (size_t)ir * kc, b + (size_t)jr * kc,
                                    y + (size_t)ir * a->ldy, a->ldy, gt_min(GT_MR, mc - ir),
                                    gt_min(GT_NR, nc - jr), bias, mode);
                 }

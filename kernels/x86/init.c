@@ -24,6 +24,8 @@
         (k)->gemm[JK_Q5_K] = jk_gemm_q5_K_##name;    \
         (k)->gemm[JK_Q6_K] = jk_gemm_q6_K_##name;    \
         (k)->gemm_ws = jk_gemm_ws_##name;            \
+        (k)->gemm_prepack = jk_gemm_prepack_##name;  \
+        (k)->gemm_prepack_floats = jk_gemm_prepack_floats_##name; \
         (k)->attn = jk_attn_##name;                  \
         (k)->attn_ws = jk_attn_ws_##name;            \
         (k)->rope = jk_rope_##name;                  \

@@ -18,6 +18,8 @@
     jk_gemm_fn jk_gemm_q4_0_##isa, jk_gemm_q4_1_##isa, jk_gemm_q5_0_##isa, jk_gemm_q5_1_##isa; \
     jk_gemm_fn jk_gemm_q4_K_##isa, jk_gemm_q5_K_##isa, jk_gemm_q6_K_##isa;                  \
     jk_gemm_ws_fn jk_gemm_ws_##isa;                                                        \
+    jk_gemm_prepack_fn jk_gemm_prepack_##isa;                                              \
+    jk_gemm_prepack_floats_fn jk_gemm_prepack_floats_##isa;                                \
     jk_attn_fn jk_attn_##isa;                                                              \
     jk_attn_ws_fn jk_attn_ws_##isa;                                                        \
     jk_rope_fn jk_rope_##isa;                                                              \

@@ -25,7 +25,9 @@
  *    padding between N and ldy and 16 floats either side of Y are NaN and must stay
  *    NaN; the padding of X and of the W rows holds NaN too, so reading past K shows;
  *  - the same call with 2 and 3 threads must give the same bits as with 1 (ws sized by
- *    the table's gemm_ws for 3 threads, deliberately misaligned).
+ *    the table's gemm_ws for 3 threads, deliberately misaligned);
+ *  - where the table has gemm_prepack: W packed once, at 1 and 3 threads, the same bits
+ *    as W packed per call, on every shape above.
  *
  * Tolerance, from the arithmetic: both sides use the same f32 weights (conversion is
  * exact), the products are exact inside the FMA, so the kernel's result is some
@@ -228,6 +230,28 @@ static int run_case(const struct jk_kernels *kt, const char *level, const struct
     CHECK(same, "%s %s M=%d N=%d K=%d %s: results differ between 1, 2 and 3 threads", level,
              jk_dtype_name(c->t), M, N, K, epi_name(c->epi));
     bad |= outside || !same;
+
+    /* W packed once (gemm_prepack): the same bits as packing per call, at 1 and 3 threads */
+    if (kt->gemm_prepack) {
+        const size_t np = kt->gemm_prepack_floats(N, K);
+        float *wp = (float *)aligned_alloc(64, (np * sizeof(float) + 63) & ~(size_t)63);
+        float *yp = ca_alloc_guarded((size_t)M * ldy);
+        if (!wp || !yp) { fprintf(stderr, "out of memory\n"); exit(1); }
+        kt->gemm_prepack(c->t, wp, w, ldw, N, K);
+        int differ = 0;
+        for (int th = 1; th <= 3; th += 2) {
+            memcpy(yp, yold, (size_t)M * ldy * sizeof(float));
+            a.y = yp, a.nthreads = th, a.ws = wsbuf + 4, a.w_packed = wp;
+            kt->gemm[c->t](&a);
+            a.w_packed = NULL;
+            differ |= memcmp(y0, yp, (size_t)M * ldy * sizeof(float)) != 0 || !ca_guard_ok(yp, (size_t)M * ldy);
+        }
+        CHECK(!differ, "%s %s M=%d N=%d K=%d %s: pre-packed W gives other bits than W packed per call",
+              level, jk_dtype_name(c->t), M, N, K, epi_name(c->epi));
+        bad |= differ;
+        free(wp);
+        ca_free_guarded(yp);
+    }
 
     free(x), free(bias), free(yold), free(wf), free(w), free(wsbuf), free(wsref);
     ca_free_guarded(y0), ca_free_guarded(y1), ca_free_guarded(y2), ca_free_guarded(yr);

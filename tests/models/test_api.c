@@ -298,6 +298,61 @@ int main(int argc, char **argv) {
     jepa_model_free(mm);
     free(buf);
 
+    /* ---- weights packed once (jepa_ctx_set_prepack): the bits of a context without, at
+     * the first encode (which packs), the second (which reuses the panels) and at 2
+     * threads; off again frees them ---- */
+    {
+        const int T = 4, S = 128;   /* 2 x 8 x 8 = 128 tokens: every block matmul has >= 64 rows */
+        int pgt, pgh, pgw, pn;
+        CHECK(jepa_model_grid(m, T, S, S, &pgt, &pgh, &pgw, &pn) == JEPA_OK && pn == 128, "a 4x128x128 clip: 128 tokens");
+        const size_t nx = (size_t)3 * T * S * S, nt = (size_t)pn * info.embed_dim;
+        float *xp = malloc(nx * sizeof(float)), *t0 = malloc(nt * sizeof(float)), *t1 = malloc(nt * sizeof(float));
+        if (!xp || !t0 || !t1) { printf("FAIL out of memory\n"); return 1; }
+        uint32_t r = 7;
+        for (size_t i = 0; i < nx; i++) xp[i] = (float)((r = r * 1664525u + 1013904223u) >> 8) / 8388608.0f - 1.0f;
+        jepa_ctx_params pcp = jepa_ctx_default_params();
+        pcp.n_threads = 1;
+        jepa_ctx *ca = NULL, *cb = NULL;
+        CHECK(jepa_ctx_new(&ca, m, &pcp, err) == JEPA_OK && jepa_ctx_new(&cb, m, &pcp, err) == JEPA_OK, "two contexts");
+        jepa_embed_out o0 = {.tokens = t0}, o1 = {.tokens = t1};
+        CHECK(jepa_ctx_embed(ca, xp, T, S, S, NULL, &o0) == JEPA_OK, "encode without pre-packing");
+        const jepa_status ps = jepa_ctx_set_prepack(cb, 1);
+        if (!strcmp(jepa_ctx_isa(cb), "scalar")) {
+            CHECK(ps == JEPA_ERR_UNSUPPORTED, "scalar kernels: pre-packing refused: %s", jepa_ctx_error(cb));
+        } else {
+            CHECK(ps == JEPA_OK && jepa_ctx_prepacked_bytes(cb) == 0, "pre-packing on (%s): nothing packed yet",
+                  jepa_ctx_isa(cb));
+            for (int pass = 0; pass < 3; pass++) {
+                if (pass == 2) jepa_ctx_set_threads(cb, 2);
+                memset(t1, 0, nt * sizeof(float));
+                CHECK(jepa_ctx_embed(cb, xp, T, S, S, NULL, &o1) == JEPA_OK &&
+                          !memcmp(t0, t1, nt * sizeof(float)),
+                      "pre-packed, %s: the same bits as without", pass == 0 ? "first encode (packs)"
+                      : pass == 1 ? "second encode (reuses)" : "2 threads");
+            }
+            /* f32 panels of every block matmul: 4 bytes per weight, at least (N rounded up) */
+            const size_t bytes = jepa_ctx_prepacked_bytes(cb);
+            const size_t d = (size_t)info.embed_dim, per_block = 4 * (3 * d * d + d * d + 2 * d * (size_t)info.ffn_dim);
+            CHECK(bytes >= per_block * (size_t)info.n_layer, "%zu bytes packed (>= %zu: 4 bytes per block weight)",
+                  bytes, per_block * (size_t)info.n_layer);
+            CHECK(jepa_ctx_set_prepack(cb, 0) == JEPA_OK && jepa_ctx_prepacked_bytes(cb) == 0, "pre-packing off: freed");
+            CHECK(jepa_ctx_embed(cb, xp, T, S, S, NULL, &o1) == JEPA_OK && !memcmp(t0, t1, nt * sizeof(float)),
+                  "after pre-packing off: the same bits");
+        }
+        jepa_ctx_params sp = jepa_ctx_default_params();
+        sp.cpu = "scalar";
+        jepa_ctx *cs = NULL;
+        CHECK(jepa_ctx_new(&cs, m, &sp, err) == JEPA_OK && jepa_ctx_set_prepack(cs, 1) == JEPA_ERR_UNSUPPORTED &&
+                  strstr(jepa_ctx_error(cs), "pack"),
+              "pre-packing on the scalar kernels: JEPA_ERR_UNSUPPORTED, '%s'", cs ? jepa_ctx_error(cs) : "");
+        CHECK(jepa_ctx_set_prepack(NULL, 1) == JEPA_ERR_ARG && jepa_ctx_prepacked_bytes(NULL) == 0,
+              "pre-packing a NULL context: JEPA_ERR_ARG");
+        jepa_ctx_free(cs);
+        jepa_ctx_free(ca);
+        jepa_ctx_free(cb);
+        free(xp), free(t0), free(t1);
+    }
+
     free(ref);
     free(again);
     npy_free(&x);

@@ -62,6 +62,14 @@ expect 0 "info on synth" jepa info "$WORK/syn.gguf"
 grep -qi "random" "$WORK/out.txt" && ok "info says random" || bad "info says random"
 expect 0 "embed synth test pattern" jepa embed -q -m "$WORK/syn.gguf" --test-pattern 1x64x64 --pool mean -o "$WORK/syn.npy"
 expect 0 "classify synth" jepa classify -q -m "$WORK/syn.gguf" --test-pattern 4x64x64
+# --prepack: the same bytes as without (128 tokens: every matmul over 64 rows packs)
+expect 0 "embed 4x128x128" jepa embed -q -m "$WORK/syn.gguf" --test-pattern 4x128x128 -o "$WORK/pp0.npy"
+expect 0 "embed 4x128x128 --prepack" jepa embed -q -m "$WORK/syn.gguf" --test-pattern 4x128x128 --prepack -o "$WORK/pp1.npy"
+cmp -s "$WORK/pp0.npy" "$WORK/pp1.npy" && ok "--prepack: the same bytes" || bad "--prepack: the same bytes"
+expect 1 "--prepack on the scalar kernels" jepa embed -m "$WORK/syn.gguf" --test-pattern 4x128x128 --prepack --cpu scalar \
+    -o "$WORK/never.npy"
+grep -q "pack no weights" "$WORK/err.txt" && [ ! -e "$WORK/never.npy" ] && ok "--prepack --cpu scalar: says why, writes nothing" ||
+    bad "--prepack --cpu scalar: says why, writes nothing"
 
 # errors: one line, right exit code, no output left behind
 expect 1 "missing model" jepa embed -m "$WORK/nope.gguf" --input-tensor "$V2/input.npy"

@@ -556,6 +556,12 @@ def main():
     check("microhttpd" not in libs and "gnutls" not in libs,
           "jepa maps neither libmicrohttpd nor GnuTLS at start-up (%s)" %
           ", ".join(l.split()[0] for l in libs.splitlines() if "microhttpd" in l or "gnutls" in l))
+    # --prepack where the kernels pack nothing: refused at start, one line
+    p = subprocess.run([JEPA, "serve", "-m", V2, "--port", "0", "--prepack", "--cpu", "scalar"], capture_output=True,
+                       text=True, timeout=60)
+    err = p.stderr.strip().splitlines()
+    check(p.returncode == 1 and len(err) == 1 and "pack no weights" in err[0],
+          "serve --prepack --cpu scalar: exit 1, one line (%s, %r)" % (p.returncode, err))
     # a libmicrohttpd.so.12 without its functions, found first through LD_LIBRARY_PATH
     fake = os.path.join(WORK, "fake_mhd")
     os.makedirs(fake, exist_ok=True)
