@@ -87,7 +87,7 @@ struct jk_gemm_args {
 };
 typedef void jk_gemm_fn(const struct jk_gemm_args *a);
 
-/* Weights packed once (`--prepack`, jepa_ctx_prepack_weights): W [N, K] of type t (rows
+/* Weights packed once (`--prepack`, jepa_ctx_set_prepack): W [N, K] of type t (rows
  * ldw bytes apart) into the f32 panels that the table's gemm reads, dst holding
  * gemm_prepack_floats(N, K) floats, 64-byte aligned. The layout is the ISA's own (its
  * K block and panel width): the panels of a table are for that table's gemm only. */

@@ -290,11 +290,7 @@ GEMM_NEON_DTYPE(q6_K, JK_Q6_K)
 
 size_t jk_gemm_prepack_floats_neon(int N, int K) { return gt_prepack_floats(N, K); }
 void jk_gemm_prepack_neon(enum jk_dtype t, float *dst, const void *w, size_t ldw, int N, int K) {
-    static const gt_pack_b_fn by_type[JK_NDTYPES] = {
-        [JK_F32] = pack_b_f32, [JK_F16] = pack_b_f16, [JK_BF16] = pack_b_bf16,
-        [JK_Q8_0] = pack_b_q8_0, [JK_Q4_0] = pack_b_q4_0, [JK_Q4_1] = pack_b_q4_1,
-        [JK_Q5_0] = pack_b_q5_0, [JK_Q5_1] = pack_b_q5_1, [JK_Q4_K] = pack_b_q4_K,
-        [JK_Q5_K] = pack_b_q5_K, [JK_Q6_K] = pack_b_q6_K};
+    static const gt_pack_b_fn by_type[JK_NDTYPES] = GT_PACK_B_BY_TYPE;
     gt_prepack(by_type[t], dst, w, ldw, N, K);
 }
 

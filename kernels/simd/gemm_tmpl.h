@@ -156,6 +156,13 @@ static void gt_prepack(gt_pack_b_fn pack_b, float *dst, const void *w, size_t ld
         pack_b(dst + (size_t)pc * gt_np(N), (const uint8_t *)w, ldw, N, pc, gt_min(kstep, K - pc));
 }
 
+/* The including file's pack_b_<dtype> functions by weight type, for its gemm_prepack. */
+#define GT_PACK_B_BY_TYPE                                                                      \
+    {[JK_F32] = pack_b_f32, [JK_F16] = pack_b_f16, [JK_BF16] = pack_b_bf16,                     \
+     [JK_Q8_0] = pack_b_q8_0, [JK_Q4_0] = pack_b_q4_0, [JK_Q4_1] = pack_b_q4_1,                 \
+     [JK_Q5_0] = pack_b_q5_0, [JK_Q5_1] = pack_b_q5_1, [JK_Q4_K] = pack_b_q4_K,                 \
+     [JK_Q5_K] = pack_b_q5_K, [JK_Q6_K] = pack_b_q6_K}
+
 /* One thread's rectangle Y[m0..m1, n0..n1], BLIS loops; ws: its slice. */
 static void gt_block(const struct jk_gemm_args *a, gt_pack_b_fn pack_b, float *ws, int m0,
                      int m1, int n0, int n1) {
