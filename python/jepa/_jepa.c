@@ -283,11 +283,12 @@ typedef struct {
 } ContextObject;
 
 static int Context_init(ContextObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"model", "threads", "device", "cpu", NULL};
+    static char *kwlist[] = {"model", "threads", "device", "cpu", "prepack", NULL};
     PyObject *model;
-    int threads = 0;
+    int threads = 0, prepack = 0;
     const char *device = NULL, *cpu = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|izz", kwlist, &ModelType, &model, &threads, &device, &cpu))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|izzp", kwlist, &ModelType, &model, &threads, &device,
+                                     &cpu, &prepack))
         return -1;
     if (!model_ready((ModelObject *)model)) return -1;
     if (self->c || self->model) {
@@ -307,6 +308,12 @@ static int Context_init(ContextObject *self, PyObject *args, PyObject *kw) {
     Py_END_ALLOW_THREADS
     if (st) {
         raise_error(err);
+        return -1;
+    }
+    if (prepack && jepa_ctx_set_prepack(self->c, 1)) {
+        raise_error(jepa_ctx_error(self->c));
+        jepa_ctx_free(self->c);
+        self->c = NULL;
         return -1;
     }
     Py_INCREF(model);
@@ -354,6 +361,10 @@ static PyObject *Context_get_device(ContextObject *self, void *unused) {
 static PyObject *Context_get_threads(ContextObject *self, void *unused) {
     (void)unused;
     return self->c ? PyLong_FromLong(jepa_ctx_threads(self->c)) : raise_error("no context");
+}
+static PyObject *Context_get_prepacked_bytes(ContextObject *self, void *unused) {
+    (void)unused;
+    return self->c ? PyLong_FromSize_t(jepa_ctx_prepacked_bytes(self->c)) : raise_error("no context");
 }
 
 /* embed(x, B, T, H, W, tokens=None, pooled=None, cls=None, hier=None, emb=None)
@@ -684,6 +695,8 @@ static PyGetSetDef Context_getset[] = {
     {"isa", (getter)Context_get_isa, NULL, "the kernels' instruction set", NULL},
     {"device", (getter)Context_get_device, NULL, "the device the context runs on", NULL},
     {"threads", (getter)Context_get_threads, NULL, "the thread count", NULL},
+    {"prepacked_bytes", (getter)Context_get_prepacked_bytes, NULL,
+     "the bytes of weights this context holds packed (jepa_ctx_prepacked_bytes)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -703,7 +716,7 @@ static PyTypeObject ContextType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "jepa._jepa.Context",
     .tp_basicsize = sizeof(ContextObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Context(model, threads=0, device=None, cpu=None): one jepa_ctx",
+    .tp_doc = "Context(model, threads=0, device=None, cpu=None, prepack=False): one jepa_ctx",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Context_init,
     .tp_dealloc = (destructor)Context_dealloc,

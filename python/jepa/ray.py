@@ -40,13 +40,15 @@ class Embedder:
     pool: "mean" (default), "cls", "lewm" or "none" (Model.embed). threads: the engine's
     threads per actor (match the actor's num_cpus). column: "image" or "path" (default:
     whichever the batch has). batch: inputs per forward pass (None: every same-shape
-    input of the Ray batch at once). Clip and preprocessing options as Model.embed."""
+    input of the Ray batch at once). prepack: Model's (the weights kept packed in the
+    actor after the first batch: 4 bytes per weight). Clip and preprocessing options as
+    Model.embed."""
 
     def __init__(self, model: str, pool: str = "mean", threads: int = 1, column: Optional[str] = None,
-                 batch: Optional[int] = None, on_error: str = "record", device: str = "cpu", **options):
+                 batch: Optional[int] = None, on_error: str = "record", device: str = "cpu", prepack: bool = False, **options):
         if on_error not in ("record", "raise"):
             raise Error("on_error: 'record' or 'raise'")
-        self.model = Model(model, threads=threads, device=device)
+        self.model = Model(model, threads=threads, device=device, prepack=prepack)
         self.pool, self.column, self.batch, self.on_error = pool, column, batch, on_error
         self.options = options
         self.pre = {k: options[k] for k in ("antialias", "resize_short", "norm") if k in options}

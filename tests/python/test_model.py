@@ -247,6 +247,28 @@ def test_bad_model_files_raise(tmp_path):
         jepa.Model(V2, cpu="sse9")
 
 
+def test_prepack_gives_the_same_bits_and_holds_the_panels(v2):
+    """prepack=True: the tokens equal those of a model without it, bit for bit, from the
+    first call (which packs) and the next (which reads the kept panels); the panels are
+    counted once packed, and the kernels that pack nothing refuse it."""
+    # 16 frames of 64 x 64: 8 x 4 x 4 = 128 tokens, so every matmul has the 64+ rows that pack
+    x = np.random.default_rng(1).standard_normal((3, 16, 64, 64), dtype=np.float32)
+    ref = v2.embed(x)
+    m = jepa.Model(V2, threads=2, prepack=True)
+    assert m.prepacked_bytes == 0
+    first = m.embed(x)
+    packed = m.prepacked_bytes
+    second = m.embed(x)
+    assert np.array_equal(first, ref) and np.array_equal(second, ref)
+    # at least the four f32 matmul weights of one block (qkv, proj, fc1, fc2: 12 D^2 floats)
+    D = m.info.embed_dim
+    assert packed >= 12 * D * D * 4, packed
+    assert m.prepacked_bytes == packed          # the second call packed nothing new
+    assert jepa.Model(V2, threads=1).prepacked_bytes == 0
+    with pytest.raises(jepa.Error, match="scalar kernels pack no weights"):
+        jepa.Model(V2, cpu="scalar", prepack=True)
+
+
 def test_a_loaded_model_is_not_reloaded_under_its_contexts(v2):
     with pytest.raises(jepa.Error, match="already loaded"):
         v2._m.__init__(V21)

@@ -79,3 +79,14 @@ def test_ray_pipeline_matches_the_cli(tmp_path, cli):
     print(f"51 rows against the CLI: {same} bit-identical, worst cosine {worst_cos:.9f}, worst rel {worst_rel:.2e}")
     # batched forward passes agree with one-at-a-time ones within test_batch's bar
     assert worst_cos >= 0.9999999 and worst_rel <= 1e-5
+
+
+def test_embedder_prepack_gives_the_same_rows():
+    """Embedder(prepack=True) keeps the actor's weights packed: the same embeddings, bit for bit."""
+    from jepa.ray import Embedder
+    rng = np.random.default_rng(5)
+    batch = {"image": rng.integers(0, 256, (8, 72, 80, 3), dtype=np.uint8)}   # 8 x 16 tokens: 128 rows
+    plain, packed = Embedder(V2, threads=2), Embedder(V2, threads=2, prepack=True)
+    a, b = plain(batch), packed(batch)
+    assert packed.model.prepacked_bytes > 0 and plain.model.prepacked_bytes == 0
+    assert a["embedding"].shape == (8, 128) and np.array_equal(a["embedding"], b["embedding"])
