@@ -104,12 +104,13 @@ int64_t video_dense_indices(int64_t video_len, int fpc, int fstp, int64_t stride
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 
-#include <dlfcn.h>
 #include <pthread.h>
+
+#include "runtime/dynlib.h"
 
 bool video_available(void) { return true; }
 
-/* FFmpeg is opened with dlopen when the first video is opened, not linked: linked, its
+/* FFmpeg is opened with dlopen (runtime/dynlib.h) at the first video, not linked: linked, its
  * four libraries and the ~130 codec, network and font libraries they need are mapped
  * and relocated at every start of every program of the project, ~28 MiB of resident
  * memory (peak RSS under GNU time, bench/roofline.sh) and a few ms that a run on images or tensors never
@@ -152,23 +153,14 @@ static pthread_once_t ff_once = PTHREAD_ONCE_INIT;
 static char ff_error[320];   /* why loading failed, "" when it did not */
 
 static void ff_load_once(void) {
-    void *lib[FF_NLIBS];
-    for (int i = 0; i < FF_NLIBS; i++)
-        if (!(lib[i] = dlopen(ff_sonames[i], RTLD_NOW | RTLD_LOCAL))) {
-            const char *why = dlerror();
-            snprintf(ff_error, sizeof ff_error, "video decoding needs FFmpeg's %s, which did not load (%s)",
-                     ff_sonames[i], why ? why : "dlopen failed");
-            return;
-        }
-    /* the handles stay open: ff's pointers live as long as the process */
-#define FF_RESOLVE(l, name)                                                                            \
-    if (!(*(void **)&ff.name = dlsym(lib[l], #name))) {                                              \
-        snprintf(ff_error, sizeof ff_error, "video decoding: %s has no %s (not the FFmpeg this was built with)", \
-                 ff_sonames[l], #name);                                                                \
-        return;                                                                                        \
-    }
-    FF_FUNCS(FF_RESOLVE)
-#undef FF_RESOLVE
+    static const struct jr_dlsym syms[] = {
+#define FF_SYM(l, name) {l, #name, (void **)&ff.name},
+        FF_FUNCS(FF_SYM)
+#undef FF_SYM
+    };
+    char why[256];
+    if (jr_dl_load(ff_sonames, FF_NLIBS, syms, sizeof syms / sizeof *syms, "FFmpeg", why, sizeof why))
+        snprintf(ff_error, sizeof ff_error, "video decoding needs FFmpeg: %s", why);
 }
 
 /* FFmpeg's functions in ff, or why they are not there (JEPA_ERR_UNSUPPORTED). */

@@ -12,7 +12,6 @@
 #include "server/serve.h"
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -26,17 +25,18 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "runtime/dynlib.h"
 #include "models/model.h"
 #include "server/api.h"
 #include "server/metrics.h"
 
-/* libmicrohttpd is opened with dlopen when `jepa serve` starts, not linked: linked, it and
- * the GnuTLS libraries it needs (p11-kit, nettle, gmp, ...) were mapped and relocated by
- * every jepa process, ~2.8 MiB of resident memory and half of `jepa --version`'s start-up
- * time (2.6 against 1.3 ms on Zen 4), for a server that most runs never start. The header
- * is the build's and the library must be of its ABI: the soname (server/meson.build).
- * Every function called is in MHD_FUNCS; a call through mhd.NAME that is not there does
- * not compile. */
+/* libmicrohttpd is opened with dlopen when `jepa serve` starts, not linked (runtime/dynlib.h):
+ * linked, it and the GnuTLS libraries it needs (p11-kit, nettle, gmp, ...) were mapped and
+ * relocated by every jepa process, ~2.8 MiB of resident memory and most of `jepa --version`'s
+ * start-up time (2.9 against 1.05 ms on Zen 4, perf stat), for a server that most runs never
+ * start. The header is the build's and the library must be of its ABI: the soname
+ * (server/meson.build). Every function called is in MHD_FUNCS; a call through mhd.NAME that
+ * is not there does not compile. */
 #define MHD_FUNCS(X)                                                                                   \
     X(MHD_start_daemon) X(MHD_stop_daemon) X(MHD_quiesce_daemon) X(MHD_get_daemon_info)               \
     X(MHD_lookup_connection_value) X(MHD_create_response_from_buffer) X(MHD_add_response_header)     \
@@ -50,21 +50,16 @@ static struct {
 
 /* 0, or -1 with why libmicrohttpd is not there in err. */
 static int mhd_load(char *err, size_t n) {
-    void *lib = dlopen(JEPA_MHD_SONAME, RTLD_NOW | RTLD_LOCAL);   /* stays open for the process */
-    if (!lib) {
-        const char *why = dlerror();
-        snprintf(err, n, "the HTTP server needs %s, which did not load (%s); on Debian: apt-get install "
-                 "libmicrohttpd12", JEPA_MHD_SONAME, why ? why : "dlopen failed");
-        return -1;
-    }
-#define MHD_RESOLVE(name)                                                                               \
-    if (!(*(void **)&mhd.name = dlsym(lib, #name))) {                                                 \
-        snprintf(err, n, "%s has no %s (not the libmicrohttpd this was built with)", JEPA_MHD_SONAME, #name); \
-        return -1;                                                                                      \
-    }
-    MHD_FUNCS(MHD_RESOLVE)
-#undef MHD_RESOLVE
-    return 0;
+    static const char *const soname[] = {JEPA_MHD_SONAME};
+    static const struct jr_dlsym syms[] = {
+#define MHD_SYM(name) {0, #name, (void **)&mhd.name},
+        MHD_FUNCS(MHD_SYM)
+#undef MHD_SYM
+    };
+    char why[256];
+    if (!jr_dl_load(soname, 1, syms, sizeof syms / sizeof *syms, "libmicrohttpd", why, sizeof why)) return 0;
+    snprintf(err, n, "the HTTP server needs libmicrohttpd: %s; on Debian: apt-get install libmicrohttpd12", why);
+    return -1;
 }
 
 struct server {

@@ -197,6 +197,21 @@ if jepa embed -m "$V2" "$D/video_601.mp4" --frames-per-clip 4 --frame-step 3 -o 
         --ctx x.npy --tgt y.npy -o z.npy
     expect 1 "missing video" jepa embed -m "$V2" "$WORK/none.mp4"
     expect 1 "not a video" jepa embed -m "$V2" "$D/e2e_png_input.npy"
+    # FFmpeg is opened at the first video (runtime/dynlib.c): a libavutil of the right name
+    # without its functions, found first through LD_LIBRARY_PATH, is one line and exit 1
+    avutil=$(ls /usr/lib/*/libavutil.so.[0-9]* /usr/lib/libavutil.so.[0-9]* 2>/dev/null | head -1)
+    avutil=$(basename "${avutil:-none}" | sed 's/^\(libavutil\.so\.[0-9]*\).*/\1/')
+    mkdir -p "$WORK/fake_ff"
+    if [ -z "${MESON_EXE_WRAPPER:-}" ] && [ "$avutil" != none ] &&
+       echo "int jepa_test_fake_avutil;" | ${CC:-cc} -shared -fPIC -x c - -o "$WORK/fake_ff/$avutil" 2>/dev/null; then
+        expect 1 "a $avutil without its functions" \
+            env LD_LIBRARY_PATH="$WORK/fake_ff" "$JEPA" embed -m "$V2" "$D/video_601.mp4" -o "$WORK/f.npy"
+        grep -q "video decoding needs FFmpeg: lib.* \(did not load\|has no av\)" "$WORK/err.txt" &&
+            ok "  names FFmpeg's library" || { bad "  names FFmpeg's library"; cat "$WORK/err.txt"; }
+        [ ! -e "$WORK/f.npy" ] && ok "  no output file" || bad "  no output file"
+    else
+        echo "skip the FFmpeg load failure (no libavutil found, no C compiler, or an emulated build)"
+    fi
 else
     grep -q "no video decoding" "$WORK/err.txt" && ok "video: not built (skipped)" || { bad "embed VIDEO"; cat "$WORK/err.txt"; }
 fi
