@@ -53,6 +53,14 @@ static OPS_ALWAYS float vf_hmax(vf v) { return vmaxvq_f32(v); }
 static OPS_ALWAYS vf vf_hsum_w(const vf *a) {
     return vpaddq_f32(vpaddq_f32(a[0], a[1]), vpaddq_f32(a[2], a[3]));
 }
+/* a[r] lane c <-> a[c] lane r: the 4 x 4 block transposed in registers */
+static OPS_ALWAYS void vf_transpose(vf *a) {
+    const float32x4x2_t p = vtrnq_f32(a[0], a[1]), q = vtrnq_f32(a[2], a[3]);
+    a[0] = vcombine_f32(vget_low_f32(p.val[0]), vget_low_f32(q.val[0]));
+    a[1] = vcombine_f32(vget_low_f32(p.val[1]), vget_low_f32(q.val[1]));
+    a[2] = vcombine_f32(vget_high_f32(p.val[0]), vget_high_f32(q.val[0]));
+    a[3] = vcombine_f32(vget_high_f32(p.val[1]), vget_high_f32(q.val[1]));
+}
 static OPS_ALWAYS vf vf_mask_q(vf s, const int32_t *qpos, int32_t kp) {
     uint32x4_t hidden = vcltq_s32(vld1q_s32(qpos), vdupq_n_s32(kp));         /* q < kp */
     return vbslq_f32(hidden, vdupq_n_f32(-__builtin_inff()), s);

@@ -211,14 +211,22 @@ static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, con
     const int masked = a->q_pos && a->k_pos;
     const float c = a->scale * ATTN_LOG2E;
 
-    /* Qt = (Q scale log2 e)^T, zero for the padding queries */
-    for (int i = 0; i < nqt; i++) {
-        if (i < nqb) {
-            const float *q = a->q + (size_t)(i0 + i) * a->ldq + (size_t)h * hd;
-            for (int d = 0; d < hd; d++) qt[(size_t)d * BQ + i] = q[d] * c;
-        } else {
-            for (int d = 0; d < hd; d++) qt[(size_t)d * BQ + i] = 0.0f;
+    /* Qt = (Q scale log2 e)^T, zero for the padding queries: VW x VW blocks transposed in
+     * registers, the dims past a multiple of VW (a head_dim such as 72) one at a time */
+    const int hdv = hd / VW * VW;
+    const vf vc = vf_set1(c);
+    for (int i = 0; i < nqt; i += VW) {
+        const float *q0 = a->q + (size_t)(i0 + i) * a->ldq + (size_t)h * hd;
+        const int nr = at_min(VW, nqb - i);          /* rows of this block that are queries */
+        for (int d0 = 0; d0 < hdv; d0 += VW) {
+            vf blk[VW];
+            for (int r = 0; r < VW; r++)
+                blk[r] = r < nr ? vf_mul(vf_load(q0 + (size_t)r * a->ldq + d0), vc) : vf_zero();
+            vf_transpose(blk);
+            for (int k = 0; k < VW; k++) vf_store(qt + (size_t)(d0 + k) * BQ + i, blk[k]);
         }
+        for (int d = hdv; d < hd; d++)
+            for (int r = 0; r < VW; r++) qt[(size_t)d * BQ + i + r] = r < nr ? q0[(size_t)r * a->ldq + d] * c : 0.0f;
     }
     int32_t qmin = INT32_MAX, qmax = INT32_MIN;
     if (masked)
@@ -306,17 +314,24 @@ static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, con
         at_pv_tiles(ot, st, v0, a->ldv, nk, alpha, hd, nqt);
     }
 
-    /* o = Ot / l, transposed back; zeros where l = 0 */
+    /* o = Ot / l, transposed back as Qt was; zeros where l = 0 */
     const vf zero = vf_zero();
-    for (int d = 0; d < hd; d++)
-        for (int i = 0; i < nqt; i += VW) {
-            const vf l = vf_load(lrow + i);
+    for (int i = 0; i < nqt; i += VW) {
+        const vf l = vf_load(lrow + i);
+        float *o0 = a->o + (size_t)(i0 + i) * a->ldo + (size_t)h * hd;
+        const int nr = at_min(VW, nqb - i);
+        for (int d0 = 0; d0 < hdv; d0 += VW) {
+            vf blk[VW];
+            for (int k = 0; k < VW; k++)
+                blk[k] = vf_lt_sel(zero, l, vf_div(vf_load(ot + (size_t)(d0 + k) * BQ + i), l), zero);
+            vf_transpose(blk);
+            for (int r = 0; r < nr; r++) vf_store(o0 + (size_t)r * a->ldo + d0, blk[r]);
+        }
+        for (int d = hdv; d < hd; d++) {
             float *x = ot + (size_t)d * BQ + i;
             vf_store(x, vf_lt_sel(zero, l, vf_div(vf_load(x), l), zero));
+            for (int r = 0; r < nr; r++) o0[(size_t)r * a->ldo + d] = x[r];
         }
-    for (int i = 0; i < nqb; i++) {
-        float *o = a->o + (size_t)(i0 + i) * a->ldo + (size_t)h * hd;
-        for (int d = 0; d < hd; d++) o[d] = ot[(size_t)d * BQ + i];
     }
 }
 

@@ -30,6 +30,7 @@
  *                                      result (exact)
  *   vf_hsum(v), vf_hmax(v)             horizontal sum / max to a float (fixed order)
  *   vf_hsum_w(a)                       lane r = horizontal sum of a[r], r < VW (fixed order)
+ *   vf_transpose(a)                    a[0 .. VW) in place: lane c of a[r] <-> lane r of a[c]
  *   vf_mask_q(s, qpos, kp)             -inf in lanes i with qpos[i] < kp (queries along
  *                                      the lanes, one key: the attention's mask rule)
  *   vf_mask_k(s, qp, kpos)             -inf in lanes j with qp < kpos[j] (one query, keys

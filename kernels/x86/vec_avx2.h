@@ -74,6 +74,18 @@ static OPS_ALWAYS vf vf_hsum_w(const vf *a) {
     vf u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);   /* 128-bit halves: lanes 0-3 | 4-7 */
     return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
+/* a[r] lane c <-> a[c] lane r: the 8 x 8 block transposed in registers (pairs of rows
+ * interleaved within 128-bit lanes, then 128-bit lanes swapped into place). */
+static OPS_ALWAYS void vf_transpose(vf *a) {
+    vf t[8], u[8];
+    for (int k = 0; k < 8; k += 2) t[k] = _mm256_unpacklo_ps(a[k], a[k + 1]), t[k + 1] = _mm256_unpackhi_ps(a[k], a[k + 1]);
+    for (int g = 0; g < 8; g += 4) {
+        u[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44), u[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xee);
+        u[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44), u[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xee);
+    }
+    for (int c = 0; c < 4; c++)
+        a[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20), a[c + 4] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+}
 /* Masks of the attention: -inf in the lanes where the key is not visible.
  * vf_mask_q: queries along the lanes (positions qpos[0..VW)), one key at kp.
  * vf_mask_k: one query at qp, keys along the lanes (positions kpos[0..VW)). */

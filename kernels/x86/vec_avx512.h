@@ -84,6 +84,28 @@ static OPS_ALWAYS vf vf_hsum_w(const vf *a) {
     vf d23 = _mm512_add_ps(_mm512_shuffle_ps(c[2], c[3], 0x88), _mm512_shuffle_ps(c[2], c[3], 0xdd));
     return _mm512_add_ps(_mm512_shuffle_ps(d01, d23, 0x88), _mm512_shuffle_ps(d01, d23, 0xdd));
 }
+/* a[r] lane c <-> a[c] lane r: the 16 x 16 block transposed in registers. Pairs of rows
+ * interleaved within 128-bit lanes (unpack ps, then pd: a[4g + c] then holds column
+ * c + 4L of rows 4g .. 4g+3 in 128-bit lane L), then the 128-bit lanes gathered
+ * (shuf128 twice). */
+static OPS_ALWAYS void vf_transpose(vf *a) {
+    vf t[16], u[16];
+    for (int k = 0; k < 16; k += 2) t[k] = _mm512_unpacklo_ps(a[k], a[k + 1]), t[k + 1] = _mm512_unpackhi_ps(a[k], a[k + 1]);
+    for (int g = 0; g < 16; g += 4) {
+        const __m512d t0 = _mm512_castps_pd(t[g]), t1 = _mm512_castps_pd(t[g + 1]);
+        const __m512d t2 = _mm512_castps_pd(t[g + 2]), t3 = _mm512_castps_pd(t[g + 3]);
+        u[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+        u[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+        u[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+        u[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+    }
+    for (int c = 0; c < 4; c++) {
+        const vf v0 = shuf128(u[c], u[4 + c], 0x88), v1 = shuf128(u[c], u[4 + c], 0xdd);
+        const vf v2 = shuf128(u[8 + c], u[12 + c], 0x88), v3 = shuf128(u[8 + c], u[12 + c], 0xdd);
+        a[c] = shuf128(v0, v2, 0x88), a[c + 8] = shuf128(v0, v2, 0xdd);
+        a[c + 4] = shuf128(v1, v3, 0x88), a[c + 12] = shuf128(v1, v3, 0xdd);
+    }
+}
 static OPS_ALWAYS vf vf_mask_q(vf s, const int32_t *qpos, int32_t kp) {
     __m512i q = _mm512_loadu_si512((const void *)qpos);
     __mmask16 hidden = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(kp), q);   /* q < kp */
