@@ -102,6 +102,14 @@ static void gt_ukernel(int kc, const float *restrict a, const float *restrict b,
     const float32x4_t acc[GT_MR][3] = {{c00, c01, c02}, {c10, c11, c12}, {c20, c21, c22},
                                        {c30, c31, c32}, {c40, c41, c42}, {c50, c51, c52},
                                        {c60, c61, c62}, {c70, c71, c72}};
+    if ((mode & GT_LAST) && GT_EPI(mode) == JK_EPI_GELU && nr == GT_NR) {
+        float c[GT_MR][GT_NR], bv[GT_NR];
+        for (int i = 0; i < mr; i++)
+            vst1q_f32(c[i], acc[i][0]), vst1q_f32(c[i] + 4, acc[i][1]), vst1q_f32(c[i] + 8, acc[i][2]);
+        vst1q_f32(bv, bv0), vst1q_f32(bv + 4, bv1), vst1q_f32(bv + 8, bv2);
+        gt_store_gelu(y, ldy, &c[0][0], bv, mr, !(mode & GT_FIRST));
+        return;
+    }
     for (int i = 0; i < mr; i++) {
         float *yi = y + (size_t)i * ldy;
         store4(yi, acc[i][0], bv0, nr, mode);

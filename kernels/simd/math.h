@@ -135,44 +135,57 @@ static OPS_ALWAYS vf vf_silu(vf x) { return vd_join_ps(vd_silu(vf_lo_pd(x)), vd_
 #define GT_EXP_P1 1.000000038e+00f
 #define GT_EXP_P0 1.0f
 
-static OPS_ALWAYS vf vf_gelu(vf x) {
+/* vf_gelu on n vectors at once (n <= VF_GELU_MAX, a constant at every call): each step
+ * is done for all n before the next, so the n dependency chains (~40 operations, a few
+ * hundred cycles of latency each) are interleaved in the instruction stream instead of
+ * waiting on the out-of-order window to find them; a tile's epilogue runs at the FMA
+ * ports' rate rather than the chains' latency. Each lane's operations are the same as
+ * vf_gelu's, so the bits are too. */
+#define VF_GELU_MAX 4
+static OPS_ALWAYS void vf_gelu_n(vf *x, const int n) {
     const vf xmax = vf_set1(GT_GELU_XMAX), half = vf_set1(0.5f), zero = vf_zero();
-    const vf ax0 = vf_abs(x);
-    const vf ax = vf_min(ax0, xmax);                     /* NaN -> 13 on x86, kept finite */
-    const vf xc = vf_max(vf_min(x, xmax), vf_set1(-GT_GELU_XMAX)); /* x clamped to [-13, 13] */
-    const vf z = vf_mul(ax, vf_set1(GT_SQRT1_2));
-    const vf t = vf_div(vf_set1(1.0f), vf_fma(half, z, vf_set1(1.0f)));
-    const vf u = vf_sub(t, vf_set1(GT_ERFC_C));
-    vf g = vf_set1(GT_ERFC_G10);
-    g = vf_fma(g, u, vf_set1(GT_ERFC_G9));
-    g = vf_fma(g, u, vf_set1(GT_ERFC_G8));
-    g = vf_fma(g, u, vf_set1(GT_ERFC_G7));
-    g = vf_fma(g, u, vf_set1(GT_ERFC_G6));
-    g = vf_fma(g, u, vf_set1(GT_ERFC_G5));
-    g = vf_fma(g, u, vf_set1(GT_ERFC_G4));
-    g = vf_fma(g, u, vf_set1(GT_ERFC_G3));
-    g = vf_fma(g, u, vf_set1(GT_ERFC_G2));
-    g = vf_fma(g, u, vf_set1(GT_ERFC_G1));
-    g = vf_fma(g, u, vf_set1(GT_ERFC_G0));
-    /* -z^2 + g = ahi + alo with ahi = -x2/2 exact: x^2 = x2 + x2lo (FMA residue) */
-    const vf x2 = vf_mul(ax, ax), x2lo = vf_fma(ax, ax, vf_xor(x2, vf_set1(-0.0f)));
-    const vf ahi = vf_mul(x2, vf_set1(-0.5f));
-    const vf alo = vf_fma(vf_set1(-0.5f), x2lo, g);
-    const vf n = vf_rint(vf_mul(vf_add(ahi, alo), vf_set1(GT_LOG2E)));
-    const vf nneg = vf_xor(n, vf_set1(-0.0f));
-    vf r = vf_fma(nneg, vf_set1(GT_LN2_HI), ahi);
-    r = vf_fma(nneg, vf_set1(GT_LN2_LO), r);
-    r = vf_add(r, alo);
-    vf p = vf_set1(GT_EXP_P6);
-    p = vf_fma(p, r, vf_set1(GT_EXP_P5));
-    p = vf_fma(p, r, vf_set1(GT_EXP_P4));
-    p = vf_fma(p, r, vf_set1(GT_EXP_P3));
-    p = vf_fma(p, r, vf_set1(GT_EXP_P2));
-    p = vf_fma(p, r, vf_set1(GT_EXP_P1));
-    p = vf_fma(p, r, vf_set1(GT_EXP_P0));
-    const vf erfc = vf_mul(t, vf_ldexp(p, n));           /* |x| <= 13: n >= -123 */
-    const vf h = vf_lt_sel(xmax, ax0, zero, vf_mul(vf_mul(half, xc), erfc)); /* 0 past 13 */
-    return vf_lt_sel(x, zero, h, vf_sub(x, h));
+    vf ax0[VF_GELU_MAX], xc[VF_GELU_MAX], t[VF_GELU_MAX], u[VF_GELU_MAX], g[VF_GELU_MAX];
+    vf ahi[VF_GELU_MAX], alo[VF_GELU_MAX], n2[VF_GELU_MAX], r[VF_GELU_MAX], p[VF_GELU_MAX];
+    for (int j = 0; j < n; j++) {
+        ax0[j] = vf_abs(x[j]);
+        const vf ax = vf_min(ax0[j], xmax);                  /* NaN -> 13 on x86, kept finite */
+        xc[j] = vf_max(vf_min(x[j], xmax), vf_set1(-GT_GELU_XMAX)); /* x clamped to [-13, 13] */
+        const vf z = vf_mul(ax, vf_set1(GT_SQRT1_2));
+        t[j] = vf_div(vf_set1(1.0f), vf_fma(half, z, vf_set1(1.0f)));
+        /* -z^2 + g = ahi + alo with ahi = -x2/2 exact: x^2 = x2 + x2lo (FMA residue) */
+        const vf x2 = vf_mul(ax, ax);
+        ahi[j] = vf_mul(x2, vf_set1(-0.5f));
+        alo[j] = vf_fma(ax, ax, vf_xor(x2, vf_set1(-0.0f)));   /* x2lo for now */
+    }
+    for (int j = 0; j < n; j++) u[j] = vf_sub(t[j], vf_set1(GT_ERFC_C)), g[j] = vf_set1(GT_ERFC_G10);
+#define VF_GELU_G(c) for (int j = 0; j < n; j++) g[j] = vf_fma(g[j], u[j], vf_set1(c))
+    VF_GELU_G(GT_ERFC_G9); VF_GELU_G(GT_ERFC_G8); VF_GELU_G(GT_ERFC_G7); VF_GELU_G(GT_ERFC_G6);
+    VF_GELU_G(GT_ERFC_G5); VF_GELU_G(GT_ERFC_G4); VF_GELU_G(GT_ERFC_G3); VF_GELU_G(GT_ERFC_G2);
+    VF_GELU_G(GT_ERFC_G1); VF_GELU_G(GT_ERFC_G0);
+#undef VF_GELU_G
+    for (int j = 0; j < n; j++) {
+        alo[j] = vf_fma(vf_set1(-0.5f), alo[j], g[j]);
+        n2[j] = vf_rint(vf_mul(vf_add(ahi[j], alo[j]), vf_set1(GT_LOG2E)));
+        const vf nneg = vf_xor(n2[j], vf_set1(-0.0f));
+        r[j] = vf_fma(nneg, vf_set1(GT_LN2_HI), ahi[j]);
+        r[j] = vf_fma(nneg, vf_set1(GT_LN2_LO), r[j]);
+        r[j] = vf_add(r[j], alo[j]);
+        p[j] = vf_set1(GT_EXP_P6);
+    }
+#define VF_GELU_P(c) for (int j = 0; j < n; j++) p[j] = vf_fma(p[j], r[j], vf_set1(c))
+    VF_GELU_P(GT_EXP_P5); VF_GELU_P(GT_EXP_P4); VF_GELU_P(GT_EXP_P3); VF_GELU_P(GT_EXP_P2);
+    VF_GELU_P(GT_EXP_P1); VF_GELU_P(GT_EXP_P0);
+#undef VF_GELU_P
+    for (int j = 0; j < n; j++) {
+        const vf erfc = vf_mul(t[j], vf_ldexp(p[j], n2[j]));    /* |x| <= 13: n >= -123 */
+        const vf h = vf_lt_sel(xmax, ax0[j], zero, vf_mul(vf_mul(half, xc[j]), erfc)); /* 0 past 13 */
+        x[j] = vf_lt_sel(x[j], zero, h, vf_sub(x[j], h));
+    }
+}
+
+static OPS_ALWAYS vf vf_gelu(vf x) {
+    vf_gelu_n(&x, 1);
+    return x;
 }
 
 #endif

@@ -112,6 +112,13 @@ static void gt_ukernel(int kc, const float *restrict a, const float *restrict b,
     }
     const __m256 acc[GT_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21},
                                   {c30, c31}, {c40, c41}, {c50, c51}};
+    if ((mode & GT_LAST) && GT_EPI(mode) == JK_EPI_GELU && nr == GT_NR) {
+        _Alignas(32) float c[GT_MR][GT_NR], bv[GT_NR];
+        for (int i = 0; i < mr; i++) _mm256_store_ps(c[i], acc[i][0]), _mm256_store_ps(c[i] + 8, acc[i][1]);
+        _mm256_store_ps(bv, bv0), _mm256_store_ps(bv + 8, bv1);
+        gt_store_gelu(y, ldy, &c[0][0], bv, mr, !(mode & GT_FIRST));
+        return;
+    }
     for (int i = 0; i < mr; i++) {
         float *yi = y + (size_t)i * ldy;
         store8(yi, acc[i][0], bv0, nr, mode);

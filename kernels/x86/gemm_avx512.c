@@ -152,6 +152,12 @@ static void gt_ukernel(int kc, const float *restrict a, const float *restrict b,
         bv0 = load_bias16(bias, nr);
         if (nr > 16) bv1 = load_bias16(bias + 16, nr - 16);
     }
+    if ((mode & GT_LAST) && GT_EPI(mode) == JK_EPI_GELU && nr == GT_NR) {
+        _Alignas(64) float bv[GT_NR];
+        _mm512_store_ps(bv, bv0), _mm512_store_ps(bv + 16, bv1);
+        gt_store_gelu(y, ldy, &c[0][0], bv, mr, !(mode & GT_FIRST));
+        return;
+    }
     for (int i = 0; i < mr; i++) {
         store16(y + (size_t)i * ldy, _mm512_load_ps(c[i]), bv0, nr, mode);
         if (nr > 16) store16(y + (size_t)i * ldy + 16, _mm512_load_ps(c[i] + 16), bv1, nr - 16, mode);
