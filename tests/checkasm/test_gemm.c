@@ -26,7 +26,7 @@
  *    NaN; the padding of X and of the W rows holds NaN too, so reading past K shows;
  *  - the same call with 2 and 3 threads must give the same bits as with 1 (ws sized by
  *    the table's gemm_ws for 3 threads, deliberately misaligned);
- *  - where the table has gemm_prepack: W packed once, at 1 and 3 threads, the same bits
+ *  - where the table has gemm_prepack: W packed once, at 1, 2 and 3 threads, the same bits
  *    as W packed per call, on every shape above.
  *
  * Tolerance, from the arithmetic: both sides use the same f32 weights (conversion is
@@ -231,7 +231,8 @@ static int run_case(const struct jk_kernels *kt, const char *level, const struct
              jk_dtype_name(c->t), M, N, K, epi_name(c->epi));
     bad |= outside || !same;
 
-    /* W packed once (gemm_prepack): the same bits as packing per call, at 1 and 3 threads */
+    /* W packed once (gemm_prepack): the same bits as packing per call, at 1, 2 and 3 threads
+     * (with 2 and 3 the rows are split, not the columns, once M has 4 row tiles a thread) */
     if (kt->gemm_prepack) {
         const size_t np = kt->gemm_prepack_floats(N, K);
         float *wp = (float *)aligned_alloc(64, (np * sizeof(float) + 63) & ~(size_t)63);
@@ -239,7 +240,7 @@ static int run_case(const struct jk_kernels *kt, const char *level, const struct
         if (!wp || !yp) { fprintf(stderr, "out of memory\n"); exit(1); }
         kt->gemm_prepack(c->t, wp, w, ldw, N, K);
         int differ = 0;
-        for (int th = 1; th <= 3; th += 2) {
+        for (int th = 1; th <= 3; th++) {
             memcpy(yp, yold, (size_t)M * ldy * sizeof(float));
             a.y = yp, a.nthreads = th, a.ws = wsbuf + 4, a.w_packed = wp;
             kt->gemm[c->t](&a);
