@@ -10,9 +10,10 @@
 #     THREADS threads, each as a % of the FMA peak measured between the encodes, the
 #     scaling (time at THREADS / time at 1), and the first, warm and after-idle calls;
 #   - `jepa embed --test-pattern` under GNU time (a fresh process): peak RSS, against the
-#     weights' bytes (the file's tensor data, mapped), the planned arena and the input clip
-#     (C x T x H x W floats, which the caller holds: 9.2 MiB for 16 frames of 224²); "over"
-#     is what is left, the process's fixed cost.
+#     weights' bytes (the file's tensor data, mapped) and the arena `bench encoder` planned;
+#     "over" is what is left: the process's fixed cost, and where the CLI's arena is larger
+#     than that one (the clip, written into the arena by jepa_ctx_embed_input, did not fit
+#     the room the patch embedding leaves), the difference.
 # Prints a markdown table. Needs a machine otherwise idle: on a shared one, compare
 # percentages of the same run's peak, never milliseconds across runs.
 set -eu
@@ -45,7 +46,7 @@ levjepa-vitl16-clip16|levjepa-vitl16-224|f16|16|224
 
 json_field() { sed -n "s/.*\"$1\": \"\{0,1\}\([^,\"}]*\).*/\1/p"; }
 
-echo "| case | dtype | tokens | 1 thread ms | % of peak | $threads threads ms | % of peak | scaling | first / warm / after idle ms | weights + arena + input MiB | peak RSS MiB | over |"
+echo "| case | dtype | tokens | 1 thread ms | % of peak | $threads threads ms | % of peak | scaling | first / warm / after idle ms | weights + arena MiB | peak RSS MiB | over |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 echo "$cases" | while IFS='|' read -r name arch dtype frames size; do
     [ -n "$name" ] || continue
@@ -61,7 +62,6 @@ echo "$cases" | while IFS='|' read -r name arch dtype frames size; do
     awk -v n="$name" -v d="$dtype" -v tok="$(f tokens)" -v t1="$(f t1_best_ms)" -v p1="$(f pct_peak1)" \
         -v tn="$(f tn_best_ms)" -v pn="$(f pct_peakn)" -v sc="$(f scaling)" -v fi="$(f first_ms)" \
         -v wa="$(f warm_ms)" -v id="$(f after_idle_ms)" -v ar="$(f arena_mib)" -v w="$weights" -v rss="$rss_kb" \
-        -v inp="$(awk -v t="$frames" -v s="$size" 'BEGIN {printf "%.1f", 3 * t * s * s * 4 / 1048576}')" \
-        'BEGIN {printf "| %s | %s | %d | %.1f | %.1f %% | %.1f | %.1f %% | %.3f | %.1f / %.1f / %.1f | %.1f + %.1f + %.1f | %.1f | %+.1f |\n",
-                n, d, tok, t1, p1, tn, pn, sc, fi, wa, id, w, ar, inp, rss / 1024, rss / 1024 - w - ar - inp}'
+        'BEGIN {printf "| %s | %s | %d | %.1f | %.1f %% | %.1f | %.1f %% | %.3f | %.1f / %.1f / %.1f | %.1f + %.1f | %.1f | %+.1f |\n",
+                n, d, tok, t1, p1, tn, pn, sc, fi, wa, id, w, ar, rss / 1024, rss / 1024 - w - ar}'
 done

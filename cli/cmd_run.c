@@ -336,31 +336,32 @@ static int parse_dims(const char *s, int *T, int *H, int *W) {
 
 /* nb deterministic clips [nb, 3, T, H, W]: drifting colour gratings, normalised to about
  * [-2, 2] like an ImageNet-normalised frame, clip b with its own phase (clip 0 is the
- * pattern of a single run). For demos and benchmarks without files. */
-static int make_pattern(const char *spec, struct npy *a, int in_chans, int nb, int *T, int *H,
-                        int *W) {
+ * pattern of a single run). For demos and benchmarks without files. pattern_shape reads
+ * the spec and sizes a (data NULL), pattern_fill writes the values. */
+static int pattern_shape(const char *spec, struct npy *a, int in_chans, int nb, int *T, int *H, int *W) {
     if (parse_dims(spec, T, H, W))
         return cli_usage_error("embed", "--test-pattern takes FRAMESxHEIGHTxWIDTH (1..4096 x 1..8192 x 1..8192), "
                                "e.g. 16x256x256, not '%s'", spec);
     memset(a, 0, sizeof *a);
     if ((int64_t)nb * in_chans * *T * *H * *W > ((int64_t)1 << 28))   /* 1 GiB of floats */
         return cli_usage_error("embed", "--test-pattern %s x %d clips is more than 1 GiB of input", spec, nb);
+    a->dtype = NPY_F32;
     a->ndim = nb > 1 ? 5 : 4;
     int64_t *sh = a->shape + (nb > 1);
     if (nb > 1) a->shape[0] = nb;
     sh[0] = in_chans, sh[1] = *T, sh[2] = *H, sh[3] = *W;
     a->count = (int64_t)nb * in_chans * *T * *H * *W;
-    float *x = malloc(sizeof(float) * (size_t)a->count);
-    if (!x) return cli_fail(NULL, "out of memory for %d %s test pattern(s)", nb, spec);
-    a->data = x;
+    return 0;
+}
+
+static void pattern_fill(float *x, int nb, int in_chans, int T, int H, int W) {
     for (int b = 0; b < nb; b++)
         for (int c = 0; c < in_chans; c++)
-            for (int t = 0; t < *T; t++)
-                for (int y = 0; y < *H; y++)
-                    for (int xx = 0; xx < *W; xx++)
+            for (int t = 0; t < T; t++)
+                for (int y = 0; y < H; y++)
+                    for (int xx = 0; xx < W; xx++)
                         *x++ = (float)(1.5 * sin(0.07 * (c + 1) * xx + 0.05 * y + 0.3 * t + 0.9 * b) *
                                        cos(0.04 * y - 0.02 * (c + 2) * xx + 0.1 * t + 0.5 * b));
-    return 0;
 }
 
 static int load_ids(const char *path, struct npy *a, int n_tokens) {
@@ -406,13 +407,21 @@ static void report_written(const char *path, int ndim, const int64_t *shape, con
 }
 
 /* Where the clips come from: nb clips held in memory (an input tensor, test patterns, a
- * one-clip pixel input), or a reader streaming a video's clips (input/clips.h). */
+ * one-clip pixel input), or a reader streaming a video's clips (input/clips.h).
+ *
+ * A single clip of a pixel input or a test pattern is made only by source_load, once the
+ * request is known, so that it can be written straight into the context's arena
+ * (jepa_ctx_embed_input), where it costs no memory of its own. */
 struct clip_source {
     struct clip_reader *rdr;   /* streams clips when they are more than one */
     struct npy mem;            /* the clips in memory [nb, C, T, H, W] */
     int nb, T, H, W;
     bool stacked;              /* the outputs get a leading clip axis */
     const char *name;
+    bool pending;              /* mem is sized, its one clip not made yet (source_load) */
+    struct clip_reader *one;   /* the reader of a pending pixel input, else a pending pattern */
+    int in_chans;
+    bool in_arena;             /* mem.data is the context's (not freed here) */
 };
 
 static int source_open(struct clip_source *s, const struct run_opts *o, enum run_cmd cmd,
@@ -430,15 +439,11 @@ static int source_open(struct clip_source *s, const struct run_opts *o, enum run
         clips_shape(s->rdr, &s->T, &s->H, &s->W);
         s->nb = clips_count(s->rdr);
         s->stacked = s->nb > 1;
-        if (s->nb == 1) {   /* one clip: read it now and hold it like a tensor */
-            struct jerr e = {0};
+        if (s->nb == 1) {   /* one clip: held like a tensor, read by source_load */
             s->mem.dtype = NPY_F32, s->mem.ndim = 4;
             s->mem.count = (int64_t)3 * s->T * s->H * s->W;
-            s->mem.data = malloc(sizeof(float) * (size_t)s->mem.count);
-            if (!s->mem.data) return cli_fail(NULL, "out of memory for a %dx%dx%d clip", s->T, s->H, s->W);
-            if (clips_next(s->rdr, s->mem.data, &e)) return cli_fail(NULL, "%s", e.msg);
-            clips_close(s->rdr);
-            s->rdr = NULL;
+            s->one = s->rdr, s->rdr = NULL;
+            s->pending = true;
         }
         return 0;
     }
@@ -446,12 +451,35 @@ static int source_open(struct clip_source *s, const struct run_opts *o, enum run
         s->name = "test pattern";
         s->nb = o->batch > 0 ? o->batch : 1;
         s->stacked = s->nb > 1;
-        return make_pattern(o->test_pattern, &s->mem, info->in_chans, s->nb, &s->T, &s->H, &s->W);
+        s->in_chans = info->in_chans;
+        int rc = pattern_shape(o->test_pattern, &s->mem, info->in_chans, s->nb, &s->T, &s->H, &s->W);
+        s->pending = !rc;
+        return rc;
     }
     s->name = o->input_tensor;
     int rc = load_clip(o->input_tensor, &s->mem, info->in_chans, cmd == RUN_EMBED, &s->nb, &s->T, &s->H, &s->W);
     s->stacked = !rc && s->mem.ndim == 5;
     return rc;
+}
+
+/* Makes a pending source's clips: into dst (room for them: the context's arena), or into
+ * memory of its own when dst is NULL. */
+static int source_load(struct clip_source *s, float *dst) {
+    if (!s->pending) return 0;
+    s->pending = false;
+    float *x = dst ? dst : malloc(sizeof(float) * (size_t)s->mem.count);
+    if (!x) return cli_fail(NULL, "out of memory for the %dx%dx%d input", s->T, s->H, s->W);
+    s->mem.data = x;
+    s->in_arena = dst != NULL;
+    if (!s->one) {
+        pattern_fill(x, s->nb, s->in_chans, s->T, s->H, s->W);
+        return 0;
+    }
+    struct jerr e = {0};
+    const int failed = clips_next(s->one, x, &e);
+    clips_close(s->one);
+    s->one = NULL;
+    return failed ? cli_fail(NULL, "%s", e.msg) : 0;
 }
 
 /* Clips k0 .. k0 + g - 1 as one [g, C, T, H, W] array: in place for clips in memory, read
@@ -473,6 +501,8 @@ static const float *source_clips(struct clip_source *s, int k0, int g, float *bu
 
 static void source_close(struct clip_source *s) {
     clips_close(s->rdr);
+    clips_close(s->one);
+    if (s->in_arena) s->mem.data = NULL;
     npy_free(&s->mem);
 }
 
@@ -613,6 +643,19 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
         (cmd == RUN_CLASSIFY && (!b.logits || !b.prob || !b.mean || !b.order))) {
         cli_fail(NULL, "out of memory for %d clip%s", nb, nb > 1 ? "s" : "");
         goto done;
+    }
+
+    /* ---- a single clip made now (source_load): encoded once, it is written into the
+     * context's arena, where the encoder's blocks reuse its memory; where that cannot be
+     * (--repeat encodes it again), or the call cannot be planned, into its own memory ---- */
+    if (src.pending) {
+        float *room = NULL;
+        if (!o.repeat && nb == 1) {
+            const jepa_embed_params ep = {.batch = 1};
+            const jepa_embed_out eo = enc_outs_embed_out(&b.enc);
+            room = jepa_ctx_embed_input(c, T, H, W, &ep, &eo);
+        }
+        if (source_load(&src, room)) goto done;
     }
 
     /* ---- the one loop: clips in passes of G; each clip's outputs as it is done ---- */

@@ -114,6 +114,10 @@ struct enc_run {
     size_t pstride;   /* floats from one clip's patch rows to the next */
     /* buffers (device memory unless said otherwise) */
     const float *src; /* the clip patchify reads */
+    /* The caller's input in this context's host memory (jepa_ctx_embed_input): planned
+     * when that call asks for it or when x lies there already, else NULL. */
+    bool input_here;
+    float *input;
     float *clip, *x, *h, *wide, *tmp, *emb_mid, *tokens;
     float *pooled_d, *hier_d, *emb_d;
     int32_t *ids_d;
@@ -171,31 +175,62 @@ static jepa_status check_request(struct jepa_ctx *c, const float *x, int T, int 
     r->in_floats = (size_t)e->in_chans * T * H * W;
     r->clip_floats = (size_t)e->in_chans * r->in.frames * H * W;
     r->pcontig = r->masked || !r->ncls;
-    if ((st = jm_check_finite(c, x, (size_t)r->B * r->in_floats, "input"))) return st;
+    /* x is NULL when jepa_ctx_embed_input plans the call (the input is not written yet) */
+    if (x && (st = jm_check_finite(c, x, (size_t)r->B * r->in_floats, "input"))) return st;
     r->want_tokens = out && out->tokens, r->want_pooled = out && out->pooled;
     r->want_hier = out && out->hier, r->want_emb = out && out->emb;
     return JEPA_OK;
 }
 
 /* ---- the buffers: counted, reserved, carved (context.h) ---- */
-static jepa_status plan_buffers(struct jepa_ctx *c, struct enc_run *r) {
+static bool in_block(const struct arena *a, const void *p) {
+    const uintptr_t q = (uintptr_t)p, b = (uintptr_t)a->base;
+    return a->base && q >= b && q < b + a->cap;
+}
+
+static size_t round_up16(size_t n) { return (n + 15) & ~(size_t)15; }   /* 64-byte steps */
+
+static jepa_status input_moved(struct jepa_ctx *c) {
+    return jr_err_set(&c->err, JEPA_ERR_ARG,
+                      "the input lies in this context's activation arena but not where "
+                      "jepa_ctx_embed_input placed it for this call: give it the same shape, "
+                      "parameters and outputs, and call nothing else on the context in between");
+}
+
+/* x: the caller's input, NULL when jepa_ctx_embed_input plans the call. */
+static jepa_status plan_buffers(struct jepa_ctx *c, struct enc_run *r, const float *x) {
     const struct jm_encoder *e = r->e;
     const struct jm_vit *vit = &e->vit;
     const int d = vit->d, hd = vit->head_dim, B = r->B, n = r->n, F = r->in.pe->n_in;
     const int wide_cols = jm_vit_wide_cols(vit) > F ? jm_vit_wide_cols(vit) : F;
     /* the K of every matmul: blocks (d, ffn), patch embedding, LeWM projector */
     const int ks[] = {d, vit->ffn, F, e->has_proj ? e->proj0.n_out : d};
-    r->clip = r->emb_mid = r->pooled_d = r->hier_d = r->emb_d = r->tmp = NULL;
+    r->clip = r->input = r->emb_mid = r->pooled_d = r->hier_d = r->emb_d = r->tmp = NULL;
     r->ids_d = NULL;
+    struct arena *in_arena = r->host ? &c->arena : &c->host;   /* where a planned input lives */
+    r->input_here = !x || in_block(in_arena, x);
+    /* While the clip is embedded, wide holds the patches patchify writes [B*n_patch, F] and
+     * behind them the clip patchify reads when it is not the caller's (the still's repeated
+     * frames, or the device copy), then on the CPU the caller's input planned here. All of
+     * it is dead once the patches are embedded, and the blocks reuse it: wide is sized for
+     * the larger of the two uses. */
+    const size_t patch_floats = round_up16((size_t)B * r->in.n_patch * F);
+    const size_t clip_floats = r->in.repeat || !r->host ? round_up16((size_t)B * r->clip_floats) : 0;
+    const size_t input_floats = r->input_here && r->host ? (size_t)B * r->in_floats : 0;
+    size_t wide_floats = (size_t)B * r->rows0 * wide_cols;
+    if (wide_floats < patch_floats + clip_floats + input_floats)
+        wide_floats = patch_floats + clip_floats + input_floats;
     r->pos = NULL;
     r->cosb = r->sinb = r->pos_tab = r->frame = (struct staged){0};
     for (int pass = 0; pass < 2; pass++) {
         struct plan pl = plan_begin(c, pass);
-        /* the clip as patchify reads it: repeated frames, or a device copy of the input */
-        if (r->in.repeat || !r->host) r->clip = plan_dev(&pl, sizeof(float) * (size_t)B * r->clip_floats);
         r->x = plan_dev(&pl, sizeof(float) * (size_t)B * n * d);            /* [B*n, d] */
         r->h = plan_dev(&pl, sizeof(float) * (size_t)B * r->rows0 * d);     /* [B*rows0, d] */
-        r->wide = plan_dev(&pl, sizeof(float) * (size_t)B * r->rows0 * wide_cols);
+        r->wide = plan_dev(&pl, sizeof(float) * wide_floats);
+        if (clip_floats) r->clip = r->wide ? r->wide + patch_floats : NULL;
+        if (r->input_here)
+            r->input = r->host ? (r->wide ? r->wide + patch_floats + clip_floats : NULL)
+                               : plan_host(&pl, sizeof(float) * (size_t)B * r->in_floats);
         r->tmp = e->layer_scale ? plan_dev(&pl, sizeof(float) * (size_t)B * n * d) : NULL;
         if (r->rope) {
             r->pos = plan_host(&pl, sizeof(struct rope_pos) * (size_t)n);
@@ -214,8 +249,13 @@ static jepa_status plan_buffers(struct jepa_ctx *c, struct enc_run *r) {
         }
         r->ws = plan_dev(&pl, jm_vit_ws_bytes(c, n, hd, ks, (int)(sizeof ks / sizeof *ks)));
         jepa_status st;
+        /* a planned input must stay where it was written: the arenas may not move */
+        if (!pass && x && r->input_here &&
+            (pl.dev.used > c->arena.cap || (!r->host && pl.host.used > c->host.cap)))
+            return input_moved(c);
         if (!pass && (st = jm_ctx_reserve(c, &pl))) return st;
     }
+    if (x && r->input_here && x != r->input) return input_moved(c);
     if (r->host) {
         r->pooled_d = r->want_pooled ? r->out->pooled : NULL;
         r->hier_d = r->want_hier ? r->out->hier : NULL;
@@ -388,7 +428,7 @@ jepa_status jm_encoder_forward(struct jepa_ctx *c, const float *x, int T, int H,
                                const jepa_embed_params *p, jepa_embed_out *out) {
     struct enc_run r;
     jepa_status st;
-    if ((st = check_request(c, x, T, H, W, p, out, &r)) || (st = plan_buffers(c, &r))) return st;
+    if ((st = check_request(c, x, T, H, W, p, out, &r)) || (st = plan_buffers(c, &r, x))) return st;
     upload_clip(c, &r, x);
     tokenize(c, &r);
     add_table_positions(c, &r);
@@ -398,4 +438,13 @@ jepa_status jm_encoder_forward(struct jepa_ctx *c, const float *x, int T, int H,
     final_outputs(c, &r);
     download_outputs(c, &r);
     return JEPA_OK;
+}
+
+float *jm_encoder_input_buffer(struct jepa_ctx *c, int T, int H, int W, const jepa_embed_params *p,
+                               const jepa_embed_out *out) {
+    struct enc_run r;
+    /* check_request and plan_buffers read out's pointers, never write through them */
+    if (check_request(c, NULL, T, H, W, p, (jepa_embed_out *)out, &r) || plan_buffers(c, &r, NULL))
+        return NULL;
+    return r.input;
 }

@@ -241,6 +241,20 @@ static void batch_case(const jepa_model *m, const char *dir, const char *input) 
         check("vjepa2 batch of 2 vs 2 single runs (GPU)", tb, t1, 2 * n, info.embed_dim, 0.999999,
               1e-5);
     }
+    /* the same batch with its input in the context's host buffer (jepa_ctx_embed_input):
+     * the same call, the same bits */
+    jepa_embed_out oa = {.tokens = t1};
+    float *in = ok ? jepa_ctx_embed_input(g, T, H, W, &p, &oa) : NULL;
+    if (in) memcpy(in, xb, sizeof(float) * clip * 2);
+    if (ok && (!in || jepa_ctx_embed(g, in, T, H, W, &p, &oa))) {
+        printf("FAIL batch on GPU from jepa_ctx_embed_input: %s\n", jepa_ctx_error(g));
+        failures++;
+    } else if (ok && memcmp(t1, tb, sizeof(float) * tok * 2)) {
+        printf("FAIL batch on GPU from jepa_ctx_embed_input: not the bits of the same call\n");
+        failures++;
+    } else if (ok) {
+        printf("ok   vjepa2 batch of 2 on GPU from jepa_ctx_embed_input: the same bits\n");
+    }
     free(xb), free(tb), free(t1);
     jepa_ctx_free(g);
     npy_free(&x);

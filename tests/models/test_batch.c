@@ -1,7 +1,8 @@
 /*
  * test_batch.c — jepa_embed_params.batch: B clips of one shape in one forward give the
  * same bits as B single forwards, for every output (tokens, pooled, cls, emb, hier), on
- * every encoder path:
+ * every encoder path, and the same batch with its input in the arena (jepa_ctx_embed_input)
+ * gives the same bits as from the caller's buffer:
  *   vjepa2_tiny      video, 3-D RoPE, no CLS; the masked encoder (same ids per clip); a
  *                    still image repeated to the tubelet (one upload per plane)
  *   vjepa2_1_tiny    modality embedding, hierarchical outputs, the native image path
@@ -87,6 +88,60 @@ static int match(const char *what, const float *got, const float *want, int rows
     return 0;
 }
 
+/* jepa_ctx_embed_input: the same batched call with its input written into the context's
+ * arena gives the same bits as from the caller's buffer (want: that call's outputs); the
+ * pointer is refused by a call it was not planned for (one clip, not B), and a pointer a
+ * float before it (into the arena, nowhere planned) by the call it was planned for. */
+static int arena_input_run(const char *tag, jepa_ctx *c, const float *xs, const struct shape *s,
+                           const jepa_embed_params *bp, const struct outs *want) {
+    struct outs got;
+    outs_alloc(&got, s, B);
+    jepa_embed_out go = {.tokens = got.tokens, .pooled = got.pooled, .cls = got.cls, .emb = got.emb,
+                         .hier = got.hier};
+    int ok = 1;
+    float *in = jepa_ctx_embed_input(c, s->T, s->H, s->W, bp, &go);
+    if (!in) {
+        printf("FAIL %s: embed_input: %s\n", tag, jepa_ctx_error(c));
+        ok = 0;
+    } else {
+        memcpy(in, xs, sizeof(float) * B * s->clip);
+        if (jepa_ctx_embed(c, in, s->T, s->H, s->W, bp, &go)) {
+            printf("FAIL %s: embed from the arena: %s\n", tag, jepa_ctx_error(c));
+            ok = 0;
+        }
+#define SAME(field, count)                                                                    \
+        if (ok && want->field && memcmp(got.field, want->field, sizeof(float) * (count))) {   \
+            printf("FAIL %s: embed from the arena: " #field " differs from the same call's\n", tag); \
+            ok = 0;                                                                           \
+        }
+        SAME(tokens, (size_t)B * s->n * s->d)
+        SAME(pooled, (size_t)B * s->d)
+        SAME(cls, (size_t)B * s->d)
+        SAME(emb, (size_t)B * s->emb_dim)
+        SAME(hier, (size_t)B * s->n_hier * s->n * s->d)
+#undef SAME
+        jepa_embed_params one = *bp;
+        one.batch = 1;
+        in = ok ? jepa_ctx_embed_input(c, s->T, s->H, s->W, bp, &go) : NULL;
+        if (ok && (!in || jepa_ctx_embed(c, in, s->T, s->H, s->W, &one, &go) != JEPA_ERR_ARG ||
+                   !strstr(jepa_ctx_error(c), "jepa_ctx_embed_input"))) {
+            printf("FAIL %s: an arena input planned for %d clips taken for 1: %s\n", tag, B,
+                   in ? jepa_ctx_error(c) : "no input");
+            ok = 0;
+        }
+        in = ok ? jepa_ctx_embed_input(c, s->T, s->H, s->W, bp, &go) : NULL;
+        if (ok && in) memcpy(in - 1, xs, sizeof(float) * B * s->clip);   /* the patches' room */
+        if (ok && (!in || jepa_ctx_embed(c, in - 1, s->T, s->H, s->W, bp, &go) != JEPA_ERR_ARG ||
+                   !strstr(jepa_ctx_error(c), "jepa_ctx_embed_input"))) {
+            printf("FAIL %s: an input one float before the planned one was not refused\n", tag);
+            ok = 0;
+        }
+    }
+    if (!ok) failures++;
+    outs_free(&got);
+    return ok;
+}
+
 /* One case: B clips made from x ([C, T, H, W] or [C, H, W]) through one batched call vs B
  * single calls (batch 1 for the first, batch 0 for the others: both mean one clip). */
 static void batch_run(const char *tag, const char *model_path, const struct npy *x,
@@ -142,6 +197,7 @@ static void batch_run(const char *tag, const char *model_path, const struct npy 
         failures++;
         ok = 0;
     }
+    if (ok) ok = arena_input_run(tag, c, xs, &s, &bp, &all);
     for (int b = 0; ok && b < B; b++) {
         jepa_embed_params sp = {.ctx_ids = ids, .n_ctx = n_ids, .batch = b == 0 ? 1 : 0};
         jepa_embed_out so = {.tokens = one.tokens, .pooled = one.pooled, .cls = one.cls,
@@ -170,7 +226,7 @@ static void batch_run(const char *tag, const char *model_path, const struct npy 
 #undef CMP
     }
     if (ok)
-        printf("ok   %s [%s]: a batch of %d = %d single runs, %s (%d tokens x %d%s%s%s)\n",
+        printf("ok   %s [%s]: a batch of %d = %d single runs, %s; = from the arena (%d tokens x %d%s%s%s)\n",
                tag, cpu, B, B, inexact > inexact0 ? "within the bar" : "bit for bit", s.n, s.d,
                s.has_cls ? ", cls" : "", s.emb_dim ? ", emb" : "", s.n_hier ? ", hier" : "");
     outs_free(&one);
