@@ -43,19 +43,23 @@
  * its thread pool from a constructor (and that pool hangs the process at exit when an
  * address-space limit made its allocation fail). cblas.h gives the types only. */
 #include <cblas.h>
-#include <dlfcn.h>
+
+#include "runtime/dynlib.h"
 static __typeof__(cblas_sgemm) *blas_sgemm;
 static __typeof__(openblas_set_num_threads) *blas_set_threads;
 static __typeof__(openblas_get_corename) *blas_corename;
 
-static int blas_open(void) {
-    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (!h) h = dlopen("libopenblas.so", RTLD_NOW | RTLD_LOCAL);
-    if (!h) return 0;
-    blas_sgemm = (__typeof__(cblas_sgemm) *)dlsym(h, "cblas_sgemm");
-    blas_set_threads = (__typeof__(openblas_set_num_threads) *)dlsym(h, "openblas_set_num_threads");
-    blas_corename = (__typeof__(openblas_get_corename) *)dlsym(h, "openblas_get_corename");
-    return blas_sgemm && blas_set_threads && blas_corename;
+/* The runtime soname, else the development symlink; 0 when found, else -1 and why in err. */
+static int blas_open(char *err, size_t n) {
+    static const struct jr_dlsym syms[] = {
+        {0, "cblas_sgemm", (void **)&blas_sgemm},
+        {0, "openblas_set_num_threads", (void **)&blas_set_threads},
+        {0, "openblas_get_corename", (void **)&blas_corename},
+    };
+    static const char *const sonames[] = {"libopenblas.so.0", "libopenblas.so"};
+    for (int i = 0; i < 2; i++)
+        if (!jr_dl_load(&sonames[i], 1, syms, sizeof syms / sizeof *syms, "OpenBLAS", err, n)) return 0;
+    return -1;   /* err: why the development name failed too */
 }
 #endif
 
@@ -350,13 +354,14 @@ int bench_kernels(const struct bench_opts *o) {
     fprintf(info, "FMA peak (%s register loop, %d thread%s): %.1f GFLOP/s\n", peak_isa,
             o->threads, o->threads == 1 ? "" : "s", peak);
 #ifdef JEPA_HAVE_OPENBLAS
-    if (blas_open()) {
+    char why[256];
+    if (!blas_open(why, sizeof why)) {
         blas_set_threads(o->threads);
         const char *ct = getenv("OPENBLAS_CORETYPE");
         fprintf(info, "baseline: OpenBLAS sgemm, core %s (OPENBLAS_CORETYPE=%s), %d thread%s\n",
                 blas_corename(), ct ? ct : "unset", o->threads, o->threads == 1 ? "" : "s");
     } else {
-        fprintf(info, "baseline: none (libopenblas.so.0 not found: %s)\n", dlerror());
+        fprintf(info, "baseline: none (%s)\n", why);
     }
 #else
     fprintf(info, "baseline: none (built without OpenBLAS)\n");
