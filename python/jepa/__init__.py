@@ -135,18 +135,18 @@ class _Clips:
             _, self.T, self.H, self.W = reader.shape
         self.note: Optional[str] = None
 
-    def batches(self, G: int) -> Iterator[Tuple[int, np.ndarray]]:
+    def batches(self, G: int) -> Iterator[Tuple[int, int, object]]:
+        """(k0, g, x) per pass of g <= G clips: x the clips [g, C, T, H, W] in memory, or the
+        reader, which Context.embed reads the next g clips from straight into its arena
+        (jepa_ctx_embed_input: the clips cost no memory of their own)."""
         for k0 in range(0, self.count, G):
             g = min(G, self.count - k0)
-            if self.x is not None:
-                yield k0, self.x[k0:k0 + g]
-            else:
-                buf = np.empty((g, 3, self.T, self.H, self.W), dtype=np.float32)
-                for j in range(g):
-                    note = self.reader.read_into(buf[j])
-                    if note and not self.note:
-                        self.note = note
-                yield k0, buf
+            yield k0, g, (self.x[k0:k0 + g] if self.x is not None else self.reader)
+
+    def noted(self, note: Optional[str]) -> None:
+        """Keeps the reader's first note (what its decoding had to do: Context.embed's return)."""
+        if note and not self.note:
+            self.note = note
 
 
 class Model:
@@ -336,9 +336,8 @@ class Model:
         key = "hier" if hier else {"none": "tokens", "mean": "pooled", "cls": "cls", "lewm": "emb"}[pool]
         G = _batch_size(batch, B, clips)
         with self._context() as c:
-            for k0, xb in clips.batches(G):
-                g = xb.shape[0]
-                c.embed(xb, g, clips.T, clips.H, clips.W, **{key: out[k0:k0 + g]})
+            for k0, g, xb in clips.batches(G):
+                clips.noted(c.embed(xb, g, clips.T, clips.H, clips.W, **{key: out[k0:k0 + g]}))
         if not np.isfinite(out).all():
             raise Error(f"{clips.name}: the encoder's output is not finite")
         return out
@@ -362,9 +361,8 @@ class Model:
         G = _batch_size(batch, B, clips)
         tokens = np.empty((G, n, D), dtype=np.float32)
         with self._context() as c:
-            for k0, xb in clips.batches(G):
-                g = xb.shape[0]
-                c.embed(xb, g, clips.T, clips.H, clips.W, tokens=tokens[:g])
+            for k0, g, xb in clips.batches(G):
+                clips.noted(c.embed(xb, g, clips.T, clips.H, clips.W, tokens=tokens[:g]))
                 for j in range(g):
                     c.classify(tokens[j], n, logits[k0 + j])
         if not np.isfinite(logits).all():

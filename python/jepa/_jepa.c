@@ -367,8 +367,43 @@ static PyObject *Context_get_prepacked_bytes(ContextObject *self, void *unused) 
     return self->c ? PyLong_FromSize_t(jepa_ctx_prepacked_bytes(self->c)) : raise_error("no context");
 }
 
+/* A ClipReader (defined with its methods below): images or a video as preprocessed clips. */
+typedef struct {
+    PyObject_HEAD
+    ModelObject *model;
+    struct clip_reader *r;
+    PyObject *keep;       /* a tuple of the paths' bytes: the reader keeps pointers into them */
+    const char **names;
+    int next;             /* the next clip clips_next() gives */
+    int busy;
+} ClipReaderObject;
+static PyTypeObject ClipReaderType;
+
+/* The next B clips of rd, read straight into the arena room jepa_ctx_embed_input gives for
+ * this call, then the call: the clips cost no memory of their own. The first note the
+ * reader gives goes to note (empty if none). Runs without the GIL. JEPA_OK, or a status
+ * and the reason in e (the reader's) or in c (the context's: e->msg left empty). */
+static jepa_status embed_from_reader(jepa_ctx *c, ClipReaderObject *rd, int B, int T, int H, int W,
+                                     const jepa_embed_params *p, jepa_embed_out *out, struct jerr *e,
+                                     char *note, size_t note_n) {
+    note[0] = 0;
+    float *room = jepa_ctx_embed_input(c, T, H, W, p, out);
+    if (!room) return JEPA_ERR_NOMEM;
+    const size_t clip = (size_t)3 * T * H * W;
+    for (int j = 0; j < B; j++) {
+        jepa_status st = clips_next(rd->r, room + (size_t)j * clip, e);
+        if (st) return st;
+        rd->next++;
+        const char *nt = clips_take_note(rd->r);
+        if (nt && !note[0]) snprintf(note, note_n, "%s", nt);
+    }
+    return jepa_ctx_embed(c, room, T, H, W, p, out);
+}
+
 /* embed(x, B, T, H, W, tokens=None, pooled=None, cls=None, hier=None, emb=None)
- * x float32 [B, 3, T, H, W]; each output a writable float32 buffer of its full size, or None. */
+ * x float32 [B, 3, T, H, W], or a ClipReader whose next B clips (of shape [3, T, H, W]) are
+ * read into the context's arena (jepa_ctx_embed_input); each output a writable float32
+ * buffer of its full size, or None. Returns None, or for a reader its first note (str). */
 static PyObject *Context_embed(ContextObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"x", "B", "T", "H", "W", "tokens", "pooled", "cls", "hier", "emb", NULL};
     PyObject *xo, *to = Py_None, *po = Py_None, *co = Py_None, *ho = Py_None, *eo = Py_None;
@@ -383,11 +418,23 @@ static PyObject *Context_embed(ContextObject *self, PyObject *args, PyObject *kw
     struct buf bx, bt, bp, bc, bh, be;
     memset(&bt, 0, sizeof bt), memset(&bp, 0, sizeof bp), memset(&bc, 0, sizeof bc);
     memset(&bh, 0, sizeof bh), memset(&be, 0, sizeof be);
-    void *x;
+    memset(&bx, 0, sizeof bx);
+    void *x = NULL;
     jepa_embed_out out = {0};
     PyObject *ret = NULL;
     const int D = in->embed_dim;
-    if (buf_get(&bx, xo, "x", 'f', 4, PROD(B, in->in_chans, T, H, W), 0, 0, &x) ||
+    ClipReaderObject *rd = PyObject_TypeCheck(xo, &ClipReaderType) ? (ClipReaderObject *)xo : NULL;
+    if (rd) {
+        int rT, rH, rW;
+        if (!rd->r) return raise_error("no clip reader");
+        if (rd->busy) return raise_error("this clip reader is reading in another thread");
+        clips_shape(rd->r, &rT, &rH, &rW);
+        if (rT != T || rH != H || rW != W || in->in_chans != 3)
+            return raise_error("embed: the clip reader's clips are not [B, 3, T, H, W] of this call");
+        if (rd->next + B > clips_count(rd->r))
+            return raise_error("embed: the clip reader has fewer clips left than the batch");
+    }
+    if ((!rd && buf_get(&bx, xo, "x", 'f', 4, PROD(B, in->in_chans, T, H, W), 0, 0, &x)) ||
         buf_get(&bt, to, "tokens", 'f', 4, PROD(B, n, D), 1, 1, (void **)&out.tokens) ||
         buf_get(&bp, po, "pooled", 'f', 4, PROD(B, D), 1, 1, (void **)&out.pooled) ||
         buf_get(&bc, co, "cls", 'f', 4, in->has_cls ? PROD(B, D) : -1, 1, 1, (void **)&out.cls) ||
@@ -397,11 +444,27 @@ static PyObject *Context_embed(ContextObject *self, PyObject *args, PyObject *kw
     if (!ctx_take(self)) goto fail;
     jepa_embed_params p = {.batch = B};
     jepa_status st;
+    struct jerr e = {0};
+    char note[JEPA_ERR_LEN];
+    note[0] = 0;
+    if (rd) rd->busy = 1;
     Py_BEGIN_ALLOW_THREADS
-    st = jepa_ctx_embed(self->c, x, T, H, W, &p, &out);
+    st = rd ? embed_from_reader(self->c, rd, B, T, H, W, &p, &out, &e, note, sizeof note)
+            : jepa_ctx_embed(self->c, x, T, H, W, &p, &out);
     Py_END_ALLOW_THREADS
-    Py_INCREF(Py_None);
-    ret = ctx_done(self, st, Py_None);
+    if (rd) rd->busy = 0;
+    if (st && e.msg[0]) {   /* the reader's failure, not the context's */
+        self->busy = 0;
+        raise_error(e.msg);
+        goto fail;
+    }
+    if (note[0]) {
+        ret = PyUnicode_FromString(note);
+    } else {
+        Py_INCREF(Py_None);
+        ret = Py_None;
+    }
+    ret = ctx_done(self, st, ret);
 fail:
     buf_release(&bx), buf_release(&bt), buf_release(&bp), buf_release(&bc), buf_release(&bh), buf_release(&be);
     return ret;
@@ -726,15 +789,6 @@ static PyTypeObject ContextType = {
 
 /* ---- ClipReader ----------------------------------------------------------------------- */
 
-typedef struct {
-    PyObject_HEAD
-    ModelObject *model;
-    struct clip_reader *r;
-    PyObject *keep;       /* a tuple of the paths' bytes: the reader keeps pointers into them */
-    const char **names;
-    int next;             /* the next clip clips_next() gives */
-    int busy;
-} ClipReaderObject;
 
 /* ClipReader(model, paths, video, frames_per_clip, frame_step, num_clips, dense, stride,
  *            filter, resize_short, norm): paths a list of image paths (one clip), or one

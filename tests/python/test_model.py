@@ -153,6 +153,42 @@ def test_video_equals_the_cli(v2, cli):
                                      "--stride", "16", "--pool", "mean", "-o", "out", outs=["out"]))
 
 
+def _read_all(model, path, **opts):
+    """A file's clips [B, 3, T, H, W] read into memory, one read_into at a time."""
+    clips = model._clips(path, None, opts.get("frames_per_clip", 0), 0, opts.get("num_clips", 0), False, 0,
+                         True, 0, "fused")
+    x = np.empty((clips.count, 3, clips.T, clips.H, clips.W), dtype=np.float32)
+    for k in range(clips.count):
+        clips.reader.read_into(x[k])
+    return x, clips
+
+
+def test_file_clips_read_into_the_arena_equal_the_same_clips_in_memory(v2):
+    path = media("video_601.mp4")
+    x, _ = _read_all(v2, path, frames_per_clip=4, num_clips=3)
+    # a file's clips go from the reader into the context's arena (jepa_ctx_embed_input),
+    # in passes of 2 and 1; the same clips from memory are the reference
+    assert np.array_equal(v2.embed(path, frames_per_clip=4, num_clips=3, batch=2),
+                          np.stack([v2.embed(x[k]) for k in range(3)]))
+    assert np.array_equal(v2.embed(media("e2e.png"), pool="mean"),
+                          v2.embed(_read_all(v2, media("e2e.png"))[0][0], pool="mean"))
+
+
+def test_a_reader_that_does_not_fit_the_call_is_refused(v2):
+    def reader():
+        return v2._clips(media("video_601.mp4"), None, 4, 0, 2, False, 0, True, 0, "fused")
+    clips = reader()
+    with v2._context() as c:
+        out = np.empty((3, 128), dtype=np.float32)
+        with pytest.raises(jepa.Error, match="fewer clips left"):   # 2 clips, a batch of 3
+            c.embed(clips.reader, 3, clips.T, clips.H, clips.W, pooled=out)
+        with pytest.raises(jepa.Error, match="not \\[B, 3, T, H, W\\] of this call"):
+            c.embed(clips.reader, 1, clips.T, clips.H + 16, clips.W, pooled=out[:1])
+        c.embed(clips.reader, 2, clips.T, clips.H, clips.W, pooled=out[:2])   # what fits still runs
+        assert np.array_equal(out[:2], v2.embed(media("video_601.mp4"), frames_per_clip=4, num_clips=2,
+                                                pool="mean"))
+
+
 def test_hier_cls_and_lewm_pools_equal_the_cli(cli):
     m = jepa.Model(V21, threads=2)
     x = data("vjepa2_1_tiny", "input_video.npy")
