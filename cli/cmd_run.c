@@ -653,7 +653,7 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
         if (!o.repeat && nb == 1) {
             const jepa_embed_params ep = {.batch = 1};
             const jepa_embed_out eo = enc_outs_embed_out(&b.enc);
-            room = jepa_ctx_embed_input(c, T, H, W, &ep, &eo);
+            if (jepa_ctx_embed_input(c, T, H, W, &ep, &eo, &room)) room = NULL;
         }
         if (source_load(&src, room)) goto done;
     }

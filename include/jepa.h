@@ -200,13 +200,13 @@ JEPA_API jepa_status jepa_ctx_embed(jepa_ctx *c, const float *x, int T, int H, i
  * the encoder's blocks reuse afterwards (host memory; on a GPU a host buffer of the
  * context, uploaded from). Plans the call jepa_ctx_embed(c, x, T, H, W, p, out) (the same
  * T, H, W, p->kind, batch and ctx_ids, and the same outputs asked for: which of out's
- * pointers are non-NULL; out may be NULL for none), reserves its arena and returns x:
- * [B, C, T, H, W] floats. Write the clips there and make that call with this pointer
- * before any other call on c, which may move or free it; the call reads the clips and
- * then overwrites them. A pointer into the arena given for another call is refused
- * (JEPA_ERR_ARG). NULL on failure (jepa_ctx_error). */
-JEPA_API float *jepa_ctx_embed_input(jepa_ctx *c, int T, int H, int W, const jepa_embed_params *p,
-                                     const jepa_embed_out *out);
+ * pointers are non-NULL; out may be NULL for none), reserves its arena and sets *x to
+ * room for [B, C, T, H, W] floats (NULL on failure). Write the clips there and make that
+ * call with this pointer before any other call on c, which may move or free it; the call
+ * reads the clips and then overwrites them. A pointer into the arena given for another
+ * call is refused (JEPA_ERR_ARG). */
+JEPA_API jepa_status jepa_ctx_embed_input(jepa_ctx *c, int T, int H, int W, const jepa_embed_params *p,
+                                          const jepa_embed_out *out, float **x);
 
 /* ---- predict (masked predictors) -------------------------------------------- */
 

@@ -294,13 +294,17 @@ jepa_status jepa_ctx_embed(jepa_ctx *c, const float *x, int T, int H, int W,
     return finish(c, jm_encoder_forward(c, x, T, H, W, p, out));
 }
 
-float *jepa_ctx_embed_input(jepa_ctx *c, int T, int H, int W, const jepa_embed_params *p,
-                            const jepa_embed_out *out) {
-    if (!c) return NULL;
+jepa_status jepa_ctx_embed_input(jepa_ctx *c, int T, int H, int W, const jepa_embed_params *p,
+                                 const jepa_embed_out *out, float **x) {
+    if (x) *x = NULL;
+    if (!c) return JEPA_ERR_ARG;
     jr_err_clear(&c->err);
+    if (!x) return jr_err_set(&c->err, JEPA_ERR_ARG, "embed_input: NULL x");
     c->dev->bind(c->dev);
-    float *x = jm_encoder_input_buffer(c, T, H, W, p, out);
-    return finish(c, x ? JEPA_OK : c->err.status) == JEPA_OK ? x : NULL;
+    float *room = NULL;
+    jepa_status st = finish(c, jm_encoder_input_buffer(c, T, H, W, p, out, &room));
+    if (!st) *x = room;
+    return st;
 }
 
 jepa_status jepa_ctx_predict(jepa_ctx *c, const float *tokens, const jepa_predict_params *p,

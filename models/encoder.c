@@ -440,11 +440,13 @@ jepa_status jm_encoder_forward(struct jepa_ctx *c, const float *x, int T, int H,
     return JEPA_OK;
 }
 
-float *jm_encoder_input_buffer(struct jepa_ctx *c, int T, int H, int W, const jepa_embed_params *p,
-                               const jepa_embed_out *out) {
+jepa_status jm_encoder_input_buffer(struct jepa_ctx *c, int T, int H, int W, const jepa_embed_params *p,
+                                    const jepa_embed_out *out, float **x) {
     struct enc_run r;
+    jepa_status st;
     /* check_request and plan_buffers read out's pointers, never write through them */
-    if (check_request(c, NULL, T, H, W, p, (jepa_embed_out *)out, &r) || plan_buffers(c, &r, NULL))
-        return NULL;
-    return r.input;
+    if ((st = check_request(c, NULL, T, H, W, p, (jepa_embed_out *)out, &r)) || (st = plan_buffers(c, &r, NULL)))
+        return st;
+    *x = r.input;
+    return JEPA_OK;
 }

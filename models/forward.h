@@ -80,8 +80,8 @@ jepa_status jm_check_finite(struct jepa_ctx *c, const float *x, size_t n, const 
 jepa_status jm_encoder_forward(struct jepa_ctx *c, const float *x, int T, int H, int W,
                             const jepa_embed_params *p, jepa_embed_out *out);
 /* jepa_ctx_embed_input (jepa.h): the call planned and its arena reserved without an input. */
-float *jm_encoder_input_buffer(struct jepa_ctx *c, int T, int H, int W, const jepa_embed_params *p,
-                               const jepa_embed_out *out);
+jepa_status jm_encoder_input_buffer(struct jepa_ctx *c, int T, int H, int W, const jepa_embed_params *p,
+                                    const jepa_embed_out *out, float **x);
 jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
                               const jepa_predict_params *p, float *pred, float *ctx_out);
 /* LeWM (models/lewm.c): emb [B*T, pd], actions [B*T, action_dim] -> pred [B*T, out_dim];

@@ -175,7 +175,6 @@ static void run_batch(struct worker *w, struct sv_job **batch, int g) {
     const int n = j0->n_tokens, D = in->embed_dim;
     const bool hier = j0->want == SV_HIER;
     const size_t clip = (size_t)3 * j0->T * j0->H * j0->W;
-    float *xs = g > 1 ? malloc(sizeof(float) * clip * (size_t)g) : NULL;
     float *tokens = malloc(sizeof(float) * (size_t)g * n * D);
     float *pooled = malloc(sizeof(float) * (size_t)g * D);
     float *cls = in->has_cls ? malloc(sizeof(float) * (size_t)g * D) : NULL;
@@ -183,17 +182,21 @@ static void run_batch(struct worker *w, struct sv_job **batch, int g) {
     float *hr = hier ? malloc(sizeof(float) * (size_t)g * in->n_hier * n * D) : NULL;
     jepa_status st = JEPA_OK;
     const char *why = "out of memory for the batch";
-    if ((g > 1 && !xs) || !tokens || !pooled || (in->has_cls && !cls) || (in->emb_dim && !emb) || (hier && !hr)) {
+    if (!tokens || !pooled || (in->has_cls && !cls) || (in->emb_dim && !emb) || (hier && !hr)) {
         st = JEPA_ERR_NOMEM;
     } else {
-        const float *x = j0->x;
-        if (g > 1) {
-            for (int k = 0; k < g; k++) memcpy(xs + clip * (size_t)k, batch[k]->x, sizeof(float) * clip);
-            x = xs;
-        }
         jepa_embed_params ep = {.batch = g};
         jepa_embed_out eo = {.tokens = tokens, .pooled = pooled, .cls = cls, .emb = emb, .hier = hr};
-        if ((st = jepa_ctx_embed(w->ctx, x, j0->T, j0->H, j0->W, &ep, &eo))) why = jepa_ctx_error(w->ctx);
+        /* the g clips side by side in the context's arena (jepa_ctx_embed_input: no copy of
+         * the batch of its own); one clip is read where it is */
+        float *xs = NULL;
+        if (g > 1 && (st = jepa_ctx_embed_input(w->ctx, j0->T, j0->H, j0->W, &ep, &eo, &xs))) {
+            why = jepa_ctx_error(w->ctx);
+        } else {
+            for (int k = 0; g > 1 && k < g; k++) memcpy(xs + clip * (size_t)k, batch[k]->x, sizeof(float) * clip);
+            if ((st = jepa_ctx_embed(w->ctx, g > 1 ? xs : j0->x, j0->T, j0->H, j0->W, &ep, &eo)))
+                why = jepa_ctx_error(w->ctx);
+        }
     }
     for (int k = 0; k < g; k++) {
         struct sv_job *j = batch[k];
@@ -213,7 +216,7 @@ static void run_batch(struct worker *w, struct sv_job **batch, int g) {
             snprintf(j->err, sizeof j->err, "classify: %s", jepa_ctx_error(w->ctx));
         }
     }
-    free(xs), free(tokens), free(pooled), free(cls), free(emb), free(hr);
+    free(tokens), free(pooled), free(cls), free(emb), free(hr);
     if (w->b->p.on_batch && !st) w->b->p.on_batch(w->b->p.user, g, (long long)g * n);
 }
 

@@ -387,12 +387,12 @@ static jepa_status embed_from_reader(jepa_ctx *c, ClipReaderObject *rd, int B, i
                                      const jepa_embed_params *p, jepa_embed_out *out, struct jerr *e,
                                      char *note, size_t note_n) {
     note[0] = 0;
-    float *room = jepa_ctx_embed_input(c, T, H, W, p, out);
-    if (!room) return JEPA_ERR_NOMEM;
+    float *room;
+    jepa_status st = jepa_ctx_embed_input(c, T, H, W, p, out, &room);
+    if (st) return st;
     const size_t clip = (size_t)3 * T * H * W;
     for (int j = 0; j < B; j++) {
-        jepa_status st = clips_next(rd->r, room + (size_t)j * clip, e);
-        if (st) return st;
+        if ((st = clips_next(rd->r, room + (size_t)j * clip, e))) return st;
         rd->next++;
         const char *nt = clips_take_note(rd->r);
         if (nt && !note[0]) snprintf(note, note_n, "%s", nt);

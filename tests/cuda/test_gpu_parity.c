@@ -244,7 +244,8 @@ static void batch_case(const jepa_model *m, const char *dir, const char *input) 
     /* the same batch with its input in the context's host buffer (jepa_ctx_embed_input):
      * the same call, the same bits */
     jepa_embed_out oa = {.tokens = t1};
-    float *in = ok ? jepa_ctx_embed_input(g, T, H, W, &p, &oa) : NULL;
+    float *in = NULL;
+    if (ok && jepa_ctx_embed_input(g, T, H, W, &p, &oa, &in)) in = NULL;
     if (in) memcpy(in, xb, sizeof(float) * clip * 2);
     if (ok && (!in || jepa_ctx_embed(g, in, T, H, W, &p, &oa))) {
         printf("FAIL batch on GPU from jepa_ctx_embed_input: %s\n", jepa_ctx_error(g));

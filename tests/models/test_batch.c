@@ -99,8 +99,8 @@ static int arena_input_run(const char *tag, jepa_ctx *c, const float *xs, const 
     jepa_embed_out go = {.tokens = got.tokens, .pooled = got.pooled, .cls = got.cls, .emb = got.emb,
                          .hier = got.hier};
     int ok = 1;
-    float *in = jepa_ctx_embed_input(c, s->T, s->H, s->W, bp, &go);
-    if (!in) {
+    float *in = NULL;
+    if (jepa_ctx_embed_input(c, s->T, s->H, s->W, bp, &go, &in) || !in) {
         printf("FAIL %s: embed_input: %s\n", tag, jepa_ctx_error(c));
         ok = 0;
     } else {
@@ -122,14 +122,14 @@ static int arena_input_run(const char *tag, jepa_ctx *c, const float *xs, const 
 #undef SAME
         jepa_embed_params one = *bp;
         one.batch = 1;
-        in = ok ? jepa_ctx_embed_input(c, s->T, s->H, s->W, bp, &go) : NULL;
+        if (!ok || jepa_ctx_embed_input(c, s->T, s->H, s->W, bp, &go, &in)) in = NULL;
         if (ok && (!in || jepa_ctx_embed(c, in, s->T, s->H, s->W, &one, &go) != JEPA_ERR_ARG ||
                    !strstr(jepa_ctx_error(c), "jepa_ctx_embed_input"))) {
             printf("FAIL %s: an arena input planned for %d clips taken for 1: %s\n", tag, B,
                    in ? jepa_ctx_error(c) : "no input");
             ok = 0;
         }
-        in = ok ? jepa_ctx_embed_input(c, s->T, s->H, s->W, bp, &go) : NULL;
+        if (!ok || jepa_ctx_embed_input(c, s->T, s->H, s->W, bp, &go, &in)) in = NULL;
         if (ok && in) memcpy(in - 1, xs, sizeof(float) * B * s->clip);   /* the patches' room */
         if (ok && (!in || jepa_ctx_embed(c, in - 1, s->T, s->H, s->W, bp, &go) != JEPA_ERR_ARG ||
                    !strstr(jepa_ctx_error(c), "jepa_ctx_embed_input"))) {
