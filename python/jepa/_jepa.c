@@ -789,7 +789,6 @@ static PyTypeObject ContextType = {
 
 /* ---- ClipReader ----------------------------------------------------------------------- */
 
-
 /* ClipReader(model, paths, video, frames_per_clip, frame_step, num_clips, dense, stride,
  *            filter, resize_short, norm): paths a list of image paths (one clip), or one
  * video path with video true. The defaults (0) are the CLI's. */
