@@ -289,11 +289,14 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
 }
 
 /* The input tensor as a clip: [C, T, H, W], or [C, H, W] read as T = 1; with batch_ok also
- * [B, C, T, H, W], B clips (*nb = B; 1 otherwise). */
-static int load_clip(const char *path, struct npy *a, int in_chans, int batch_ok, int *nb, int *T,
-                     int *H, int *W) {
+ * [B, C, T, H, W], B clips (*nb = B; 1 otherwise). With peek, only the header (npy_peek:
+ * a->data NULL; the data read later by npy_read_f32). */
+static int load_clip(const char *path, struct npy *a, int in_chans, int batch_ok, bool peek, int *nb,
+                     int *T, int *H, int *W) {
     struct jerr e = {0};
-    if (npy_load_f32(a, path, &e)) return cli_fail(path, "%s", e.msg);
+    if (peek ? npy_peek(a, path, &e) : npy_load_f32(a, path, &e)) return cli_fail(path, "%s", e.msg);
+    if (a->dtype != NPY_F32 && a->dtype != NPY_F64)
+        return cli_fail(path, "expected a float32 or float64 array");   /* (peek: npy_load_f32 checks it) */
     const int c0 = a->ndim == 5 ? 1 : 0;   /* index of the channel axis */
     *nb = 1;
     if (a->ndim == 3) {
@@ -409,8 +412,8 @@ static void report_written(const char *path, int ndim, const int64_t *shape, con
 /* Where the clips come from: nb clips held in memory (an input tensor, test patterns, a
  * one-clip pixel input), or a reader streaming a video's clips (input/clips.h).
  *
- * A single clip of a pixel input or a test pattern is made only by source_load, once the
- * request is known, so that it can be written straight into the context's arena
+ * A single clip of a pixel input, a test pattern or an input tensor is made only by
+ * source_load, once the request is known, so that it can be written straight into the context's arena
  * (jepa_ctx_embed_input), where it costs no memory of its own. */
 struct clip_source {
     struct clip_reader *rdr;   /* streams clips when they are more than one */
@@ -419,7 +422,9 @@ struct clip_source {
     bool stacked;              /* the outputs get a leading clip axis */
     const char *name;
     bool pending;              /* mem is sized, its one clip not made yet (source_load) */
-    struct clip_reader *one;   /* the reader of a pending pixel input, else a pending pattern */
+    struct clip_reader *one;   /* the reader of a pending pixel input */
+    const char *npy_path;      /* the file of a pending input tensor (mem: its header) */
+                               /* neither: a pending test pattern */
     int in_chans;
     bool in_arena;             /* mem.data is the context's (not freed here) */
 };
@@ -457,7 +462,15 @@ static int source_open(struct clip_source *s, const struct run_opts *o, enum run
         return rc;
     }
     s->name = o->input_tensor;
-    int rc = load_clip(o->input_tensor, &s->mem, info->in_chans, cmd == RUN_EMBED, &s->nb, &s->T, &s->H, &s->W);
+    int rc = load_clip(o->input_tensor, &s->mem, info->in_chans, cmd == RUN_EMBED, true, &s->nb, &s->T, &s->H,
+                       &s->W);
+    if (!rc && s->nb == 1) {   /* one clip: its data read by source_load */
+        s->npy_path = o->input_tensor;
+        s->pending = true;
+    } else if (!rc) {          /* a batch of clips: read now */
+        rc = load_clip(o->input_tensor, &s->mem, info->in_chans, cmd == RUN_EMBED, false, &s->nb, &s->T,
+                       &s->H, &s->W);
+    }
     s->stacked = !rc && s->mem.ndim == 5;
     return rc;
 }
@@ -471,11 +484,16 @@ static int source_load(struct clip_source *s, float *dst) {
     if (!x) return cli_fail(NULL, "out of memory for the %dx%dx%d input", s->T, s->H, s->W);
     s->mem.data = x;
     s->in_arena = dst != NULL;
+    struct jerr e = {0};
+    if (s->npy_path) {
+        const int failed = npy_read_f32(&s->mem, s->npy_path, x, &e) != JEPA_OK;
+        s->mem.dtype = NPY_F32;
+        return failed ? cli_fail(s->npy_path, "%s", e.msg) : 0;
+    }
     if (!s->one) {
         pattern_fill(x, s->nb, s->in_chans, s->T, s->H, s->W);
         return 0;
     }
-    struct jerr e = {0};
     const int failed = clips_next(s->one, x, &e);
     clips_close(s->one);
     s->one = NULL;

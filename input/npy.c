@@ -2,6 +2,7 @@
 #include "input/npy.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,14 +123,17 @@ jepa_status npy_parse(struct npy *a, const void *data, size_t size, struct jerr 
     return JEPA_OK;
 }
 
-jepa_status npy_load(struct npy *a, const char *path, struct jerr *err) {
+/* Opens path and reads and checks its header into a (data NULL): *off and *bytes locate
+ * the data, which the file is checked to hold. On success *fp is the open file. */
+static jepa_status open_npy(const char *path, FILE **fp, struct npy *a, size_t *off, size_t *bytes,
+                            struct jerr *err) {
     memset(a, 0, sizeof *a);
+    *fp = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return jr_err_set(err, JEPA_ERR_IO, "cannot open: %s", strerror(errno));
     struct stat sb;
     unsigned char *head = NULL;
     jepa_status st = JEPA_OK;
-    size_t off = 0, bytes = 0;
     /* the header (at most 12 + 2^20 bytes), then the data, bounded by the file's size */
     if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         st = jr_err_set(err, JEPA_ERR_IO, "not a regular file");
@@ -139,17 +143,64 @@ jepa_status npy_load(struct npy *a, const char *path, struct jerr *err) {
     head = malloc(hmax ? hmax : 1);
     if (!head) { st = jr_err_set(err, JEPA_ERR_NOMEM, "out of memory"); goto done; }
     if (fread(head, 1, hmax, f) != hmax) { st = jr_err_set(err, JEPA_ERR_IO, "cannot read"); goto done; }
-    if ((st = parse_header(head, hmax, a, &off, &bytes, err)) || (st = check_data(fsize - off, bytes, err))) goto done;
-    if (!(a->data = malloc(bytes ? bytes : 1))) {
-        st = jr_err_set(err, JEPA_ERR_NOMEM, "out of memory for %zu bytes", bytes);
-        goto done;
-    }
-    if (fseek(f, (long)off, SEEK_SET) != 0 || fread(a->data, 1, bytes, f) != bytes)
-        st = jr_err_set(err, JEPA_ERR_FORMAT, "truncated .npy data (expected %zu bytes)", bytes);
+    if ((st = parse_header(head, hmax, a, off, bytes, err))) goto done;
+    st = check_data(fsize - *off, *bytes, err);
 done:
     free(head);
+    if (st) fclose(f);
+    else *fp = f;
+    return st;
+}
+
+jepa_status npy_load(struct npy *a, const char *path, struct jerr *err) {
+    FILE *f;
+    size_t off = 0, bytes = 0;
+    jepa_status st = open_npy(path, &f, a, &off, &bytes, err);
+    if (st) return st;
+    if (!(a->data = malloc(bytes ? bytes : 1)))
+        st = jr_err_set(err, JEPA_ERR_NOMEM, "out of memory for %zu bytes", bytes);
+    else if (fseek(f, (long)off, SEEK_SET) != 0 || fread(a->data, 1, bytes, f) != bytes)
+        st = jr_err_set(err, JEPA_ERR_FORMAT, "truncated .npy data (expected %zu bytes)", bytes);
     fclose(f);
     if (st) npy_free(a);
+    return st;
+}
+
+jepa_status npy_peek(struct npy *a, const char *path, struct jerr *err) {
+    FILE *f;
+    size_t off, bytes;
+    jepa_status st = open_npy(path, &f, a, &off, &bytes, err);
+    if (!st) fclose(f);
+    return st;
+}
+
+jepa_status npy_read_f32(const struct npy *a, const char *path, float *dst, struct jerr *err) {
+    FILE *f;
+    struct npy b;
+    size_t off = 0, bytes = 0;
+    jepa_status st = open_npy(path, &f, &b, &off, &bytes, err);
+    if (st) return st;
+    bool same = b.dtype == a->dtype && b.ndim == a->ndim;
+    for (int i = 0; same && i < b.ndim; i++) same = b.shape[i] == a->shape[i];
+    if (!same) {
+        st = jr_err_set(err, JEPA_ERR_FORMAT, "the file changed while it was read (another header)");
+    } else if (b.dtype != NPY_F32 && b.dtype != NPY_F64) {
+        st = jr_err_set(err, JEPA_ERR_FORMAT, "expected a float32 or float64 array");
+    } else if (fseek(f, (long)off, SEEK_SET) != 0) {
+        st = jr_err_set(err, JEPA_ERR_IO, "cannot seek to the .npy data");
+    } else if (b.dtype == NPY_F32) {
+        if (fread(dst, sizeof(float), (size_t)b.count, f) != (size_t)b.count)
+            st = jr_err_set(err, JEPA_ERR_FORMAT, "truncated .npy data (expected %zu bytes)", bytes);
+    } else {   /* float64, converted a block at a time */
+        double blk[1024];
+        for (int64_t i = 0; !st && i < b.count; i += 1024) {
+            const size_t k = (size_t)(b.count - i < 1024 ? b.count - i : 1024);
+            if (fread(blk, sizeof(double), k, f) != k)
+                st = jr_err_set(err, JEPA_ERR_FORMAT, "truncated .npy data (expected %zu bytes)", bytes);
+            for (size_t j = 0; !st && j < k; j++) dst[i + (int64_t)j] = (float)blk[j];
+        }
+    }
+    fclose(f);
     return st;
 }
 

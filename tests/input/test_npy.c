@@ -1,0 +1,116 @@
+/*
+ * test_npy.c — the .npy reader's two-step form (npy_peek, then npy_read_f32 into memory
+ * the caller gives), against the one-step npy_load_f32 on the same files, and against a
+ * file changed between the two steps:
+ *   float32 and float64 (converted), 3-D and 4-D, a size that is not a multiple of the
+ *   float64 reader's 1024-value blocks: the same floats as npy_load_f32;
+ *   the file rewritten with another shape after npy_peek: refused ("changed");
+ *   the file cut short after npy_peek: refused (truncated); an int32 file: refused;
+ *   nothing written past the a->count floats.
+ *
+ * usage: test_npy TMP_DIR
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "input/npy.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                    \
+    do {                                    \
+        if (!(cond)) {                      \
+            printf("FAIL ");                \
+            printf(__VA_ARGS__);            \
+            printf("\n");                   \
+            failures++;                     \
+        }                                   \
+    } while (0)
+
+/* A version 1.0 .npy of n values of type descr ("<f4", "<f8", "<i4"), from doubles. */
+static void write_npy(const char *path, const char *descr, const int64_t *shape, int ndim, const double *v,
+                      size_t n) {
+    char dict[256], sh[128] = "";
+    size_t k = 0;
+    for (int i = 0; i < ndim; i++) k += (size_t)snprintf(sh + k, sizeof sh - k, "%lld,", (long long)shape[i]);
+    int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, sh);
+    const int pad = 64 - (10 + len + 1) % 64;
+    FILE *f = fopen(path, "wb");
+    const unsigned short hl = (unsigned short)(len + pad + 1);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fputc(hl & 0xff, f), fputc(hl >> 8, f);
+    fwrite(dict, 1, (size_t)len, f);
+    for (int i = 0; i < pad; i++) fputc(' ', f);
+    fputc('\n', f);
+    for (size_t i = 0; i < n; i++) {
+        if (descr[1] == 'f' && descr[2] == '4') { float x = (float)v[i]; fwrite(&x, 4, 1, f); }
+        else if (descr[1] == 'f') fwrite(&v[i], 8, 1, f);
+        else { int x = (int)v[i]; fwrite(&x, 4, 1, f); }
+    }
+    fclose(f);
+}
+
+static void same_as_load(const char *path, const char *descr, const int64_t *shape, int ndim) {
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    double *v = malloc(sizeof(double) * n);
+    for (size_t i = 0; i < n; i++) v[i] = 0.1 * (double)i - 3.0 + 1e-9 * (double)(i % 7);
+    write_npy(path, descr, shape, ndim, v, n);
+    struct npy want, a;
+    struct jerr e = {0};
+    CHECK(!npy_load_f32(&want, path, &e), "%s %s: npy_load_f32: %s", path, descr, e.msg);
+    CHECK(!npy_peek(&a, path, &e) && !a.data && (size_t)a.count == n, "%s %s: npy_peek: %s", path, descr, e.msg);
+    float *got = malloc(sizeof(float) * (n + 16));
+    for (size_t i = 0; i < n + 16; i++) got[i] = -77.0f;
+    CHECK(!npy_read_f32(&a, path, got, &e), "%s %s: npy_read_f32: %s", path, descr, e.msg);
+    CHECK(want.data && !memcmp(got, want.data, sizeof(float) * n), "%s %s: npy_read_f32 != npy_load_f32", path,
+          descr);
+    int guard = 1;
+    for (size_t i = n; i < n + 16; i++) guard &= got[i] == -77.0f;
+    CHECK(guard, "%s %s: npy_read_f32 wrote past %zu floats", path, descr, n);
+    printf("ok   %s [%zu values]: peek + read_f32 = npy_load_f32\n", descr, n);
+    npy_free(&want);
+    free(got), free(v);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_npy TMP_DIR\n");
+        return 2;
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/test_npy.npy", argv[1]);
+    const int64_t s4[] = {3, 2, 16, 21}, s3[] = {3, 7, 5};   /* 2016 and 105 values */
+    same_as_load(path, "<f4", s4, 4);
+    same_as_load(path, "<f8", s4, 4);
+    same_as_load(path, "<f8", s3, 3);
+
+    struct npy a;
+    struct jerr e = {0};
+    double v[2016] = {0};
+    float *dst = malloc(sizeof(float) * 2016);
+    write_npy(path, "<f4", s4, 4, v, 2016);
+    CHECK(!npy_peek(&a, path, &e), "peek: %s", e.msg);
+    const int64_t other[] = {3, 2, 16, 20};
+    write_npy(path, "<f4", other, 4, v, 1920);   /* rewritten with another shape */
+    e = (struct jerr){0};
+    CHECK(npy_read_f32(&a, path, dst, &e) == JEPA_ERR_FORMAT && strstr(e.msg, "changed"),
+          "a file rewritten after npy_peek was read (%s)", e.msg);
+    write_npy(path, "<f4", s4, 4, v, 2016);
+    CHECK(!npy_peek(&a, path, &e), "peek: %s", e.msg);
+    write_npy(path, "<f4", s4, 4, v, 2000);      /* the same header, cut short */
+    e = (struct jerr){0};
+    CHECK(npy_read_f32(&a, path, dst, &e) == JEPA_ERR_FORMAT && strstr(e.msg, "truncated"),
+          "a file cut short after npy_peek was read (%s)", e.msg);
+    write_npy(path, "<i4", s3, 3, v, 105);
+    CHECK(!npy_peek(&a, path, &e), "peek of an int32 file: %s", e.msg);
+    e = (struct jerr){0};
+    CHECK(npy_read_f32(&a, path, dst, &e) == JEPA_ERR_FORMAT && strstr(e.msg, "float32 or float64"),
+          "an int32 file was read as floats (%s)", e.msg);
+    if (!failures) printf("ok   a changed, a truncated and an int32 file refused with one line each\n");
+    free(dst);
+    remove(path);
+    printf("%s\n", failures ? "npy: FAILED" : "npy: all checks passed");
+    return failures ? 1 : 0;
+}
