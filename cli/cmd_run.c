@@ -289,14 +289,12 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
 }
 
 /* The input tensor as a clip: [C, T, H, W], or [C, H, W] read as T = 1; with batch_ok also
- * [B, C, T, H, W], B clips (*nb = B; 1 otherwise). With peek, only the header (npy_peek:
+ * [B, C, T, H, W], B clips (*nb = B; 1 otherwise). With peek, only the header (npy_peek_f32:
  * a->data NULL; the data read later by npy_read_f32). */
 static int load_clip(const char *path, struct npy *a, int in_chans, int batch_ok, bool peek, int *nb,
                      int *T, int *H, int *W) {
     struct jerr e = {0};
-    if (peek ? npy_peek(a, path, &e) : npy_load_f32(a, path, &e)) return cli_fail(path, "%s", e.msg);
-    if (a->dtype != NPY_F32 && a->dtype != NPY_F64)
-        return cli_fail(path, "expected a float32 or float64 array");   /* (peek: npy_load_f32 checks it) */
+    if (peek ? npy_peek_f32(a, path, &e) : npy_load_f32(a, path, &e)) return cli_fail(path, "%s", e.msg);
     const int c0 = a->ndim == 5 ? 1 : 0;   /* index of the channel axis */
     *nb = 1;
     if (a->ndim == 3) {

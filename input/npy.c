@@ -166,12 +166,38 @@ jepa_status npy_load(struct npy *a, const char *path, struct jerr *err) {
     return st;
 }
 
-jepa_status npy_peek(struct npy *a, const char *path, struct jerr *err) {
+static jepa_status need_floats(const struct npy *a, struct jerr *err) {
+    if (a->dtype == NPY_F32 || a->dtype == NPY_F64) return JEPA_OK;
+    return jr_err_set(err, JEPA_ERR_FORMAT, "expected a float32 or float64 array");
+}
+
+/* The data of the open file f (header a, the data at off) as float32 into dst (a->count
+ * floats): float32 as it is, float64 converted a block at a time. */
+static jepa_status read_floats(FILE *f, const struct npy *a, size_t off, size_t bytes, float *dst,
+                               struct jerr *err) {
+    if (fseek(f, (long)off, SEEK_SET) != 0) return jr_err_set(err, JEPA_ERR_IO, "cannot seek to the .npy data");
+    if (a->dtype == NPY_F32) {
+        if (fread(dst, sizeof(float), (size_t)a->count, f) != (size_t)a->count)
+            return jr_err_set(err, JEPA_ERR_FORMAT, "truncated .npy data (expected %zu bytes)", bytes);
+        return JEPA_OK;
+    }
+    double blk[1024];
+    for (int64_t i = 0; i < a->count; i += 1024) {
+        const size_t k = (size_t)(a->count - i < 1024 ? a->count - i : 1024);
+        if (fread(blk, sizeof(double), k, f) != k)
+            return jr_err_set(err, JEPA_ERR_FORMAT, "truncated .npy data (expected %zu bytes)", bytes);
+        for (size_t j = 0; j < k; j++) dst[i + (int64_t)j] = (float)blk[j];
+    }
+    return JEPA_OK;
+}
+
+jepa_status npy_peek_f32(struct npy *a, const char *path, struct jerr *err) {
     FILE *f;
     size_t off, bytes;
     jepa_status st = open_npy(path, &f, a, &off, &bytes, err);
-    if (!st) fclose(f);
-    return st;
+    if (st) return st;
+    fclose(f);
+    return need_floats(a, err);
 }
 
 jepa_status npy_read_f32(const struct npy *a, const char *path, float *dst, struct jerr *err) {
@@ -182,41 +208,28 @@ jepa_status npy_read_f32(const struct npy *a, const char *path, float *dst, stru
     if (st) return st;
     bool same = b.dtype == a->dtype && b.ndim == a->ndim;
     for (int i = 0; same && i < b.ndim; i++) same = b.shape[i] == a->shape[i];
-    if (!same) {
-        st = jr_err_set(err, JEPA_ERR_FORMAT, "the file changed while it was read (another header)");
-    } else if (b.dtype != NPY_F32 && b.dtype != NPY_F64) {
-        st = jr_err_set(err, JEPA_ERR_FORMAT, "expected a float32 or float64 array");
-    } else if (fseek(f, (long)off, SEEK_SET) != 0) {
-        st = jr_err_set(err, JEPA_ERR_IO, "cannot seek to the .npy data");
-    } else if (b.dtype == NPY_F32) {
-        if (fread(dst, sizeof(float), (size_t)b.count, f) != (size_t)b.count)
-            st = jr_err_set(err, JEPA_ERR_FORMAT, "truncated .npy data (expected %zu bytes)", bytes);
-    } else {   /* float64, converted a block at a time */
-        double blk[1024];
-        for (int64_t i = 0; !st && i < b.count; i += 1024) {
-            const size_t k = (size_t)(b.count - i < 1024 ? b.count - i : 1024);
-            if (fread(blk, sizeof(double), k, f) != k)
-                st = jr_err_set(err, JEPA_ERR_FORMAT, "truncated .npy data (expected %zu bytes)", bytes);
-            for (size_t j = 0; !st && j < k; j++) dst[i + (int64_t)j] = (float)blk[j];
-        }
-    }
+    if (!same) st = jr_err_set(err, JEPA_ERR_FORMAT, "the file changed while it was read (another header)");
+    else if (!(st = need_floats(&b, err))) st = read_floats(f, &b, off, bytes, dst, err);
     fclose(f);
     return st;
 }
 
 jepa_status npy_load_f32(struct npy *a, const char *path, struct jerr *err) {
-    jepa_status st = npy_load(a, path, err);
+    FILE *f;
+    size_t off = 0, bytes = 0;
+    jepa_status st = open_npy(path, &f, a, &off, &bytes, err);
     if (st) return st;
-    if (a->dtype == NPY_F32) return JEPA_OK;
-    if (a->dtype != NPY_F64) {
-        npy_free(a);
-        return jr_err_set(err, JEPA_ERR_FORMAT, "expected a float32 or float64 array");
+    float *x = NULL;
+    if (!(st = need_floats(a, err)) && !(x = malloc(sizeof(float) * (size_t)(a->count ? a->count : 1))))
+        st = jr_err_set(err, JEPA_ERR_NOMEM, "out of memory");
+    if (!st) st = read_floats(f, a, off, bytes, x, err);
+    fclose(f);
+    if (st) {
+        free(x);
+        memset(a, 0, sizeof *a);
+        return st;
     }
-    float *f = malloc(sizeof(float) * (size_t)(a->count ? a->count : 1));
-    if (!f) { npy_free(a); return jr_err_set(err, JEPA_ERR_NOMEM, "out of memory"); }
-    for (int64_t i = 0; i < a->count; i++) f[i] = (float)((double *)a->data)[i];
-    free(a->data);
-    a->data = f;
+    a->data = x;
     a->dtype = NPY_F32;
     return JEPA_OK;
 }

@@ -29,12 +29,13 @@ struct npy {
 /* Load path; dtype is whatever the file holds. The shape is checked against the file's
  * size before the data is allocated. */
 jepa_status npy_load(struct npy *a, const char *path, struct jerr *err);
-/* The header of path, checked as npy_load checks it (dtype, shape, count; data NULL, nothing
- * to free), and then its data as float32 into dst (a->count floats; float64 converted as
- * npy_load_f32 converts it), where a is what npy_peek gave for path: the header is read and
- * checked again, and a file whose header changed in between is refused. For data that
- * goes straight where it is used (the CLI's input clip, into the context's arena). */
-jepa_status npy_peek(struct npy *a, const char *path, struct jerr *err);
+/* The header of a float32 or float64 file, checked as npy_load checks it (dtype, shape,
+ * count; data NULL, nothing to free), and then its data as float32 into dst (a->count
+ * floats; float64 converted as npy_load_f32 converts it), where a is what npy_peek_f32
+ * gave for path: the header is read and checked again, and a file whose header changed in
+ * between is refused. For data that goes straight where it is used (the CLI's input clip,
+ * into the context's arena). */
+jepa_status npy_peek_f32(struct npy *a, const char *path, struct jerr *err);
 jepa_status npy_read_f32(const struct npy *a, const char *path, float *dst, struct jerr *err);
 /* Load and convert to f32 / int32 (ids); integer conversion fails on values out of range. */
 jepa_status npy_load_f32(struct npy *a, const char *path, struct jerr *err);

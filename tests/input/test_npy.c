@@ -1,11 +1,13 @@
 /*
- * test_npy.c — the .npy reader's two-step form (npy_peek, then npy_read_f32 into memory
+ * test_npy.c — the .npy reader's two-step form (npy_peek_f32, then npy_read_f32 into memory
  * the caller gives), against the one-step npy_load_f32 on the same files, and against a
  * file changed between the two steps:
  *   float32 and float64 (converted), 3-D and 4-D, a size that is not a multiple of the
- *   float64 reader's 1024-value blocks: the same floats as npy_load_f32;
- *   the file rewritten with another shape after npy_peek: refused ("changed");
- *   the file cut short after npy_peek: refused (truncated); an int32 file: refused;
+ *   float64 reader's 1024-value blocks: the same floats as npy_load_f32, and both the values
+ *   written, rounded once to float;
+ *   the file rewritten with another shape after npy_peek_f32: refused ("changed");
+ *   the file cut short after npy_peek_f32: refused (truncated); an int32 file: refused by
+ *   npy_peek_f32 and npy_load_f32, and after npy_peek_f32 as another header;
  *   nothing written past the a->count floats.
  *
  * usage: test_npy TMP_DIR
@@ -60,12 +62,15 @@ static void same_as_load(const char *path, const char *descr, const int64_t *sha
     struct npy want, a;
     struct jerr e = {0};
     CHECK(!npy_load_f32(&want, path, &e), "%s %s: npy_load_f32: %s", path, descr, e.msg);
-    CHECK(!npy_peek(&a, path, &e) && !a.data && (size_t)a.count == n, "%s %s: npy_peek: %s", path, descr, e.msg);
+    CHECK(!npy_peek_f32(&a, path, &e) && !a.data && (size_t)a.count == n, "%s %s: npy_peek_f32: %s", path, descr, e.msg);
     float *got = malloc(sizeof(float) * (n + 16));
     for (size_t i = 0; i < n + 16; i++) got[i] = -77.0f;
     CHECK(!npy_read_f32(&a, path, got, &e), "%s %s: npy_read_f32: %s", path, descr, e.msg);
     CHECK(want.data && !memcmp(got, want.data, sizeof(float) * n), "%s %s: npy_read_f32 != npy_load_f32", path,
           descr);
+    int known = 1;   /* both readers against the values written, rounded once to float */
+    for (size_t i = 0; i < n; i++) known &= got[i] == (float)v[i] && ((float *)want.data)[i] == (float)v[i];
+    CHECK(known, "%s %s: not the values written (rounded to float)", path, descr);
     int guard = 1;
     for (size_t i = n; i < n + 16; i++) guard &= got[i] == -77.0f;
     CHECK(guard, "%s %s: npy_read_f32 wrote past %zu floats", path, descr, n);
@@ -91,23 +96,31 @@ int main(int argc, char **argv) {
     double v[2016] = {0};
     float *dst = malloc(sizeof(float) * 2016);
     write_npy(path, "<f4", s4, 4, v, 2016);
-    CHECK(!npy_peek(&a, path, &e), "peek: %s", e.msg);
+    CHECK(!npy_peek_f32(&a, path, &e), "peek: %s", e.msg);
     const int64_t other[] = {3, 2, 16, 20};
     write_npy(path, "<f4", other, 4, v, 1920);   /* rewritten with another shape */
     e = (struct jerr){0};
     CHECK(npy_read_f32(&a, path, dst, &e) == JEPA_ERR_FORMAT && strstr(e.msg, "changed"),
-          "a file rewritten after npy_peek was read (%s)", e.msg);
+          "a file rewritten after npy_peek_f32 was read (%s)", e.msg);
     write_npy(path, "<f4", s4, 4, v, 2016);
-    CHECK(!npy_peek(&a, path, &e), "peek: %s", e.msg);
+    CHECK(!npy_peek_f32(&a, path, &e), "peek: %s", e.msg);
     write_npy(path, "<f4", s4, 4, v, 2000);      /* the same header, cut short */
     e = (struct jerr){0};
     CHECK(npy_read_f32(&a, path, dst, &e) == JEPA_ERR_FORMAT && strstr(e.msg, "truncated"),
-          "a file cut short after npy_peek was read (%s)", e.msg);
+          "a file cut short after npy_peek_f32 was read (%s)", e.msg);
     write_npy(path, "<i4", s3, 3, v, 105);
-    CHECK(!npy_peek(&a, path, &e), "peek of an int32 file: %s", e.msg);
     e = (struct jerr){0};
-    CHECK(npy_read_f32(&a, path, dst, &e) == JEPA_ERR_FORMAT && strstr(e.msg, "float32 or float64"),
-          "an int32 file was read as floats (%s)", e.msg);
+    CHECK(npy_peek_f32(&a, path, &e) == JEPA_ERR_FORMAT && strstr(e.msg, "float32 or float64"),
+          "an int32 file's header was taken (%s)", e.msg);
+    e = (struct jerr){0};
+    CHECK(npy_load_f32(&a, path, &e) == JEPA_ERR_FORMAT && strstr(e.msg, "float32 or float64") && !a.data,
+          "an int32 file was loaded as floats (%s)", e.msg);
+    write_npy(path, "<f4", s3, 3, v, 105);
+    CHECK(!npy_peek_f32(&a, path, &e), "peek: %s", e.msg);
+    write_npy(path, "<i4", s3, 3, v, 105);       /* the same shape, another type */
+    e = (struct jerr){0};
+    CHECK(npy_read_f32(&a, path, dst, &e) == JEPA_ERR_FORMAT && strstr(e.msg, "changed"),
+          "a file rewritten as int32 after npy_peek_f32 was read (%s)", e.msg);
     if (!failures) printf("ok   a changed, a truncated and an int32 file refused with one line each\n");
     free(dst);
     remove(path);
