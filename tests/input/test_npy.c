@@ -79,6 +79,22 @@ static void same_as_load(const char *path, const char *descr, const int64_t *sha
     free(got), free(v);
 }
 
+/* A float32 file of shape s (nd axes, n0 values) peeked, then rewritten as `descr` of
+ * shape s1 (nd axes) holding n1 values: npy_read_f32 must refuse it, naming `why`. */
+static void refused_after_peek(const char *path, const int64_t *s, int nd, size_t n0, const char *descr,
+                               const int64_t *s1, size_t n1, const char *why, const char *what) {
+    static double v[4096];
+    static float dst[4096];
+    struct npy a;
+    struct jerr e = {0};
+    write_npy(path, "<f4", s, nd, v, n0);
+    CHECK(!npy_peek_f32(&a, path, &e), "peek: %s", e.msg);
+    write_npy(path, descr, s1, nd, v, n1);
+    e = (struct jerr){0};
+    CHECK(npy_read_f32(&a, path, dst, &e) == JEPA_ERR_FORMAT && strstr(e.msg, why),
+          "a file rewritten %s after npy_peek_f32 was read (%s)", what, e.msg);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_npy TMP_DIR\n");
@@ -91,38 +107,21 @@ int main(int argc, char **argv) {
     same_as_load(path, "<f8", s4, 4);
     same_as_load(path, "<f8", s3, 3);
 
+    /* the file rewritten between npy_peek_f32 and npy_read_f32 */
+    const int64_t other[] = {3, 2, 16, 20};
+    refused_after_peek(path, s4, 4, 2016, "<f4", other, 1920, "changed", "with another shape");
+    refused_after_peek(path, s4, 4, 2016, "<f4", s4, 2000, "truncated", "cut short (the same header)");
+    refused_after_peek(path, s3, 3, 105, "<i4", s3, 105, "changed", "as int32 (the same shape)");
     struct npy a;
     struct jerr e = {0};
-    double v[2016] = {0};
-    float *dst = malloc(sizeof(float) * 2016);
-    write_npy(path, "<f4", s4, 4, v, 2016);
-    CHECK(!npy_peek_f32(&a, path, &e), "peek: %s", e.msg);
-    const int64_t other[] = {3, 2, 16, 20};
-    write_npy(path, "<f4", other, 4, v, 1920);   /* rewritten with another shape */
-    e = (struct jerr){0};
-    CHECK(npy_read_f32(&a, path, dst, &e) == JEPA_ERR_FORMAT && strstr(e.msg, "changed"),
-          "a file rewritten after npy_peek_f32 was read (%s)", e.msg);
-    write_npy(path, "<f4", s4, 4, v, 2016);
-    CHECK(!npy_peek_f32(&a, path, &e), "peek: %s", e.msg);
-    write_npy(path, "<f4", s4, 4, v, 2000);      /* the same header, cut short */
-    e = (struct jerr){0};
-    CHECK(npy_read_f32(&a, path, dst, &e) == JEPA_ERR_FORMAT && strstr(e.msg, "truncated"),
-          "a file cut short after npy_peek_f32 was read (%s)", e.msg);
+    double v[105] = {0};
     write_npy(path, "<i4", s3, 3, v, 105);
-    e = (struct jerr){0};
     CHECK(npy_peek_f32(&a, path, &e) == JEPA_ERR_FORMAT && strstr(e.msg, "float32 or float64"),
           "an int32 file's header was taken (%s)", e.msg);
     e = (struct jerr){0};
     CHECK(npy_load_f32(&a, path, &e) == JEPA_ERR_FORMAT && strstr(e.msg, "float32 or float64") && !a.data,
           "an int32 file was loaded as floats (%s)", e.msg);
-    write_npy(path, "<f4", s3, 3, v, 105);
-    CHECK(!npy_peek_f32(&a, path, &e), "peek: %s", e.msg);
-    write_npy(path, "<i4", s3, 3, v, 105);       /* the same shape, another type */
-    e = (struct jerr){0};
-    CHECK(npy_read_f32(&a, path, dst, &e) == JEPA_ERR_FORMAT && strstr(e.msg, "changed"),
-          "a file rewritten as int32 after npy_peek_f32 was read (%s)", e.msg);
     if (!failures) printf("ok   a changed, a truncated and an int32 file refused with one line each\n");
-    free(dst);
     remove(path);
     printf("%s\n", failures ? "npy: FAILED" : "npy: all checks passed");
     return failures ? 1 : 0;
