@@ -335,30 +335,31 @@ def test_a_context_refuses_a_second_thread():
 # ---- threads, the GIL and memory -------------------------------------------------------------
 
 def test_two_threads_compute_at_once():
-    """The GIL is released during compute: two threads' calls overlap on two cores."""
-    m = jepa.Model(V2, threads=1)
+    """One Model serves two threads at once, and the GIL is released during compute: while two
+    threads embed, the process burns well over one core-second of CPU time per second of wall
+    time. With the GIL (or a lock of the Model's) held through a call it could not: the
+    waiting thread sleeps. This counts the CPU time each thread was given, so it does not
+    depend on how fast the cores are while both run; whether the overlap also halves the wall
+    time is a speed question, for bench/python_threads.py. Every result has one call's bits."""
+    m = jepa.Model(V2, threads=1)   # one engine thread per call: any second busy core is the other call
     x = np.random.default_rng(0).standard_normal((3, 16, 128, 128), dtype=np.float32)
     ref = m.embed(x, pool="mean")
-    n = 12   # ~0.3 s a thread: long enough that a scheduler hiccup does not decide the ratio
+    n = 24   # ~0.3 s a thread
 
     def work(out):
         for _ in range(n):
             out.append(m.embed(x, pool="mean"))
-    t0 = time.perf_counter()
-    seq = []
-    work(seq), work(seq)
-    t_seq = time.perf_counter() - t0
     res = [[], []]
     ts = [threading.Thread(target=work, args=(r,)) for r in res]
-    t0 = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     [t.start() for t in ts]
     [t.join() for t in ts]
-    t_par = time.perf_counter() - t0
-    print(f"2 x {n} calls: one thread {t_seq * 1e3:.0f} ms, two threads {t_par * 1e3:.0f} ms "
-          f"(ratio {t_par / t_seq:.2f}; {os.cpu_count()} cores)")
-    assert all(np.array_equal(r, ref) for r in seq + res[0] + res[1])
-    if (os.cpu_count() or 1) >= 2:
-        assert t_par < 0.75 * t_seq, f"two threads took {t_par / t_seq:.2f}x one thread's time"
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(f"2 threads x {n} calls: {wall * 1e3:.0f} ms wall, {cpu * 1e3:.0f} ms CPU "
+          f"({cpu / wall:.2f} cores busy; {len(os.sched_getaffinity(0))} cores to run on)")
+    assert all(np.array_equal(r, ref) for r in res[0] + res[1])
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert cpu > 1.4 * wall, f"two threads' calls kept {cpu / wall:.2f} cores busy, not ~2"
 
 
 def _rss_kib():
