@@ -28,23 +28,38 @@ static OPS_ALWAYS void vf_store_n(float *p, vf v, int n) {
 }
 
 /* ---- 2^x in float, for the attention (scores are kept in log2 units) ----
- * x clamped to [-127, 127]; n = rint(x) (adding 1.5 * 2^23 rounds to an integer),
- * f = x - n in [-1/2, 1/2] (exact), 2^f = 1 + f h(f) with h of degree 5
- * (fit of (2^f - 1)/f, relative error of 2^f 5.1e-9), times 2^n built in the exponent.
- * 2^x for x < -126.5 is 0 (n = -127): far below anything a softmax keeps, and the
- * masked scores (-inf) come out exactly 0. */
-static OPS_ALWAYS vf vf_exp2(vf x) {
-    const vf magic = vf_set1(0x1.8p23f);
-    x = vf_max(vf_min(x, vf_set1(127.0f)), vf_set1(-127.0f));
-    vf t = vf_add(x, magic);
-    vf f = vf_sub(x, vf_sub(t, magic));
+ * n = rint(x), f = x - n in [-1/2, 1/2] (exact), 2^f = 1 + f h(f) with h of degree 5
+ * (fit of (2^f - 1)/f, relative error of 2^f 5.1e-9), times 2^n. The callers' x is never
+ * above 0 (a score less the running maximum); the masked scores are -inf and must come
+ * out exactly 0.
+ * Where vf_ldexp takes any n (VF_LDEXP_ANY: AVX-512's vscalefps), x is clamped at -160
+ * and 2^f 2^n is one scaling: 2^x below 2^-126 comes out subnormal, and 0 from
+ * 2^-150 down (x = -160 gives f = 0, 1 * 2^-160 rounds to 0). 10 operations.
+ * Elsewhere x is clamped to [-127, 127] and n = rint(x) by adding 1.5 * 2^23; 2^n is
+ * built in the exponent (vf_pow2i), which makes 2^x = 0 below 2^-126.5 (n = -127).
+ * 14 operations. The two agree bit for bit wherever 2^x >= 2^-126. */
+static OPS_ALWAYS vf vf_exp2_poly(vf f) {
     vf h = vf_fma(vf_set1(1.5453162945e-4f), f, vf_set1(1.3390863365e-3f));
     h = vf_fma(h, f, vf_set1(9.6180825573e-3f));
     h = vf_fma(h, f, vf_set1(5.5503571142e-2f));
     h = vf_fma(h, f, vf_set1(2.4022650761e-1f));
     h = vf_fma(h, f, vf_set1(6.9314718803e-1f));
-    return vf_mul(vf_fma(f, h, vf_set1(1.0f)), vf_pow2i(t));
+    return vf_fma(f, h, vf_set1(1.0f));
 }
+#ifdef VF_LDEXP_ANY
+static OPS_ALWAYS vf vf_exp2(vf x) {
+    x = vf_max(x, vf_set1(-160.0f));
+    const vf n = vf_rint(x);
+    return vf_ldexp(vf_exp2_poly(vf_sub(x, n)), n);
+}
+#else
+static OPS_ALWAYS vf vf_exp2(vf x) {
+    const vf magic = vf_set1(0x1.8p23f);
+    x = vf_max(vf_min(x, vf_set1(127.0f)), vf_set1(-127.0f));
+    vf t = vf_add(x, magic);
+    return vf_mul(vf_exp2_poly(vf_sub(x, vf_sub(t, magic))), vf_pow2i(t));
+}
+#endif
 
 /* ---- e^x in double, x in [-1000, 0] ----
  * Same scheme: n = rint(x log2 e), r = x - n ln2 (ln2_hi has 32 significant bits, so

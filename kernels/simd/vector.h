@@ -28,6 +28,10 @@
  *                                      (n = -127 gives +0)
  *   vf_ldexp(p, n)                     p 2^n for integral n in [-126, 127] and a normal
  *                                      result (exact)
+ *   VF_LDEXP_ANY                       (a macro, optional) defined by a layer whose
+ *                                      vf_ldexp is exact for any integral n: a subnormal
+ *                                      result rounded once, 0 far below (AVX-512's
+ *                                      vscalefps); math.h's vf_exp2 then builds 2^n with it
  *   vf_hsum(v), vf_hmax(v)             horizontal sum / max to a float (fixed order)
  *   vf_hsum_w(a)                       lane r = horizontal sum of a[r], r < VW (fixed order)
  *   vf_transpose(a)                    a[0 .. VW) in place: lane c of a[r] <-> lane r of a[c]

@@ -48,8 +48,9 @@ static OPS_ALWAYS __m256 vf_hi256(vf v) { return _mm256_castpd_ps(_mm512_extract
 static OPS_ALWAYS vf vf_rint(vf x) {   /* nearest, ties to even */
     return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
-/* p 2^n for integral n in [-126, 127], with a normal result (vscalefps) */
+/* p 2^n (vscalefps): exact for any integral n, a subnormal result rounded once */
 static OPS_ALWAYS vf vf_ldexp(vf p, vf n) { return _mm512_scalef_ps(p, n); }
+#define VF_LDEXP_ANY 1
 static OPS_ALWAYS float vf_hsum(vf v) {
     __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), vf_hi256(v));
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
