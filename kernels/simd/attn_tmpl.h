@@ -9,7 +9,10 @@
  *   o_i = sum_j softmax_j(scale q_i . k_j) v_j     over the keys j visible to query i
  *
  * Work unit = (head, block of ATTN_BQ queries); units are independent, each is computed
- * by one thread in a fixed order, so the bits do not depend on the thread count. Per
+ * by one thread in a fixed order, so the bits do not depend on the thread count. From
+ * ATTN_PACK_NKV keys on, the team first copies each head's K and V rows into contiguous
+ * arrays in the workspace and computes that head's units from there (at_attn_packed).
+ * Per
  * unit (FlashAttention's online softmax, with the queries along the vector lanes, so
  * that every step is vertical and no horizontal reduction is ever needed):
  *
@@ -50,6 +53,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #ifdef JEPA_HAVE_OPENMP
 #include <omp.h>
 #endif
@@ -75,10 +79,12 @@
 
 static inline int at_min(int a, int b) { return a < b ? a : b; }
 
-/* Ask for the hd floats of a K or V row ahead of use: rows are a qkv row apart (a page
- * or more for a wide model), which no hardware prefetcher follows. Measured on Zen 1:
- * +5 % at N = 2048 with 16 heads of 64, +40 % for one query over 3137 keys. (Packing the
- * K and V tiles into contiguous rows instead measured 2-3 % slower.) */
+/* Ask for the hd floats of a K or V row ahead of use, where the rows are read in place: a
+ * qkv row apart (a page or more for a wide model), which no hardware prefetcher follows.
+ * Measured on Zen 1: +5 % at N = 2048 with 16 heads of 64, +40 % for one query over 3137
+ * keys. (Packing each K and V tile of each unit into contiguous rows instead measured
+ * 2-3 % slower there: 48 queries do not amortise the copy. A head's rows copied once for
+ * all its units, from ATTN_PACK_NKV keys on, do; see there.) */
 static OPS_ALWAYS void at_prefetch_row(const float *r, int hd) {
     for (int d = 0; d < hd; d += 16) __builtin_prefetch(r + d);
 }
@@ -101,10 +107,22 @@ static inline size_t at_ws_floats(int hd) {
     return (n + 15) & ~(size_t)15;
 }
 
+/* From this many keys on, the block path copies each head's K and V rows into contiguous
+ * [nkv][hd] arrays shared by the team before its units read them (at_attn_packed), instead
+ * of reading them in place a qkv row apart. A head's K and V are then 512 nkv bytes at
+ * head_dim 64: at 2048 keys they fill Zen 4's 1 MiB L2, and past it every query block
+ * streams them from L3, one page per row in place. Measured on Zen 4 (AVX-512), 12 heads
+ * of 64 in a [N, 3 * 768] qkv buffer (huge pages), against the kernel reading in place,
+ * side by side on the two cores: 1 thread, 4608 keys 725.8 -> 693.9 ms (8 of 8 pairs),
+ * 2048 keys 138.5 -> 136.3 ms (5 of 8); 2 threads, 4608 keys, back to back against the
+ * build before this and the AVX-512 exp2 of math.h, 355 -> 339 ms (4 of 4). At 577 keys
+ * a copy measured no faster: the rows stay in L2. */
+#define ATTN_PACK_NKV 1536
+
 size_t JK_SFX(attn_ws)(int nthreads, int head_dim, int nkv) {
-    (void)nkv;
     if (head_dim < 1 || head_dim > ATTN_HD_MAX) return jk_attn_ws_ref(nthreads, head_dim, nkv);
-    return (size_t)(nthreads > 0 ? nthreads : 1) * at_ws_floats(head_dim) * sizeof(float) + 64;
+    const size_t pack = nkv >= ATTN_PACK_NKV ? 2 * (size_t)nkv * (size_t)head_dim : 0;
+    return ((size_t)(nthreads > 0 ? nthreads : 1) * at_ws_floats(head_dim) + pack) * sizeof(float) + 64;
 }
 
 /* ---- block path ---------------------------------------------------------------------- */
@@ -199,7 +217,13 @@ static OPS_ALWAYS void at_pv_tiles(float *ot, const float *p, const float *v0, s
     }
 }
 
-static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, const int hd, float *w) {
+/* One unit of the block path: head h, queries i0 .. i0 + ATTN_BQ. kh / vh are the head's
+ * K and V rows (row j at kh + j ldk): in place in the caller's buffers (packed = 0: the
+ * rows are prefetched ahead of use), or the contiguous copy at_attn_packed made (packed =
+ * 1: the hardware prefetcher follows them; a software prefetch there measured 3.5 %
+ * slower at 4608 keys, 7 of 8 pairs). */
+static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, const int hd, float *w,
+                                const float *kh, size_t ldk, const float *vh, size_t ldv, int packed) {
     const int BQ = ATTN_BQ, nqb = at_min(BQ, a->nq - i0), bk = at_bk(hd);
     /* queries computed: nqb rounded up to a vector, the last register tile narrowed to the
      * vectors it needs (the last block of a clip is often short: 197 = 4 x 48 + 5, which
@@ -255,17 +279,16 @@ static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, con
             partial = qmin < kmax;                /* some key hidden from some query */
         }
 
-        /* St = Qt . K^T: rows past nk reuse the last key and are hidden below. (K and V
-         * are read in place: packing their tiles into contiguous rows first measured 2-3 %
-         * slower on Zen 1, N = 2048, 16 heads of 64.) */
+        /* St = Qt . K^T: rows past nk reuse the last key and are hidden below */
         for (int g = 0; g < nkp; g += ATTN_KG) {
             const float *kp[ATTN_KG];
             for (int r = 0; r < ATTN_KG; r++) {
                 const int j = at_min(kt + g + r, a->nkv - 1);
-                kp[r] = a->k + (size_t)j * a->ldk + (size_t)h * hd;
+                kp[r] = kh + (size_t)j * ldk;
+                if (packed) continue;
                 /* the next group's K rows, this group's V rows (for the P.V pass) */
-                at_prefetch_row(a->k + (size_t)at_min(j + ATTN_KG, a->nkv - 1) * a->ldk + (size_t)h * hd, hd);
-                at_prefetch_row(a->v + (size_t)j * a->ldv + (size_t)h * hd, hd);
+                at_prefetch_row(kh + (size_t)at_min(j + ATTN_KG, a->nkv - 1) * ldk, hd);
+                at_prefetch_row(vh + (size_t)j * ldv, hd);
             }
             at_s_tiles(st + (size_t)g * BQ, qt, kp, hd, nqt);
         }
@@ -310,8 +333,7 @@ static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, con
         }
 
         /* Ot = alpha Ot + V^T P */
-        const float *v0 = a->v + (size_t)kt * a->ldv + (size_t)h * hd;
-        at_pv_tiles(ot, st, v0, a->ldv, nk, alpha, hd, nqt);
+        at_pv_tiles(ot, st, vh + (size_t)kt * ldv, ldv, nk, alpha, hd, nqt);
     }
 
     /* o = Ot / l, transposed back as Qt was; zeros where l = 0 */
@@ -426,14 +448,49 @@ static OPS_ALWAYS void at_row(const struct jk_attn_args *a, int h, int i, const 
 /* One work unit with head_dim fixed at compile time. (The instantiation happens here and
  * not around the parallel loop: OpenMP outlines the loop body before inlining, which
  * would turn a constant head_dim back into a variable.) */
-static OPS_ALWAYS void at_unit(const struct jk_attn_args *a, int h, int b, int row, const int hd, float *w) {
+static OPS_ALWAYS void at_unit(const struct jk_attn_args *a, int h, int b, int row, const int hd, float *w,
+                               const float *kh, size_t ldk, const float *vh, size_t ldv, int packed) {
     if (row) at_row(a, h, b, hd, w);
-    else at_block(a, h, b * ATTN_BQ, hd, w);
+    else at_block(a, h, b * ATTN_BQ, hd, w, kh, ldk, vh, ldv, packed);
 }
-static void at_unit64(const struct jk_attn_args *a, int h, int b, int row, float *w) { at_unit(a, h, b, row, 64, w); }
-static void at_unit32(const struct jk_attn_args *a, int h, int b, int row, float *w) { at_unit(a, h, b, row, 32, w); }
-static void at_unitn(const struct jk_attn_args *a, int h, int b, int row, float *w) {
-    at_unit(a, h, b, row, a->head_dim, w);
+#define AT_UNIT_ARGS const struct jk_attn_args *a, int h, int b, int row, float *w, \
+                     const float *kh, size_t ldk, const float *vh, size_t ldv, int packed
+static void at_unit64(AT_UNIT_ARGS) { at_unit(a, h, b, row, 64, w, kh, ldk, vh, ldv, packed); }
+static void at_unit32(AT_UNIT_ARGS) { at_unit(a, h, b, row, 32, w, kh, ldk, vh, ldv, packed); }
+static void at_unitn(AT_UNIT_ARGS) { at_unit(a, h, b, row, a->head_dim, w, kh, ldk, vh, ldv, packed); }
+typedef void at_unit_fn(AT_UNIT_ARGS);
+#undef AT_UNIT_ARGS
+
+static inline int at_thread(void) {
+#ifdef JEPA_HAVE_OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* The block path with K and V packed (nkv >= ATTN_PACK_NKV): head by head, the team copies
+ * the head's K and V rows into kp / vp ([nkv][hd] each, in the workspace after the
+ * threads' own regions), then computes its query blocks from there. The same units in the
+ * same arithmetic as in place: the bits do not change, only where the rows are read. */
+static void at_attn_packed(const struct jk_attn_args *a, at_unit_fn *unit, int nb, int nt, float *ws,
+                           size_t per) {
+    const int hd = a->head_dim;
+    float *kp = ws + (size_t)nt * per, *vp = kp + (size_t)a->nkv * hd;
+    (void)nt;
+#pragma omp parallel num_threads(nt)
+    {
+        float *w = ws + (size_t)at_thread() * per;
+        for (int h = 0; h < a->n_head; h++) {
+#pragma omp for schedule(static)
+            for (int j = 0; j < a->nkv; j++) {
+                memcpy(kp + (size_t)j * hd, a->k + (size_t)j * a->ldk + (size_t)h * hd, sizeof(float) * (size_t)hd);
+                memcpy(vp + (size_t)j * hd, a->v + (size_t)j * a->ldv + (size_t)h * hd, sizeof(float) * (size_t)hd);
+            }
+#pragma omp for schedule(dynamic, 1)
+            for (int b = 0; b < nb; b++) unit(a, h, b, 0, w, kp, (size_t)hd, vp, (size_t)hd, 1);
+        }
+    }
 }
 
 void JK_SFX(attn)(const struct jk_attn_args *a) {
@@ -448,8 +505,7 @@ void JK_SFX(attn)(const struct jk_attn_args *a) {
             for (int e = 0; e < a->n_head * hd; e++) a->o[(size_t)i * a->ldo + e] = 0.0f;
         return;
     }
-    void (*unit)(const struct jk_attn_args *, int, int, int, float *) =
-        hd == 64 ? at_unit64 : hd == 32 ? at_unit32 : at_unitn;
+    at_unit_fn *unit = hd == 64 ? at_unit64 : hd == 32 ? at_unit32 : at_unitn;
     const int row = a->nq <= ATTN_ROW_NQ && hd % VW == 0;
     const int nb = row ? a->nq : (a->nq + ATTN_BQ - 1) / ATTN_BQ;
     const int nunits = a->n_head * nb;
@@ -457,13 +513,15 @@ void JK_SFX(attn)(const struct jk_attn_args *a) {
     float *ws = (float *)(void *)(((uintptr_t)a->ws + 63) & ~(uintptr_t)63);
     int nt = a->nthreads > 0 ? a->nthreads : 1;
     (void)nt;
+    if (!row && a->nkv >= ATTN_PACK_NKV) {
+        at_attn_packed(a, unit, nb, nt, ws, per);
+        return;
+    }
     /* dynamic: masked units differ in cost; which thread runs a unit never changes its bits */
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
     for (int u = 0; u < nunits; u++) {
-        int tid = 0;
-#ifdef JEPA_HAVE_OPENMP
-        tid = omp_get_thread_num();
-#endif
-        unit(a, u / nb, u % nb, row, ws + (size_t)tid * per);
+        const int h = u / nb;
+        unit(a, h, u % nb, row, ws + (size_t)at_thread() * per, a->k + (size_t)h * hd, a->ldk,
+             a->v + (size_t)h * hd, a->ldv, 0);
     }
 }

@@ -298,6 +298,12 @@ static void check_attn(const struct jk_kernels *kt, const char *level) {
         {49, 130, 2, 7, MASK_NONE, 0, 3, 0},           /* odd head_dim */
         {5, 70, 1, 512, MASK_CAUSAL, 0, 3, 0},         /* the largest head_dim */
         {130, 257, 1, 128, MASK_RANDOM, 0, 80, 0},
+        /* from ATTN_PACK_NKV (1536) keys on, each head's K and V are copied first */
+        {144, 1600, 2, 64, MASK_NONE, 0, 3, 0},        /* 3 whole query blocks a head */
+        {130, 1700, 2, 32, MASK_FRAMES, 0, 80, 0},
+        {70, 1536, 1, 40, MASK_CAUSAL, 0, 3, 0},
+        {50, 2001, 3, 64, MASK_RANDOM, 0, 3, 0},
+        {1569, 1569, 1, 64, MASK_FRAMES, 2, 3, 196},   /* LeVJEPA's layout: 8 frames of 196 */
     };
     int fails = 0, n = (int)(sizeof cases / sizeof *cases);
     for (int i = 0; i < n; i++) fails += check_attn_case(kt, level, &cases[i]) != 0;
