@@ -111,7 +111,8 @@ struct jk_attn_args {
     float scale;
     const int32_t *q_pos, *k_pos;
     int nthreads;
-    void *ws;
+    void *ws;   /* attn_ws(n, head_dim, m) bytes with n >= nthreads and m >= nkv (it grows
+                 * with the key count where K and V are copied per head) */
 };
 typedef void jk_attn_fn(const struct jk_attn_args *a);
 
@@ -171,7 +172,8 @@ typedef void jk_mean_rows_fn(float *y, const float *x, size_t ldx, int n, int d,
                                 int nthreads);
 
 /* Workspace bytes for nthreads threads: gemm for any of the gemm slots with rows of up
- * to K weights; attention for the given head_dim and key count. */
+ * to K weights; attention for the given head_dim and up to nkv keys (more keys may need
+ * more: plan with the largest call's). */
 typedef size_t jk_gemm_ws_fn(int nthreads, int K);
 typedef size_t jk_attn_ws_fn(int nthreads, int head_dim, int nkv);
 

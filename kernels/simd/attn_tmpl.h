@@ -12,8 +12,7 @@
  * by one thread in a fixed order, so the bits do not depend on the thread count. From
  * ATTN_PACK_NKV keys on, the team first copies each head's K and V rows into contiguous
  * arrays in the workspace and computes that head's units from there (at_attn_packed).
- * Per
- * unit (FlashAttention's online softmax, with the queries along the vector lanes, so
+ * Per unit (FlashAttention's online softmax, with the queries along the vector lanes, so
  * that every step is vertical and no horizontal reduction is ever needed):
  *
  *   Qt[d][i] = q_i[d] * scale * log2(e)          (packed once, transposed; scores in
