@@ -1,5 +1,5 @@
 """How much two Python threads sharing one jepa.Model gain over one thread doing both
-threads' calls, back to back in one process (docs/python.md, "Threads").
+threads' calls, back to back in one process (docs/python.md, "Threads and the GIL").
 
     python bench/python_threads.py MODEL.gguf [--calls 24] [--shape 3,16,128,128] [--rounds 5]
 
