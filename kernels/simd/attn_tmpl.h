@@ -371,7 +371,8 @@ static OPS_ALWAYS void at_pv_row(float *o, const float *p, const float *vp, size
     for (int v = 0; v < nv; v++) vf_store(o + v * VW, acc[v]);
 }
 
-static OPS_ALWAYS void at_row(const struct jk_attn_args *a, int h, int i, const int hd, float *w) {
+static OPS_ALWAYS void at_row(const struct jk_attn_args *a, int h, int i, const int hd, float *w,
+                              const float *kh, size_t ldk, const float *vh, size_t ldv) {
     float *qs = w, *oacc = qs + ((hd + 15) & ~15), *sb = oacc + ((hd + 15) & ~15);
     int32_t *kb = (int32_t *)(void *)(sb + ATTN_RK);
     const int masked = a->q_pos && a->k_pos;
@@ -398,9 +399,9 @@ static OPS_ALWAYS void at_row(const struct jk_attn_args *a, int h, int i, const 
         for (int g = 0; g < nkp; g += VW) {
             vf acc[VW];
             for (int r = 0; r < VW; r++) {
-                const float *kr = a->k + (size_t)at_min(kt + g + r, a->nkv - 1) * a->ldk + (size_t)h * hd;
-                at_prefetch_row(a->k + (size_t)at_min(kt + g + r + 2 * VW, a->nkv - 1) * a->ldk + (size_t)h * hd, hd);
-                at_prefetch_row(a->v + (size_t)at_min(kt + g + r, a->nkv - 1) * a->ldv + (size_t)h * hd, hd);
+                const float *kr = kh + (size_t)at_min(kt + g + r, a->nkv - 1) * ldk;
+                at_prefetch_row(kh + (size_t)at_min(kt + g + r + 2 * VW, a->nkv - 1) * ldk, hd);
+                at_prefetch_row(vh + (size_t)at_min(kt + g + r, a->nkv - 1) * ldv, hd);
                 vf s = vf_zero();
                 for (int d = 0; d < hd; d += VW) s = vf_fma(vf_load(kr + d), vf_load(qs + d), s);
                 acc[r] = s;
@@ -431,12 +432,12 @@ static OPS_ALWAYS void at_row(const struct jk_attn_args *a, int h, int i, const 
         l = l * al[0] + vf_hsum(ls);
         m = mu;
 
-        const float *v0 = a->v + (size_t)kt * a->ldv + (size_t)h * hd;
+        const float *v0 = vh + (size_t)kt * ldv;
         int d = 0;
-        for (; d + 8 * VW <= hd; d += 8 * VW) at_pv_row(oacc + d, sb, v0 + d, a->ldv, nk, al[0], 8);
-        if (d + 4 * VW <= hd) at_pv_row(oacc + d, sb, v0 + d, a->ldv, nk, al[0], 4), d += 4 * VW;
-        if (d + 2 * VW <= hd) at_pv_row(oacc + d, sb, v0 + d, a->ldv, nk, al[0], 2), d += 2 * VW;
-        if (d < hd) at_pv_row(oacc + d, sb, v0 + d, a->ldv, nk, al[0], 1);
+        for (; d + 8 * VW <= hd; d += 8 * VW) at_pv_row(oacc + d, sb, v0 + d, ldv, nk, al[0], 8);
+        if (d + 4 * VW <= hd) at_pv_row(oacc + d, sb, v0 + d, ldv, nk, al[0], 4), d += 4 * VW;
+        if (d + 2 * VW <= hd) at_pv_row(oacc + d, sb, v0 + d, ldv, nk, al[0], 2), d += 2 * VW;
+        if (d < hd) at_pv_row(oacc + d, sb, v0 + d, ldv, nk, al[0], 1);
     }
     float *o = a->o + (size_t)i * a->ldo + (size_t)h * hd;
     for (int d = 0; d < hd; d++) o[d] = l > 0.0f ? oacc[d] / l : 0.0f;
@@ -449,7 +450,7 @@ static OPS_ALWAYS void at_row(const struct jk_attn_args *a, int h, int i, const 
  * would turn a constant head_dim back into a variable.) */
 static OPS_ALWAYS void at_unit(const struct jk_attn_args *a, int h, int b, int row, const int hd, float *w,
                                const float *kh, size_t ldk, const float *vh, size_t ldv, int packed) {
-    if (row) at_row(a, h, b, hd, w);
+    if (row) at_row(a, h, b, hd, w, kh, ldk, vh, ldv);
     else at_block(a, h, b * ATTN_BQ, hd, w, kh, ldk, vh, ldv, packed);
 }
 #define AT_UNIT_ARGS const struct jk_attn_args *a, int h, int b, int row, float *w, \
@@ -476,7 +477,6 @@ static void at_attn_packed(const struct jk_attn_args *a, at_unit_fn *unit, int n
                            size_t per) {
     const int hd = a->head_dim;
     float *kp = ws + (size_t)nt * per, *vp = kp + (size_t)a->nkv * hd;
-    (void)nt;
 #pragma omp parallel num_threads(nt)
     {
         float *w = ws + (size_t)at_thread() * per;
@@ -510,8 +510,7 @@ void JK_SFX(attn)(const struct jk_attn_args *a) {
     const int nunits = a->n_head * nb;
     const size_t per = at_ws_floats(hd);
     float *ws = (float *)(void *)(((uintptr_t)a->ws + 63) & ~(uintptr_t)63);
-    int nt = a->nthreads > 0 ? a->nthreads : 1;
-    (void)nt;
+    const int nt = a->nthreads > 0 ? a->nthreads : 1;
     if (!row && a->nkv >= ATTN_PACK_NKV) {
         at_attn_packed(a, unit, nb, nt, ws, per);
         return;
