@@ -282,7 +282,7 @@ static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float 
                              size_t nscratch) {                                                \
         small_m(a, T, n0, n1, scratch, nscratch);                                              \
     }                                                                                          \
-    void jk_gemm_##name##_neon(const struct jk_gemm_args *a) { gt_run(a, pack_b_##name, small_##name); }
+    void jk_gemm_##name##_neon(const struct jk_gemm_args *a) { gt_run(a, T, pack_b_##name, small_##name); }
 
 GEMM_NEON_DTYPE(f32, JK_F32)
 GEMM_NEON_DTYPE(f16, JK_F16)

@@ -426,7 +426,7 @@ static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float 
         small_m(a, T, n0, n1, scratch, nscratch);                                              \
     }                                                                                          \
     void jk_gemm_##name##_##isa(const struct jk_gemm_args *a) {                                   \
-        gt_run(a, pack_b_##name, small_##name);                                                \
+        gt_run(a, T, pack_b_##name, small_##name);                                                \
     }
 
 #endif
