@@ -14,8 +14,10 @@
  *           baseline then.
  *   attn    whatever fills the table's attn slot: N tokens in {577, 2048, 4608} (--quick:
  *           577) attending to themselves, 12 heads of head_dim 64 and of 32, no mask;
- *           flops = 4 N^2 head_dim heads. JSON rows: "M" = query tokens, "N" = key tokens,
- *           "K" = head_dim.
+ *           flops = 4 N^2 head_dim heads; then (not --quick) LeVJEPA's block-causal
+ *           3137 tokens, 16 heads of 64, counting the visible pairs only. The buffers are
+ *           laid out and allocated as the forward's (attn_case). JSON rows: "M" = query
+ *           tokens, "N" = key tokens, "K" = head_dim.
  * Time: the median of several calls after a warm-up call (reps fitted to ~0.4 s per row,
  * at least 3; a single call when one call already takes longer than the budget).
  * GFLOP/s and "% of peak" use the peak of bench/peak.c measured at the start of the run
@@ -26,12 +28,14 @@
  * tests/checkasm (this file checks nothing but that each call ran).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "bench/bench.h"
+#include "kernels/device.h"
 #include "kernels/kernels.h"
 #include "runtime/cpu.h"
 #include "runtime/dtype.h"
@@ -291,39 +295,68 @@ static void run_attn(void *p) {
     c->k->attn(&c->a);
 }
 
+/* One attention case: N tokens attending to themselves, `heads` heads of hd, in the
+ * forward's layout (models/vit.c): q, k and v rows interleaved in one [N, 3 heads hd]
+ * buffer, from the CPU device's allocator like the forward's arena (2 MiB aligned and
+ * advised huge pages from 8 MiB on), and so is the workspace. frames > 0: LeVJEPA's
+ * block-causal mask (models/encoder.c): a CLS token, then `frames` frames of (N - 1) /
+ * frames tokens; a patch query sees the keys of its frame and the earlier ones, the CLS
+ * query every key. FLOPs count the visible query-key pairs only. */
+static int attn_case(const struct bench_opts *o, const struct jk_kernels *k, double peak,
+                     const char *attn_isa, int N, int hd, int heads, int frames, uint64_t *seed) {
+    struct jk_device *dev = jk_device_cpu();
+    const int D = heads * hd;
+    const size_t n = (size_t)N * D;
+    float *qkv = (float *)dev->alloc(dev, 3 * n * sizeof(float));
+    float *out = (float *)dev->alloc(dev, n * sizeof(float));
+    void *ws = dev->alloc(dev, k->attn_ws(o->threads, hd, N));
+    int32_t *pos = frames > 0 ? (int32_t *)malloc((size_t)N * sizeof(int32_t)) : NULL;
+    if (!qkv || !out || !ws || (frames > 0 && !pos)) {
+        fprintf(stderr, "jepa bench: out of memory (attention N=%d)\n", N);
+        if (qkv) dev->free(dev, qkv);
+        if (out) dev->free(dev, out);
+        if (ws) dev->free(dev, ws);
+        free(pos);
+        return 1;
+    }
+    for (size_t i = 0; i < 3 * n; i++) qkv[i] = rnd_normal(seed);
+    double pairs = (double)N * N;
+    if (pos) {
+        const int per = (N - 1) / frames;
+        pos[0] = INT32_MAX;
+        for (int i = 1; i < N; i++) pos[i] = (i - 1) / per;
+        pairs = N;                                   /* the CLS query */
+        for (int f = 0; f < frames; f++) pairs += (double)per * per * (f + 1);
+    }
+    struct attn_ctx c = {k, {.o = out, .ldo = (size_t)D, .q = qkv, .ldq = 3 * (size_t)D, .k = qkv + D,
+                             .ldk = 3 * (size_t)D, .v = qkv + 2 * D, .ldv = 3 * (size_t)D, .nq = N,
+                             .nkv = N, .n_head = heads, .head_dim = hd,
+                             .scale = 1.0f / sqrtf((float)hd), .q_pos = pos, .k_pos = pos,
+                             .nthreads = o->threads, .ws = ws}};
+    const double sec = time_median(run_attn, &c, o->quick ? QUICK_BUDGET_S : BUDGET_S);
+    char note[96];
+    if (pos)
+        snprintf(note, sizeof note, "%s, %d heads, block-causal %d frames (%.1f %% visible)", attn_isa, heads,
+                 frames, 100.0 * pairs / ((double)N * N));
+    else
+        snprintf(note, sizeof note, "%s, %d heads", attn_isa, heads);
+    row(o, "attn", "f32", N, N, hd, sec, 4.0 * pairs * hd * heads, peak, NULL, 0.0, note);
+    dev->free(dev, qkv), dev->free(dev, out), dev->free(dev, ws);
+    free(pos);
+    return 0;
+}
+
 static int bench_attn(const struct bench_opts *o, const struct jk_kernels *k, double peak,
                       const char *attn_isa) {
     static const int Ns[] = {577, 2048, 4608}, hds[] = {64, 32};
-    const int nn = o->quick ? 1 : 3, heads = 12;
-    const double budget = o->quick ? QUICK_BUDGET_S : BUDGET_S;
+    const int nn = o->quick ? 1 : 3;
     uint64_t seed = 7;
-    for (int hi = 0; hi < 2; hi++) {
-        for (int ni = 0; ni < nn; ni++) {
-            const int N = Ns[ni], hd = hds[hi], D = heads * hd;
-            const size_t n = (size_t)N * D;
-            float *q = (float *)malloc(n * sizeof(float)), *kk = (float *)malloc(n * sizeof(float));
-            float *v = (float *)malloc(n * sizeof(float)), *out = (float *)malloc(n * sizeof(float));
-            void *ws = malloc(k->attn_ws(o->threads, hd, N) + 1);
-            if (!q || !kk || !v || !out || !ws) {
-                fprintf(stderr, "jepa bench: out of memory (attention N=%d)\n", N);
-                free(q), free(kk), free(v), free(out), free(ws);
-                return 1;
-            }
-            for (size_t i = 0; i < n; i++) q[i] = rnd_normal(&seed), kk[i] = rnd_normal(&seed), v[i] = rnd_normal(&seed);
-            struct attn_ctx c = {k, {.o = out, .ldo = (size_t)D, .q = q, .ldq = (size_t)D, .k = kk,
-                                     .ldk = (size_t)D, .v = v, .ldv = (size_t)D, .nq = N, .nkv = N,
-                                     .n_head = heads, .head_dim = hd,
-                                     .scale = 1.0f / sqrtf((float)hd), .q_pos = NULL,
-                                     .k_pos = NULL, .nthreads = o->threads, .ws = ws}};
-            const double sec = time_median(run_attn, &c, budget);
-            const double flops = 4.0 * (double)N * N * hd * heads;
-            char note[64];
-            snprintf(note, sizeof note, "%s, %d heads", attn_isa, heads);
-            row(o, "attn", "f32", N, N, hd, sec, flops, peak, NULL, 0.0, note);
-            free(q), free(kk), free(v), free(out), free(ws);
-        }
-    }
-    return 0;
+    int rc = 0;
+    for (int hi = 0; hi < 2; hi++)
+        for (int ni = 0; ni < nn; ni++) rc |= attn_case(o, k, peak, attn_isa, Ns[ni], hds[hi], 12, 0, &seed);
+    /* LeVJEPA ViT-L/16 over 16 frames of 224^2: 1 + 16 x 196 tokens, 16 heads of 64 */
+    if (!o->quick) rc |= attn_case(o, k, peak, attn_isa, 3137, 64, 16, 16, &seed);
+    return rc;
 }
 
 /* ---- driver ---- */
