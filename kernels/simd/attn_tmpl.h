@@ -166,6 +166,14 @@ static OPS_ALWAYS void at_s_tiles(float *st, const float *qt, const float *const
     }
 }
 
+#ifdef ATTN_S_OUTLINE
+/* at_s_tiles at head_dim 64 in a function of its own, for the ISA files that define
+ * ATTN_S_OUTLINE (the reason is there): the S loop then gets its registers to itself. */
+static __attribute__((noinline)) void at_s_tiles64(float *st, const float *qt, const float *const *kp, int nqt) {
+    at_s_tiles(st, qt, kp, 64, nqt);
+}
+#endif
+
 /* Ot[e][i] = alpha_i Ot[e][i] + sum_{j < nk} V_j[e] P[j][i] for ND dims e (ND = ATTN_KG or 1)
  * and the QV * VW queries of one register tile; vp = row 0 of V at the first of the ND dims. */
 static OPS_ALWAYS void at_pv_tile(float *ot, const float *p, const float *vp, size_t ldv, int nk,
@@ -289,7 +297,11 @@ static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, con
                 at_prefetch_row(kh + (size_t)at_min(j + ATTN_KG, a->nkv - 1) * ldk, hd);
                 at_prefetch_row(vh + (size_t)j * ldv, hd);
             }
-            at_s_tiles(st + (size_t)g * BQ, qt, kp, hd, nqt);
+#ifdef ATTN_S_OUTLINE
+            if (hd == 64) at_s_tiles64(st + (size_t)g * BQ, qt, kp, nqt);
+            else
+#endif
+                at_s_tiles(st + (size_t)g * BQ, qt, kp, hd, nqt);
         }
         if (partial)
             for (int j = 0; j < nk; j++) {

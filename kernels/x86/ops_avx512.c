@@ -19,6 +19,16 @@
 #define ATTN_QV 3
 #define ATTN_BQ 48
 
+/* S = Q K^T at head_dim 64 in a function of its own (attn_tmpl.h, at_s_tiles64). Inlined
+ * into the unit with the softmax and O += P V, its loop needs 28 of the 32 zmm registers
+ * while GCC 12 keeps the softmax's constants live across it: it spilled one of the three
+ * Q vectors, storing it to the stack and reading it back as the operand of 8 of the 24
+ * FMAs in every step. The O += P V loop, and head_dim 32 and the generic head dim, did
+ * not spill. Zen 4, `bench kernels --op attn -t 1`, side by side with the inlined build
+ * (3 pairs): head_dim 64 at 577 tokens 10.84-11.30 -> 10.43-10.69 ms, 2048 tokens
+ * 130.2-138.1 -> 125.9-128.6 ms (ahead in 3 of 3 each); 4608 tokens within the noise. */
+#define ATTN_S_OUTLINE
+
 #define JK_SFX(name) jk_##name##_avx512
 #include "kernels/simd/ops_tmpl.h"
 #include "kernels/simd/attn_tmpl.h"
