@@ -201,16 +201,18 @@ static void gt_prepack(gt_pack_b_fn pack_b, float *dst, const void *w, size_t ld
      [JK_Q5_K] = pack_b_q5_K, [JK_Q6_K] = pack_b_q6_K}
 
 /* ---- the next W panel, fetched while this one is used ----------------------------------
- * pack_b reads each weight once per thread from memory (a forward's weights do not stay in
- * the caches between calls): f16 rows of 384 weights, 768 bytes at a row stride of K,
- * which the hardware prefetcher does not follow far enough to hide. So while the
- * microkernel works on one panel, gt_block asks for the bytes of the next one a few lines
- * per microkernel call (prefetcht2 on x86: ~22 lines a call for ViT-H), and pack_b then
- * reads them from L2 / L3. Zen 4, I-JEPA ViT-H/14 f16 (256 tokens), 1 thread, `perf
- * record`: pack_b_f16 5.85 -> 3.6 % of the samples; the lines asked for once per NR panel
- * instead (bursts of ~200) left it at 4.3 %, and with prefetcht0 (5.4 %) or prefetchnta
- * (5.8 %) it hardly moved. The first panel of each matmul has nothing before it to hide behind.
- * A prefetch changes no value: the bits are those of the kernel without it. */
+ * pack_b reads each weight once per call, from memory or L3 (a forward's weights do not
+ * stay in the caches between calls): an f16 K block is 768 bytes of a row, at a row
+ * stride of K, which the hardware prefetcher does not run far enough ahead on. So while
+ * the microkernel works on one panel, gt_block asks for the bytes of the next one, a few
+ * lines per microkernel call (prefetcht2 on x86, ~22 lines a call for ViT-H; PLDL3KEEP
+ * on aarch64, not timed there), and pack_b then reads them from L2 / L3. Zen 4, I-JEPA
+ * ViT-H/14 f16 (256 tokens), 1 thread, `perf record`: pack_b_f16 5.85 -> 3.6 % of the
+ * samples, the prefetch loop +0.4 % in gt_block. Asked for once per NR panel instead
+ * (bursts of ~200 lines): 4.3 %; with prefetcht0: 5.4 %; prefetchnta: 5.8 %. The first
+ * panel of a matmul is not fetched ahead (fetching it during the previous matmul's last
+ * panel measured a wash: docs/performance.md, "Tried"). A prefetch changes no value: the
+ * bits are those of the kernel without it. */
 
 /* Bytes [*lo, *hi) of a row of weights of type t that hold weights k0 .. k0 + kc - 1
  * (whole blocks for the block formats). */
