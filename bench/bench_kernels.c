@@ -300,8 +300,8 @@ static void run_attn(void *p) {
  * buffer, from the CPU device's allocator like the forward's arena (2 MiB aligned and
  * advised huge pages from 8 MiB on), and so is the workspace. frames > 0: LeVJEPA's
  * block-causal mask (models/encoder.c): a CLS token, then `frames` frames of (N - 1) /
- * frames tokens; a patch query sees the keys of its frame and the earlier ones, the CLS
- * query every key. FLOPs count the visible query-key pairs only. */
+ * frames tokens; a patch query sees the keys of its frame and the earlier frames' (not
+ * the CLS key), the CLS query every key. FLOPs count the visible query-key pairs only. */
 static int attn_case(const struct bench_opts *o, const struct jk_kernels *k, double peak,
                      const char *attn_isa, int N, int hd, int heads, int frames, uint64_t *seed) {
     struct jk_device *dev = jk_device_cpu();

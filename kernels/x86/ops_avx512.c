@@ -24,9 +24,10 @@
  * while GCC 12 keeps the softmax's constants live across it: it spilled one of the three
  * Q vectors, storing it to the stack and reading it back as the operand of 8 of the 24
  * FMAs in every step. The O += P V loop, and head_dim 32 and the generic head dim, did
- * not spill. Zen 4, `bench kernels --op attn -t 1`, side by side with the inlined build
- * (3 pairs): head_dim 64 at 577 tokens 10.84-11.30 -> 10.43-10.69 ms, 2048 tokens
- * 130.2-138.1 -> 125.9-128.6 ms (ahead in 3 of 3 each); 4608 tokens within the noise. */
+ * not spill. Zen 4, `bench kernels --op attn -t 1`, side by side with the inlined build,
+ * head_dim 64: 577 tokens 11.12 -> 10.65 ms on average (`--quick`, ahead in 6 of 6
+ * pairs), 2048 tokens ahead in 5 of 6 pairs (130-138 -> 126-137 ms), 4608 tokens within
+ * the noise (ahead in 1 of 6). */
 #define ATTN_S_OUTLINE
 
 #define JK_SFX(name) jk_##name##_avx512
