@@ -24,10 +24,12 @@
  * while GCC 12 keeps the softmax's constants live across it: it spilled one of the three
  * Q vectors, storing it to the stack and reading it back as the operand of 8 of the 24
  * FMAs in every step. The O += P V loop, and head_dim 32 and the generic head dim, did
- * not spill. Zen 4, `bench kernels --op attn -t 1`, side by side with the inlined build,
- * head_dim 64: 577 tokens 11.12 -> 10.65 ms on average (`--quick`, ahead in 6 of 6
- * pairs), 2048 tokens ahead in 5 of 6 pairs (130-138 -> 126-137 ms), 4608 tokens within
- * the noise (ahead in 1 of 6). */
+ * not spill. Outlined, the S loop's share of at_unit64's samples fell to that of the
+ * O += P V loop (`perf annotate`). Its speed is within the noise of Zen 4: against the
+ * build before it with the same `bench kernels --op attn -t 1` (one core, alternated, 10
+ * rounds), head_dim 64 at 577 tokens 12.02 -> 11.62 ms on average while the unchanged
+ * head_dim 32 moved 6.54 -> 6.40 ms; side by side (5 pairs) 4608 tokens 713 -> 685 ms,
+ * 577 and 2048 tokens either way. */
 #define ATTN_S_OUTLINE
 
 #define JK_SFX(name) jk_##name##_avx512
