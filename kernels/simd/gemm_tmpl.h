@@ -217,15 +217,9 @@ static void gt_prepack(gt_pack_b_fn pack_b, float *dst, const void *w, size_t ld
 /* Bytes [*lo, *hi) of a row of weights of type t that hold weights k0 .. k0 + kc - 1
  * (whole blocks for the block formats). */
 static inline void gt_row_span(enum jk_dtype t, int k0, int kc, size_t *lo, size_t *hi) {
-    size_t per = 1, bytes; /* weights per block, bytes per block */
-    switch (t) {
-    case JK_F32: bytes = 4; break;
-    case JK_F16: case JK_BF16: bytes = 2; break;
-    case JK_Q4_K: case JK_Q5_K: case JK_Q6_K: per = QK_K; bytes = jr_block_bytes(t); break;
-    default: per = 32; bytes = jr_block_bytes(t); break; /* q8_0, q4_0 .. q5_1 */
-    }
-    *lo = (size_t)k0 / per * bytes;
-    *hi = ((size_t)k0 + (size_t)kc + per - 1) / per * bytes;
+    const int qk = jk_dtype_block(t);
+    *lo = jk_row_bytes(t, k0 / qk * qk);
+    *hi = jk_row_bytes(t, (k0 + kc + qk - 1) / qk * qk);
 }
 
 struct gt_ahead {
