@@ -15,7 +15,8 @@
  *   attn    whatever fills the table's attn slot: N tokens in {577, 2048, 4608} (--quick:
  *           577) attending to themselves, 12 heads of head_dim 64 and of 32, no mask;
  *           flops = 4 N^2 head_dim heads; then (not --quick) LeVJEPA's block-causal
- *           3137 tokens, 16 heads of 64, counting the visible pairs only. The buffers are
+ *           3137 tokens, 16 heads of 64, counting the visible pairs only, and the small
+ *           models' images: 257 tokens x 3 heads (LeWM), 197 x 6 (LeJEPA). The buffers are
  *           laid out and allocated as the forward's (attn_case). JSON rows: "M" = query
  *           tokens, "N" = key tokens, "K" = head_dim.
  * Time: the median of several calls after a warm-up call (reps fitted to ~0.4 s per row,
@@ -356,6 +357,12 @@ static int bench_attn(const struct bench_opts *o, const struct jk_kernels *k, do
         for (int ni = 0; ni < nn; ni++) rc |= attn_case(o, k, peak, attn_isa, Ns[ni], hds[hi], 12, 0, &seed);
     /* LeVJEPA ViT-L/16 over 16 frames of 224^2: 1 + 16 x 196 tokens, 16 heads of 64 */
     if (!o->quick) rc |= attn_case(o, k, peak, attn_isa, 3137, 64, 16, 16, &seed);
+    /* the small models' one image: LeWM ViT-tiny/14 (1 + 256 tokens, 3 heads of 64) and
+     * LeJEPA ViT-S/16 (1 + 196 tokens, 6 heads of 64) */
+    if (!o->quick) {
+        rc |= attn_case(o, k, peak, attn_isa, 257, 64, 3, 0, &seed);
+        rc |= attn_case(o, k, peak, attn_isa, 197, 64, 6, 0, &seed);
+    }
     return rc;
 }
 
