@@ -211,8 +211,9 @@ static void gt_prepack(gt_pack_b_fn pack_b, float *dst, const void *w, size_t ld
  * samples, the prefetch loop +0.4 % in gt_block. Asked for once per NR panel instead
  * (bursts of ~200 lines): 4.3 %; with prefetcht0: 5.4 %; prefetchnta: 5.8 %. The first
  * panel of a matmul is not fetched ahead (fetching it during the previous matmul's last
- * panel measured a wash: docs/performance.md, "Tried"). A prefetch changes no value: the
- * bits are those of the kernel without it. */
+ * panel measured a wash: docs/performance.md, "Tried"); within a call, the x86 pack_b
+ * fetches each next NR-row panel while it packs one (gemm_x86.h). A prefetch changes no
+ * value: the bits are those of the kernel without it. */
 
 /* Bytes [*lo, *hi) of a row of weights of type t that hold weights k0 .. k0 + kc - 1
  * (whole blocks for the block formats). */

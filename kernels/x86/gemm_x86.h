@@ -254,8 +254,9 @@ static ALWAYS_INLINE void transpose8(__m256 r[8]) {
  * While one panel of GT_NR rows is packed, the next panel's bytes are asked for (gt_ahead,
  * prefetcht2, spread over this panel's 8 x 8 groups): the loads here otherwise wait on L3
  * (perf annotate on Zen 4, LeWM: ~80 % of pack_b's samples on the instructions after its
- * vcvtph2ps loads), and gt_block's prefetch covers only the next call's panel, none at all
- * when a matmul is one column block and one K block (every matmul of a small model).
+ * vcvtph2ps loads), and gt_block's prefetch covers only the panels of pack_b's next call
+ * in the same matmul: none when the matmul is one column block and one K block (most
+ * matmuls of a small model: LeWM's 257 x 576 x 192 qkv, for one).
  * Zen 4, f16, 1 thread, best of 3-20 encodes, alternated 3 times: LeJEPA ViT-S 91.7 ->
  * 90.3 ms on average (3 of 3; 2 threads 47.7 -> 46.3, 3 of 3), I-JEPA ViT-H 3356 -> 3244
  * (3 of 3), V-JEPA 2.1 ViT-B 384^2 1067 -> 1054 (2 of 3); LeWM pack_b_f16 1.87 -> 1.25 ms
