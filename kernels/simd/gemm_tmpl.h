@@ -25,7 +25,9 @@
  *                                        per thread that needs it, not once per use; the
  *                                        next panel's bytes are prefetched meanwhile)
  *       for ic in m0..m1 by MC:
- *         pack X[ic.., pc..] -> Ap       MC x KC, MR-row micro-panels
+ *         pack X[ic.., pc..] -> Ap       MC x KC, MR-row micro-panels (where the ISA reads
+ *                                        full tiles of X in place, only the last partial
+ *                                        tile: GT_UKERNEL_X below)
  *         for jr in NC by NR: for ir in MC by MR:
  *           ukernel: Y[ir, jr] (+)= Ap[ir] . Bp[jr]   (MR x NR accumulators in registers)
  * Y itself holds the partial sums between K blocks; bias and the activation are applied
@@ -143,6 +145,31 @@ static inline __attribute__((always_inline)) void gt_store_gelu(float *y, size_t
 static void gt_ukernel(int kc, const float *a, const float *b, float *y, size_t ldy, int mr,
                        int nr, const float *bias, int mode);
 static void gt_pack_a(float *p, const float *x, size_t ldx, int mc, int kc);
+
+/* Optionally (the including file defines GT_UKERNEL_X to 1): gt_ukernel_x, the same as
+ * gt_ukernel for a full tile (GT_MR rows) but reading its rows of X where they are, x the
+ * tile's first row at k = 0 of the K block and ldx the row stride, instead of from a packed
+ * panel. The same products are summed in the same order, so the bits are the same.
+ * gt_block then leaves the full tiles of X unpacked (only a last partial tile is packed)
+ * when gt_x_in_place(ldx) says the rows' addresses spread over the L1 sets. Packing X costs
+ * a store per element, which a narrow matmul (LeWM's N = 192 to 768) amortises over few
+ * FMAs; a tile's GT_MR rows read in place are GT_MR streams a row stride apart instead,
+ * and at a stride that is a multiple of 4 KiB (K = 1024, 3072, 4096, 5120) all of them
+ * fall into one set of a 4 KiB-aliased L1 (Zen 4: 32 KiB, 8 ways, 64 sets of 64 B) and
+ * evict each other: a standalone 14 x 32 loop over 252 x N x K, Zen 4, ran at 67 % of the
+ * peak in place against 84-88 % packed at K = 1024, 57-78 % against 87-97 % at K = 3072 and
+ * 5120, and as fast or faster in place at K = 192, 384, 768, 1280 and 1536 (two sets).
+ * docs/performance.md has the forward's figures. */
+#ifndef GT_UKERNEL_X
+#define GT_UKERNEL_X 0
+#endif
+#if GT_UKERNEL_X
+static void gt_ukernel_x(int kc, const float *x, size_t ldx, const float *b, float *y, size_t ldy,
+                         int nr, const float *bias, int mode);
+#endif
+static inline int gt_x_in_place(size_t ldx) {
+    return GT_UKERNEL_X && (ldx * sizeof(float)) % 4096 != 0;
+}
 
 /* Pack nc weight rows (w = row 0, ldw bytes apart) over k0 .. k0+kc into f32 micro-panels
  * p[panel][k][NR]; rows past nc may hold anything (their columns are never stored). */
@@ -273,6 +300,7 @@ static void gt_block(const struct jk_gemm_args *a, enum jk_dtype t, gt_pack_b_fn
     float *bp = ws;                                          /* [NC/NR][kc][NR] */
     float *ap = ws + (size_t)gt_min(kstep, GT_KC) * GT_NC;   /* [MC/MR][kc][MR] */
     const uint8_t *w = (const uint8_t *)a->w;
+    const int x_in_place = gt_x_in_place(a->ldx);
     for (int jc = n0; jc < n1; jc += GT_NC) {
         const int nc = gt_min(GT_NC, n1 - jc);
         for (int pc = 0; pc < K; pc += kstep) {
@@ -293,12 +321,25 @@ static void gt_block(const struct jk_gemm_args *a, enum jk_dtype t, gt_pack_b_fn
             }
             for (int ic = m0; ic < m1; ic += GT_MC) {
                 const int mc = gt_min(GT_MC, m1 - ic);
-                gt_pack_a(ap, a->x + (size_t)ic * a->ldx + pc, a->ldx, mc, kc);
+                const float *x = a->x + (size_t)ic * a->ldx + pc;
+                /* rows 0 .. in_place - 1 are read from X itself (gt_ukernel_x), the rest packed */
+                const int in_place = x_in_place ? mc / GT_MR * GT_MR : 0;
+                if (in_place < mc)
+                    gt_pack_a(ap + (size_t)in_place * kc, x + (size_t)in_place * a->ldx, a->ldx,
+                              mc - in_place, kc);
                 for (int jr = 0; jr < nc; jr += GT_NR) {
                     const float *bias = a->bias ? a->bias + jc + jr : NULL;
                     float *y = a->y + (size_t)ic * a->ldy + (size_t)(jc + jr);
                     for (int ir = 0; ir < mc; ir += GT_MR) {
                         if (ahead.at) gt_ahead_step(&ahead);
+#if GT_UKERNEL_X
+                        if (ir < in_place) {
+                            gt_ukernel_x(kc, x + (size_t)ir * a->ldx, a->ldx, b + (size_t)jr * kc,
+                                         y + (size_t)ir * a->ldy, a->ldy, gt_min(GT_NR, nc - jr), bias,
+                                         mode);
+                            continue;
+                        }
+#endif
                         gt_ukernel(kc, ap + (size_t)ir * kc, b + (size_t)jr * kc,
                                    y + (size_t)ir * a->ldy, a->ldy, gt_min(GT_MR, mc - ir),
                                    gt_min(GT_NR, nc - jr), bias, mode);

@@ -6,7 +6,8 @@
  * while packing, X packing, the small-M weight-streaming path and the 256-bit GELU for
  * edge tiles: gemm_x86.h), with a 14 x 32 register tile: 28 zmm accumulators,
  * 2 B vectors and 1 broadcast of the 32 zmm registers; per k 2 loads + 14 broadcasts
- * feed 28 FMAs. Full tiles store with 512-bit loads/stores and a 512-bit erf-GELU;
+ * feed 28 FMAs. Full tiles of 14 rows broadcast from X in place where its row stride
+ * allows (gt_ukernel_x; gemm_tmpl.h, GT_UKERNEL_X), other tiles from packed panels. Full tiles store with 512-bit loads/stores and a 512-bit erf-GELU;
  * partial tiles go through 256-bit halves and AVX2 masked loads/stores.
  *
  * Only intrinsics SIMDe 0.7.4 implements are used (no _mm512_cvtph_ps, no masked
@@ -41,6 +42,7 @@
 #define GT_MC 168
 #define GT_NC 1024
 #define GT_SMALL_M 16
+#define GT_UKERNEL_X 1   /* full tiles read X in place (gt_ukernel_x below) */
 
 #include "kernels/simd/gemm_tmpl.h"
 #include "kernels/x86/gemm_x86.h"
@@ -94,10 +96,11 @@ static ALWAYS_INLINE __m512 load_bias16(const float *b, int nr) {
  * accumulators then go to c[][] for the shared store (one copy of the epilogues rather
  * than one per R: 28 stores and reloads per tile and K block, against 2 x 14 x kc FMAs). */
 #define ACC_DECL(i) __m512 c##i##_0 = _mm512_setzero_ps(), c##i##_1 = _mm512_setzero_ps()
-#define ACC_FMA(i)                                                                      \
+#define ACC_FMA(i) ACC_FMA_AT(i, a + (i))
+#define ACC_FMA_AT(i, p)                                                                \
     do {                                                                                \
         if ((i) < R) {                                                                  \
-            const __m512 ai = _mm512_set1_ps(a[i]);                                     \
+            const __m512 ai = _mm512_set1_ps(*(p));                                     \
             c##i##_0 = _mm512_fmadd_ps(ai, b0, c##i##_0);                               \
             c##i##_1 = _mm512_fmadd_ps(ai, b1, c##i##_1);                               \
         }                                                                               \
@@ -125,18 +128,50 @@ static ALWAYS_INLINE void ukernel_rows(const int R, int kc, const float *restric
     ACC_OUT(7); ACC_OUT(8); ACC_OUT(9); ACC_OUT(10); ACC_OUT(11); ACC_OUT(12); ACC_OUT(13);
 }
 
-static void gt_ukernel(int kc, const float *restrict a, const float *restrict b, float *y,
-                       size_t ldy, int mr, int nr, const float *bias, int mode) {
-    _Alignas(64) float c[GT_MR][GT_NR];
-    /* Fetch the Y tile into L2 now so its misses overlap the FMAs (it is read or written
-     * after). Not into L1: Y's row stride is N floats, and at N = 1024, 3072, 4096 (12,
-     * 16 KiB) all 14 rows fall in the same two L1 sets, where 28 lines evict each other and
-     * the B micro-panel's; on Zen 4, 12 tiles x 64 B panels with Y in memory at a row
-     * stride of 3072 ran at 89-91 % of the peak with T0 and 94-95 % with T1. */
+/* The K loop of a full tile with its 14 rows of A read from X in place (row stride ld
+ * floats) rather than from a packed panel: the same FMAs in the same order as
+ * ukernel_rows(14). The rows are addressed from two pointers, x and x + 7 ld, plus 0, ld,
+ * 2 ld, 3 ld, 4 ld, 5 ld and 6 ld, so the loop keeps its 14 broadcasts in base + index
+ * addressing with no pointer per row. */
+static ALWAYS_INLINE void ukernel_rows_x(int kc, const float *restrict x, size_t ld,
+                                         const float *restrict b, float c[GT_MR][GT_NR]) {
+    ACC_DECL(0); ACC_DECL(1); ACC_DECL(2); ACC_DECL(3); ACC_DECL(4); ACC_DECL(5); ACC_DECL(6);
+    ACC_DECL(7); ACC_DECL(8); ACC_DECL(9); ACC_DECL(10); ACC_DECL(11); ACC_DECL(12); ACC_DECL(13);
+    const size_t l3 = 3 * ld, l5 = 5 * ld;
+    const float *x7 = x + 7 * ld;
+    enum { R = GT_MR };
+    for (int k = 0; k < kc; k++) {
+        const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+        ACC_FMA_AT(0, x); ACC_FMA_AT(1, x + ld); ACC_FMA_AT(2, x + 2 * ld); ACC_FMA_AT(3, x + l3);
+        ACC_FMA_AT(4, x + 4 * ld); ACC_FMA_AT(5, x + l5); ACC_FMA_AT(6, x + 2 * l3);
+        ACC_FMA_AT(7, x7); ACC_FMA_AT(8, x7 + ld); ACC_FMA_AT(9, x7 + 2 * ld); ACC_FMA_AT(10, x7 + l3);
+        ACC_FMA_AT(11, x7 + 4 * ld); ACC_FMA_AT(12, x7 + l5); ACC_FMA_AT(13, x7 + 2 * l3);
+        x++, x7++;
+        b += GT_NR;
+    }
+    ACC_OUT(0); ACC_OUT(1); ACC_OUT(2); ACC_OUT(3); ACC_OUT(4); ACC_OUT(5); ACC_OUT(6);
+    ACC_OUT(7); ACC_OUT(8); ACC_OUT(9); ACC_OUT(10); ACC_OUT(11); ACC_OUT(12); ACC_OUT(13);
+}
+
+/* Fetch the Y tile into L2 now so its misses overlap the FMAs (it is read or written
+ * after). Not into L1: Y's row stride is N floats, and at N = 1024, 3072, 4096 (12,
+ * 16 KiB) all 14 rows fall in the same two L1 sets, where 28 lines evict each other and
+ * the B micro-panel's; on Zen 4, 12 tiles x 64 B panels with Y in memory at a row
+ * stride of 3072 ran at 89-91 % of the peak with T0 and 94-95 % with T1. */
+static ALWAYS_INLINE void prefetch_y(const float *y, size_t ldy, int mr, int nr) {
     for (int i = 0; i < mr; i++) {
         _mm_prefetch((const char *)(y + (size_t)i * ldy), _MM_HINT_T1);
         _mm_prefetch((const char *)(y + (size_t)i * ldy + nr - 1), _MM_HINT_T1);
     }
+}
+
+static void tile_out(float c[GT_MR][GT_NR], float *y, size_t ldy, int mr, int nr,
+                     const float *bias, int mode);
+
+static void gt_ukernel(int kc, const float *restrict a, const float *restrict b, float *y,
+                       size_t ldy, int mr, int nr, const float *bias, int mode) {
+    _Alignas(64) float c[GT_MR][GT_NR];
+    prefetch_y(y, ldy, mr, nr);
     /* rows rounded up to even: 7 copies of the loop, at most one row of padding */
     switch ((mr + 1) / 2) {
     case 1: ukernel_rows(2, kc, a, b, c); break;
@@ -147,6 +182,20 @@ static void gt_ukernel(int kc, const float *restrict a, const float *restrict b,
     case 6: ukernel_rows(12, kc, a, b, c); break;
     default: ukernel_rows(14, kc, a, b, c); break;
     }
+    tile_out(c, y, ldy, mr, nr, bias, mode);
+}
+
+static void gt_ukernel_x(int kc, const float *x, size_t ldx, const float *b, float *y, size_t ldy,
+                         int nr, const float *bias, int mode) {
+    _Alignas(64) float c[GT_MR][GT_NR];
+    prefetch_y(y, ldy, GT_MR, nr);
+    ukernel_rows_x(kc, x, ldx, b, c);
+    tile_out(c, y, ldy, GT_MR, nr, bias, mode);
+}
+
+/* The accumulators c of an mr x nr tile -> Y, with the epilogue of `mode`. */
+static void tile_out(float c[GT_MR][GT_NR], float *y, size_t ldy, int mr, int nr,
+                     const float *bias, int mode) {
     __m512 bv0 = _mm512_setzero_ps(), bv1 = _mm512_setzero_ps();
     if ((mode & GT_LAST) && bias) {
         bv0 = load_bias16(bias, nr);
