@@ -4,7 +4,8 @@
  *
  *   large M: BLIS-style blocking (kernels/simd/gemm_tmpl.h). W is converted to f32 while
  *            it is packed (F16C vcvtph2ps, bf16 << 16, q8_0 d * int8: all exact, the
- *            same values as the reference), X is packed, and a 6 x 16 register tile
+ *            same values as the reference), X is packed (full 6-row tiles are read
+ *            in place where X's row stride allows: GT_UKERNEL_X), and a 6 x 16 register tile
  *            (12 ymm accumulators, 2 loads + 6 broadcasts per 12 FMAs) does the work;
  *            the epilogue (bias, erf-GELU, residual add) is fused into its store.
  *   small M (M <= GT_SMALL_M, e.g. the attentive-pool query or a short predictor): no
@@ -42,6 +43,7 @@
 #define GT_MC 144
 #define GT_NC 1536
 #define GT_SMALL_M 64
+#define GT_UKERNEL_X 1   /* full tiles read X in place (gt_ukernel_x below) */
 
 #include "kernels/simd/gemm_tmpl.h"
 #include "kernels/x86/gemm_x86.h"
@@ -66,8 +68,12 @@ static ALWAYS_INLINE void store8(float *y, __m256 acc, __m256 bv, int nr, int mo
 
 /* ---- the microkernel: 6 x 16 ------------------------------------------------------- */
 
-static void gt_ukernel(int kc, const float *restrict a, const float *restrict b, float *y,
-                       size_t ldy, int mr, int nr, const float *bias, int mode) {
+/* The tile's K loop and store; A's row i at step k is a[k * ka + i * ia]: a packed panel
+ * (ka = GT_MR, ia = 1, constants) or X read in place (ka = 1, ia = its row stride; full
+ * tiles only, gemm_tmpl.h's GT_UKERNEL_X). The same FMAs in the same order either way. */
+static ALWAYS_INLINE void ukernel_6x16(int kc, const float *restrict a, size_t ka, size_t ia,
+                                       const float *restrict b, float *y, size_t ldy, int mr,
+                                       int nr, const float *bias, int mode) {
     __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
     __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
     __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -80,28 +86,29 @@ static void gt_ukernel(int kc, const float *restrict a, const float *restrict b,
         _mm_prefetch((const char *)(y + (size_t)i * ldy), _MM_HINT_T0);
         _mm_prefetch((const char *)(y + (size_t)i * ldy + nr - 1), _MM_HINT_T0);
     }
+    const size_t i3 = 3 * ia, i5 = 5 * ia;
     for (int k = 0; k < kc; k++) {
         const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
         __m256 ai;
-        ai = _mm256_broadcast_ss(a + 0);
+        ai = _mm256_broadcast_ss(a);
         c00 = _mm256_fmadd_ps(ai, b0, c00);
         c01 = _mm256_fmadd_ps(ai, b1, c01);
-        ai = _mm256_broadcast_ss(a + 1);
+        ai = _mm256_broadcast_ss(a + ia);
         c10 = _mm256_fmadd_ps(ai, b0, c10);
         c11 = _mm256_fmadd_ps(ai, b1, c11);
-        ai = _mm256_broadcast_ss(a + 2);
+        ai = _mm256_broadcast_ss(a + 2 * ia);
         c20 = _mm256_fmadd_ps(ai, b0, c20);
         c21 = _mm256_fmadd_ps(ai, b1, c21);
-        ai = _mm256_broadcast_ss(a + 3);
+        ai = _mm256_broadcast_ss(a + i3);
         c30 = _mm256_fmadd_ps(ai, b0, c30);
         c31 = _mm256_fmadd_ps(ai, b1, c31);
-        ai = _mm256_broadcast_ss(a + 4);
+        ai = _mm256_broadcast_ss(a + 4 * ia);
         c40 = _mm256_fmadd_ps(ai, b0, c40);
         c41 = _mm256_fmadd_ps(ai, b1, c41);
-        ai = _mm256_broadcast_ss(a + 5);
+        ai = _mm256_broadcast_ss(a + i5);
         c50 = _mm256_fmadd_ps(ai, b0, c50);
         c51 = _mm256_fmadd_ps(ai, b1, c51);
-        a += GT_MR;
+        a += ka;
         b += GT_NR;
     }
     __m256 bv0 = _mm256_setzero_ps(), bv1 = _mm256_setzero_ps();
@@ -124,6 +131,16 @@ static void gt_ukernel(int kc, const float *restrict a, const float *restrict b,
         store8(yi, acc[i][0], bv0, nr, mode);
         if (nr > 8) store8(yi + 8, acc[i][1], bv1, nr - 8, mode);
     }
+}
+
+static void gt_ukernel(int kc, const float *restrict a, const float *restrict b, float *y,
+                       size_t ldy, int mr, int nr, const float *bias, int mode) {
+    ukernel_6x16(kc, a, GT_MR, 1, b, y, ldy, mr, nr, bias, mode);
+}
+
+static void gt_ukernel_x(int kc, const float *x, size_t ldx, const float *b, float *y, size_t ldy,
+                         int nr, const float *bias, int mode) {
+    ukernel_6x16(kc, x, 1, ldx, b, y, ldy, GT_MR, nr, bias, mode);
 }
 
 GEMM_X86_SLOTS(avx2)
