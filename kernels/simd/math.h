@@ -108,10 +108,13 @@ static OPS_ALWAYS vf vf_silu(vf x) { return vd_join_ps(vd_silu(vf_lo_pd(x)), vd_
 /* ---- erf-GELU, the matmul's JK_EPI_GELU epilogue: 0.5 x (1 + erf(x / sqrt 2)), float ----
  * One branch-free formula on |x| <= 13 (z = |x|/sqrt 2 <= 9.2):
  *   erfc(z) = t exp(-z^2 + g(t)),  t = 1 / (1 + z/2)
- *   h       = 0.5 x erfc(|z|)                          (x clamped to [-13, 13])
+ *   h       = 0.5 x erfc(|z|)                          (|x| clamped to 13 inside erfc)
  *   gelu(x) = x < 0 ? h : x - h                         (no cancellation on either side:
  *                                                        x - h >= x/2 for x >= 0)
- * and h = 0 for |x| > 13, where |gelu(x) - max(x, 0)| < 1e-37.
+ * and h = 0 for |x| > 13, where |gelu(x) - max(x, 0)| < 1e-37 (the select that makes it 0
+ * also drops whatever x times the clamped erfc gave there, inf x included, so x itself is
+ * not clamped: over all 2^32 floats, AVX-512, the same bits as with x clamped to [-13, 13]
+ * too, two operations fewer: 9.4-9.6 -> 9.2-9.3 ns per vector, 3 runs alternated).
  * g is a degree-10 polynomial in u = t - GT_ERFC_C, fitted here as a Chebyshev
  * interpolant (mpmath.chebyfit, 40 digits) of g(t) = log(erfc(z)/t) + z^2 on
  * t in [1/(1 + 13/sqrt 8), 1]; fit error 7.3e-9 in g (an absolute error in g is a
@@ -173,9 +176,8 @@ static OPS_ALWAYS void vf_gelu_n(vf *x, const int n) {
     for (int j = 0; j < n; j++) {
         ax0[j] = vf_abs(x[j]);
         const vf ax = vf_min(ax0[j], xmax);                  /* NaN -> 13 on x86, kept finite */
-        const vf xc = vf_max(vf_min(x[j], xmax), vf_set1(-GT_GELU_XMAX)); /* x clamped to [-13, 13] */
         th[j] = vf_div(vf_set1(0.5f), vf_fma(ax, vf_set1(GT_SQRT1_8), vf_set1(1.0f)));   /* t / 2 */
-        xt[j] = vf_mul(xc, th[j]);
+        xt[j] = vf_mul(x[j], th[j]);
         /* -x^2/2 = ahi + alo: hx = -x/2 exactly, ahi = x hx rounded, alo its FMA residue */
         const vf hx = vf_mul(ax, vf_set1(-0.5f));
         ahi[j] = vf_mul(ax, hx);
