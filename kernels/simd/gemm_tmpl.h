@@ -158,7 +158,7 @@ static void gt_pack_a(float *p, const float *x, size_t ldx, int mc, int kc);
  * fall into one set of a 4 KiB-aliased L1 (Zen 4: 32 KiB, 8 ways, 64 sets of 64 B) and
  * evict each other: a standalone 14 x 32 loop over 252 x N x K, Zen 4, ran at 67 % of the
  * peak in place against 84-88 % packed at K = 1024, 57-78 % against 87-97 % at K = 3072 and
- * 5120, and as fast or faster in place at K = 192, 384, 768, 1280 and 1536 (two sets).
+ * 5120, and about as fast or faster in place at K = 192, 384, 768, 1280 and 1536 (two sets).
  * docs/performance.md has the forward's figures. */
 #ifndef GT_UKERNEL_X
 #define GT_UKERNEL_X 0
