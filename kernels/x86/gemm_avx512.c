@@ -7,8 +7,9 @@
  * edge tiles: gemm_x86.h), with a 14 x 32 register tile: 28 zmm accumulators,
  * 2 B vectors and 1 broadcast of the 32 zmm registers; per k 2 loads + 14 broadcasts
  * feed 28 FMAs. Full tiles of 14 rows broadcast from X in place where its row stride
- * allows (gt_ukernel_x; gemm_tmpl.h, GT_UKERNEL_X), other tiles from packed panels. Full tiles store with 512-bit loads/stores and a 512-bit erf-GELU;
- * partial tiles go through 256-bit halves and AVX2 masked loads/stores.
+ * allows (gt_ukernel_x; gemm_tmpl.h, GT_UKERNEL_X), other tiles from packed panels. Full
+ * tiles store with 512-bit loads/stores and a 512-bit erf-GELU; partial tiles go through
+ * 256-bit halves and AVX2 masked loads/stores.
  *
  * Only intrinsics SIMDe 0.7.4 implements are used (no _mm512_cvtph_ps, no masked
  * loads/stores, no _mm512_reduce_*), so tests/checkasm builds this file once more
@@ -92,12 +93,17 @@ static ALWAYS_INLINE __m512 load_bias16(const float *b, int nr) {
 
 /* The K loop for the first R rows of the tile (R a constant at each call below, so the
  * rows past it vanish): per k 2 B loads, R broadcasts, 2R FMAs. A tile of fewer than 14
- * rows (the last of M) costs its rows, not 14: 197 tokens are 14 tiles + 1 row. The
- * accumulators then go to c[][] for the shared store (one copy of the epilogues rather
- * than one per R: 28 stores and reloads per tile and K block, against 2 x 14 x kc FMAs). */
+ * rows (the last of M) costs its rows, not 14: 197 tokens are 14 tiles + 1 row. A's row i
+ * at step k is a[k * ka + i * ia]: a packed panel (ka = GT_MR, ia = 1, constants) or X
+ * read in place (ka = 1, ia = its row stride; full tiles only, gemm_tmpl.h's
+ * GT_UKERNEL_X); the same FMAs in the same order either way. The rows are addressed from
+ * two pointers, a and a + 7 ia, plus 0, ia, 2 ia, 3 ia, 4 ia, 5 ia and 6 ia, so that in
+ * place the loop keeps its 14 broadcasts in base + index addressing with no pointer per
+ * row. The accumulators then go to c[][] for the shared store (one copy of the epilogues
+ * rather than one per R: 28 stores and reloads per tile and K block, against 2 x 14 x kc
+ * FMAs). */
 #define ACC_DECL(i) __m512 c##i##_0 = _mm512_setzero_ps(), c##i##_1 = _mm512_setzero_ps()
-#define ACC_FMA(i) ACC_FMA_AT(i, a + (i))
-#define ACC_FMA_AT(i, p)                                                                \
+#define ACC_FMA(i, p)                                                                   \
     do {                                                                                \
         if ((i) < R) {                                                                  \
             const __m512 ai = _mm512_set1_ps(*(p));                                     \
@@ -113,40 +119,19 @@ static ALWAYS_INLINE __m512 load_bias16(const float *b, int nr) {
         }                                                                               \
     } while (0)
 
-static ALWAYS_INLINE void ukernel_rows(const int R, int kc, const float *restrict a,
-                                       const float *restrict b, float c[GT_MR][GT_NR]) {
+static ALWAYS_INLINE void ukernel_rows(const int R, int kc, const float *restrict a, size_t ka,
+                                       size_t ia, const float *restrict b, float c[GT_MR][GT_NR]) {
     ACC_DECL(0); ACC_DECL(1); ACC_DECL(2); ACC_DECL(3); ACC_DECL(4); ACC_DECL(5); ACC_DECL(6);
     ACC_DECL(7); ACC_DECL(8); ACC_DECL(9); ACC_DECL(10); ACC_DECL(11); ACC_DECL(12); ACC_DECL(13);
+    const size_t i3 = 3 * ia, i5 = 5 * ia;
+    const float *a7 = a + 7 * ia;
     for (int k = 0; k < kc; k++) {
         const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-        ACC_FMA(0); ACC_FMA(1); ACC_FMA(2); ACC_FMA(3); ACC_FMA(4); ACC_FMA(5); ACC_FMA(6);
-        ACC_FMA(7); ACC_FMA(8); ACC_FMA(9); ACC_FMA(10); ACC_FMA(11); ACC_FMA(12); ACC_FMA(13);
-        a += GT_MR;
-        b += GT_NR;
-    }
-    ACC_OUT(0); ACC_OUT(1); ACC_OUT(2); ACC_OUT(3); ACC_OUT(4); ACC_OUT(5); ACC_OUT(6);
-    ACC_OUT(7); ACC_OUT(8); ACC_OUT(9); ACC_OUT(10); ACC_OUT(11); ACC_OUT(12); ACC_OUT(13);
-}
-
-/* The K loop of a full tile with its 14 rows of A read from X in place (row stride ld
- * floats) rather than from a packed panel: the same FMAs in the same order as
- * ukernel_rows(14). The rows are addressed from two pointers, x and x + 7 ld, plus 0, ld,
- * 2 ld, 3 ld, 4 ld, 5 ld and 6 ld, so the loop keeps its 14 broadcasts in base + index
- * addressing with no pointer per row. */
-static ALWAYS_INLINE void ukernel_rows_x(int kc, const float *restrict x, size_t ld,
-                                         const float *restrict b, float c[GT_MR][GT_NR]) {
-    ACC_DECL(0); ACC_DECL(1); ACC_DECL(2); ACC_DECL(3); ACC_DECL(4); ACC_DECL(5); ACC_DECL(6);
-    ACC_DECL(7); ACC_DECL(8); ACC_DECL(9); ACC_DECL(10); ACC_DECL(11); ACC_DECL(12); ACC_DECL(13);
-    const size_t l3 = 3 * ld, l5 = 5 * ld;
-    const float *x7 = x + 7 * ld;
-    enum { R = GT_MR };
-    for (int k = 0; k < kc; k++) {
-        const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-        ACC_FMA_AT(0, x); ACC_FMA_AT(1, x + ld); ACC_FMA_AT(2, x + 2 * ld); ACC_FMA_AT(3, x + l3);
-        ACC_FMA_AT(4, x + 4 * ld); ACC_FMA_AT(5, x + l5); ACC_FMA_AT(6, x + 2 * l3);
-        ACC_FMA_AT(7, x7); ACC_FMA_AT(8, x7 + ld); ACC_FMA_AT(9, x7 + 2 * ld); ACC_FMA_AT(10, x7 + l3);
-        ACC_FMA_AT(11, x7 + 4 * ld); ACC_FMA_AT(12, x7 + l5); ACC_FMA_AT(13, x7 + 2 * l3);
-        x++, x7++;
+        ACC_FMA(0, a); ACC_FMA(1, a + ia); ACC_FMA(2, a + 2 * ia); ACC_FMA(3, a + i3);
+        ACC_FMA(4, a + 4 * ia); ACC_FMA(5, a + i5); ACC_FMA(6, a + 2 * i3);
+        ACC_FMA(7, a7); ACC_FMA(8, a7 + ia); ACC_FMA(9, a7 + 2 * ia); ACC_FMA(10, a7 + i3);
+        ACC_FMA(11, a7 + 4 * ia); ACC_FMA(12, a7 + i5); ACC_FMA(13, a7 + 2 * i3);
+        a += ka, a7 += ka;
         b += GT_NR;
     }
     ACC_OUT(0); ACC_OUT(1); ACC_OUT(2); ACC_OUT(3); ACC_OUT(4); ACC_OUT(5); ACC_OUT(6);
@@ -163,34 +148,6 @@ static ALWAYS_INLINE void prefetch_y(const float *y, size_t ldy, int mr, int nr)
         _mm_prefetch((const char *)(y + (size_t)i * ldy), _MM_HINT_T1);
         _mm_prefetch((const char *)(y + (size_t)i * ldy + nr - 1), _MM_HINT_T1);
     }
-}
-
-static void tile_out(float c[GT_MR][GT_NR], float *y, size_t ldy, int mr, int nr,
-                     const float *bias, int mode);
-
-static void gt_ukernel(int kc, const float *restrict a, const float *restrict b, float *y,
-                       size_t ldy, int mr, int nr, const float *bias, int mode) {
-    _Alignas(64) float c[GT_MR][GT_NR];
-    prefetch_y(y, ldy, mr, nr);
-    /* rows rounded up to even: 7 copies of the loop, at most one row of padding */
-    switch ((mr + 1) / 2) {
-    case 1: ukernel_rows(2, kc, a, b, c); break;
-    case 2: ukernel_rows(4, kc, a, b, c); break;
-    case 3: ukernel_rows(6, kc, a, b, c); break;
-    case 4: ukernel_rows(8, kc, a, b, c); break;
-    case 5: ukernel_rows(10, kc, a, b, c); break;
-    case 6: ukernel_rows(12, kc, a, b, c); break;
-    default: ukernel_rows(14, kc, a, b, c); break;
-    }
-    tile_out(c, y, ldy, mr, nr, bias, mode);
-}
-
-static void gt_ukernel_x(int kc, const float *x, size_t ldx, const float *b, float *y, size_t ldy,
-                         int nr, const float *bias, int mode) {
-    _Alignas(64) float c[GT_MR][GT_NR];
-    prefetch_y(y, ldy, GT_MR, nr);
-    ukernel_rows_x(kc, x, ldx, b, c);
-    tile_out(c, y, ldy, GT_MR, nr, bias, mode);
 }
 
 /* The accumulators c of an mr x nr tile -> Y, with the epilogue of `mode`. */
@@ -211,6 +168,31 @@ static void tile_out(float c[GT_MR][GT_NR], float *y, size_t ldy, int mr, int nr
         store16(y + (size_t)i * ldy, _mm512_load_ps(c[i]), bv0, nr, mode);
         if (nr > 16) store16(y + (size_t)i * ldy + 16, _mm512_load_ps(c[i] + 16), bv1, nr - 16, mode);
     }
+}
+
+static void gt_ukernel(int kc, const float *restrict a, const float *restrict b, float *y,
+                       size_t ldy, int mr, int nr, const float *bias, int mode) {
+    _Alignas(64) float c[GT_MR][GT_NR];
+    prefetch_y(y, ldy, mr, nr);
+    /* rows rounded up to even: 7 copies of the loop, at most one row of padding */
+    switch ((mr + 1) / 2) {
+    case 1: ukernel_rows(2, kc, a, GT_MR, 1, b, c); break;
+    case 2: ukernel_rows(4, kc, a, GT_MR, 1, b, c); break;
+    case 3: ukernel_rows(6, kc, a, GT_MR, 1, b, c); break;
+    case 4: ukernel_rows(8, kc, a, GT_MR, 1, b, c); break;
+    case 5: ukernel_rows(10, kc, a, GT_MR, 1, b, c); break;
+    case 6: ukernel_rows(12, kc, a, GT_MR, 1, b, c); break;
+    default: ukernel_rows(14, kc, a, GT_MR, 1, b, c); break;
+    }
+    tile_out(c, y, ldy, mr, nr, bias, mode);
+}
+
+static void gt_ukernel_x(int kc, const float *x, size_t ldx, const float *b, float *y, size_t ldy,
+                         int nr, const float *bias, int mode) {
+    _Alignas(64) float c[GT_MR][GT_NR];
+    prefetch_y(y, ldy, GT_MR, nr);
+    ukernel_rows(GT_MR, kc, x, 1, ldx, b, c);
+    tile_out(c, y, ldy, GT_MR, nr, bias, mode);
 }
 
 GEMM_X86_SLOTS(avx512)
