@@ -514,12 +514,15 @@ static void check_rope_tables(void) {
     for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
         for (int layout = 0; layout < 2; layout++)
             for (int th = 0; th < 2; th++) {
-                const int hd = hds[hi], n = 40, d = 2 * ((hd / 3) / 2);
-                struct rope_pos pos[40];
+                /* values repeat within and across axes (the tables copy a segment
+                 * already computed for the same value), and w takes more distinct values
+                 * than the memo has slots (collisions recompute) */
+                const int hd = hds[hi], n = 600, d = 2 * ((hd / 3) / 2);
+                static struct rope_pos pos[600];
                 for (int i = 0; i < n; i++) {
                     pos[i].t = (float)(i % 4);
                     pos[i].h = (float)(i % 7) * 15.0f / 23.0f;     /* fractional (2.1 interpolation) */
-                    pos[i].w = (float)(i * 3 % 29);
+                    pos[i].w = i < 40 ? (float)(i * 3 % 29) : (float)(i * 7 % 593) * 0.5f;
                     pos[i].identity = i % 9 == 0;
                     pos[i].depth_only = i % 5 == 2;   /* V-JEPA 2-AC's action / state tokens */
                 }

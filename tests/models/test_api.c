@@ -177,6 +177,12 @@ int main(int argc, char **argv) {
         st = jepa_ctx_embed(c, xnan, 4, 64, 64, NULL, &o2);
         CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "element 1000 is NaN"), "a NaN input refused: %s",
               jepa_ctx_error(c));
+        /* the check reads blocks of 1024 (models/vit.c): the last element of the last block */
+        xnan[1000] = 0.5f;
+        xnan[3 * 4 * 64 * 64 - 1] = -INFINITY;
+        st = jepa_ctx_embed(c, xnan, 4, 64, 64, NULL, &o2);
+        CHECK(st == JEPA_ERR_ARG && strstr(jepa_ctx_error(c), "element 49151 is infinite"),
+              "an infinite last input element refused: %s", jepa_ctx_error(c));
         free(xnan);
     }
     float tok_inf[128];
