@@ -6,8 +6,9 @@
  * over the keys j visible to i (q_pos[i] >= k_pos[j] when both arrays are given), a zero
  * row when none is. Two kernels:
  *
- *  attn_mma<HD>   flash attention on the tensor cores, HD = 32, 64, 80, 96, 128. A block
- *                 is 4 warps x 16 query rows (64 queries) of one head. Q, multiplied by
+ *  attn_mma<HD, W>  flash attention on the tensor cores, HD = 32, 64, 80, 96, 128. A
+ *                 block is W warps x 16 query rows of one head: W = 8 (128 queries) when
+ *                 that grid gives every SM a block, else 4 (64). Q, multiplied by
  *                 scale * log2(e), lives in registers as f16 A fragments; the keys are
  *                 walked in tiles of 64, converted from f32 to f16 while being staged in
  *                 shared memory (K row-major, V transposed, both laid out so that each
@@ -35,6 +36,7 @@
  * over the visible keys, V = max |v| over them): |o - o_ref| <~ V (2^-9 E + 2^-10), see
  * tests/cuda/test_cuda_attn.c for the full bound.
  */
+#include <atomic>
 #include <math.h>
 
 #include "kernels/cuda/internal.cuh"
@@ -74,10 +76,7 @@ __device__ __forceinline__ void bfrag_put(bfrag *row, int pair, uint32_t w) {
     *(pair % 8 < 4 ? &d.r0 : &d.r1) = w;   /* a select of the address, one store */
 }
 
-constexpr int MMA_WARPS = 4;
-constexpr int MMA_THREADS = 32 * MMA_WARPS;
-constexpr int MMA_BQ = 16 * MMA_WARPS;   /* queries per block */
-constexpr int MMA_BK = 64;               /* keys per tile */
+constexpr int MMA_BK = 64;   /* keys per tile */
 
 /* min and max over the 32 lanes of a warp (every lane ends with both). */
 __device__ __forceinline__ void warp_minmax(int &lo, int &hi) {
@@ -88,11 +87,22 @@ __device__ __forceinline__ void warp_minmax(int &lo, int &hi) {
     }
 }
 
-template <int HD>
-__global__ void JKC_LAUNCH_BOUNDS(MMA_THREADS) attn_mma(const attn_params p) {
+/* W warps of 16 query rows: 4 (64 queries a block) or 8 (128; each staged key tile
+ * then serves twice the queries, chosen when the grid still fills the GPU). */
+template <int HD, int W>
+__global__ void JKC_LAUNCH_BOUNDS(32 * W) attn_mma(const attn_params p) {
     static_assert(HD % 16 == 0 && HD <= 128, "head_dim: a multiple of 16 up to 128");
+    static_assert(W == 4 || W == 8, "4 or 8 warps a block");
+    constexpr int MMA_THREADS = 32 * W;
+    constexpr int MMA_BQ = 16 * W;    /* queries per block */
     constexpr int NC = HD / 16;       /* k-steps of Q K^T, 16 dims each */
     constexpr int NO = HD / 8;        /* n-tiles of O, 8 dims each */
+    /* f16 pairs of K (and of V) per key tile, and each thread's share, moved in
+     * batches of NB whose loads are all issued before any store */
+    constexpr int PAIRS = MMA_BK * HD / 2, PER_THREAD = PAIRS / MMA_THREADS;
+    constexpr int NB = PER_THREAD % 4 == 0 ? 4 : 2;
+    static_assert(PER_THREAD * MMA_THREADS == PAIRS && PER_THREAD % NB == 0,
+                  "the tile's pairs divide evenly among the threads");
     /* Row strides in bfrag slots (8 bytes), both 4 mod 8: a half-warp's fragment loads
      * read slot row * stride + 4c + t of rows g = 0..3 (or 4..7), t = 0..3, which then
      * cover 32 distinct banks. */
@@ -172,13 +182,14 @@ __global__ void JKC_LAUNCH_BOUNDS(MMA_THREADS) attn_mma(const attn_params p) {
          * pairs of consecutive keys at one dim (a warp covers 8 dims x 4 key pairs:
          * 32-byte global segments, at the price of 2-way bank conflicts on these
          * stores; the fragment loads, 4x as many, have none). Keys past nkv are zero,
-         * never garbage: their weight is 0, but 0 * NaN is NaN. Each thread moves HD/4
-         * pairs of each, in batches of 4 whose 16 loads are issued before any store. */
-        for (int it0 = 0; it0 < HD / 4; it0 += 4) {
-            float kx[4][2], vx[4][2];
+         * never garbage: their weight is 0, but 0 * NaN is NaN. Each thread moves
+         * PER_THREAD pairs of each, in batches of NB. The pair a thread moves depends
+         * on idx alone, whatever the block size. */
+        for (int it0 = 0; it0 < PER_THREAD; it0 += NB) {
+            float kx[NB][2], vx[NB][2];
             JKC_UNROLL
-            for (int b = 0; b < 4; b++) {
-                const int idx = (it0 + b) * MMA_THREADS + tid;   /* < 64 HD/2 = 32 HD */
+            for (int b = 0; b < NB; b++) {
+                const int idx = (it0 + b) * MMA_THREADS + tid;   /* < PAIRS = 32 HD */
                 const int key = k0 + idx / (HD / 2), pr = idx % (HD / 2);
                 kx[b][0] = kx[b][1] = 0.0f;
                 if (key < p.nkv) {
@@ -192,7 +203,7 @@ __global__ void JKC_LAUNCH_BOUNDS(MMA_THREADS) attn_mma(const attn_params p) {
                 vx[b][1] = j + 1 < p.nkv ? vh[(size_t)(j + 1) * p.ldv + e] : 0.0f;
             }
             JKC_UNROLL
-            for (int b = 0; b < 4; b++) {
+            for (int b = 0; b < NB; b++) {
                 const int idx = (it0 + b) * MMA_THREADS + tid;
                 bfrag_put(ks + idx / (HD / 2) * KS, idx % (HD / 2), pack_f16(kx[b][0], kx[b][1]));
                 const int sub = idx % 32, blk = idx / 32;
@@ -404,10 +415,23 @@ __global__ void JKC_LAUNCH_BOUNDS(32 * f32_max_warps<NPL>()) attn_f32(const attn
     }
 }
 
+/* Warps per block forced by the tests (0: by the grid, 4 or 8). */
+std::atomic<int> forced_warps{0};
+
+/* 8 warps (128 queries) a block when that grid still gives every SM a block: a staged
+ * key tile then serves twice the queries (the staging, f32 loads and f16 conversion,
+ * is a large share of the kernel's instructions); else 4, for short sequences. */
 template <int HD>
 void launch_mma(const attn_params &p, int n_head) {
-    const dim3 grid((unsigned)((p.nq + MMA_BQ - 1) / MMA_BQ), (unsigned)n_head);
-    JKC_LAUNCH(attn_mma<HD>, grid, dim3(MMA_THREADS), 0, jkc_stream(), p);
+    const long blocks8 = (long)((p.nq + 127) / 128) * n_head;
+    const int f = forced_warps.load(std::memory_order_relaxed);
+    if (f == 8 || (f == 0 && blocks8 >= jkc_sm_count())) {
+        const dim3 grid((unsigned)((p.nq + 127) / 128), (unsigned)n_head);
+        JKC_LAUNCH((attn_mma<HD, 8>), grid, dim3(256), 0, jkc_stream(), p);
+    } else {
+        const dim3 grid((unsigned)((p.nq + 63) / 64), (unsigned)n_head);
+        JKC_LAUNCH((attn_mma<HD, 4>), grid, dim3(128), 0, jkc_stream(), p);
+    }
     jkc_check_launch("attn (mma)");
 }
 
@@ -449,4 +473,11 @@ extern "C" void jkc_attn(const struct jk_attn_args *a) {
     else if (hd <= 128) launch_f32<4>(p, nh);
     else if (hd <= 256) launch_f32<8>(p, nh);
     else launch_f32<16>(p, nh);
+}
+
+/* Test hook: 0 = warps per block by the grid (the default), 4 or 8 = always that many
+ * in the tensor-core kernel, so tests/cuda/test_cuda_attn.c reaches both on small
+ * problems. Not part of any public header. */
+extern "C" void jkc_attn_force_warps(int warps) {
+    forced_warps.store(warps, std::memory_order_relaxed);
 }

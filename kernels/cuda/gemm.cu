@@ -483,22 +483,6 @@ __global__ void JKC_LAUNCH_BOUNDS(GEMV_WARPS * 32) gemv(GemmParams p) {
 
 /* ---- host side ---- */
 
-/* Streaming multiprocessors of the current device (cached per device ordinal). */
-int sm_count(void) {
-    static std::atomic<int> cache[64];
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) dev = 0;
-    if (dev >= 64) dev = 63;
-    int n = cache[dev].load(std::memory_order_relaxed);
-    if (n > 0) return n;
-    cudaDeviceProp prop;
-    n = cudaGetDeviceProperties(&prop, dev) == cudaSuccess && prop.multiProcessorCount > 0
-            ? prop.multiProcessorCount
-            : 132;
-    cache[dev].store(n, std::memory_order_relaxed);
-    return n;
-}
-
 /* Tile choice forced by the tests (0: automatic, 64 or 128). */
 std::atomic<int> forced_tile{0};
 
@@ -528,7 +512,7 @@ template <int MODE, int DT, bool VEC>
 void run_mma(const GemmParams &p, const char *what) {
     const long big = (long)((p.M + 127) / 128) * (long)((p.N + 127) / 128);
     const int f = forced_tile.load(std::memory_order_relaxed);
-    if (f == 128 || (f == 0 && big >= sm_count()))
+    if (f == 128 || (f == 0 && big >= jkc_sm_count()))
         launch_mma<MODE, DT, 128, 128, 2, 4, VEC>(p, what);
     else
         launch_mma<MODE, DT, 64, 64, 2, 2, VEC>(p, what);
@@ -575,6 +559,22 @@ void gemm(const struct jk_gemm_args *a, const char *what) {
 }
 
 } // namespace
+
+/* Streaming multiprocessors of the current device (cached per device ordinal). */
+int jkc_sm_count(void) {
+    static std::atomic<int> cache[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) dev = 0;
+    if (dev >= 64) dev = 63;
+    int n = cache[dev].load(std::memory_order_relaxed);
+    if (n > 0) return n;
+    cudaDeviceProp prop;
+    n = cudaGetDeviceProperties(&prop, dev) == cudaSuccess && prop.multiProcessorCount > 0
+            ? prop.multiProcessorCount
+            : 132;
+    cache[dev].store(n, std::memory_order_relaxed);
+    return n;
+}
 
 extern "C" {
 

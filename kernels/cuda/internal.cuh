@@ -31,6 +31,10 @@ cudaStream_t jkc_stream(void);
 /* Record cudaGetLastError() after a launch as the bound device's sticky error. */
 void jkc_check_launch(const char *what);
 
+/* Streaming multiprocessors of the current device (gemm.cu; cached per ordinal): the
+ * kernels that size their blocks by how well the grid fills the GPU ask it. */
+int jkc_sm_count(void);
+
 extern "C" {
 /* gemm.cu */
 jk_gemm_fn jkc_gemm_f32, jkc_gemm_f16, jkc_gemm_bf16;

@@ -39,7 +39,8 @@
  * case prints its worst element and the fraction of the tolerance it used.
  *
  * The routing (which kernel a case takes) is mirrored from attn.cu: nq >= 16 and
- * head_dim in {32, 64, 80, 96, 128} take the tensor cores.
+ * head_dim in {32, 64, 80, 96, 128} take the tensor cores. Those cases run twice, with
+ * blocks of 4 and of 8 warps (jkc_attn_force_warps; the kernel picks by the grid).
  *
  * Exit 0: passed, 1: failed, 77: no CUDA device (skipped). JEPA_SEED=... replays.
  */
@@ -69,6 +70,8 @@ struct tcase {
 };
 
 static struct jk_kernels kt, kref;
+
+void jkc_attn_force_warps(int warps);   /* kernels/cuda/attn.cu: a test hook */
 
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
@@ -341,7 +344,16 @@ int main(void) {
         /* the random fill of a fused case needs nkv == nq; a frame case needs fr >= 1 */
         if (cases[x].fused) cases[x].nkv = cases[x].nq;
         if (cases[x].mask == MASK_FRAMES && cases[x].fr < 1) cases[x].fr = 16;
-        run_case(&cases[x]);
+        if (mma_path(&cases[x])) {
+            for (int w = 4; w <= 8; w += 4) {
+                jkc_attn_force_warps(w);
+                printf("  (%d warps a block)\n", w);
+                run_case(&cases[x]);
+            }
+            jkc_attn_force_warps(0);
+        } else {
+            run_case(&cases[x]);
+        }
     }
     ct_close();
     return ca_finish("test_cuda_attn");
