@@ -27,7 +27,8 @@ def main():
     ours = load_jsonl(os.path.join(out, "bench_gpu.jsonl"))
     torch = load_jsonl(os.path.join(out, "torch.jsonl"))
     peak = next((r["tflops"] for r in torch if r["op"] == "peak"), None)
-    base = {(r["op"], r["dtype"], r.get("what"), r["M"]): r for r in torch}
+    # kernel baselines by (op, dtype, shape name, M); the end-to-end rows have no M
+    base = {(r["op"], r["dtype"], r.get("what"), r["M"]): r for r in torch if "M" in r}
 
     def pct(tf):
         return f"{100 * tf / peak:.0f} %" if peak else "-"
@@ -65,6 +66,7 @@ def main():
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     pat = re.compile(r"repeat (\d+): median ([0-9.]+) ms \(([0-9.]+) ms per clip, ([0-9.]+) tokens/s, "
                      r"([0-9.]+) GFLOP/s\)")
+    vitl_flops = None   # FLOPs of one ViT-L/16 256^2 16-frame clip, as jepa counts them
     for log in sorted(glob.glob(os.path.join(out, "e2e-*.log"))):
         m = pat.search(open(log).read())
         tag = os.path.basename(log)[4:-4]
@@ -73,12 +75,16 @@ def main():
             print(f"| {name} | {dtype} | {batch[1:]} | (no timing: see {os.path.basename(log)}) | | | | |")
             continue
         tf = float(m.group(5)) / 1e3
+        if name == "vitl256-clip16":
+            vitl_flops = tf * 1e12 * float(m.group(3)) / 1e3
         print(f"| {name} | {dtype} | {batch[1:]} | {float(m.group(2)):.2f} | {float(m.group(3)):.2f} | "
               f"{float(m.group(4)):.0f} | {tf:.1f} | {pct(tf)} |")
     for r in torch:
         if r["op"] == "e2e":
+            # the same model and clip as our vitl256-clip16 rows: the same FLOPs per clip
+            tf = vitl_flops / (r["ms_per_clip"] / 1e3) / 1e12 if vitl_flops and "ViT-L" in r["what"] else None
             print(f"| PyTorch {r['what']} | bf16 | {r['batch']} | {r['ms']:.2f} | {r['ms_per_clip']:.2f} | "
-                  f"{r['tokens_per_s']:.0f} | - | - |")
+                  f"{r['tokens_per_s']:.0f} | {f'{tf:.1f}' if tf else '-'} | {pct(tf) if tf else '-'} |")
 
     print("\n## Parity, GPU vs CPU on the same file and input (worst token cosine, max rel)\n")
     for log in sorted(glob.glob(os.path.join(out, "parity-*.log"))):
