@@ -163,6 +163,10 @@ static int bench_gpu_attn(const struct bench_opts *o, struct jk_device *d, const
             /* a fused [N, 3D] qkv buffer, as in the forward */
             float *qkv = dev_random(d, (size_t)N * 3 * D, JK_F32, 1.0f, &seed);
             float *out = d->alloc(d, sizeof(float) * (size_t)N * D);
+            /* the workspace the forward plans (the staged K and V), whatever the kernel
+             * then decides to use */
+            const size_t wsb = k->attn_ws(1, heads, hd, N);
+            void *ws = wsb ? d->alloc(d, wsb) : NULL;
             int32_t *pos = NULL, *hpos = malloc(sizeof(int32_t) * (size_t)N);
             int rc = 0;
             if (hpos && masked) {
@@ -170,7 +174,7 @@ static int bench_gpu_attn(const struct bench_opts *o, struct jk_device *d, const
                 pos = d->alloc(d, sizeof(int32_t) * (size_t)N);
                 if (pos && d->upload(d, pos, hpos, sizeof(int32_t) * (size_t)N)) rc = 1;
             }
-            if (!qkv || !out || !hpos || (masked && !pos) || rc) {
+            if (!qkv || !out || !hpos || (masked && !pos) || (wsb && !ws) || rc) {
                 fprintf(stderr, "jepa bench gpu: %s\n", hpos ? d->error(d) : "out of host memory");
                 rc = 1;
             } else {
@@ -178,7 +182,7 @@ static int bench_gpu_attn(const struct bench_opts *o, struct jk_device *d, const
                     .o = out, .ldo = (size_t)D, .q = qkv, .ldq = (size_t)3 * D, .k = qkv + D,
                     .ldk = (size_t)3 * D, .v = qkv + 2 * D, .ldv = (size_t)3 * D, .nq = N, .nkv = N,
                     .n_head = heads, .head_dim = hd, .scale = 1.0f / sqrtf((float)hd),
-                    .q_pos = pos, .k_pos = pos, .nthreads = 1, .ws = NULL,
+                    .q_pos = pos, .k_pos = pos, .nthreads = 1, .ws = ws,
                 };
                 /* block-causal work: frame f sees frames 0..f, i.e. (frames + 1) / (2 frames) */
                 const double frac = masked ? (frames + 1.0) / (2.0 * frames) : 1.0;
@@ -194,7 +198,7 @@ static int bench_gpu_attn(const struct bench_opts *o, struct jk_device *d, const
                     report(o, "attn", "f32", what, N, N, hd, sec, flops, d->name);
                 }
             }
-            d->free(d, qkv), d->free(d, out), d->free(d, pos);
+            d->free(d, qkv), d->free(d, out), d->free(d, pos), d->free(d, ws);
             free(hpos);
             if (rc) return rc;
         }

@@ -310,7 +310,7 @@ static int attn_case(const struct bench_opts *o, const struct jk_kernels *k, dou
     const size_t n = (size_t)N * D;
     float *qkv = (float *)dev->alloc(dev, 3 * n * sizeof(float));
     float *out = (float *)dev->alloc(dev, n * sizeof(float));
-    void *ws = dev->alloc(dev, k->attn_ws(o->threads, hd, N));
+    void *ws = dev->alloc(dev, k->attn_ws(o->threads, heads, hd, N));
     int32_t *pos = frames > 0 ? (int32_t *)malloc((size_t)N * sizeof(int32_t)) : NULL;
     if (!qkv || !out || !ws || (frames > 0 && !pos)) {
         fprintf(stderr, "jepa bench: out of memory (attention N=%d)\n", N);

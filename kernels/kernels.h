@@ -111,8 +111,9 @@ struct jk_attn_args {
     float scale;
     const int32_t *q_pos, *k_pos;
     int nthreads;
-    void *ws;   /* attn_ws(n, head_dim, m) bytes with n >= nthreads and m >= nkv (it grows
-                 * with the key count where K and V are copied per head) */
+    void *ws;   /* attn_ws(n, h, head_dim, m) bytes with n >= nthreads, h >= n_head and
+                 * m >= nkv (it grows with the key count where K and V are copied: per
+                 * head on the CPU, every head's at once on the GPU) */
 };
 typedef void jk_attn_fn(const struct jk_attn_args *a);
 
@@ -172,10 +173,10 @@ typedef void jk_mean_rows_fn(float *y, const float *x, size_t ldx, int n, int d,
                                 int nthreads);
 
 /* Workspace bytes for nthreads threads: gemm for any of the gemm slots with rows of up
- * to K weights; attention for the given head_dim and up to nkv keys (more keys may need
- * more: plan with the largest call's). */
+ * to K weights; attention for up to n_head heads of the given head_dim and up to nkv
+ * keys (more heads or keys may need more: plan with the largest call's). */
 typedef size_t jk_gemm_ws_fn(int nthreads, int K);
-typedef size_t jk_attn_ws_fn(int nthreads, int head_dim, int nkv);
+typedef size_t jk_attn_ws_fn(int nthreads, int n_head, int head_dim, int nkv);
 
 /* The jk_*_fn above are function types, not pointers: a kernel file's header declares
  * its slots with them (`jk_unary_fn jk_silu_neon;`), so each signature is written once,

@@ -79,7 +79,7 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
         gin = plan_staged(&pl, sizeof(int32_t) * (size_t)R);     /* x row r <- src row */
         gout = plan_staged(&pl, sizeof(int32_t) * (size_t)BFN);  /* patch rows of x */
         rp = plan_host(&pl, sizeof(struct rope_pos) * (size_t)n);
-        ws = plan_dev(&pl, jm_vit_ws_bytes(c, n, hd, ks, (int)(sizeof ks / sizeof *ks)));
+        ws = plan_dev(&pl, jm_vit_ws_bytes(c, n, vit->n_head, hd, ks, (int)(sizeof ks / sizeof *ks)));
         if (!pass && (st = jm_ctx_reserve(c, &pl))) return st;
     }
     const float *tok = tokens, *act = actions, *sta = states;

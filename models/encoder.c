@@ -247,7 +247,7 @@ static jepa_status plan_buffers(struct jepa_ctx *c, struct enc_run *r, const flo
             if (r->want_hier) r->hier_d = plan_dev(&pl, sizeof(float) * (size_t)B * e->n_hier * n * d);
             if (r->want_emb) r->emb_d = plan_dev(&pl, sizeof(float) * (size_t)B * e->proj2.n_out);
         }
-        r->ws = plan_dev(&pl, jm_vit_ws_bytes(c, n, hd, ks, (int)(sizeof ks / sizeof *ks)));
+        r->ws = plan_dev(&pl, jm_vit_ws_bytes(c, n, vit->n_head, hd, ks, (int)(sizeof ks / sizeof *ks)));
         jepa_status st;
         /* a planned input must stay where it was written: the arenas may not move */
         if (!pass && x && r->input_here &&

@@ -41,8 +41,8 @@ jepa_status jm_head_forward(struct jepa_ctx *c, const float *tokens, int n, floa
      * to run (the caller's tokens are then read where they are) */
     const bool copy_in = !host || vit->n_layer > 0;
     const int ks[] = {D, vit->ffn, ffn};   /* K of every matmul: blocks, q/k/v/up/cls, down */
-    size_t wsb = jm_vit_ws_bytes(c, n, hdim, ks, 3);   /* + the blocks' own attention */
-    const size_t wsa = vit->n_layer ? jm_vit_ws_bytes(c, n, vit->head_dim, NULL, 0) : 0;
+    size_t wsb = jm_vit_ws_bytes(c, n, hd_->n_head, hdim, ks, 3);   /* + the blocks' own attention */
+    const size_t wsa = vit->n_layer ? jm_vit_ws_bytes(c, n, vit->n_head, vit->head_dim, NULL, 0) : 0;
     if (wsa > wsb) wsb = wsa;
     float *x = NULL, *h = NULL, *wide = NULL, *tmp = NULL, *q = NULL, *y = NULL, *yn = NULL;
     float *mid = NULL, *logits_d = NULL;

@@ -86,8 +86,8 @@ static void plan_lewm(struct plan *pl, const struct jepa_ctx *c, int B, int T, s
     b->tmp = plan_dev(pl, sizeof(float) * R * pd);
     *pos = plan_staged(pl, sizeof(int32_t) * (size_t)T);
     const int ks[] = {p->action_dim, p->action_embed0.n_out, v->d, (int)inner, v->ffn, p->proj0.n_out};
-    b->ws = plan_dev(pl, jm_vit_ws_bytes(c, T, v->head_dim, ks, (int)(sizeof ks / sizeof *ks)));
-    b->attn_ws1 = (c->k.attn_ws(1, v->head_dim, T) + 63) / 64 * 64;
+    b->ws = plan_dev(pl, jm_vit_ws_bytes(c, T, v->n_head, v->head_dim, ks, (int)(sizeof ks / sizeof *ks)));
+    b->attn_ws1 = (c->k.attn_ws(1, v->n_head, v->head_dim, T) + 63) / 64 * 64;
     b->attn_ws = c->dev->host_memory ? plan_dev(pl, b->attn_ws1 * (size_t)(c->nthreads > 0 ? c->nthreads : 1)) : NULL;
 }
 

@@ -90,7 +90,7 @@ jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
             pred_d = plan_dev(&pl, sizeof(float) * (size_t)ntg * pr->out_dim);
             if (ctx_out) ctx_d = plan_dev(&pl, sizeof(float) * (size_t)nc * pr->out_dim);
         }
-        ws = plan_dev(&pl, jm_vit_ws_bytes(c, n, hd, ks, 3));
+        ws = plan_dev(&pl, jm_vit_ws_bytes(c, n, vit->n_head, hd, ks, 3));
         jepa_status st;
         if (!pass && (st = jm_ctx_reserve(c, &pl))) return st;
     }

@@ -64,8 +64,8 @@ int jm_vit_wide_cols(const struct jm_vit *vit) {
     return vit->ffn > w ? vit->ffn : w;
 }
 
-size_t jm_vit_ws_bytes(const struct jepa_ctx *c, int n, int head_dim, const int *ks, int nk) {
-    size_t w = c->k.attn_ws(c->nthreads, head_dim, n);
+size_t jm_vit_ws_bytes(const struct jepa_ctx *c, int n, int n_head, int head_dim, const int *ks, int nk) {
+    size_t w = c->k.attn_ws(c->nthreads, n_head, head_dim, n);
     for (int i = 0; i < nk; i++) {
         size_t g = c->k.gemm_ws(c->nthreads, ks[i]);
         if (g > w) w = g;

@@ -43,6 +43,8 @@
 
 namespace {
 
+struct bfrag;
+
 /* Everything a kernel needs, passed by value. scale2 = scale * log2(e): the softmax is
  * computed in base 2 (exp2f) on scores already multiplied by it. */
 struct attn_params {
@@ -52,6 +54,7 @@ struct attn_params {
     const int32_t *qpos, *kpos;   /* both non-NULL, or both NULL (no mask) */
     int nq, nkv, hd;
     float scale2;
+    const struct bfrag *img;   /* K and V staged as f16 tiles (attn_stage), or NULL */
 };
 
 __host__ __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
@@ -71,6 +74,9 @@ __device__ __forceinline__ uint32_t pack_f16(float lo, float hi) {
 struct alignas(8) bfrag {
     uint32_t r0, r1;
 };
+struct alignas(16) U32x4 {   /* two bfrag slots: one 16-byte copy */
+    uint32_t v[4];
+};
 __device__ __forceinline__ void bfrag_put(bfrag *row, int pair, uint32_t w) {
     bfrag &d = row[pair / 8 * 4 + pair % 4];
     *(pair % 8 < 4 ? &d.r0 : &d.r1) = w;   /* a select of the address, one store */
@@ -87,9 +93,74 @@ __device__ __forceinline__ void warp_minmax(int &lo, int &hi) {
     }
 }
 
-/* W warps of 16 query rows: 4 (64 queries a block) or 8 (128; each staged key tile
- * then serves twice the queries, chosen when the grid still fills the GPU). */
-template <int HD, int W>
+/* Bytes of one staged tile: 64 keys of K as rows of HD/4 bfrag slots, then V^T as HD
+ * rows of 64/4 slots (the shared-memory layout of attn_mma without its row padding). */
+template <int HD>
+__host__ __device__ constexpr int tile_slots() { return MMA_BK * HD / 4 + HD * MMA_BK / 4; }
+
+/* The 64-key tile at k0 of one head (kh, vh: that head's columns of K and V) as f16:
+ * K into rows of ks (ks_stride slots apart), V^T into rows of vt (vt_stride apart), by
+ * NTHR threads (this one is tid). K goes as f16 pairs along the head dim; V transposed,
+ * as f16 pairs of consecutive keys at one dim (a warp covers 8 dims x 4 key pairs:
+ * 32-byte global segments, at the price of 2-way bank conflicts on shared stores; the
+ * fragment loads, 4x as many, have none). Keys past nkv are zero, never garbage: their
+ * weight is 0, but 0 * NaN is NaN. Each thread moves its share of pairs in batches of
+ * NB whose loads are all issued before any store; which pair a thread moves depends on
+ * idx alone, whatever NTHR. */
+template <int HD, int NTHR>
+__device__ __forceinline__ void stage_tile(bfrag *ks, int ks_stride, bfrag *vt, int vt_stride,
+                                           const float *kh, size_t ldk, const float *vh,
+                                           size_t ldv, int k0, int nkv, int tid) {
+    constexpr int PAIRS = MMA_BK * HD / 2, PER_THREAD = PAIRS / NTHR;
+    constexpr int NB = PER_THREAD % 4 == 0 ? 4 : 2;
+    static_assert(PER_THREAD * NTHR == PAIRS && PER_THREAD % NB == 0,
+                  "the tile's pairs divide evenly among the threads");
+    for (int it0 = 0; it0 < PER_THREAD; it0 += NB) {
+        float kx[NB][2], vx[NB][2];
+        JKC_UNROLL
+        for (int b = 0; b < NB; b++) {
+            const int idx = (it0 + b) * NTHR + tid;   /* < PAIRS = 32 HD */
+            const int key = k0 + idx / (HD / 2), pr = idx % (HD / 2);
+            kx[b][0] = kx[b][1] = 0.0f;
+            if (key < nkv) {
+                const float *s = kh + (size_t)key * ldk + 2 * pr;
+                kx[b][0] = s[0], kx[b][1] = s[1];
+            }
+            const int sub = idx % 32, blk = idx / 32;
+            const int e = blk % (HD / 8) * 8 + sub % 8;
+            const int j = k0 + 2 * (blk / (HD / 8) * 4 + sub / 8);
+            vx[b][0] = j < nkv ? vh[(size_t)j * ldv + e] : 0.0f;
+            vx[b][1] = j + 1 < nkv ? vh[(size_t)(j + 1) * ldv + e] : 0.0f;
+        }
+        JKC_UNROLL
+        for (int b = 0; b < NB; b++) {
+            const int idx = (it0 + b) * NTHR + tid;
+            bfrag_put(ks + idx / (HD / 2) * ks_stride, idx % (HD / 2), pack_f16(kx[b][0], kx[b][1]));
+            const int sub = idx % 32, blk = idx / 32;
+            const int e = blk % (HD / 8) * 8 + sub % 8;
+            bfrag_put(vt + e * vt_stride, blk / (HD / 8) * 4 + sub / 8, pack_f16(vx[b][0], vx[b][1]));
+        }
+    }
+}
+
+/* Every tile of every head staged once per call into p.img (grid: tiles x heads, 128
+ * threads), so that the query blocks of attn_mma<HD, W, true> copy f16 tiles instead
+ * of each converting them again. */
+constexpr int STAGE_THREADS = 128;
+
+template <int HD>
+__global__ void JKC_LAUNCH_BOUNDS(STAGE_THREADS) attn_stage(const attn_params p, bfrag *img) {
+    const int k0 = (int)blockIdx.x * MMA_BK;
+    const size_t hoff = (size_t)blockIdx.y * HD;
+    bfrag *ks = img + ((size_t)blockIdx.y * gridDim.x + blockIdx.x) * tile_slots<HD>();
+    stage_tile<HD, STAGE_THREADS>(ks, HD / 4, ks + MMA_BK * HD / 4, MMA_BK / 4, p.k + hoff, p.ldk,
+                                  p.v + hoff, p.ldv, k0, p.nkv, (int)threadIdx.x);
+}
+
+/* W warps of 16 query rows: 4 (64 queries a block) or 8 (128; each key tile then serves
+ * twice the queries, chosen when the grid still fills the GPU). STAGED: the tiles come
+ * from p.img (attn_stage), 16-byte copies; else each block converts them itself. */
+template <int HD, int W, bool STAGED>
 __global__ void JKC_LAUNCH_BOUNDS(32 * W) attn_mma(const attn_params p) {
     static_assert(HD % 16 == 0 && HD <= 128, "head_dim: a multiple of 16 up to 128");
     static_assert(W == 4 || W == 8, "4 or 8 warps a block");
@@ -97,19 +168,14 @@ __global__ void JKC_LAUNCH_BOUNDS(32 * W) attn_mma(const attn_params p) {
     constexpr int MMA_BQ = 16 * W;    /* queries per block */
     constexpr int NC = HD / 16;       /* k-steps of Q K^T, 16 dims each */
     constexpr int NO = HD / 8;        /* n-tiles of O, 8 dims each */
-    /* f16 pairs of K (and of V) per key tile, and each thread's share, moved in
-     * batches of NB whose loads are all issued before any store */
-    constexpr int PAIRS = MMA_BK * HD / 2, PER_THREAD = PAIRS / MMA_THREADS;
-    constexpr int NB = PER_THREAD % 4 == 0 ? 4 : 2;
-    static_assert(PER_THREAD * MMA_THREADS == PAIRS && PER_THREAD % NB == 0,
-                  "the tile's pairs divide evenly among the threads");
     /* Row strides in bfrag slots (8 bytes), both 4 mod 8: a half-warp's fragment loads
      * read slot row * stride + 4c + t of rows g = 0..3 (or 4..7), t = 0..3, which then
      * cover 32 distinct banks. */
     constexpr int KS = HD / 4 + (HD / 4 % 8 == 0 ? 4 : 0);   /* ks[key][dims]  */
     constexpr int VS = MMA_BK / 4 + 4;                        /* vt[dim][keys] (V^T) */
-    __shared__ bfrag ks[MMA_BK * KS];
-    __shared__ bfrag vt[HD * VS];
+    /* rows 16-byte aligned (KS and VS are even) for the staged tiles' 16-byte copies */
+    alignas(16) __shared__ bfrag ks[MMA_BK * KS];
+    alignas(16) __shared__ bfrag vt[HD * VS];
     __shared__ int32_t kps[MMA_BK];
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -178,38 +244,22 @@ __global__ void JKC_LAUNCH_BOUNDS(32 * W) attn_mma(const attn_params p) {
                 kps[tid] = k0 + tid < p.nkv ? p.kpos[k0 + tid] : 0;
         }
 
-        /* K tile -> ks as f16 pairs along the head dim; V tile -> vt transposed, as f16
-         * pairs of consecutive keys at one dim (a warp covers 8 dims x 4 key pairs:
-         * 32-byte global segments, at the price of 2-way bank conflicts on these
-         * stores; the fragment loads, 4x as many, have none). Keys past nkv are zero,
-         * never garbage: their weight is 0, but 0 * NaN is NaN. Each thread moves
-         * PER_THREAD pairs of each, in batches of NB. The pair a thread moves depends
-         * on idx alone, whatever the block size. */
-        for (int it0 = 0; it0 < PER_THREAD; it0 += NB) {
-            float kx[NB][2], vx[NB][2];
-            JKC_UNROLL
-            for (int b = 0; b < NB; b++) {
-                const int idx = (it0 + b) * MMA_THREADS + tid;   /* < PAIRS = 32 HD */
-                const int key = k0 + idx / (HD / 2), pr = idx % (HD / 2);
-                kx[b][0] = kx[b][1] = 0.0f;
-                if (key < p.nkv) {
-                    const float *s = kh + (size_t)key * p.ldk + 2 * pr;
-                    kx[b][0] = s[0], kx[b][1] = s[1];
-                }
-                const int sub = idx % 32, blk = idx / 32;
-                const int e = blk % (HD / 8) * 8 + sub % 8;
-                const int j = k0 + 2 * (blk / (HD / 8) * 4 + sub / 8);
-                vx[b][0] = j < p.nkv ? vh[(size_t)j * p.ldv + e] : 0.0f;
-                vx[b][1] = j + 1 < p.nkv ? vh[(size_t)(j + 1) * p.ldv + e] : 0.0f;
-            }
-            JKC_UNROLL
-            for (int b = 0; b < NB; b++) {
-                const int idx = (it0 + b) * MMA_THREADS + tid;
-                bfrag_put(ks + idx / (HD / 2) * KS, idx % (HD / 2), pack_f16(kx[b][0], kx[b][1]));
-                const int sub = idx % 32, blk = idx / 32;
-                const int e = blk % (HD / 8) * 8 + sub % 8;
-                bfrag_put(vt + e * VS, blk / (HD / 8) * 4 + sub / 8, pack_f16(vx[b][0], vx[b][1]));
-            }
+        if constexpr (STAGED) {
+            /* the tile's image (K rows of HD/4 slots, then V^T rows of 16), 16 bytes a
+             * thread at a time, into the padded rows */
+            const U32x4 *src = reinterpret_cast<const U32x4 *>(
+                p.img + ((size_t)blockIdx.y * ((p.nkv + MMA_BK - 1) / MMA_BK) + k0 / MMA_BK) *
+                            tile_slots<HD>());
+            constexpr int K4 = MMA_BK * HD / 8, V4 = HD * MMA_BK / 8;   /* 16-byte pieces */
+#pragma unroll 1
+            for (int c = tid; c < K4; c += MMA_THREADS)
+                *reinterpret_cast<U32x4 *>(ks + c / (HD / 8) * KS + 2 * (c % (HD / 8))) = src[c];
+#pragma unroll 1
+            for (int c = tid; c < V4; c += MMA_THREADS)
+                *reinterpret_cast<U32x4 *>(vt + c / (MMA_BK / 8) * VS + 2 * (c % (MMA_BK / 8))) =
+                    src[K4 + c];
+        } else {
+            stage_tile<HD, MMA_THREADS>(ks, KS, vt, VS, kh, p.ldk, vh, p.ldv, k0, p.nkv, tid);
         }
         __syncthreads();
 
@@ -417,22 +467,69 @@ __global__ void JKC_LAUNCH_BOUNDS(32 * f32_max_warps<NPL>()) attn_f32(const attn
 
 /* Warps per block forced by the tests (0: by the grid, 4 or 8). */
 std::atomic<int> forced_warps{0};
+/* Staging forced by the tests: 0 by the rule below, 1 whenever there is a workspace. */
+std::atomic<int> forced_staging{0};
 
 /* 8 warps (128 queries) a block when that grid still gives every SM a block: a staged
  * key tile then serves twice the queries (the staging, f32 loads and f16 conversion,
  * is a large share of the kernel's instructions); else 4, for short sequences. */
-template <int HD>
-void launch_mma(const attn_params &p, int n_head) {
+bool use_8_warps(const attn_params &p, int n_head) {
     const long blocks8 = (long)((p.nq + 127) / 128) * n_head;
     const int f = forced_warps.load(std::memory_order_relaxed);
-    if (f == 8 || (f == 0 && blocks8 >= jkc_sm_count())) {
+    return f == 8 || (f == 0 && blocks8 >= jkc_sm_count());
+}
+
+template <int HD, bool STAGED>
+void launch_mma_blocks(const attn_params &p, int n_head) {
+    if (use_8_warps(p, n_head)) {
         const dim3 grid((unsigned)((p.nq + 127) / 128), (unsigned)n_head);
-        JKC_LAUNCH((attn_mma<HD, 8>), grid, dim3(256), 0, jkc_stream(), p);
+        JKC_LAUNCH((attn_mma<HD, 8, STAGED>), grid, dim3(256), 0, jkc_stream(), p);
     } else {
         const dim3 grid((unsigned)((p.nq + 63) / 64), (unsigned)n_head);
-        JKC_LAUNCH((attn_mma<HD, 4>), grid, dim3(128), 0, jkc_stream(), p);
+        JKC_LAUNCH((attn_mma<HD, 4, STAGED>), grid, dim3(128), 0, jkc_stream(), p);
     }
     jkc_check_launch("attn (mma)");
+}
+
+/* With a workspace (p.img) and at least STAGE_MIN_BLOCKS query blocks per head, K and V
+ * are staged once (attn_stage) and the query blocks copy the tiles; otherwise every
+ * block converts them itself. Staging is one more pass over K and V and a launch: on an
+ * H200 it paid at 16 blocks a head (ViT-L, 2048 tokens: attention 3.75 -> 2.87 ms an
+ * encode, staging included) and cost at 9 (ViT-B, 576 tokens: 0.563 -> 0.589 ms). */
+constexpr int STAGE_MIN_BLOCKS = 12;
+
+template <int HD>
+void launch_mma(const attn_params &p, int n_head) {
+    const int bq = use_8_warps(p, n_head) ? 128 : 64;
+    const bool stage = forced_staging.load(std::memory_order_relaxed) == 1 ||
+                       (p.nq + bq - 1) / bq >= STAGE_MIN_BLOCKS;
+    if (!p.img || !stage) {
+        launch_mma_blocks<HD, false>(p, n_head);
+        return;
+    }
+    const dim3 grid((unsigned)((p.nkv + MMA_BK - 1) / MMA_BK), (unsigned)n_head);
+    if (p.nkv > 0) {
+        JKC_LAUNCH(attn_stage<HD>, grid, dim3(STAGE_THREADS), 0, jkc_stream(), p,
+                   const_cast<bfrag *>(p.img));
+        jkc_check_launch("attn (stage)");
+    }
+    launch_mma_blocks<HD, true>(p, n_head);
+}
+
+/* Bytes of the staged tiles of n_head heads of nkv keys for the tensor-core path (0 for
+ * head sizes it does not take). */
+size_t staged_bytes(int n_head, int head_dim, int nkv) {
+    if (n_head <= 0 || nkv <= 0) return 0;
+    size_t slots;
+    switch (head_dim) {
+    case 32: slots = tile_slots<32>(); break;
+    case 64: slots = tile_slots<64>(); break;
+    case 80: slots = tile_slots<80>(); break;
+    case 96: slots = tile_slots<96>(); break;
+    case 128: slots = tile_slots<128>(); break;
+    default: return 0;
+    }
+    return (size_t)n_head * (size_t)((nkv + MMA_BK - 1) / MMA_BK) * slots * sizeof(bfrag);
 }
 
 template <int NPL>
@@ -457,6 +554,8 @@ extern "C" void jkc_attn(const struct jk_attn_args *a) {
     p.nq = a->nq, p.nkv = a->nkv > 0 ? a->nkv : 0, p.hd = a->head_dim;
     p.scale2 = a->scale * 1.4426950408889634f;   /* log2(e) */
     const int hd = a->head_dim, nh = a->n_head;
+    /* the staged tiles need the workspace jkc_attn_ws asks for, 16-byte aligned */
+    p.img = a->ws && ((uintptr_t)a->ws & 15u) == 0 ? static_cast<const bfrag *>(a->ws) : nullptr;
 
     if (p.nq >= 16) {
         switch (hd) {
@@ -475,9 +574,18 @@ extern "C" void jkc_attn(const struct jk_attn_args *a) {
     else launch_f32<16>(p, nh);
 }
 
-/* Test hook: 0 = warps per block by the grid (the default), 4 or 8 = always that many
- * in the tensor-core kernel, so tests/cuda/test_cuda_attn.c reaches both on small
- * problems. Not part of any public header. */
-extern "C" void jkc_attn_force_warps(int warps) {
+/* Workspace: the staged K and V tiles of the tensor-core path (attn_stage), for any nq:
+ * the caller plans before it knows whether a call will take that path. */
+extern "C" size_t jkc_attn_ws(int nthreads, int n_head, int head_dim, int nkv) {
+    (void)nthreads;
+    return staged_bytes(n_head, head_dim, nkv);
+}
+
+/* Test hook: warps 0 = warps per block by the grid (the default), 4 or 8 = always that
+ * many in the tensor-core kernel; staging 0 = by the rule of launch_mma (the default),
+ * 1 = whenever a workspace is given. So tests/cuda/test_cuda_attn.c reaches every
+ * variant on small problems. Not part of any public header. */
+extern "C" void jkc_attn_force(int warps, int staging) {
     forced_warps.store(warps, std::memory_order_relaxed);
+    forced_staging.store(staging, std::memory_order_relaxed);
 }

@@ -152,10 +152,6 @@ size_t gemm_ws_cuda(int nthreads, int K) {
     (void)nthreads, (void)K;
     return 0;
 }
-size_t attn_ws_cuda(int nthreads, int head_dim, int nkv) {
-    (void)nthreads, (void)head_dim, (void)nkv;
-    return 0;
-}
 
 /* The reason an open failed, into the caller's buffer (which may be NULL). */
 __attribute__((format(printf, 3, 4))) void set_err(char *err, size_t errlen, const char *fmt,
@@ -269,7 +265,7 @@ void jk_init_cuda(struct jk_kernels *k) {
     k->gather = jkc_gather;
     k->mean_rows = jkc_mean_rows;
     k->gemm_ws = gemm_ws_cuda;
-    k->attn_ws = attn_ws_cuda;
+    k->attn_ws = jkc_attn_ws;
 }
 
 } // extern "C"

@@ -42,6 +42,7 @@ jk_gemm_fn jkc_gemm_q8_0, jkc_gemm_q4_0, jkc_gemm_q4_1, jkc_gemm_q5_0, jkc_gemm_
 jk_gemm_fn jkc_gemm_q4_k, jkc_gemm_q5_k, jkc_gemm_q6_k;
 /* attn.cu */
 jk_attn_fn jkc_attn;
+jk_attn_ws_fn jkc_attn_ws;
 /* ops.cu */
 jk_rope_fn jkc_rope;
 jk_layernorm_fn jkc_layernorm;

@@ -47,7 +47,7 @@ void jk_attn_ref(const struct jk_attn_args *a) {
     }
 }
 
-size_t jk_attn_ws_ref(int nthreads, int head_dim, int nkv) {
-    (void)nthreads, (void)head_dim, (void)nkv;
+size_t jk_attn_ws_ref(int nthreads, int n_head, int head_dim, int nkv) {
+    (void)nthreads, (void)n_head, (void)head_dim, (void)nkv;
     return 0;
 }

@@ -118,8 +118,9 @@ static inline size_t at_ws_floats(int hd) {
  * a copy measured no faster: the rows stay in L2. */
 #define ATTN_PACK_NKV 1536
 
-size_t JK_SFX(attn_ws)(int nthreads, int head_dim, int nkv) {
-    if (head_dim < 1 || head_dim > ATTN_HD_MAX) return jk_attn_ws_ref(nthreads, head_dim, nkv);
+size_t JK_SFX(attn_ws)(int nthreads, int n_head, int head_dim, int nkv) {
+    /* K and V are copied one head at a time: n_head does not count */
+    if (head_dim < 1 || head_dim > ATTN_HD_MAX) return jk_attn_ws_ref(nthreads, n_head, head_dim, nkv);
     const size_t pack = nkv >= ATTN_PACK_NKV ? 2 * (size_t)nkv * (size_t)head_dim : 0;
     return ((size_t)(nthreads > 0 ? nthreads : 1) * at_ws_floats(head_dim) + pack) * sizeof(float) + 64;
 }

@@ -215,7 +215,7 @@ static int check_attn_case(const struct jk_kernels *kt, const char *level, const
     const int D = c->n_head * c->hd, hd = c->hd;
     const size_t no = (size_t)c->nq * t.ldo;
     float *o1 = ca_alloc_guarded(no), *o2 = ca_alloc_guarded(no), *or = ca_alloc_guarded(no);
-    size_t wsb = kt->attn_ws(2, hd, c->nkv);
+    size_t wsb = kt->attn_ws(2, c->n_head, hd, c->nkv);
     char *wsbuf = (char *)xmalloc(wsb + 4);
     void *ws = wsbuf + 4;                           /* misaligned on purpose */
 
@@ -655,12 +655,12 @@ static void bench(const struct ca_level *lv, int nl) {
         struct jk_kernels k;
         jk_init(&k, lv[l].flags);
         const char *n = lv[l].name;
-        double s1 = bench_attn(k.attn, k.attn_ws(1, 64, 512), &small, 1, 5);
-        double b1 = bench_attn(k.attn, k.attn_ws(1, 64, 2048), &big, 1, 3);
-        double bt = bench_attn(k.attn, k.attn_ws(nthr, 64, 2048), &big, nthr, 3);
-        double c1 = bench_attn(k.attn, k.attn_ws(1, 32, 2048), &big32, 1, 3);
-        double l1 = bench_attn(k.attn, k.attn_ws(1, 64, 3137), &lev, 1, 3);
-        double p1 = bench_attn(k.attn, k.attn_ws(1, 64, 3137), &pool, 1, 20);
+        double s1 = bench_attn(k.attn, k.attn_ws(1, small.n_head, 64, 512), &small, 1, 5);
+        double b1 = bench_attn(k.attn, k.attn_ws(1, big.n_head, 64, 2048), &big, 1, 3);
+        double bt = bench_attn(k.attn, k.attn_ws(nthr, big.n_head, 64, 2048), &big, nthr, 3);
+        double c1 = bench_attn(k.attn, k.attn_ws(1, big32.n_head, 32, 2048), &big32, 1, 3);
+        double l1 = bench_attn(k.attn, k.attn_ws(1, lev.n_head, 64, 3137), &lev, 1, 3);
+        double p1 = bench_attn(k.attn, k.attn_ws(1, pool.n_head, 64, 3137), &pool, 1, 20);
         printf("bench attn %s: N 512 hd 64 1 thr %.2f GFLOP/s (%.1fx ref)\n", n, s1, s1 / rs);
         printf("bench attn %s: N 2048 16 heads hd 64: 1 thr %.2f GFLOP/s, %d thr %.2f GFLOP/s\n", n, b1, nthr, bt);
         printf("bench attn %s: N 2048 12 heads hd 32: 1 thr %.2f GFLOP/s\n", n, c1);

@@ -39,8 +39,10 @@
  * case prints its worst element and the fraction of the tolerance it used.
  *
  * The routing (which kernel a case takes) is mirrored from attn.cu: nq >= 16 and
- * head_dim in {32, 64, 80, 96, 128} take the tensor cores. Those cases run twice, with
- * blocks of 4 and of 8 warps (jkc_attn_force_warps; the kernel picks by the grid).
+ * head_dim in {32, 64, 80, 96, 128} take the tensor cores. Those cases run four times:
+ * blocks of 4 and of 8 warps, with no workspace (each block converts K and V) and with
+ * attn_ws's, NaN-filled before, staging forced (jkc_attn_force; the kernel decides both
+ * by the grid).
  *
  * Exit 0: passed, 1: failed, 77: no CUDA device (skipped). JEPA_SEED=... replays.
  */
@@ -70,8 +72,9 @@ struct tcase {
 };
 
 static struct jk_kernels kt, kref;
+static int g_staged;   /* pass the workspace attn_ws asks for (K and V staged once) */
 
-void jkc_attn_force_warps(int warps);   /* kernels/cuda/attn.cu: a test hook */
+void jkc_attn_force(int warps, int staging);   /* kernels/cuda/attn.cu: a test hook */
 
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
@@ -162,9 +165,19 @@ static int run_case(const struct tcase *c) {
     int32_t *qpd = qpos ? (int32_t *)ct_upload(qpos, (size_t)c->nq * sizeof(int32_t)) : NULL;
     int32_t *kpd = kpos ? (int32_t *)ct_upload(kpos, (size_t)c->nkv * sizeof(int32_t)) : NULL;
 
+    /* the workspace, all bytes 0xff (f16 NaN pairs): a tile read before it is staged, or
+     * staged short, turns the rows that see it into NaN */
+    void *wsd = NULL;
+    if (g_staged) {
+        const size_t wsb = kt.attn_ws(1, c->n_head, hd, c->nkv);
+        unsigned char *fill = (unsigned char *)xmalloc(wsb);
+        memset(fill, 0xff, wsb);
+        wsd = ct_upload(fill, wsb);
+        free(fill);
+    }
     struct jk_attn_args a = {od, ldo, qd + (q - (qbuf ? qbuf : kvbuf)), ldq,
                              kvd + (k - kvbuf), ldk, kvd + (v - kvbuf), ldv,
-                             c->nq, c->nkv, c->n_head, hd, scale, qpd, kpd, 1, NULL};
+                             c->nq, c->nkv, c->n_head, hd, scale, qpd, kpd, 1, wsd};
     kt.attn(&a);
     a.o = od2;
     kt.attn(&a);
@@ -269,6 +282,7 @@ static int run_case(const struct tcase *c) {
              "two identical attn calls gave different bits");
 
     ct_free_guarded(od), ct_free_guarded(od2), ct_free(kvd);
+    if (wsd) ct_free(wsd);
     if (qbuf) ct_free(qd);
     if (qpd) ct_free(qpd), ct_free(kpd);
     free(qbuf), free(kvbuf), free(qpos), free(kpos);
@@ -300,8 +314,12 @@ int main(void) {
     dev->init_kernels(dev, &kt, 0);
     jk_init_ref(&kref);
     CHECK(kt.attn != NULL, "the CUDA table has no attn slot");
-    CHECK(kt.attn_ws != NULL && kt.attn_ws(4, 64, 1000) == 0,
-             "attn_ws of the CUDA table is not 0");
+    /* the staged tiles: f16 K and V of every head, keys rounded up to 64; none for
+     * the head sizes the tensor cores do not take */
+    CHECK(kt.attn_ws != NULL && kt.attn_ws(4, 3, 64, 1000) == (size_t)3 * 1024 * 64 * 4 &&
+              kt.attn_ws(4, 2, 80, 64) == (size_t)2 * 64 * 80 * 4 && kt.attn_ws(4, 4, 24, 100) == 0,
+          "attn_ws of the CUDA table: %zu %zu %zu", kt.attn_ws(4, 3, 64, 1000), kt.attn_ws(4, 2, 80, 64),
+          kt.attn_ws(4, 4, 24, 100));
     if (!kt.attn) return ca_finish("test_cuda_attn");
 
     static const int mma_hd[] = {32, 64, 80, 96, 128};
@@ -345,14 +363,19 @@ int main(void) {
         if (cases[x].fused) cases[x].nkv = cases[x].nq;
         if (cases[x].mask == MASK_FRAMES && cases[x].fr < 1) cases[x].fr = 16;
         if (mma_path(&cases[x])) {
-            for (int w = 4; w <= 8; w += 4) {
-                jkc_attn_force_warps(w);
-                printf("  (%d warps a block)\n", w);
+            for (int v = 0; v < 4; v++) {
+                const int w = v & 1 ? 8 : 4;
+                g_staged = v >= 2;
+                jkc_attn_force(w, g_staged);
+                printf("  (%d warps a block, %s)\n", w, g_staged ? "K and V staged once" : "no workspace");
                 run_case(&cases[x]);
             }
-            jkc_attn_force_warps(0);
+            jkc_attn_force(0, 0);
+            g_staged = 0;
         } else {
+            g_staged = x % 2;   /* the f32 kernel ignores the workspace */
             run_case(&cases[x]);
+            g_staged = 0;
         }
     }
     ct_close();

@@ -109,8 +109,9 @@ static void check_table(struct jk_device *d) {
         if (jk_slots[s].dtype < 0)
             CHECK(jk_slot_fn(&k, &jk_slots[s]), "slot %s of the CUDA table is NULL", jk_slots[s].name);
     if (k.gemm_ws && k.attn_ws)
-        CHECK(k.gemm_ws(8, 4096) == 0 && k.attn_ws(8, 64, 4096) == 0,
-                 "the CUDA slots take no workspace, but gemm_ws / attn_ws ask for some");
+        CHECK(k.gemm_ws(8, 4096) == 0 && k.attn_ws(8, 16, 64, 4096) == (size_t)16 * 4096 * 64 * 4,
+              "gemm_ws takes none, attn_ws the f16 K and V of every head: %zu %zu",
+              k.gemm_ws(8, 4096), k.attn_ws(8, 16, 64, 4096));
 }
 
 /* Upload, a kernel, a device copy, a download, all queued on one stream: the download
