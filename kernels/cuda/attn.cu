@@ -4,15 +4,18 @@
  *   for each head h and query i:  o_i = sum_j softmax_j(scale q_i . k_j) v_j
  *
  * over the keys j visible to i (q_pos[i] >= k_pos[j] when both arrays are given), a zero
- * row when none is. Two kernels:
+ * row when none is. Two kernels (and attn_stage, the f16 staging of K and V):
  *
- *  attn_mma<HD, W>  flash attention on the tensor cores, HD = 32, 64, 80, 96, 128. A
- *                 block is W warps x 16 query rows of one head: W = 8 (128 queries) when
- *                 that grid gives every SM a block, else 4 (64). Q, multiplied by
- *                 scale * log2(e), lives in registers as f16 A fragments; the keys are
- *                 walked in tiles of 64, converted from f32 to f16 while being staged in
- *                 shared memory (K row-major, V transposed, both laid out so that each
- *                 mma B fragment is one 64-bit load). Per tile and warp: S = Q K^T
+ *  attn_mma<HD, W, STAGED>  flash attention on the tensor cores, HD = 32, 64, 80, 96,
+ *                 128. A block is W warps x 16 query rows of one head: W = 8 (128
+ *                 queries) when that grid gives every SM a block, else 4 (64). Q,
+ *                 multiplied by scale * log2(e), lives in registers as f16 A fragments;
+ *                 the keys are walked in tiles of 64, in shared memory as f16 (K
+ *                 row-major, V transposed, both laid out so that each mma B fragment is
+ *                 one 64-bit load). The block converts each tile from f32 as it stages
+ *                 it, or (STAGED) copies it from the workspace, where attn_stage wrote
+ *                 every tile of every head once for the call (used when a head has
+ *                 enough query blocks to pay for that pass). Per tile and warp: S = Q K^T
  *                 (16 x 64, mma.m16n8k16, f32 accumulate: base-2 logits), mask, online
  *                 softmax with f32 row statistics and exp2f, P rounded to f16 straight
  *                 from the S accumulators (their layout is the A fragment layout of P V),
