@@ -40,12 +40,13 @@ void jm_linear_act(const struct jepa_ctx *c, float *y, size_t ldy, const float *
 void jm_vit_block(const struct jepa_ctx *c, const struct jm_vit *vit, const struct jm_block *b,
                float *x, int n, int nb, const struct vit_scratch *s);
 
-/* Bytes of kernel workspace for attention of n_head heads over n keys of head_dim and for matmuls with
- * rows of each K in ks[0 .. nk). kernels.h promises that gemm_ws(nt, K) covers every
- * K' <= K (checkasm_gemm tests it since an x86 kernel once broke it: its K block is K
- * split evenly, so K = 320 needed more than K = 588); taking the maximum over every K
- * used keeps the forward safe even against a table that breaks the promise. */
-size_t jm_vit_ws_bytes(const struct jepa_ctx *c, int n, int n_head, int head_dim, const int *ks, int nk);
+/* Bytes of kernel workspace for attention of n_head heads over n keys of head_dim and
+ * for matmuls with rows of each K in ks[0 .. nk). kernels.h promises that gemm_ws(nt, K)
+ * covers every K' <= K (checkasm_gemm tests it since an x86 kernel once broke it: its K
+ * block is K split evenly, so K = 320 needed more than K = 588); taking the maximum over
+ * every K used keeps the forward safe even against a table that breaks the promise. */
+size_t jm_vit_ws_bytes(const struct jepa_ctx *c, int n, int n_head, int head_dim, const int *ks,
+                       int nk);
 
 /* Column count of the `wide` buffer for a stack. */
 int jm_vit_wide_cols(const struct jm_vit *vit);
