@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "jepa.h"
+#include "runtime/dtype.h"
 
 static const struct {
     const char *name;
@@ -91,10 +92,10 @@ static int same_file(const char *a, const char *b) {
 }
 
 int cli_check_finite_output(const char *what, const float *y, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(y[i]))
-            return cli_fail(what, "output element %zu is %s (non-finite weights in the model?); nothing written", i,
-                            isnan(y[i]) ? "NaN" : "infinite");
+    const size_t i = f32_first_nonfinite(y, n);
+    if (i < n)
+        return cli_fail(what, "output element %zu is %s (non-finite weights in the model?); nothing written", i,
+                        isnan(y[i]) ? "NaN" : "infinite");
     return 0;
 }
 

@@ -483,8 +483,8 @@ bool use_8_warps(const attn_params &p, int n_head) {
 }
 
 template <int HD, bool STAGED>
-void launch_mma_blocks(const attn_params &p, int n_head) {
-    if (use_8_warps(p, n_head)) {
+void launch_mma_blocks(const attn_params &p, int n_head, bool w8) {
+    if (w8) {
         const dim3 grid((unsigned)((p.nq + 127) / 128), (unsigned)n_head);
         JKC_LAUNCH((attn_mma<HD, 8, STAGED>), grid, dim3(256), 0, jkc_stream(), p);
     } else {
@@ -503,11 +503,12 @@ constexpr int STAGE_MIN_BLOCKS = 12;
 
 template <int HD>
 void launch_mma(const attn_params &p, int n_head) {
-    const int bq = use_8_warps(p, n_head) ? 128 : 64;
+    const bool w8 = use_8_warps(p, n_head);
+    const int bq = w8 ? 128 : 64;
     const bool stage = forced_staging.load(std::memory_order_relaxed) == 1 ||
                        (p.nq + bq - 1) / bq >= STAGE_MIN_BLOCKS;
     if (!p.img || !stage) {
-        launch_mma_blocks<HD, false>(p, n_head);
+        launch_mma_blocks<HD, false>(p, n_head, w8);
         return;
     }
     const dim3 grid((unsigned)((p.nkv + MMA_BK - 1) / MMA_BK), (unsigned)n_head);
@@ -516,7 +517,7 @@ void launch_mma(const attn_params &p, int n_head) {
                    const_cast<bfrag *>(p.img));
         jkc_check_launch("attn (stage)");
     }
-    launch_mma_blocks<HD, true>(p, n_head);
+    launch_mma_blocks<HD, true>(p, n_head, w8);
 }
 
 /* Bytes of the staged tiles of n_head heads of nkv keys for the tensor-core path (0 for
