@@ -27,7 +27,7 @@
  *     O = 0) from it, so leaving it out changes no bit (LeVJEPA ViT-L 16 x 224²: the
  *     same output bytes). At LeVJEPA's 3137 tokens 6.4 % of the query-key pairs
  *     computed were hidden ones, 2.7 % since; Zen 4, 16 heads, 1 thread, against the
- *     kernel before in one process: 2.1-2.5 % less time (AVX-512), 3.3-3.9 % (AVX2).
+ *     kernel before in one process: 2-4 % less time (AVX-512), 4-5 % (AVX2).
  *     St[j][i] = sum_d K[j][d] Qt[d][i]          (ATTN_KG keys x ATTN_QV vectors in
  *                                                 registers; K read in place, broadcast)
  *     St[j][i] = -inf where key j is hidden from query i (partially masked tiles)
