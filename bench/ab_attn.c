@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench/bench.h"
 #include "kernels/kernels.h"
 
 #define AB_CAT2(a, b) a##b
@@ -27,11 +27,6 @@ void AB_FN(B_jk_attn_)(const struct jk_attn_args *a);
 size_t AB_FN(A_jk_attn_ws_)(int nthreads, int n_head, int head_dim, int nkv);
 size_t AB_FN(B_jk_attn_ws_)(int nthreads, int n_head, int head_dim, int nkv);
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 static int cmp_double(const void *x, const void *y) {
     const double a = *(const double *)x, b = *(const double *)y;
     return a < b ? -1 : a > b;
@@ -83,13 +78,13 @@ int main(int argc, char **argv) {
     const int same = !memcmp(oa, ob, (size_t)N * D * sizeof(float));
     double *ta = xalloc((size_t)calls * sizeof(double)), *tb = xalloc((size_t)calls * sizeof(double));
     for (int r = 0; r < calls; r++) {     /* A first in even calls, B first in odd ones */
-        const double t0 = now();
+        const double t0 = bench_now();
         if (r & 1) AB_FN(B_jk_attn_)(&b);
         else AB_FN(A_jk_attn_)(&a);
-        const double t1 = now();
+        const double t1 = bench_now();
         if (r & 1) AB_FN(A_jk_attn_)(&a);
         else AB_FN(B_jk_attn_)(&b);
-        const double t2 = now();
+        const double t2 = bench_now();
         ta[r] = r & 1 ? t2 - t1 : t1 - t0;
         tb[r] = r & 1 ? t1 - t0 : t2 - t1;
     }

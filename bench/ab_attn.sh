@@ -23,7 +23,8 @@ for side in A B; do
     nm --defined-only -g "$obj" | awk -v p=$side '{print $3, p "_" $3}' > "$work/$side.map"
     objcopy --redefine-syms="$work/$side.map" "$obj" "$work/$side.o"
 done
-cc -O2 -std=c11 -D_GNU_SOURCE -DAB_ISA=$isa -I. bench/ab_attn.c "$work/A.o" "$work/B.o" \
+# bench/peak.c for bench_now (it needs no -m flags: its loops use target attributes)
+cc -O2 -std=c11 -D_GNU_SOURCE -DAB_ISA=$isa -I. -Iinclude bench/ab_attn.c bench/peak.c "$work/A.o" "$work/B.o" \
     "$a/libjepa_kernels.a" "$a/libjepa_runtime.a" -fopenmp -lm -o "$work/ab_attn"
 # N heads calls [frames [head_dim]]: LeWM, LeJEPA, ViT-B 384² image, ViT-L clip,
 # ViT-B clip, LeVJEPA
