@@ -1,8 +1,9 @@
 /*
  * dtype.h — scalar conversions between f32 and the 16-bit float formats, the q8_0
- * block layout, and the scan for a non-finite f32. Plain C, exact (round-to-nearest-even on the way down), used
- * by the reference kernels, the GGUF writer and the tests. SIMD kernels convert
- * with their own instructions (F16C, NEON fcvt) and are tested against these.
+ * block layout, and the scan for a non-finite f32. Plain C, exact (round-to-nearest-even
+ * on the way down), used by the reference kernels, the GGUF writer and the tests. SIMD
+ * kernels convert with their own instructions (F16C, NEON fcvt) and are tested against
+ * these.
  */
 #ifndef JEPA_RUNTIME_DTYPE_H
 #define JEPA_RUNTIME_DTYPE_H
