@@ -13,6 +13,7 @@
 #define ATTN_KG 8
 #define ATTN_QV 3
 #define ATTN_BQ 48
+#define ATTN_ROW_TAIL 0   /* no tail on the row path: not timed on an Arm core */
 
 #define JK_SFX(name) jk_##name##_neon
 #include "kernels/simd/ops_tmpl.h"

@@ -2,9 +2,9 @@
  * attn_tmpl.h — fused (flash) attention, the attn / attn_ws slots of struct jk_kernels,
  * written once over the vector layer (kernels/simd/vector.h) and #included by
  * kernels/x86/ops_avx2.c, kernels/x86/ops_avx512.c and kernels/arm/ops_neon.c after their
- * layer header (vec_<isa>.h), their tile (ATTN_KG, ATTN_QV, ATTN_BQ, defined in that
- * file beside the measurements that chose it) and a definition of JK_SFX(name)
- * (jk_##name##_<isa>).
+ * layer header (vec_<isa>.h), their tile (ATTN_KG, ATTN_QV, ATTN_BQ) and ATTN_ROW_TAIL
+ * (below), defined in that file beside the measurements that chose them, and a definition
+ * of JK_SFX(name) (jk_##name##_<isa>).
  *
  *   o_i = sum_j softmax_j(scale q_i . k_j) v_j     over the keys j visible to query i
  *
@@ -49,7 +49,10 @@
  * one (head, query) per unit and the keys along the lanes (VW keys' dot products at a
  * time, reduced by a transposing sum), chunks of ATTN_RK keys, the same online softmax
  * in scalars, and O accumulated along head_dim. It needs head_dim % VW == 0 (every real
- * model: 32, 64, 80, 128); other head dims take the block path.
+ * model: 32, 64, 80, 128); other head dims take the block path. The same row path takes
+ * the last nq % VW queries of a longer sequence when there are at most ATTN_ROW_TAIL of
+ * them (the ISA file's, from its measurements): 257 = 16 x 16 + 1 tokens (LeWM; 577 and
+ * 3137 alike) would otherwise compute a whole query vector of the block path for one.
  *
  * head_dim 32 and 64 get their own instantiation (constant trip counts); any other head
  * dim up to ATTN_HD_MAX runs the generic one; larger ones fall back to the reference.
@@ -68,8 +71,8 @@
 #include "kernels/kernels.h"
 #include "kernels/ref/ref.h"
 
-#if !defined(ATTN_KG) || !defined(ATTN_QV) || !defined(ATTN_BQ)
-#error "the layer header must define ATTN_KG, ATTN_QV and ATTN_BQ"
+#if !defined(ATTN_KG) || !defined(ATTN_QV) || !defined(ATTN_BQ) || !defined(ATTN_ROW_TAIL)
+#error "the including file must define ATTN_KG, ATTN_QV, ATTN_BQ and ATTN_ROW_TAIL"
 #endif
 #define ATTN_QT (ATTN_QV * VW)          /* queries of one register tile */
 #if ATTN_BQ % ATTN_QT
@@ -533,8 +536,8 @@ static inline int at_thread(void) {
  * the head's K and V rows into kp / vp ([nkv][hd] each, in the workspace after the
  * threads' own regions), then computes its query blocks from there. The same units in the
  * same arithmetic as in place: the bits do not change, only where the rows are read. */
-static void at_attn_packed(const struct jk_attn_args *a, at_unit_fn *unit, int nb, int nt, float *ws,
-                           size_t per) {
+static void at_attn_packed(const struct jk_attn_args *a, const struct jk_attn_args *ab, at_unit_fn *unit,
+                           int nb, int tail, int nt, float *ws, size_t per) {
     const int hd = a->head_dim;
     float *kp = ws + (size_t)nt * per, *vp = kp + (size_t)a->nkv * hd;
 #pragma omp parallel num_threads(nt)
@@ -547,7 +550,10 @@ static void at_attn_packed(const struct jk_attn_args *a, at_unit_fn *unit, int n
                 memcpy(vp + (size_t)j * hd, a->v + (size_t)j * a->ldv + (size_t)h * hd, sizeof(float) * (size_t)hd);
             }
 #pragma omp for schedule(dynamic, 1)
-            for (int b = 0; b < nb; b++) unit(a, h, b, 0, w, kp, (size_t)hd, vp, (size_t)hd, 1);
+            for (int b = 0; b < nb + tail; b++) {
+                if (b < nb) unit(ab, h, b, 0, w, kp, (size_t)hd, vp, (size_t)hd, 1);
+                else unit(a, h, ab->nq + b - nb, 1, w, kp, (size_t)hd, vp, (size_t)hd, 1);
+            }
         }
     }
 }
@@ -568,20 +574,29 @@ void JK_SFX(attn)(const struct jk_attn_args *a) {
                            ? (hd == 64 ? at_unit64_masked : hd == 32 ? at_unit32_masked : at_unitn_masked)
                            : (hd == 64 ? at_unit64 : hd == 32 ? at_unit32 : at_unitn);
     const int row = a->nq <= ATTN_ROW_NQ && hd % VW == 0;
-    const int nb = row ? a->nq : (a->nq + ATTN_BQ - 1) / ATTN_BQ;
-    const int nunits = a->n_head * nb;
+    /* the block path's queries (ab.nq) and the last few past a multiple of VW that take
+     * the row path instead (tail) */
+    struct jk_attn_args ab = *a;
+    const int tail = !row && hd % VW == 0 && a->nq % VW <= ATTN_ROW_TAIL ? a->nq % VW : 0;
+    ab.nq -= tail;
+    const int nb = row ? a->nq : (ab.nq + ATTN_BQ - 1) / ATTN_BQ;
     const size_t per = at_ws_floats(hd);
     float *ws = (float *)(void *)(((uintptr_t)a->ws + 63) & ~(uintptr_t)63);
     const int nt = a->nthreads > 0 ? a->nthreads : 1;
     if (!row && a->nkv >= ATTN_PACK_NKV) {
-        at_attn_packed(a, unit, nb, nt, ws, per);
+        at_attn_packed(a, &ab, unit, nb, tail, nt, ws, per);
         return;
     }
-    /* dynamic: masked units differ in cost; which thread runs a unit never changes its bits */
+    /* dynamic: masked units differ in cost; which thread runs a unit never changes its bits.
+     * Per head: nb units of the block path (or of the row path, when `row`), then its tail
+     * queries' row units. */
+    const int per_head = nb + tail, nunits = a->n_head * per_head;
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
     for (int u = 0; u < nunits; u++) {
-        const int h = u / nb;
-        unit(a, h, u % nb, row, ws + (size_t)at_thread() * per, a->k + (size_t)h * hd, a->ldk,
-             a->v + (size_t)h * hd, a->ldv, 0);
+        const int h = u / per_head, b = u % per_head;
+        float *w = ws + (size_t)at_thread() * per;
+        const float *kh = a->k + (size_t)h * hd, *vh = a->v + (size_t)h * hd;
+        if (b < nb) unit(&ab, h, b, row, w, kh, a->ldk, vh, a->ldv, 0);
+        else unit(a, h, ab.nq + b - nb, 1, w, kh, a->ldk, vh, a->ldv, 0);
     }
 }

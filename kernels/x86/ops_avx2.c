@@ -17,6 +17,12 @@
 #define ATTN_QV 3
 #define ATTN_BQ 48
 
+/* The last nq % 8 queries take the row path when there is one (attn_tmpl.h). Zen 4, the
+ * AVX2 kernels, 6 heads of 64 against the kernel without it (bench/ab_attn.sh): 257
+ * tokens x 3 heads 0.985, 577 x 12 heads 0.982; two left over (130) 1.016-1.022, three
+ * (131) 1.037. */
+#define ATTN_ROW_TAIL 1
+
 #define JK_SFX(name) jk_##name##_avx2
 #include "kernels/simd/ops_tmpl.h"
 #include "kernels/simd/attn_tmpl.h"

@@ -19,6 +19,13 @@
 #define ATTN_QV 3
 #define ATTN_BQ 48
 
+/* The last nq % 16 queries of a sequence take the row path (attn_tmpl.h) when they are 5
+ * or fewer, instead of a whole query vector of the block path. Zen 4, 6 heads of 64,
+ * against the kernel without it in one process (bench/ab_attn.sh), time with / without:
+ * 33 queries (1 left over) 0.74, 197 (5) 0.996, 198 (6) 1.012, 199 (7) 1.027, 200 (8)
+ * 1.04; LeWM's 257 x 3 heads 0.95, the ViT-B image's 577 x 12 heads 0.977. */
+#define ATTN_ROW_TAIL 5
+
 /* S = Q K^T at head_dim 64 in a function of its own (attn_tmpl.h, at_s_tiles64). Inlined
  * into the unit with the softmax and O += P V, its loop needs 28 of the 32 zmm registers
  * while GCC 12 keeps the softmax's constants live across it: it spilled one of the three
