@@ -27,10 +27,6 @@ void AB_FN(B_jk_attn_)(const struct jk_attn_args *a);
 size_t AB_FN(A_jk_attn_ws_)(int nthreads, int n_head, int head_dim, int nkv);
 size_t AB_FN(B_jk_attn_ws_)(int nthreads, int n_head, int head_dim, int nkv);
 
-static int cmp_double(const void *x, const void *y) {
-    const double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
 static void *xalloc(size_t bytes) {
     void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!p) {
@@ -88,8 +84,8 @@ int main(int argc, char **argv) {
         ta[r] = r & 1 ? t2 - t1 : t1 - t0;
         tb[r] = r & 1 ? t1 - t0 : t2 - t1;
     }
-    qsort(ta, (size_t)calls, sizeof(double), cmp_double);
-    qsort(tb, (size_t)calls, sizeof(double), cmp_double);
+    qsort(ta, (size_t)calls, sizeof(double), bench_cmp_double);
+    qsort(tb, (size_t)calls, sizeof(double), bench_cmp_double);
     printf("N %d heads %d head_dim %d%s: A min %.1f med %.1f us, B min %.1f med %.1f us, "
            "B/A min %.4f med %.4f, outputs %s\n",
            N, H, hd, frames ? " block-causal" : "", ta[0] * 1e6, ta[calls / 2] * 1e6, tb[0] * 1e6,

@@ -51,4 +51,7 @@ double bench_fma_peak(unsigned cpu, int threads, const char **isa);
 /* Monotonic seconds. */
 double bench_now(void);
 
+/* qsort comparator for doubles, ascending (bench/peak.c). */
+int bench_cmp_double(const void *a, const void *b);
+
 #endif

@@ -30,11 +30,6 @@ static const struct { int N, K; const char *what; } gpu_mm_shapes[] = {
     {768, 3072, "ViT-B fc2"},
 };
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static float rnd(uint64_t *s) {   /* splitmix64 -> uniform in [-1, 1) */
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -75,7 +70,7 @@ static double time_case(struct jk_device *d, const struct jk_kernels *k, gpu_cas
         if (d->sync(d)) return -1.0;
         if (b >= 0) t[b] = (bench_now() - t0) / reps;
     }
-    qsort(t, 5, sizeof t[0], cmp_double);
+    qsort(t, 5, sizeof t[0], bench_cmp_double);
     return t[2];
 }
 

@@ -81,11 +81,6 @@ static const struct { int N, K; const char *what; } mm_shapes[] = {
 
 typedef void (*bench_fn)(void *ctx);
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 #ifdef JEPA_HAVE_OPENBLAS
 static void pause_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -107,7 +102,7 @@ static double time_median(bench_fn fn, void *ctx, double budget) {
         fn(ctx);
         t[r] = bench_now() - t0;
     }
-    qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+    qsort(t, (size_t)reps, sizeof t[0], bench_cmp_double);
     return t[reps / 2];
 }
 
