@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/ab_attn.sh — one build's attention kernel against another's, in one process
 # (bench/ab_attn.c): both called alternately on the same data, so that the machine's
-# drift between runs falls on both alike. docs/performance.md has what it measured.
+# drift between runs falls on both alike. docs/notes/performance-log.md has what it measured.
 #
 #   bash bench/ab_attn.sh BUILD_A BUILD_B [avx512|avx2] [CPU]
 #

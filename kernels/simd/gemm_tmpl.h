@@ -44,7 +44,8 @@
  * columns as far as each thread keeps >= 4 NR-panels (then W is read once in all and
  * each thread packs all of X), by rows beyond that. Each thread has its own slice of ws
  * (Bp then Ap): nothing is shared, there are no barriers. (A BLIS-style shared Bp with
- * dynamically scheduled row blocks was measured against this: docs/performance-kernels.md.)
+ * dynamically scheduled row blocks was measured against this:
+ * docs/notes/performance-kernels-log.md.)
  */
 #ifndef JEPA_KERNELS_GEMM_TMPL_H
 #define JEPA_KERNELS_GEMM_TMPL_H
@@ -238,7 +239,7 @@ static void gt_prepack(gt_pack_b_fn pack_b, float *dst, const void *w, size_t ld
  * samples, the prefetch loop +0.4 % in gt_block. Asked for once per NR panel instead
  * (bursts of ~200 lines): 4.3 %; with prefetcht0: 5.4 %; prefetchnta: 5.8 %. The first
  * panel of a matmul is not fetched ahead (fetching it during the previous matmul's last
- * panel measured a wash: docs/performance.md, "Tried"); within a call, the x86 pack_b
+ * panel measured a wash: docs/notes/performance-log.md, "Tried"); within a call, the x86 pack_b
  * fetches each next NR-row panel while it packs one (gemm_x86.h). A prefetch changes no
  * value: the bits are those of the kernel without it. */
 

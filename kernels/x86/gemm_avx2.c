@@ -24,7 +24,7 @@
 
 /* Tuning: AMD EPYC (Zen 1, 2 cores of a shared VM: 32 KiB L1d, 512 KiB L2 per core, 8 MiB
  * L3), interleaved best-of-N timings of variants built side by side (the numbers are in
- * docs/performance-kernels.md):
+ * docs/notes/performance-kernels-log.md):
  *  - 6 x 16 tile: 12 accumulators + 2 B vectors + 1 broadcast of the 16 ymm registers.
  *    Alone on L1/L2-resident panels it runs at 100 % of the FMA peak (40.2 GFLOP/s).
  *  - KC 512 (K blocks of <= 512, equal length): 1-2 % faster than 256 and 384 on

@@ -25,7 +25,7 @@
 #include "kernels/x86/x86.h"
 
 /* Blocking, timed on Zen 4 at 1 thread (one f16 matmul per ViT shape, best of 5, against
- * the FMA peak of the same process; docs/performance.md):
+ * the FMA peak of the same process; docs/notes/performance-log.md):
  *  - 14 x 32 tile: 28 accumulators + 2 B vectors + 1 broadcast of 32 zmm registers. On
  *    panels already in L1 it runs at 98 % of the FMA peak at KC 192 to 384.
  *  - KC 384: the 14-row A micro-panel (21 KiB) stays in L1 and the 32-column B micro-panel
