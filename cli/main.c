@@ -21,15 +21,15 @@ static const struct {
 } commands[] = {
     {"embed", cmd_embed, "encode a clip or image into tokens / pooled features"},
     {"predict", cmd_predict, "predict target tokens (masked predictor) or the next states (world model)"},
-    {"rollout", cmd_rollout, "roll a world model forward over a sequence of actions (LeWM)"},
-    {"plan", cmd_plan, "plan the actions from a start to a goal with a world model (CEM, LeWM)"},
+    {"rollout", cmd_rollout, "roll a world model forward over a sequence of actions (LeWM, V-JEPA 2-AC)"},
+    {"plan", cmd_plan, "plan the actions from a start to a goal with a world model (CEM; LeWM, V-JEPA 2-AC)"},
     {"classify", cmd_classify, "classify a clip with the model's head (top-k labels)"},
     {"serve", cmd_serve, "serve embeddings and classes over HTTP (OpenAI-style /v1/embeddings)"},
     {"info", cmd_info, "describe a model file (--kv, --tensors)"},
-    {"quantize", cmd_quantize, "convert a model's matmul weights to f16, bf16 or q8_0"},
+    {"quantize", cmd_quantize, "convert a model's matmul weights to f32, f16, bf16, q8_0 or a 4-6 bit type (q4_0 .. q6_K)"},
     {"synth", cmd_synth, "write a random-weight model of a real architecture (for runs and benchmarks)"},
     {"cpu", cmd_cpu, "show the CPU features and the kernel chosen for each slot"},
-    {"bench", cmd_bench, "time the kernels against the FMA peak and OpenBLAS (bench kernels)"},
+    {"bench", cmd_bench, "time the CPU or GPU kernels, a world model or an encoder (bench kernels|gpu|world|encoder)"},
 };
 
 const char *cli_escape(const char *s, char *buf, size_t n) {

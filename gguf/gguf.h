@@ -85,7 +85,7 @@ struct gguf_kv {
     } v;
     /* arrays (type == GGUF_V_ARRAY): element type and count. Numeric elements are
      * little-endian raw data in the mapping (arr_data, possibly unaligned: read with
-     * gguf_arr_*()); string elements are NUL-terminated copies in arr_str. */
+     * jg_arr_u64 / i64 / f64); string elements are NUL-terminated copies in arr_str. */
     uint32_t arr_type;
     uint64_t arr_n;
     const void *arr_data;

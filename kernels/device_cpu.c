@@ -26,10 +26,9 @@ static void cpu_bind(struct jk_device *d) { (void)d; }
  * transparent huge pages (madvise; a no-op where THP is off). Attention reads a K and a V
  * row a qkv row apart (9 KiB for ViT-B), so with 4 KiB pages every key of a long clip is
  * a TLB miss and a page walk: 4608 tokens are 42 MiB of qkv, 10 K pages, over the L2
- * TLB's reach. With 2 MiB pages that buffer is 21 pages. Measured on Zen 4 (THP
- * "madvise"), attention alone over 4608 tokens x 12 heads of 64, 1 thread, side by side:
- * 77.2 -> 79.4 % of the FMA peak (6 pairs, huge pages ahead in 5). The rounding costs at
- * most 2 MiB of address space, and of resident memory only what is touched. */
+ * TLB's reach. With 2 MiB pages that buffer is 21 pages
+ * (docs/notes/kernel-tuning.md#huge-pages). The rounding costs at most 2 MiB of address
+ * space, and of resident memory only what is touched. */
 #define HUGE_MIN ((size_t)8 << 20)
 #define HUGE_PAGE ((size_t)2 << 20)
 

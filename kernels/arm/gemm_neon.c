@@ -1,13 +1,15 @@
 /*
  * gemm_neon.c — the matmul slots Y = epi(X . W^T + b) for aarch64 Advanced SIMD, every
- * weight dtype (f32, f16, bf16, q8_0) through one f32 microkernel.
+ * weight dtype of enum jk_dtype (f32, f16, bf16 and the block formats, q8_0 to q6_K)
+ * through one f32 microkernel.
  *
  *   large M: the BLIS-style blocking and thread split of kernels/simd/gemm_tmpl.h (shared
  *            with the x86 files; it holds no ISA code). W is converted to f32 while it
- *            is packed (fcvtl for f16, ushll #16 for bf16, sxtl + scvtf + fmul for q8_0:
- *            exact, the reference's values), X is packed, and an 8 x 12 register tile
- *            (24 q accumulators; per k 3 B loads + 2 A loads feed 24 fmla by element)
- *            does the work, the epilogue (bias, erf-GELU, residual add) fused into the store.
+ *            is packed (fcvtl for f16, ushll #16 for bf16, sxtl + scvtf + fmul for q8_0,
+ *            the 4-6 bit formats as dequant_ref.c: exact, the reference's values), X is
+ *            packed, and an 8 x 12 register tile (24 q accumulators; per k 3 B loads +
+ *            2 A loads feed 24 fmla by element) does the work, the epilogue (bias,
+ *            erf-GELU, residual add) fused into the store.
  *   small M (M <= GT_SMALL_M): no packing; W rows are streamed once and dotted with up
  *            to 3 rows of X at a time.
  * Activations stay f32. Parallel over output tiles only (same bits for any thread
@@ -15,7 +17,7 @@
  *
  * Tested against kernels/ref/gemm_ref.c by tests/checkasm/test_gemm.c (on x86 hosts under
  * qemu-aarch64: meson setup --cross-file cross/aarch64-linux-gnu.ini); timed by
- * `jepa bench kernels`. Its speed is unmeasured so far (no Arm machine was at hand).
+ * `jepa bench kernels`. Not tuned on an Arm core (docs/notes/kernel-tuning.md#gemm-neon).
  */
 #include <arm_neon.h>
 #include <string.h>
@@ -24,7 +26,7 @@
 #include "kernels/arm/vec_neon.h"
 #include "runtime/dtype.h"
 
-/* Blocking (not measured; from the caches of Neoverse N1/V1 and Cortex-A7x: 64 KiB L1d,
+/* Blocking (untimed: derived from the caches of Neoverse N1/V1 and Cortex-A7x, 64 KiB L1d,
  * 1 MiB L2):
  *  - 8 x 12 tile: 24 accumulators + 3 B + 2 A of 32 q registers.
  *  - KC 256: B micro-panel 12 KiB + A micro-panel 8 KiB in L1.
@@ -253,8 +255,8 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
     }
 }
 
-/* One W row of K weights of type t (f16 / bf16 / q8_0) widened to f32 in d: the hook of
- * the small-M driver (x86/gemm_small_tmpl.h, ISA-neutral). */
+/* One W row of K weights of type t (any but f32) widened to f32 in d: the hook of
+ * the small-M driver (kernels/simd/gemm_small_tmpl.h, ISA-neutral). */
 static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float *d, int K) {
     if (t > JK_Q8_0) {
         jk_dequant_ref(t, row, 0, K, d);

@@ -7,13 +7,13 @@
 #include "kernels/arm/arm.h"
 #include "kernels/arm/vec_neon.h"
 
-/* Attention tiles (not timed: no Arm machine was at hand). 32 q registers: 8 keys (or
- * dims) x 3 query vectors = 24 accumulators + 3 query vectors + 1 broadcast; a query block
- * is 4 register tiles of 12 queries. */
+/* Attention tiles (untimed on Arm: docs/notes/kernel-tuning.md#gemm-neon). 32 q
+ * registers: 8 keys (or dims) x 3 query vectors = 24 accumulators + 3 query vectors + 1
+ * broadcast; a query block is 4 register tiles of 12 queries. */
 #define ATTN_KG 8
 #define ATTN_QV 3
 #define ATTN_BQ 48
-#define ATTN_ROW_TAIL 0   /* no tail on the row path: not timed on an Arm core */
+#define ATTN_ROW_TAIL 0   /* no tail on the row path until it is timed on an Arm core */
 
 #define JK_SFX(name) jk_##name##_neon
 #include "kernels/simd/ops_tmpl.h"

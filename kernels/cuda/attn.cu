@@ -496,9 +496,9 @@ void launch_mma_blocks(const attn_params &p, int n_head, bool w8) {
 
 /* With a workspace (p.img) and at least STAGE_MIN_BLOCKS query blocks per head, K and V
  * are staged once (attn_stage) and the query blocks copy the tiles; otherwise every
- * block converts them itself. Staging is one more pass over K and V and a launch: on an
- * H200 it paid at 16 blocks a head (ViT-L, 2048 tokens: attention 3.75 -> 2.87 ms an
- * encode, staging included) and cost at 9 (ViT-B, 576 tokens: 0.563 -> 0.589 ms). */
+ * block converts them itself. Staging is one more pass over K and V and a launch, which
+ * pays only with many blocks a head to share it
+ * (tuned: docs/notes/kernel-tuning.md#cuda-attn-staging). */
 constexpr int STAGE_MIN_BLOCKS = 12;
 
 template <int HD>

@@ -1,5 +1,5 @@
 /*
- * jk_attn_ref.c — reference attention: for each head and query, the exact softmax over
+ * attn_ref.c — reference attention: for each head and query, the exact softmax over
  * the visible keys, in double, in three passes over the keys (max, normaliser, then
  * the weighted sum of V), recomputing q.k each time so no score row is stored.
  * Parallel over (head, query); the bits do not depend on the thread count.

@@ -24,10 +24,8 @@
  *     one of its keys, and only up to the last key that one of those sees (a tile
  *     that straddles a frame edge of a block-causal mask, a block that does). A query
  *     that sees none of a tile's keys would get P = 0 and alpha = 1 (or keep l = 0,
- *     O = 0) from it, so leaving it out changes no bit (LeVJEPA ViT-L 16 x 224²: the
- *     same output bytes). At LeVJEPA's 3137 tokens 6.4 % of the query-key pairs
- *     computed were hidden ones, 2.7 % since; Zen 4, 16 heads, 1 thread, against the
- *     kernel before in one process: 2-4 % less time (AVX-512), 4-5 % (AVX2).
+ *     O = 0) from it, so leaving it out changes no bit
+ *     (docs/notes/kernel-tuning.md#attn-masked-tiles).
  *     St[j][i] = sum_d K[j][d] Qt[d][i]          (ATTN_KG keys x ATTN_QV vectors in
  *                                                 registers; K read in place, broadcast)
  *     St[j][i] = -inf where key j is hidden from query i (partially masked tiles)
@@ -51,12 +49,12 @@
  * in scalars, and O accumulated along head_dim. It needs head_dim % VW == 0 (every real
  * model: 32, 64, 80, 128); other head dims take the block path. The same row path takes
  * the last nq % VW queries of a longer sequence when there are at most ATTN_ROW_TAIL of
- * them (the ISA file's, from its measurements): 257 = 16 x 16 + 1 tokens (LeWM; 577 and
+ * them (the ISA file's, tuned per ISA): 257 = 16 x 16 + 1 tokens (LeWM; 577 and
  * 3137 alike) would otherwise compute a whole query vector of the block path for one.
  *
  * head_dim 32 and 64 get their own instantiation (constant trip counts); any other head
  * dim up to ATTN_HD_MAX runs the generic one; larger ones fall back to the reference.
- * Tested against kernels/ref/jk_attn_ref.c by tests/checkasm/test_ops.c; timed by its
+ * Tested against kernels/ref/attn_ref.c by tests/checkasm/test_ops.c; timed by its
  * --bench mode.
  */
 #include <float.h>
@@ -91,17 +89,16 @@ static inline int at_min(int a, int b) { return a < b ? a : b; }
 
 /* Ask for the hd floats of a K or V row ahead of use, where the rows are read in place: a
  * qkv row apart (a page or more for a wide model), which no hardware prefetcher follows.
- * Measured on Zen 1: +5 % at N = 2048 with 16 heads of 64, +40 % for one query over 3137
- * keys. (Packing each K and V tile of each unit into contiguous rows instead measured
- * 2-3 % slower there: 48 queries do not amortise the copy. A head's rows copied once for
- * all its units, from ATTN_PACK_NKV keys on, do; see there.) */
+ * (Copying each K and V tile of each unit into contiguous rows instead does not pay: 48
+ * queries do not amortise the copy. A head's rows copied once for all its units, from
+ * ATTN_PACK_NKV keys on, do; see there. Tuned: docs/notes/kernel-tuning.md#attn-row-prefetch.) */
 static OPS_ALWAYS void at_prefetch_row(const float *r, int hd) {
     for (int d = 0; d < hd; d += 16) __builtin_prefetch(r + d);
 }
 
-/* Keys per tile: BK * head_dim ~ 4096 floats (a 16 KiB K tile and a 16 KiB V tile),
- * a multiple of ATTN_KG. Measured on Zen 1 (32 KiB L1d, AVX2), N = 2048, 16 heads of 64:
- * 2048 floats the same within noise, 8192 floats 9 % slower. */
+/* Keys per tile: BK * head_dim ~ 4096 floats (a 16 KiB K tile and a 16 KiB V tile, which
+ * fit a 32 KiB L1d together), a multiple of ATTN_KG
+ * (tuned: docs/notes/kernel-tuning.md#attn-key-tile). */
 static inline int at_bk(int hd) {
     int bk = 4096 / hd / ATTN_KG * ATTN_KG;
     return bk < ATTN_KG ? ATTN_KG : bk > ATTN_BK_MAX ? ATTN_BK_MAX : bk;
@@ -119,14 +116,10 @@ static inline size_t at_ws_floats(int hd) {
 
 /* From this many keys on, the block path copies each head's K and V rows into contiguous
  * [nkv][hd] arrays shared by the team before its units read them (at_attn_packed), instead
- * of reading them in place a qkv row apart. A head's K and V are then 512 nkv bytes at
- * head_dim 64: at 2048 keys they fill Zen 4's 1 MiB L2, and past it every query block
- * streams them from L3, one page per row in place. Measured on Zen 4 (AVX-512), 12 heads
- * of 64 in a [N, 3 * 768] qkv buffer (huge pages), against the kernel reading in place,
- * side by side on the two cores: 1 thread, 4608 keys 725.8 -> 693.9 ms (8 of 8 pairs),
- * 2048 keys 138.5 -> 136.3 ms (5 of 8); 2 threads, 4608 keys, back to back against the
- * build before this and the AVX-512 exp2 of math.h, 355 -> 339 ms (4 of 4). At 577 keys
- * a copy measured no faster: the rows stay in L2. */
+ * of reading them in place a qkv row apart. A head's K and V are 512 nkv bytes at
+ * head_dim 64: at 2048 keys they fill a 1 MiB L2, and past it every query block streams
+ * them from L3, one page per row in place. Below, the rows stay in L2 and a copy does not
+ * pay (tuned: docs/notes/kernel-tuning.md#attn-pack-kv). */
 #define ATTN_PACK_NKV 1536
 
 size_t JK_SFX(attn_ws)(int nthreads, int n_head, int head_dim, int nkv) {
@@ -241,10 +234,8 @@ static OPS_ALWAYS void at_pv_tiles(float *ot, const float *p, const float *v0, s
  * first. Queries outside [ilo, ihi) are left as they are, which is what this tile would
  * do to a query that sees none of its keys (P = 0 and alpha = 1, or l and O still 0).
  * Plain `inline`, left to the compiler, which inlines it (GCC 12): forced inline
- * (always_inline), the unmasked units came out 0.6-1.5 % slower at 197-577 tokens than
- * with the tile's loop written out in at_block (e12b67f); as it is, 0.3-0.7 % faster
- * (Zen 4, AVX-512, the two kernels alternated in one process). Code generation, not
- * the work: the operations are the same. */
+ * (always_inline) generated slower code for the unmasked units
+ * (docs/notes/kernel-tuning.md#attn-tile-inline). */
 static inline void at_tile(const struct jk_attn_args *a, const int hd, const float *kh, size_t ldk,
                            const float *vh, size_t ldv, int packed, const float *qt, float *st,
                            float *ot, float *mrow, float *lrow, float *alpha, const int32_t *qp,
@@ -316,8 +307,8 @@ static inline void at_tile(const struct jk_attn_args *a, const int hd, const flo
 /* One unit of the block path: head h, queries i0 .. i0 + ATTN_BQ. kh / vh are the head's
  * K and V rows (row j at kh + j ldk): in place in the caller's buffers (packed = 0: the
  * rows are prefetched ahead of use), or the contiguous copy at_attn_packed made (packed =
- * 1: the hardware prefetcher follows them; a software prefetch there measured 3.5 %
- * slower at 4608 keys, 7 of 8 pairs). */
+ * 1: the hardware prefetcher follows them, and a software prefetch there only costs:
+ * docs/notes/kernel-tuning.md#attn-row-prefetch). */
 static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, const int hd, float *w,
                                 const float *kh, size_t ldk, const float *vh, size_t ldv, int packed,
                                 const int masked) {
@@ -365,8 +356,8 @@ static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, con
         vf_store(lrow + i, vf_zero());
     }
     /* Ot = 0 in one memset over whole rows of BQ: a loop over nqt per row compiles to a
-     * memset call or a `rep stos` per row, 64 per unit at head_dim 64 (the `rep stos`
-     * form measured 3 % of LeWM's 257-token attention) */
+     * memset call or a `rep stos` per row, 64 per unit at head_dim 64
+     * (docs/notes/kernel-tuning.md#attn-ot-memset) */
     memset(ot, 0, sizeof(float) * (size_t)hd * BQ);
 
     for (int kt = 0; kt < a->nkv; kt += bk) {

@@ -45,7 +45,7 @@
  * each thread packs all of X), by rows beyond that. Each thread has its own slice of ws
  * (Bp then Ap): nothing is shared, there are no barriers. (A BLIS-style shared Bp with
  * dynamically scheduled row blocks was measured against this:
- * docs/notes/performance-kernels-log.md.)
+ * docs/notes/kernel-tuning.md#gemm-threads.)
  */
 #ifndef JEPA_KERNELS_GEMM_TMPL_H
 #define JEPA_KERNELS_GEMM_TMPL_H
@@ -105,10 +105,9 @@ static inline __attribute__((always_inline)) float gt_weight1(enum jk_dtype t, c
  * Y[i] = gelu(Y[i] + (c[i] + bias)) (Y[i] + only if `load`, i.e. after an earlier K block),
  * for mr rows of accumulators c [mr][GT_NR] in memory and bias: GT_NR floats (zeros
  * without a bias). Four vectors at a time through vf_gelu_n, whose interleaved chains
- * keep the FMA ports busier than one GELU after another did (those waited on their
- * latency: on Zen 4, LeWM's fc1, 257 x 768 x 192, spent 11-13 ns per 16 outputs on the
- * GELU, now 10); each lane gets the same operations in the same order as the one-vector
- * epilogue, so the bits do not change. */
+ * keep the FMA ports busier than one GELU after another, each waiting on the latency of
+ * the last (docs/notes/kernel-tuning.md#gemm-gelu-epilogue); each lane gets the same
+ * operations in the same order as the one-vector epilogue, so the bits do not change. */
 static inline __attribute__((always_inline)) void gt_store_gelu(float *y, size_t ldy, const float *c,
                                                                 const float *bias, int mr, int load) {
     enum { PER_ROW = GT_NR / VW };
@@ -156,11 +155,9 @@ static void gt_pack_a(float *p, const float *x, size_t ldx, int mc, int kc);
  * a store per element, which a narrow matmul (LeWM's N = 192 to 768) amortises over few
  * FMAs; a tile's GT_MR rows read in place are GT_MR streams a row stride apart instead,
  * and at a stride that is a multiple of 4 KiB (K = 1024, 3072, 4096, 5120) all of them
- * fall into one set of a 4 KiB-aliased L1 (Zen 4: 32 KiB, 8 ways, 64 sets of 64 B) and
- * evict each other: a standalone 14 x 32 loop over 252 x N x K, Zen 4, ran at 67 % of the
- * peak in place against 84-88 % packed at K = 1024, 57-78 % against 87-97 % at K = 3072 and
- * 5120, and about as fast or faster in place at K = 192, 384, 768, 1280 and 1536 (two sets).
- * docs/performance.md has the forward's figures. */
+ * fall into one set of a 4 KiB-aliased L1 (32 KiB, 8 ways, 64 sets of 64 B) and evict
+ * each other; gt_x_in_place leaves those strides packed
+ * (docs/notes/kernel-tuning.md#gemm-x-in-place). */
 #ifndef GT_UKERNEL_X
 #define GT_UKERNEL_X 0
 #endif
@@ -233,15 +230,13 @@ static void gt_prepack(gt_pack_b_fn pack_b, float *dst, const void *w, size_t ld
  * stay in the caches between calls): an f16 K block is 768 bytes of a row, at a row
  * stride of K, which the hardware prefetcher does not run far enough ahead on. So while
  * the microkernel works on one panel, gt_block asks for the bytes of the next one, a few
- * lines per microkernel call (prefetcht2 on x86, ~22 lines a call for ViT-H; PLDL3KEEP
- * on aarch64, not timed there), and pack_b then reads them from L2 / L3. Zen 4, I-JEPA
- * ViT-H/14 f16 (256 tokens), 1 thread, `perf record`: pack_b_f16 5.85 -> 3.6 % of the
- * samples, the prefetch loop +0.4 % in gt_block. Asked for once per NR panel instead
- * (bursts of ~200 lines): 4.3 %; with prefetcht0: 5.4 %; prefetchnta: 5.8 %. The first
- * panel of a matmul is not fetched ahead (fetching it during the previous matmul's last
- * panel measured a wash: docs/notes/performance-log.md, "Tried"); within a call, the x86 pack_b
- * fetches each next NR-row panel while it packs one (gemm_x86.h). A prefetch changes no
- * value: the bits are those of the kernel without it. */
+ * lines per microkernel call (prefetcht2 on x86; PLDL3KEEP on aarch64), and pack_b then
+ * reads them from L2 / L3. Spread over the calls rather than in one burst per panel, and
+ * at t2 rather than t0 or nta (tuned: docs/notes/kernel-tuning.md#gemm-panel-prefetch).
+ * The first panel of a matmul is not fetched ahead (during the previous matmul it gained
+ * nothing); within a call, the x86 pack_b fetches each next NR-row panel while it packs
+ * one (gemm_x86.h). A prefetch changes no value: the bits are those of the kernel
+ * without it. */
 
 /* Bytes [*lo, *hi) of a row of weights of type t that hold weights k0 .. k0 + kc - 1
  * (whole blocks for the block formats). */
@@ -401,11 +396,9 @@ static void gt_run(const struct jk_gemm_args *a, enum jk_dtype t, gt_pack_b_fn p
 #endif
         /* Pre-packed weights leave no packing for a column split to share, and a row split
          * keeps each thread's rows in its core's caches from one matmul (and LayerNorm) to
-         * the next: rows, when every thread gets 4 row tiles or more. Zen 4, 2 threads,
-         * --prepack, median of 30 encodes, 6 runs alternated with the column split: LeWM
-         * tiny 24.8 -> 21.2 ms on average (ahead in 6), LeJEPA ViT-S ahead in 5 of 6. Without
-         * pre-packing the column split stays: there rows measured slower on LeJEPA (52-53 ms
-         * against 53.5-61), each thread packing every weight. */
+         * the next: rows, when every thread gets 4 row tiles or more. Without pre-packing
+         * the column split stays: with rows each thread would pack every weight
+         * (docs/notes/kernel-tuning.md#gemm-threads). */
         const int rows = a->w_packed && M >= 4 * GT_MR * nth;
         const int tn = rows ? 1 : gt_col_parts(N, nth), tm = nth / tn;
         int m0, m1, n0, n1;

@@ -126,13 +126,11 @@ static OPS_ALWAYS vf vf_silu(vf x) { return vd_join_ps(vd_silu(vf_lo_pd(x)), vd_
  * The code computes t/2 (0.5 / (1 + |x| sqrt(1/8))) instead of t: h is then (x t/2) 2^n p,
  * with x t/2 off the dependency chain, and g runs on u/2 = t/2 - C/2 with the coefficients
  * times 2^i, which gives g's bits exactly (every scaling is a power of two). Those are 26
- * multiply / FMA operations per vector (the FMA pipes' work: on Zen 4 one 512-bit FMA a
- * cycle), against 29 for t itself, x^2 then -x2/2, and 0.5 x erfc. Zen 4, AVX-512, four
- * vectors at a time over 1024 floats in L1: 10.5-10.8 -> 9.6-9.8 ns per vector (6 runs
- * alternated with the 29-operation form).
- * Measured over every 7th float bit pattern in [-13, 13] (normal results) against double
+ * multiply / FMA operations per vector (the FMA pipes' work), against 29 for t itself,
+ * x^2 then -x2/2, and 0.5 x erfc (docs/notes/kernel-tuning.md#gelu-erf).
+ * Accuracy, over every 7th float bit pattern in [-13, 13] (normal results) against double
  * erf / erfc: max relative error 4.0e-7 on x < 0 (the erfc tail, down to 1e-37), 3.6e-7
- * on [0, 1], 1.0e-7 on x >= 1 (the 29-operation form: 4.5e-7, 3.5e-7, 1.1e-7).
+ * on [0, 1], 1.0e-7 on x >= 1.
  * tests/checkasm/test_gemm.c checks every ISA at 8e-7 relative with K = 1 (an exact
  * pre-activation) and over every 127th float in [-16, 16].
  */

@@ -1,19 +1,21 @@
 /*
  * gemm_avx2.c — the matmul slots Y = epi(X . W^T + b) for AVX2 + FMA + F16C, every weight
- * dtype (f32, f16, bf16, q8_0) through one f32 microkernel.
+ * dtype of enum jk_dtype (f32, f16, bf16 and the block formats, q8_0 to q6_K; their
+ * decoders: gemm_x86.h) through one f32 microkernel.
  *
  *   large M: BLIS-style blocking (kernels/simd/gemm_tmpl.h). W is converted to f32 while
- *            it is packed (F16C vcvtph2ps, bf16 << 16, q8_0 d * int8: all exact, the
- *            same values as the reference), X is packed (full 6-row tiles are read
- *            in place where X's row stride allows: GT_UKERNEL_X), and a 6 x 16 register tile
- *            (12 ymm accumulators, 2 loads + 6 broadcasts per 12 FMAs) does the work;
- *            the epilogue (bias, erf-GELU, residual add) is fused into its store.
+ *            it is packed (F16C vcvtph2ps, bf16 << 16, q8_0 d * int8, the 4-6 bit
+ *            formats as dequant_ref.c: all exact, the same values as the reference), X
+ *            is packed (full 6-row tiles are read in place where X's row stride allows:
+ *            GT_UKERNEL_X), and a 6 x 16 register tile (12 ymm accumulators, 2 loads +
+ *            6 broadcasts per 12 FMAs) does the work; the epilogue (bias, erf-GELU,
+ *            residual add) is fused into its store.
  *   small M (M <= GT_SMALL_M, e.g. the attentive-pool query or a short predictor): no
- *            packing; blocks of W rows (converted to f32 once, into ws, for the 16-bit
- *            and q8_0 types) are dotted with up to 3 rows of X at a time (8-wide partial
+ *            packing; blocks of W rows (converted to f32 once, into ws, for every type
+ *            but f32) are dotted with up to 3 rows of X at a time (8-wide partial
  *            sums along K reduced at the end: GEMV-like, W streamed once).
  * Activations stay f32 throughout. Parallel over output tiles only, so the bits do not
- * depend on the thread count; no allocation (ws, sized by gemm_ws_avx2).
+ * depend on the thread count; no allocation (ws, sized by jk_gemm_ws_avx2).
  *
  * Tested against kernels/ref/gemm_ref.c by tests/checkasm/test_gemm.c (meson test
  * --suite checkasm); timed by `jepa bench kernels` (bench/bench_kernels.c), numbers in
@@ -22,21 +24,14 @@
 #include "kernels/x86/vec_avx2.h"
 #include "kernels/x86/x86.h"
 
-/* Tuning: AMD EPYC (Zen 1, 2 cores of a shared VM: 32 KiB L1d, 512 KiB L2 per core, 8 MiB
- * L3), interleaved best-of-N timings of variants built side by side (the numbers are in
- * docs/notes/performance-kernels-log.md):
+/* Blocking (tuned: docs/notes/kernel-tuning.md#gemm-avx2):
  *  - 6 x 16 tile: 12 accumulators + 2 B vectors + 1 broadcast of the 16 ymm registers.
- *    Alone on L1/L2-resident panels it runs at 100 % of the FMA peak (40.2 GFLOP/s).
- *  - KC 512 (K blocks of <= 512, equal length): 1-2 % faster than 256 and 384 on
- *    K = 768 / 1024 / 3072 (fewer passes over Y), though the 32 KiB B micro-panel then
- *    fills L1.
- *  - MC 144, NC 1536: 72 / 96 / 192 and 768 / 3072 measured within +-1 %.
- *  - SMALL_M 64: the weight-streaming path beats packing up to M = 64 for every dtype
- *    (M = 64, N 2304, K 768: 32.8 vs 29.8 GFLOP/s f32, 32.6 vs 31.1 f16), packing wins
- *    from M = 96-128 on.
- *  - Prefetching the Y tile before the K loop, prefetching A ahead in the loop, unrolling
- *    the K loop by 4: each within +-1 % (noise). The Y prefetch is kept (it is free, and
- *    Y is often far from cache between K blocks), the other two left out. */
+ *  - KC 512 (K blocks of <= 512, equal length): fewer passes over Y than 256 or 384,
+ *    though the 32 KiB B micro-panel then fills a 32 KiB L1.
+ *  - MC 144, NC 1536: neighbouring sizes time the same.
+ *  - SMALL_M 64: up to there the weight-streaming path beats packing, every dtype.
+ *  - The Y tile is prefetched before the K loop (free, and Y is often far from cache
+ *    between K blocks); prefetching A ahead and unrolling K by 4 gained nothing. */
 #define GT_MR 6
 #define GT_NR 16
 #define GT_KC 512

@@ -1,6 +1,7 @@
 /*
  * gemm_avx512.c — the matmul slots Y = epi(X . W^T + b) for AVX-512 (F/BW/VL/DQ), every
- * weight dtype (f32, f16, bf16, q8_0) through one f32 microkernel.
+ * weight dtype of enum jk_dtype (f32, f16, bf16 and the block formats, q8_0 to q6_K)
+ * through one f32 microkernel.
  *
  * Same algorithm as gemm_avx2.c (blocking and threads: gemm_tmpl.h; weight conversion
  * while packing, X packing, the small-M weight-streaming path and the 256-bit GELU for
@@ -15,8 +16,7 @@
  * loads/stores, no _mm512_reduce_*), so tests/checkasm builds this file once more
  * against SIMDe (kernels/x86/simd.h, -DJEPA_SIMDE) and runs checkasm_gemm_avx512emu
  * on machines without AVX-512. On AVX-512 machines checkasm_gemm runs it natively; the
- * blocking below was timed on AMD Zen 4 (EPYC, family 25 model 17: 32 KiB L1d, 1 MiB L2
- * per core, AVX-512 double-pumped at 32 FLOP/cycle).
+ * blocking below is tuned for 32 KiB L1d and 1 MiB L2 per core.
  *
  * Tested against kernels/ref/gemm_ref.c by tests/checkasm/test_gemm.c; timed by
  * `jepa bench kernels` (bench/bench_kernels.c) on AVX-512 machines.
@@ -24,17 +24,13 @@
 #include "kernels/x86/vec_avx512.h"
 #include "kernels/x86/x86.h"
 
-/* Blocking, timed on Zen 4 at 1 thread (one f16 matmul per ViT shape, best of 5, against
- * the FMA peak of the same process; docs/notes/performance-log.md):
- *  - 14 x 32 tile: 28 accumulators + 2 B vectors + 1 broadcast of 32 zmm registers. On
- *    panels already in L1 it runs at 98 % of the FMA peak at KC 192 to 384.
+/* Blocking (tuned: docs/notes/kernel-tuning.md#gemm-avx512):
+ *  - 14 x 32 tile: 28 accumulators + 2 B vectors + 1 broadcast of 32 zmm registers.
  *  - KC 384: the 14-row A micro-panel (21 KiB) stays in L1 and the 32-column B micro-panel
  *    (48 KiB) streams from L2, which the hardware prefetcher keeps up with; K = 768 is
- *    then 2 K blocks instead of 4, half the Y tile round trips. 192 -> 384 (with the L2
- *    prefetch below): 576 x 3072 x 768 84-87 -> 90-91 %, 2048 x 3072 x 1024 85 -> 92-93 %.
+ *    then 2 K blocks instead of 4, half the Y tile round trips.
  *  - MC 168 (12 x 14): the A block is 252 KiB of L2.
- *  - NC 1024: the B panel is 1.5 MiB per thread (as before at KC 192 / NC 2048), in L3;
- *    2048 measured the same.
+ *  - NC 1024: the B panel is 1.5 MiB per thread, in L3.
  *  - SMALL_M 16: the weight-streaming path is 256 bits wide (gemm_x86.h), half the
  *    microkernel's width, so it hands over earlier than on AVX2 (64). */
 #define GT_MR 14
@@ -141,8 +137,7 @@ static ALWAYS_INLINE void ukernel_rows(const int R, int kc, const float *restric
 /* Fetch the Y tile into L2 now so its misses overlap the FMAs (it is read or written
  * after). Not into L1: Y's row stride is N floats, and at N = 1024, 3072, 4096 (12,
  * 16 KiB) all 14 rows fall in the same two L1 sets, where 28 lines evict each other and
- * the B micro-panel's; on Zen 4, 12 tiles x 64 B panels with Y in memory at a row
- * stride of 3072 ran at 89-91 % of the peak with T0 and 94-95 % with T1. */
+ * the B micro-panel's (T0 against T1: docs/notes/kernel-tuning.md#gemm-avx512-prefetch-y). */
 static ALWAYS_INLINE void prefetch_y(const float *y, size_t ldy, int mr, int nr) {
     for (int i = 0; i < mr; i++) {
         _mm_prefetch((const char *)(y + (size_t)i * ldy), _MM_HINT_T1);

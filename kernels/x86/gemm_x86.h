@@ -252,16 +252,11 @@ static ALWAYS_INLINE void transpose8(__m256 r[8]) {
 /* W rows -> p[panel][k][GT_NR], 8 rows x 8 k at a time, converted and transposed in
  * registers; rows past nc repeat the last row (their columns are never stored).
  * While one panel of GT_NR rows is packed, the next panel's bytes are asked for (gt_ahead,
- * prefetcht2, spread over this panel's 8 x 8 groups): the loads here otherwise wait on L3
- * (perf annotate on Zen 4, LeWM: ~80 % of pack_b's samples on the instructions after its
- * vcvtph2ps loads), and gt_block's prefetch covers only the panels of pack_b's next call
- * in the same matmul: none when the matmul is one column block and one K block (most
- * matmuls of a small model: LeWM's 257 x 576 x 192 qkv, for one).
- * Zen 4, f16, 1 thread, best of 3-20 encodes, alternated 3 times: LeJEPA ViT-S 91.7 ->
- * 90.3 ms on average (3 of 3; 2 threads 47.7 -> 46.3, 3 of 3), I-JEPA ViT-H 3356 -> 3244
- * (3 of 3), V-JEPA 2.1 ViT-B 384^2 1067 -> 1054 (2 of 3); LeWM pack_b_f16 1.87 -> 1.25 ms
- * of each encode's samples (the wall time within the noise); the AVX2 kernels on the same
- * machine, LeJEPA, 98.9 -> 97.7. With prefetcht0: LeJEPA 1 % slower than with t2. */
+ * prefetcht2, spread over this panel's 8 x 8 groups): the loads here otherwise wait on L3,
+ * and gt_block's prefetch covers only the panels of pack_b's next call in the same
+ * matmul: none when the matmul is one column block and one K block (most matmuls of a
+ * small model: LeWM's 257 x 576 x 192 qkv, for one). A prefetch changes no value
+ * (tuned, t2 against t0: docs/notes/kernel-tuning.md#gemm-pack-b). */
 static ALWAYS_INLINE void pack_b(enum jk_dtype t, float *p, const uint8_t *w, size_t ldw, int nc,
                                  int k0, int kc) {
     for (int j0 = 0; j0 < nc; j0 += GT_NR, p += (size_t)GT_NR * kc) {
@@ -391,7 +386,7 @@ static ALWAYS_INLINE void small_tile(const struct jk_gemm_args *a, enum jk_dtype
     }
 }
 
-/* One W row of K weights of type t (f16 / bf16 / q8_0) widened to f32 in d: the hook of
+/* One W row of K weights of type t (any but f32) widened to f32 in d: the hook of
  * the small-M driver (gemm_small_tmpl.h). */
 static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float *d, int K) {
     if (t == JK_Q4_K || t == JK_Q5_K) {   /* K is whole super-blocks */

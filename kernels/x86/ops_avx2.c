@@ -10,17 +10,15 @@
 
 /* Attention tiles. 16 ymm registers: the S = Q K^T tile is ATTN_KG keys x ATTN_QV query
  * vectors (12 accumulators + 3 query vectors + 1 broadcast), the O += P V tile ATTN_KG
- * dims x ATTN_QV query vectors (the same shape). A query block is ATTN_BQ queries:
- * measured on Zen 1, 96 is 5 % faster at N = 2048 with 16 heads (K and V are swept half
- * as often) but 6 % slower at N = 577 (the padded last block), 144 worse still. */
+ * dims x ATTN_QV query vectors (the same shape). A query block is ATTN_BQ queries: larger
+ * blocks sweep K and V less often but pad the last block of a short sequence more
+ * (tuned: docs/notes/kernel-tuning.md#attn-avx2). */
 #define ATTN_KG 4
 #define ATTN_QV 3
 #define ATTN_BQ 48
 
-/* The last nq % 8 queries take the row path when there is one (attn_tmpl.h). Zen 4, the
- * AVX2 kernels, 6 heads of 64 against the kernel without it (bench/ab_attn.sh): 257
- * tokens x 3 heads 0.985, 577 x 12 heads 0.982; two left over (130) 1.016-1.022, three
- * (131) 1.037. */
+/* The last nq % 8 queries take the row path when there is one (attn_tmpl.h): one left
+ * over gains, two or more lose (tuned: docs/notes/kernel-tuning.md#attn-avx2). */
 #define ATTN_ROW_TAIL 1
 
 #define JK_SFX(name) jk_##name##_avx2

@@ -234,11 +234,14 @@ static int run_case(const struct jk_kernels *kt, const char *level, const struct
     /* W packed once (gemm_prepack): the same bits as packing per call, at 1, 2 and 3 threads
      * (with 2 and 3 the rows are split, not the columns, once M has 4 row tiles a thread) */
     if (kt->gemm_prepack) {
+        const char *slot = ca_cur_slot;
+        ca_at("gemm_prepack", level);
         const size_t np = kt->gemm_prepack_floats(N, K);
         float *wp = (float *)aligned_alloc(64, (np * sizeof(float) + 63) & ~(size_t)63);
         float *yp = ca_alloc_guarded((size_t)M * ldy);
         if (!wp || !yp) { fprintf(stderr, "out of memory\n"); exit(1); }
         kt->gemm_prepack(c->t, wp, w, ldw, N, K);
+        ca_at(slot, level);
         int differ = 0;
         for (int th = 1; th <= 3; th++) {
             memcpy(yp, yold, (size_t)M * ldy * sizeof(float));
@@ -378,7 +381,17 @@ static void check_gelu_sweep(const struct jk_kernels *kt, const char *level) {
     ca_free_guarded(y);
 }
 
-int main(void) {
+/* The slot name of gemm[t] ("gemm_f16"), as --function takes it. */
+static const char *gemm_slot(enum jk_dtype t) {
+    for (int s = 0; s < jk_nslots; s++)
+        if (jk_slots[s].dtype == (int)t && !strncmp(jk_slots[s].name, "gemm_", 5))
+            return jk_slots[s].name;
+    return "gemm_?";
+}
+
+int main(int argc, char **argv) {
+    const int rc = ca_options("checkasm_gemm", argc, argv, 1);
+    if (rc >= 0) return rc;
     ca_seed("checkasm_gemm");
     struct ca_level lv[4];
     int nl;
@@ -390,6 +403,10 @@ int main(void) {
 #else
     nl = ca_levels(lv);
 #endif
+    if (ca_isa_missing(lv, nl)) {
+        printf("checkasm_gemm: level %s is not available on this machine (skipped)\n", ca_only_isa);
+        return 77;
+    }
     struct jk_kernels ref;
     jk_init_ref(&ref);
 
@@ -415,12 +432,16 @@ int main(void) {
     for (int l = 0; l < nl; l++) {
         struct jk_kernels kt;
         jk_init(&kt, lv[l].flags);
+        ca_inject(&kt);
         for (int t = 0; t < JK_NDTYPES; t++) {
+            const char *slot = gemm_slot((enum jk_dtype)t);
+            if (!ca_wanted(slot, lv[l].name)) continue;
             if (kt.gemm[t] == ref.gemm[t]) {
                 printf("  %s %s: the reference fills this slot, nothing to test\n", lv[l].name,
                        jk_dtype_name((enum jk_dtype)t));
                 continue;
             }
+            ca_run(slot, lv[l].name);
             tested++;
             int cases = 0, fails = 0;
             const int qk = jk_dtype_block((enum jk_dtype)t);
@@ -457,6 +478,7 @@ int main(void) {
                 cases++;
             }
             if (t == 0) {   /* gemm_ws(nt, K) must cover every K' <= K (kernels.h) */
+                ca_at("gemm_ws", lv[l].name);
                 size_t prev = 0;
                 int bad_k = 0;
                 for (int K = 1; K <= 4096 && !bad_k; K++) {
@@ -465,6 +487,7 @@ int main(void) {
                     prev = w;
                 }
                 CHECK(!bad_k, "%s gemm_ws(3, K) shrinks at K = %d", lv[l].name, bad_k);
+                ca_at(slot, lv[l].name);
             }
             if (jk_dtype_is_block((enum jk_dtype)t)) check_decode(&kt, lv[l].name, (enum jk_dtype)t);
             if (t <= JK_Q8_0) {   /* (the epilogue does not depend on the weight type: the
@@ -477,7 +500,7 @@ int main(void) {
                    jk_dtype_is_block((enum jk_dtype)t) ? "; decoding exact" : "", t <= JK_Q8_0 ? "; gelu epilogue checked" : "");
         }
     }
-    if (!tested) {
+    if (!tested && !ca_only_fn && !ca_only_isa) {
         printf("checkasm_gemm: no matmul slot above the reference on this machine (skipped)\n");
         return 77;
     }

@@ -372,7 +372,7 @@ static void check_unary(const struct jk_kernels *kt, const struct jk_kernels *rt
     for (int o = 0; o < OPS_NACT; o++) {
         jk_unary_fn *const fn = ops_act_slot(kt, o);
         int fails = 0, cases = 0;
-        if (fn == ops_act_slot(rt, o)) continue;
+        if (fn == ops_act_slot(rt, o) || !ca_run(ops_act_name[o], level)) continue;
         for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
             struct ops_unary c;
             ops_unary_make(&c, rt, o, ns[ni]);
@@ -398,7 +398,7 @@ static void check_act_accuracy(const struct jk_kernels *kt, const struct jk_kern
     size_t m;
     float *x = ops_act_sweep(127, &m), *y = falloc(m);
     for (int o = 0; o < OPS_NACT; o++) {
-        if (ops_act_slot(kt, o) == ops_act_slot(rt, o)) continue;
+        if (ops_act_slot(kt, o) == ops_act_slot(rt, o) || !ca_run(ops_act_name[o], level)) continue;
         memcpy(y, x, m * sizeof(float));
         ops_act_slot(kt, o)(y, m, 2);
         ops_act_check(level, o, x, y, m, 6.0e-8, 0.0);
@@ -694,6 +694,9 @@ static void bench(const struct ca_level *lv, int nl) {
 }
 
 int main(int argc, char **argv) {
+    const int bench_only = argc > 1 && !strcmp(argv[1], "--bench");
+    const int rc = bench_only ? -1 : ca_options("checkasm_ops", argc, argv, 1);
+    if (rc >= 0) return rc;
     ca_seed("checkasm_ops");
     struct ca_level lv[4];
     int nl;
@@ -705,9 +708,13 @@ int main(int argc, char **argv) {
 #else
     nl = ca_levels(lv);
 #endif
-    if (argc > 1 && !strcmp(argv[1], "--bench")) {
+    if (bench_only) {
         bench(lv, nl);
         return 0;
+    }
+    if (ca_isa_missing(lv, nl)) {
+        printf("checkasm_ops: level %s is not available on this machine (skipped)\n", ca_only_isa);
+        return 77;
     }
     struct jk_kernels ref;
     jk_init_ref(&ref);
@@ -716,44 +723,51 @@ int main(int argc, char **argv) {
     static const struct attn_case refcases[] = {
         {1, 1, 1, 8, MASK_NONE, 1, 3, 0}, {17, 17, 3, 16, MASK_NONE, 1, 3, 0}, {17, 17, 2, 16, MASK_FRAMES, 1, 80, 0},
         {20, 20, 2, 8, MASK_CAUSAL, 1, 3, 0}, {13, 31, 2, 6, MASK_RANDOM, 0, 80, 0}, {1, 200, 2, 32, MASK_NONE, 0, 3, 0}};
-    for (size_t i = 0; i < sizeof refcases / sizeof *refcases; i++) check_attn_ref(&refcases[i]);
-    printf("  jk_attn_ref: %zu cases against the naive double formula\n", sizeof refcases / sizeof *refcases);
+    if (ca_run("attn", "ref")) {
+        for (size_t i = 0; i < sizeof refcases / sizeof *refcases; i++) check_attn_ref(&refcases[i]);
+        printf("  jk_attn_ref: %zu cases against the naive double formula\n", sizeof refcases / sizeof *refcases);
+    }
 #ifndef CHECKASM_AVX512_EMU
-    check_rope_tables();
-    check_rope_positions();
+    if (ca_run("rope", "ref")) {   /* the tables the rope slot is given */
+        check_rope_tables();
+        check_rope_positions();
+    }
 #endif
     /* the reference row gather and column mean against their definitions */
-    check_gather(&ref, "ref");
-    check_mean_rows(&ref, "ref");
-    check_madd(&ref, "ref");
+    if (ca_run("gather", "ref")) check_gather(&ref, "ref");
+    if (ca_run("mean_rows", "ref")) check_mean_rows(&ref, "ref");
+    if (ca_run("madd", "ref")) check_madd(&ref, "ref");
 
     int tested = 0;
     for (int l = 0; l < nl; l++) {
         struct jk_kernels kt;
         jk_init(&kt, lv[l].flags);
+        ca_inject(&kt);
         const char *n = lv[l].name;
         /* a slot still holding the reference at this level would be compared with itself
          * (the gemm slots are test_gemm.c's) */
         int nref = 0, nslot = 0;
         for (int s = 0; s < jk_nslots; s++) {
-            if (jk_slots[s].dtype >= 0 || !strcmp(jk_slots[s].name, "gemm_ws")) continue;
+            if (jk_slots[s].dtype >= 0 || !strcmp(jk_slots[s].name, "gemm_ws") ||
+                !ca_wanted(jk_slots[s].name, n))
+                continue;
             nslot++;
             if (jk_slot_fn(&kt, &jk_slots[s]) == jk_slot_fn(&ref, &jk_slots[s]))
                 printf("  %s %s: the reference fills this slot, nothing to test\n", n, jk_slots[s].name), nref++;
         }
         if (nref == nslot) continue;
         tested++;
-        if (kt.attn != ref.attn) check_attn(&kt, n);
-        if (kt.rope != ref.rope) check_rope(&kt, n);
-        if (kt.layernorm != ref.layernorm) check_layernorm(&kt, n);
+        if (kt.attn != ref.attn && ca_run("attn", n)) check_attn(&kt, n);
+        if (kt.rope != ref.rope && ca_run("rope", n)) check_rope(&kt, n);
+        if (kt.layernorm != ref.layernorm && ca_run("layernorm", n)) check_layernorm(&kt, n);
         check_unary(&kt, &ref, n);
         check_act_accuracy(&kt, &ref, n);
-        if (kt.add != ref.add) check_add(&kt, n);
-        if (kt.patchify != ref.patchify) check_patchify(&kt, n);
+        if (kt.add != ref.add && ca_run("add", n)) check_add(&kt, n);
+        if (kt.patchify != ref.patchify && ca_run("patchify", n)) check_patchify(&kt, n);
         /* against their definitions, whatever fills the slots (the reference today) */
-        check_gather(&kt, n);
-        check_mean_rows(&kt, n);
-        check_madd(&kt, n);
+        if (ca_run("gather", n)) check_gather(&kt, n);
+        if (ca_run("mean_rows", n)) check_mean_rows(&kt, n);
+        if (ca_run("madd", n)) check_madd(&kt, n);
     }
     if (!tested) printf("checkasm_ops: no slot above the reference at any level here; references checked\n");
     return ca_finish("checkasm_ops");

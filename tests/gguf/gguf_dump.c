@@ -31,7 +31,7 @@ static void json_float(double v, int is_f32) {
     printf(is_f32 ? "%.9g" : "%.17g", v);
 }
 
-/* One value of type vt: scalars come from kv->v, array elements through gguf_arr_*. */
+/* One value of type vt: scalars come from kv->v, array elements through jg_arr_*. */
 static void json_elem(const struct gguf_kv *kv, uint64_t i) {
     switch (kv->arr_type) {
     case GGUF_V_BOOL: printf("%s", jg_arr_u64(kv, i) ? "true" : "false"); break;

@@ -12,7 +12,7 @@
  *    PATH.tmp, fails cleanly on an unwritable path and when the write is cut short (the
  *    temporary is removed), and refuses bad tensors / alignment;
  *  - jg_writer_copy_kv reproduces the metadata byte for byte;
- *  - jg_kv_format and gguf_arr_* on known values.
+ *  - jg_kv_format and jg_arr_* on known values.
  * Run: meson test -C build --suite gguf (also under -Db_sanitize=address,undefined).
  */
 #include <math.h>
