@@ -4,7 +4,9 @@
  * One loop for every input: its clips (one clip, a 5-D tensor's B clips, N test
  * patterns, a video's sampled or dense clips) run in passes of G clips, and each clip's
  * outputs (embeddings, logits, a per-clip top-k for dense clips) are taken as its pass
- * ends; then each command writes what it writes.
+ * ends; then each command writes what it writes. The clips come from cli/clip_source.c;
+ * run_input is the loop, and each command adds its checks, buffers, per-clip step and
+ * writer to it (struct run_command).
  *
  *   jepa embed    -m MODEL INPUT [--pool mean|cls|lewm|none] [--hier] [--batch N] [-o OUT.npy]
  *   jepa predict  -m MODEL INPUT --ctx C.npy --tgt T.npy [--mask-index K]
@@ -25,6 +27,7 @@
  */
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +36,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/clip_source.h"
 #include "cli/inputs.h"
 #include "cli/progress.h"
 #include "cli/run_many.h"
@@ -156,115 +160,162 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
+/* The options of the run commands, besides -h and the input options (cli/inputs.h): the
+ * commands that take each one (bits 1 << enum run_cmd; elsewhere it is unknown), and what
+ * it sets in struct run_opts. */
+enum opt_kind {
+    OPT_STR,        /* a const char * field: the value */
+    OPT_INT,        /* an int field: the value, an integer in [lo, hi] */
+    OPT_FLAG,       /* an int field: 1 */
+    OPT_QUIET,      /* -q: quiet, and not verbose */
+    OPT_POOL,       /* --pool: mean, cls, lewm or none */
+    OPT_MODALITY,   /* --modality: auto, video or image */
+};
+
+struct run_option {
+    const char *flag, *alias;
+    unsigned cmds;
+    enum opt_kind kind;
+    size_t field;          /* offsetof(struct run_opts, the field) */
+    long long lo, hi;      /* OPT_INT */
+};
+
+#define FOR_EMBED (1u << RUN_EMBED)
+#define FOR_PREDICT (1u << RUN_PREDICT)
+#define FOR_CLASSIFY (1u << RUN_CLASSIFY)
+#define FOR_MANY (FOR_EMBED | FOR_CLASSIFY)   /* the commands that take many inputs */
+#define FOR_ALL (FOR_EMBED | FOR_PREDICT | FOR_CLASSIFY)
+#define FIELD(f) offsetof(struct run_opts, f)
+
+static const struct run_option run_options[] = {
+    {"-m", "--model", FOR_ALL, OPT_STR, FIELD(model), 0, 0},
+    {"--input-tensor", NULL, FOR_ALL, OPT_STR, FIELD(input_tensor), 0, 0},
+    {"--test-pattern", NULL, FOR_ALL, OPT_STR, FIELD(test_pattern), 0, 0},
+    {"-o", "--out", FOR_ALL, OPT_STR, FIELD(out), 0, 0},
+    {"-t", "--threads", FOR_ALL, OPT_INT, FIELD(threads), 1, 4096},
+    {"--cpu", NULL, FOR_ALL, OPT_STR, FIELD(cpu), 0, 0},
+    {"--prepack", NULL, FOR_ALL, OPT_FLAG, FIELD(prepack), 0, 0},
+    {"-g", "--gpu", FOR_ALL, OPT_INT, FIELD(gpu), 0, 1024},
+    {"--repeat", NULL, FOR_EMBED, OPT_INT, FIELD(repeat), 1, 100000},
+    {"--batch", NULL, FOR_MANY, OPT_INT, FIELD(batch), 1, 65536},
+    {"--time", NULL, FOR_ALL, OPT_FLAG, FIELD(timing), 0, 0},
+    {"-q", "--quiet", FOR_ALL, OPT_QUIET, FIELD(quiet), 0, 0},
+    {"-v", "--verbose", FOR_ALL, OPT_FLAG, FIELD(verbose), 0, 0},
+    {"--pool", NULL, FOR_EMBED, OPT_POOL, FIELD(pool), 0, 0},
+    {"--hier", NULL, FOR_EMBED, OPT_FLAG, FIELD(hier), 0, 0},
+    {"--ctx", NULL, FOR_PREDICT, OPT_STR, FIELD(ctx), 0, 0},
+    {"--tgt", NULL, FOR_PREDICT, OPT_STR, FIELD(tgt), 0, 0},
+    {"--ctx-out", NULL, FOR_PREDICT, OPT_STR, FIELD(ctx_out), 0, 0},
+    {"--mask-index", NULL, FOR_PREDICT, OPT_INT, FIELD(mask_index), 0, 1 << 24},
+    {"--modality", NULL, FOR_PREDICT, OPT_MODALITY, FIELD(modality), 0, 0},
+    {"-k", NULL, FOR_CLASSIFY, OPT_INT, FIELD(topk), 1, 1 << 20},
+    {"--logits-out", NULL, FOR_CLASSIFY, OPT_STR, FIELD(logits_out), 0, 0},
+    {"--out-dir", NULL, FOR_MANY, OPT_STR, FIELD(out_dir), 0, 0},
+    {"--inputs", NULL, FOR_MANY, OPT_STR, FIELD(inputs_list), 0, 0},
+    {"--resume", NULL, FOR_MANY, OPT_FLAG, FIELD(resume), 0, 0},
+};
+
+static const struct run_option *find_option(enum run_cmd c, const char *a) {
+    for (size_t k = 0; k < sizeof run_options / sizeof *run_options; k++) {
+        const struct run_option *p = &run_options[k];
+        if ((p->cmds & (1u << c)) && (!strcmp(a, p->flag) || (p->alias && !strcmp(a, p->alias)))) return p;
+    }
+    return NULL;
+}
+
+static int parse_pool(const char *name, const char *v, struct run_opts *o) {
+    if (strcmp(v, "mean") && strcmp(v, "cls") && strcmp(v, "lewm") && strcmp(v, "none"))
+        return cli_usage_error(name, "--pool takes mean, cls, lewm or none, not '%s'", v);
+    o->pool = v;
+    return 0;
+}
+
+static int parse_modality(const char *name, const char *v, struct run_opts *o) {
+    if (!strcmp(v, "auto")) o->modality = JEPA_MODALITY_AUTO;
+    else if (!strcmp(v, "video")) o->modality = JEPA_MODALITY_VIDEO;
+    else if (!strcmp(v, "image")) o->modality = JEPA_MODALITY_IMAGE;
+    else return cli_usage_error(name, "--modality takes auto, video or image, not '%s'", v);
+    return 0;
+}
+
+/* Option argv[*i] into o, and its value (argv[*i + 1], *i advanced past it). 0 or
+ * CLI_EXIT_USAGE after printing. */
+static int set_option(enum run_cmd c, const struct run_option *opt, int argc, char **argv, int *i,
+                      struct run_opts *o) {
+    const char *name = cmd_name(c), *a = argv[*i];
+    char *field = (char *)o + opt->field;
+    if (opt->kind == OPT_FLAG) *(int *)field = 1;
+    if (opt->kind == OPT_QUIET) o->verbose = 0, o->quiet = 1;
+    if (opt->kind == OPT_FLAG || opt->kind == OPT_QUIET) return 0;
+    if (*i + 1 >= argc) return cli_usage_error(name, "option %s needs a value", a);
+    const char *v = argv[++*i];
+    long long num;
+    int rc = 0;
+    switch (opt->kind) {
+    case OPT_STR: *(const char **)field = v; break;
+    case OPT_INT:
+        if (!(rc = cli_parse_int(name, a, v, opt->lo, opt->hi, &num))) *(int *)field = (int)num;
+        break;
+    case OPT_POOL: rc = parse_pool(name, v, o); break;
+    case OPT_MODALITY: rc = parse_modality(name, v, o); break;
+    default: break;
+    }
+    return rc;
+}
+
+/* One argument (and its value): -h, an option, an input option or a positional one.
+ * 0, -1 after the help, or CLI_EXIT_USAGE after printing. */
+static int parse_arg(enum run_cmd c, int argc, char **argv, int *i, struct run_opts *o) {
+    const char *a = argv[*i], *name = cmd_name(c);
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+        run_usage(c);
+        return -1;
+    }
+    const struct run_option *opt = find_option(c, a);
+    if (opt) return set_option(c, opt, argc, argv, i, o);
+    const int rc = inputs_parse(&o->in, name, c != RUN_PREDICT, argc, argv, i);
+    if (rc) return rc == 1 ? 0 : rc;
+    if (a[0] == '-') return cli_usage_error(name, "unknown option '%s'", a);
+    o->pos[o->n_pos++] = a;
+    return 0;
+}
+
+/* A DIR argument means many inputs. */
+static bool has_dir_arg(const struct run_opts *o) {
+    for (int k = 0; k < o->n_pos; k++) {
+        struct stat st;
+        if (!stat(o->pos[k], &st) && S_ISDIR(st.st_mode)) return true;
+    }
+    return false;
+}
+
+/* Many inputs: one file each into --out-dir D, or stacked into -o / --logits-out
+ * (run_many checks the rest). */
+static int check_many(enum run_cmd c, struct run_opts *o) {
+    const char *name = cmd_name(c);
+    const char *stack = c == RUN_EMBED ? o->out : o->logits_out;
+    if (!o->out_dir && !stack)
+        return cli_usage_error(name, "many inputs (--inputs, a DIR, --resume) write into --out-dir D or, stacked, "
+                                     "into %s", c == RUN_EMBED ? "-o FEATS.npy" : "--logits-out LOGITS.npy");
+    if (o->out_dir && stack)
+        return cli_usage_error(name, "--out-dir writes one file per input; %s stacks them into one: not both",
+                               c == RUN_EMBED ? "-o" : "--logits-out");
+    if (o->input_tensor || o->test_pattern || o->in.n_images || o->in.frames_npy ||
+        (c == RUN_EMBED && o->logits_out) || (c == RUN_CLASSIFY && o->out) || o->repeat)
+        return cli_usage_error(name, "many inputs come as FILE / DIR arguments or --inputs LIST.txt (images, "
+                                     "videos, uint8 frame arrays .npy), one output each: not with "
+                                     "--input-tensor, --test-pattern, -i, --frames-npy or --repeat%s",
+                               c == RUN_EMBED ? ", --logits-out" : ", -o");
+    if (!o->n_pos && !o->inputs_list) return cli_usage_error(name, "many inputs: give FILE, DIR or --inputs");
+    o->many = true;
+    return 0;
+}
+
+/* One input: exactly one of the input options, what the command needs besides, and no
+ * output that replaces an input, nor two outputs one file. */
+static int check_one_input(enum run_cmd c, struct run_opts *o) {
     const char *name = cmd_name(c);
     int rc;
-    long long num;
-    memset(o, 0, sizeof *o);
-    o->pos = malloc(sizeof(char *) * (size_t)(argc > 0 ? argc : 1));
-    if (!o->pos) return cli_fail(NULL, "out of memory");
-    o->gpu = -1;
-    o->pool = "none";
-    o->topk = 5;
-    o->mask_index = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEEDV() do { if (!v) return cli_usage_error(name, "option %s needs a value", a); i++; } while (0)
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { run_usage(c); return -1; }
-        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEEDV(); o->model = v; }
-        else if (!strcmp(a, "--input-tensor")) { NEEDV(); o->input_tensor = v; }
-        else if (!strcmp(a, "--test-pattern")) { NEEDV(); o->test_pattern = v; }
-        else if (!strcmp(a, "-o") || !strcmp(a, "--out")) { NEEDV(); o->out = v; }
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            NEEDV();
-            if ((rc = cli_parse_int(name, a, v, 1, 4096, &num))) return rc;
-            o->threads = (int)num;
-        }
-        else if (!strcmp(a, "--cpu")) { NEEDV(); o->cpu = v; }
-        else if (!strcmp(a, "--prepack")) o->prepack = 1;
-        else if (!strcmp(a, "-g") || !strcmp(a, "--gpu")) {
-            NEEDV();
-            if ((rc = cli_parse_int(name, a, v, 0, 1024, &num))) return rc;
-            o->gpu = (int)num;
-        }
-        else if (c == RUN_EMBED && !strcmp(a, "--repeat")) {
-            NEEDV();
-            if ((rc = cli_parse_int(name, a, v, 1, 100000, &num))) return rc;
-            o->repeat = (int)num;
-        }
-        else if (c != RUN_PREDICT && !strcmp(a, "--batch")) {
-            NEEDV();
-            if ((rc = cli_parse_int(name, a, v, 1, 65536, &num))) return rc;
-            o->batch = (int)num;
-        }
-        else if (!strcmp(a, "--time")) o->timing = 1;
-        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->verbose = 0, o->quiet = 1;
-        else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = 1;
-        else if (c == RUN_EMBED && !strcmp(a, "--pool")) {
-            NEEDV();
-            if (strcmp(v, "mean") && strcmp(v, "cls") && strcmp(v, "lewm") && strcmp(v, "none"))
-                return cli_usage_error(name, "--pool takes mean, cls, lewm or none, not '%s'", v);
-            o->pool = v;
-        }
-        else if (c == RUN_EMBED && !strcmp(a, "--hier")) o->hier = 1;
-        else if (c == RUN_PREDICT && !strcmp(a, "--ctx")) { NEEDV(); o->ctx = v; }
-        else if (c == RUN_PREDICT && !strcmp(a, "--tgt")) { NEEDV(); o->tgt = v; }
-        else if (c == RUN_PREDICT && !strcmp(a, "--ctx-out")) { NEEDV(); o->ctx_out = v; }
-        else if (c == RUN_PREDICT && !strcmp(a, "--mask-index")) {
-            NEEDV();
-            if ((rc = cli_parse_int(name, a, v, 0, 1 << 24, &num))) return rc;
-            o->mask_index = (int)num;
-        }
-        else if (c == RUN_PREDICT && !strcmp(a, "--modality")) {
-            NEEDV();
-            if (!strcmp(v, "auto")) o->modality = JEPA_MODALITY_AUTO;
-            else if (!strcmp(v, "video")) o->modality = JEPA_MODALITY_VIDEO;
-            else if (!strcmp(v, "image")) o->modality = JEPA_MODALITY_IMAGE;
-            else return cli_usage_error(name, "--modality takes auto, video or image, not '%s'", v);
-        }
-        else if (c == RUN_CLASSIFY && !strcmp(a, "-k")) {
-            NEEDV();
-            if ((rc = cli_parse_int(name, a, v, 1, 1 << 20, &num))) return rc;
-            o->topk = (int)num;
-        }
-        else if (c == RUN_CLASSIFY && !strcmp(a, "--logits-out")) { NEEDV(); o->logits_out = v; }
-        else if (c != RUN_PREDICT && !strcmp(a, "--out-dir")) { NEEDV(); o->out_dir = v; }
-        else if (c != RUN_PREDICT && !strcmp(a, "--inputs")) { NEEDV(); o->inputs_list = v; }
-        else if (c != RUN_PREDICT && !strcmp(a, "--resume")) o->resume = 1;
-        else if ((rc = inputs_parse(&o->in, name, c != RUN_PREDICT, argc, argv, &i))) { if (rc != 1) return rc; }
-        else if (a[0] == '-') return cli_usage_error(name, "unknown option '%s'", a);
-        else o->pos[o->n_pos++] = a;
-#undef NEEDV
-    }
-    if (!o->model) return cli_usage_error(name, "missing -m MODEL");
-    bool dir_arg = false;   /* a DIR argument means many inputs */
-    for (int k = 0; k < o->n_pos && !dir_arg; k++) {
-        struct stat st;
-        dir_arg = !stat(o->pos[k], &st) && S_ISDIR(st.st_mode);
-    }
-    if (c != RUN_PREDICT && (o->out_dir || o->inputs_list || o->resume || dir_arg)) {
-        /* many inputs: one file each into --out-dir D, or stacked into -o / --logits-out
-         * (run_many checks the rest) */
-        const char *stack = c == RUN_EMBED ? o->out : o->logits_out;
-        if (!o->out_dir && !stack)
-            return cli_usage_error(name, "many inputs (--inputs, a DIR, --resume) write into --out-dir D or, stacked, "
-                                         "into %s", c == RUN_EMBED ? "-o FEATS.npy" : "--logits-out LOGITS.npy");
-        if (o->out_dir && stack)
-            return cli_usage_error(name, "--out-dir writes one file per input; %s stacks them into one: not both",
-                                   c == RUN_EMBED ? "-o" : "--logits-out");
-        if (o->input_tensor || o->test_pattern || o->in.n_images || o->in.frames_npy ||
-            (c == RUN_EMBED && o->logits_out) || (c == RUN_CLASSIFY && o->out) || o->repeat)
-            return cli_usage_error(name, "many inputs come as FILE / DIR arguments or --inputs LIST.txt (images, "
-                                         "videos, uint8 frame arrays .npy), one output each: not with "
-                                         "--input-tensor, --test-pattern, -i, --frames-npy or --repeat%s",
-                                   c == RUN_EMBED ? ", --logits-out" : ", -o");
-        if (!o->n_pos && !o->inputs_list) return cli_usage_error(name, "many inputs: give FILE, DIR or --inputs");
-        o->many = true;
-        if (o->hier && strcmp(o->pool, "none"))
-            return cli_usage_error(name, "--hier writes every token of every level; drop --pool");
-        return 0;
-    }
     if (c == RUN_CLASSIFY && o->batch)
         return cli_usage_error(name, "--batch N groups many inputs (--out-dir, --inputs, a DIR); one input's clips "
                                      "run together already");
@@ -276,93 +327,33 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
                                      "--frames-npy F.npy or a VIDEO");
     if (c == RUN_PREDICT && (!o->ctx || !o->tgt || !o->out))
         return cli_usage_error(name, "predict needs --ctx, --tgt and -o");
-    {   /* no output may replace an input, nor two outputs one file */
-        const char *outs[] = {o->out, o->ctx_out, o->logits_out};
-        const char *ins[CLIPS_MAX_IMAGES + 6] = {o->model, o->input_tensor, o->ctx, o->tgt, o->in.frames_npy,
-                                                  o->in.video};
-        for (int k = 0; k < o->in.n_images; k++) ins[6 + k] = o->in.images[k];
-        if ((rc = cli_check_outputs(name, ins, 6 + o->in.n_images, outs, 3))) return rc;
-    }
-    if (o->hier && strcmp(o->pool, "none"))
-        return cli_usage_error(name, "--hier writes every token of every level; drop --pool");
-    return 0;
+    const char *outs[] = {o->out, o->ctx_out, o->logits_out};
+    const char *ins[CLIPS_MAX_IMAGES + 6] = {o->model, o->input_tensor, o->ctx, o->tgt, o->in.frames_npy,
+                                              o->in.video};
+    for (int k = 0; k < o->in.n_images; k++) ins[6 + k] = o->in.images[k];
+    return cli_check_outputs(name, ins, 6 + o->in.n_images, outs, 3);
 }
 
-/* The input tensor as a clip: [C, T, H, W], or [C, H, W] read as T = 1; with batch_ok also
- * [B, C, T, H, W], B clips (*nb = B; 1 otherwise). With peek, only the header (npy_peek_f32:
- * a->data NULL; the data read later by npy_read_f32). */
-static int load_clip(const char *path, struct npy *a, int in_chans, int batch_ok, bool peek, int *nb,
-                     int *T, int *H, int *W) {
-    struct jerr e = {0};
-    if (peek ? npy_peek_f32(a, path, &e) : npy_load_f32(a, path, &e)) return cli_fail(path, "%s", e.msg);
-    const int c0 = a->ndim == 5 ? 1 : 0;   /* index of the channel axis */
-    *nb = 1;
-    if (a->ndim == 3) {
-        *T = 1, *H = (int)a->shape[1], *W = (int)a->shape[2];
-    } else if (a->ndim == 4 || (a->ndim == 5 && batch_ok)) {
-        if (a->ndim == 5) *nb = (int)a->shape[0];
-        *T = (int)a->shape[c0 + 1], *H = (int)a->shape[c0 + 2], *W = (int)a->shape[c0 + 3];
-    } else {
-        int nd = a->ndim;
-        npy_free(a);
-        return cli_fail(path, "expected a [C, T, H, W] or [C, H, W] array%s, got %d dimensions",
-                        batch_ok ? " (or [B, C, T, H, W])" : "", nd);
+/* The command line into o (o->pos allocated: the caller frees it). 0, -1 after the help,
+ * or the exit status after printing the reason. */
+static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->pos = malloc(sizeof(char *) * (size_t)(argc > 0 ? argc : 1));
+    if (!o->pos) return cli_fail(NULL, "out of memory");
+    o->gpu = -1;
+    o->pool = "none";
+    o->topk = 5;
+    o->mask_index = 1;
+    for (int i = 1; i < argc; i++) {
+        const int rc = parse_arg(c, argc, argv, &i, o);
+        if (rc) return rc;
     }
-    if (a->shape[c0] != in_chans || *nb < 1) {
-        int c = (int)a->shape[c0];
-        npy_free(a);
-        return cli_fail(path, "expected %d channels first ([%sC, T, H, W]), got %d", in_chans,
-                        c0 ? "B, " : "", c);
-    }
-    return 0;
-}
-
-/* "TxHxW": three decimal integers joined by 'x', T in 1..4096, H and W in 1..8192. */
-static int parse_dims(const char *s, int *T, int *H, int *W) {
-    static const long hi[3] = {4096, 8192, 8192};
-    int *dst[3] = {T, H, W};
-    for (int i = 0; i < 3; i++) {
-        long v = 0;
-        int digits = 0;
-        for (; *s >= '0' && *s <= '9'; s++, digits++) {
-            v = v * 10 + (*s - '0');
-            if (v > hi[i]) return -1;
-        }
-        if (!digits || v < 1 || *s != (i < 2 ? 'x' : '\0')) return -1;
-        *dst[i] = (int)v;
-        if (i < 2) s++;
-    }
-    return 0;
-}
-
-/* nb deterministic clips [nb, 3, T, H, W]: drifting colour gratings, normalised to about
- * [-2, 2] like an ImageNet-normalised frame, clip b with its own phase (clip 0 is the
- * pattern of a single run). For demos and benchmarks without files. pattern_shape reads
- * the spec and sizes a (data NULL), pattern_fill writes the values. */
-static int pattern_shape(const char *spec, struct npy *a, int in_chans, int nb, int *T, int *H, int *W) {
-    if (parse_dims(spec, T, H, W))
-        return cli_usage_error("embed", "--test-pattern takes FRAMESxHEIGHTxWIDTH (1..4096 x 1..8192 x 1..8192), "
-                               "e.g. 16x256x256, not '%s'", spec);
-    memset(a, 0, sizeof *a);
-    if ((int64_t)nb * in_chans * *T * *H * *W > ((int64_t)1 << 28))   /* 1 GiB of floats */
-        return cli_usage_error("embed", "--test-pattern %s x %d clips is more than 1 GiB of input", spec, nb);
-    a->dtype = NPY_F32;
-    a->ndim = nb > 1 ? 5 : 4;
-    int64_t *sh = a->shape + (nb > 1);
-    if (nb > 1) a->shape[0] = nb;
-    sh[0] = in_chans, sh[1] = *T, sh[2] = *H, sh[3] = *W;
-    a->count = (int64_t)nb * in_chans * *T * *H * *W;
-    return 0;
-}
-
-static void pattern_fill(float *x, int nb, int in_chans, int T, int H, int W) {
-    for (int b = 0; b < nb; b++)
-        for (int c = 0; c < in_chans; c++)
-            for (int t = 0; t < T; t++)
-                for (int y = 0; y < H; y++)
-                    for (int xx = 0; xx < W; xx++)
-                        *x++ = (float)(1.5 * sin(0.07 * (c + 1) * xx + 0.05 * y + 0.3 * t + 0.9 * b) *
-                                       cos(0.04 * y - 0.02 * (c + 2) * xx + 0.1 * t + 0.5 * b));
+    if (!o->model) return cli_usage_error(cmd_name(c), "missing -m MODEL");
+    const bool many = c != RUN_PREDICT && (o->out_dir || o->inputs_list || o->resume || has_dir_arg(o));
+    const int rc = many ? check_many(c, o) : check_one_input(c, o);
+    if (!rc && o->hier && strcmp(o->pool, "none"))
+        return cli_usage_error(cmd_name(c), "--hier writes every token of every level; drop --pool");
+    return rc;
 }
 
 static int load_ids(const char *path, struct npy *a, int n_tokens) {
@@ -405,121 +396,6 @@ static void report_written(const char *path, int ndim, const int64_t *shape, con
         k += (size_t)snprintf(dims + k, sizeof dims - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
     char esc[4 * 256 + 1];
     fprintf(stderr, "wrote %s: float32 [%s] (%s)\n", cli_escape(path, esc, sizeof esc), dims, what);
-}
-
-/* Where the clips come from: nb clips held in memory (an input tensor, test patterns, a
- * one-clip pixel input), or a reader streaming a video's clips (input/clips.h).
- *
- * A single clip of a pixel input, a test pattern or an input tensor is made only by
- * source_load, once the request is known, so that it can be written straight into the context's arena
- * (jepa_ctx_embed_input), where it costs no memory of its own. */
-struct clip_source {
-    struct clip_reader *rdr;   /* streams clips when they are more than one */
-    struct npy mem;            /* the clips in memory [nb, C, T, H, W] */
-    int nb, T, H, W;
-    bool stacked;              /* the outputs get a leading clip axis */
-    const char *name;
-    bool pending;              /* mem is sized, its one clip not made yet (source_load) */
-    struct clip_reader *one;   /* the reader of a pending pixel input */
-    const char *npy_path;      /* the file of a pending input tensor (mem: its header) */
-                               /* neither: a pending test pattern */
-    int in_chans;
-    bool in_arena;             /* mem.data is the context's (not freed here) */
-};
-
-static int source_open(struct clip_source *s, const struct run_opts *o, enum run_cmd cmd,
-                       const jepa_model *m, const jepa_model_info *info) {
-    memset(s, 0, sizeof *s);
-    s->nb = 1;
-    if (o->pre) {   /* encoded already: only its geometry is needed */
-        s->name = inputs_name(&o->in);
-        s->T = o->pre->T, s->H = o->pre->H, s->W = o->pre->W;
-        return 0;
-    }
-    if (inputs_given(&o->in)) {
-        s->name = inputs_name(&o->in);
-        if (inputs_open(&s->rdr, &o->in, m, o->verbose)) return CLI_EXIT_FAIL;
-        clips_shape(s->rdr, &s->T, &s->H, &s->W);
-        s->nb = clips_count(s->rdr);
-        s->stacked = s->nb > 1;
-        if (s->nb == 1) {   /* one clip: held like a tensor, read by source_load */
-            s->mem.dtype = NPY_F32, s->mem.ndim = 4;
-            s->mem.count = (int64_t)3 * s->T * s->H * s->W;
-            s->one = s->rdr, s->rdr = NULL;
-            s->pending = true;
-        }
-        return 0;
-    }
-    if (o->test_pattern) {
-        s->name = "test pattern";
-        s->nb = o->batch > 0 ? o->batch : 1;
-        s->stacked = s->nb > 1;
-        s->in_chans = info->in_chans;
-        int rc = pattern_shape(o->test_pattern, &s->mem, info->in_chans, s->nb, &s->T, &s->H, &s->W);
-        s->pending = !rc;
-        return rc;
-    }
-    s->name = o->input_tensor;
-    int rc = load_clip(o->input_tensor, &s->mem, info->in_chans, cmd == RUN_EMBED, true, &s->nb, &s->T, &s->H,
-                       &s->W);
-    if (!rc && s->nb == 1) {   /* one clip: its data read by source_load */
-        s->npy_path = o->input_tensor;
-        s->pending = true;
-    } else if (!rc) {          /* a batch of clips: read now */
-        rc = load_clip(o->input_tensor, &s->mem, info->in_chans, cmd == RUN_EMBED, false, &s->nb, &s->T,
-                       &s->H, &s->W);
-    }
-    s->stacked = !rc && s->mem.ndim == 5;
-    return rc;
-}
-
-/* Makes a pending source's clips: into dst (room for them: the context's arena), or into
- * memory of its own when dst is NULL. */
-static int source_load(struct clip_source *s, float *dst) {
-    if (!s->pending) return 0;
-    s->pending = false;
-    float *x = dst ? dst : malloc(sizeof(float) * (size_t)s->mem.count);
-    if (!x) return cli_fail(NULL, "out of memory for the %dx%dx%d input", s->T, s->H, s->W);
-    s->mem.data = x;
-    s->in_arena = dst != NULL;
-    struct jerr e = {0};
-    if (s->npy_path) {
-        const int failed = npy_read_f32(&s->mem, s->npy_path, x, &e) != JEPA_OK;
-        s->mem.dtype = NPY_F32;
-        return failed ? cli_fail(s->npy_path, "%s", e.msg) : 0;
-    }
-    if (!s->one) {
-        pattern_fill(x, s->nb, s->in_chans, s->T, s->H, s->W);
-        return 0;
-    }
-    const int failed = clips_next(s->one, x, &e);
-    clips_close(s->one);
-    s->one = NULL;
-    return failed ? cli_fail(NULL, "%s", e.msg) : 0;
-}
-
-/* Clips k0 .. k0 + g - 1 as one [g, C, T, H, W] array: in place for clips in memory, read
- * into buf otherwise. NULL after printing the reason. */
-static const float *source_clips(struct clip_source *s, int k0, int g, float *buf, bool verbose) {
-    const size_t clip_floats = (size_t)3 * s->T * s->H * s->W;
-    if (!s->rdr) return (const float *)s->mem.data + (size_t)k0 * clip_floats;
-    for (int j = 0; j < g; j++) {
-        struct jerr e = {0};
-        if (clips_next(s->rdr, buf + (size_t)j * clip_floats, &e)) {
-            cli_fail(NULL, "%s", e.msg);
-            return NULL;
-        }
-        const char *note = clips_take_note(s->rdr);
-        if (note && verbose) fprintf(stderr, "jepa: %s: note: %s\n", s->name, note);
-    }
-    return buf;
-}
-
-static void source_close(struct clip_source *s) {
-    clips_close(s->rdr);
-    clips_close(s->one);
-    if (s->in_arena) s->mem.data = NULL;
-    npy_free(&s->mem);
 }
 
 /* The encoder's outputs of k clips, as one forward pass writes them (jepa_embed_out). The
@@ -576,311 +452,488 @@ static void bufs_free(struct run_bufs *b) {
     free(b->ctx_out);
 }
 
+/* One input through the model: the request, its clips, the buffers, the times (ms). */
+struct run {
+    enum run_cmd cmd;
+    const struct run_command *ops;
+    const struct run_opts *o;
+    const jepa_model *m;
+    jepa_ctx *c;
+    const jepa_model_info *info;
+    struct clip_source src;
+    int nb, T, H, W;                   /* the source's clips */
+    int gt, gh, gw, n;                 /* the token grid of one clip: n tokens */
+    int G;                             /* clips per forward pass */
+    bool pool_mean, pool_cls, pool_lewm;   /* embed --pool */
+    size_t per;                        /* embed: floats of one clip's requested output */
+    struct npy ctx_ids, tgt_ids;       /* predict */
+    struct run_bufs b;
+    struct cli_progress pg;            /* a video's clips */
+    double t_load, t_in, t_enc, t_cls;
+    struct run_result *res;
+};
+
+/* What each command adds to the one loop of run_input (NULL: nothing). Each returns 0,
+ * or the exit status after printing the reason. */
+struct run_command {
+    int (*check)(struct run *r);                /* what the request needs of the model */
+    int (*alloc)(struct run *r);                /* its buffers: 0, or -1 (out of memory) */
+    int (*clip)(struct run *r, int j, int k);   /* clip k, j-th of its pass, as the pass ends */
+    int (*finish)(struct run *r);               /* what it writes */
+};
+
+static double encoder_flops(const struct run *r) {
+    return cli_encoder_flops(r->info, r->n, r->T == 1 ? 1 : r->info->tubelet_size);
+}
+
+/* The first and last source frames of clip k; false (and 0, 0) for clips in memory. */
+static bool clip_frames(const struct run *r, int k, long long *f0, long long *f1) {
+    const int64_t *fr = source_frames(&r->src, k);
+    *f0 = fr ? (long long)fr[0] : 0, *f1 = fr ? (long long)fr[r->T - 1] : 0;
+    return fr != NULL;
+}
+
+/* ---- the clips, and what any command refuses of them ---- */
+
+/* -v: what the patch embedding leaves out, as the reference's does. */
+static void note_dropped_edges(const struct run *r) {
+    const int P = r->info->patch_size, T = r->T, H = r->H, W = r->W;
+    const int tf = T == 1 ? 1 : T - T % r->info->tubelet_size;
+    if (tf != T || r->gh * P != H || r->gw * P != W)
+        fprintf(stderr, "jepa: %s: note: the last %d frame(s), %d row(s) and %d column(s) of the %dx%dx%d "
+                "input do not fill a tubelet / patch and are dropped, as the reference patch "
+                "embedding drops them\n", r->src.name, T - tf, H - r->gh * P, W - r->gw * P, T, H, W);
+}
+
+/* The input's clips (r->src) and the token grid of one clip. */
+static int open_clips(struct run *r) {
+    const struct run_opts *o = r->o;
+    struct clip_source *s = &r->src;
+    if (o->pre) {   /* encoded already: only its geometry is needed */
+        source_open_encoded(s, inputs_name(&o->in), o->pre->T, o->pre->H, o->pre->W);
+    } else {
+        const struct clip_request rq = {.in = &o->in, .input_tensor = o->input_tensor,
+                                        .test_pattern = o->test_pattern, .batch = o->batch,
+                                        .batch_ok = r->cmd == RUN_EMBED, .verbose = o->verbose};
+        const int rc = source_open(s, &rq, r->m, r->info->in_chans);
+        if (rc) return rc;
+    }
+    r->nb = s->nb, r->T = s->T, r->H = s->H, r->W = s->W;
+    if (o->batch > 1 && !s->stacked && !o->test_pattern)
+        return cli_usage_error("embed", "--batch %d: %s is one clip; batches come from --test-pattern, a "
+                               "5-D --input-tensor [B, C, T, H, W] or a video's clips (--num-clips, --dense)",
+                               o->batch, s->name);
+    if (o->repeat > 0 && s->rdr)
+        return cli_usage_error("embed", "--repeat times clips held in memory; %s streams %d clips", s->name, r->nb);
+    if (jepa_model_grid(r->m, r->T, r->H, r->W, &r->gt, &r->gh, &r->gw, &r->n)) {
+        const int P = r->info->patch_size, tub = r->info->tubelet_size;
+        return cli_fail(s->name, "a %dx%dx%d input does not fit this model (patch %d, tubelet %d): %s", r->T, r->H,
+                        r->W, P, tub, r->H < P || r->W < P ? "smaller than one patch"
+                        : r->T > 1 && r->T < tub ? "fewer frames than one tubelet (1 frame is a still image)"
+                                                 : "more tokens than one clip may have");
+    }
+    if (o->verbose) note_dropped_edges(r);
+    return 0;
+}
+
+/* Buffers for G clips per forward pass (embed --batch; in memory: all at once). */
+static int alloc_bufs(struct run *r) {
+    const int nb = r->nb, batch = r->o->batch;
+    r->G = r->cmd == RUN_EMBED && batch > 0 ? (batch < nb ? batch : nb) : r->src.rdr ? 1 : nb;
+    const size_t clip_floats = (size_t)r->info->in_chans * r->T * r->H * r->W;
+    const int enc_failed = enc_outs_alloc(&r->b.enc, r->cmd, r->o, r->info, r->G, r->n);
+    r->b.xs = r->src.rdr ? malloc(sizeof(float) * (size_t)r->G * clip_floats) : NULL;
+    if (enc_failed || (r->src.rdr && !r->b.xs) || (r->ops->alloc && r->ops->alloc(r)))
+        return cli_fail(NULL, "out of memory for %d clip%s", nb, nb > 1 ? "s" : "");
+    return 0;
+}
+
+/* A single clip made now (source_load): encoded once, it is written into the context's
+ * arena, where the encoder's blocks reuse its memory; where that cannot be (--repeat
+ * encodes it again), or the call cannot be planned, into its own memory. */
+static int make_pending_clip(struct run *r) {
+    if (!r->src.pending) return 0;
+    float *room = NULL;
+    if (!r->o->repeat && r->nb == 1) {
+        const jepa_embed_params ep = {.batch = 1};
+        const jepa_embed_out eo = enc_outs_embed_out(&r->b.enc);
+        if (jepa_ctx_embed_input(r->c, r->T, r->H, r->W, &ep, &eo, &room)) room = NULL;
+    }
+    return source_load(&r->src, room);
+}
+
+/* ---- the one loop: clips in passes of G; each clip's outputs as its pass ends ---- */
+
+/* One clip's outputs from the batch of many inputs that encoded it (many_prefetch). */
+static void copy_encoded(const struct run *r, const jepa_embed_out *eo) {
+    const struct encoded *p = r->o->pre;
+    const size_t D = (size_t)r->info->embed_dim, n = (size_t)r->n;
+    if (eo->tokens) memcpy(eo->tokens, p->tokens, sizeof(float) * n * D);
+    memcpy(eo->pooled, p->pooled, sizeof(float) * D);
+    if (eo->cls) memcpy(eo->cls, p->cls, sizeof(float) * D);
+    if (eo->emb) memcpy(eo->emb, p->emb, sizeof(float) * (size_t)r->info->emb_dim);
+    if (eo->hier) memcpy(eo->hier, p->hier, sizeof(float) * (size_t)r->info->n_hier * n * D);
+}
+
+/* Clips k0 .. k0 + g - 1 encoded into r->b.enc. */
+static int encode_pass(struct run *r, int k0, int g) {
+    const struct run_opts *o = r->o;
+    double t0 = now_ms();
+    const float *x = o->pre ? NULL : source_clips(&r->src, k0, g, r->b.xs, o->verbose);
+    if (!x && !o->pre) {
+        cli_progress_clear(&r->pg);
+        return CLI_EXIT_FAIL;
+    }
+    r->t_in += now_ms() - t0;
+    jepa_embed_out eo = enc_outs_embed_out(&r->b.enc);
+    jepa_embed_params ep = {.batch = g};
+    struct cli_progress lp;   /* -v on one long clip: the encoder's blocks */
+    cli_progress_start(&lp, o->verbose && r->nb == 1 && !o->results_quiet, "layers");
+    if (lp.on) ep.on_layer = layer_progress, ep.user = &lp;
+    t0 = now_ms();
+    if (o->pre) {
+        copy_encoded(r, &eo);
+    } else if (jepa_ctx_embed(r->c, x, r->T, r->H, r->W, &ep, &eo)) {
+        cli_progress_clear(&r->pg), cli_progress_clear(&lp);
+        if (r->nb == 1) return cli_fail(r->src.name, "%s", jepa_ctx_error(r->c));
+        if (g == 1) return cli_fail(r->src.name, "clip %d: %s", k0, jepa_ctx_error(r->c));
+        return cli_fail(r->src.name, "clips %d..%d: %s", k0, k0 + g - 1, jepa_ctx_error(r->c));
+    }
+    r->t_enc += now_ms() - t0;
+    return 0;
+}
+
+/* A video's clips show progress where nothing else is printed per clip. */
+static bool clip_progress_wanted(const struct run *r) {
+    const struct run_opts *o = r->o;
+    if (r->nb < 2 || o->quiet || o->results_quiet) return false;
+    return (r->cmd == RUN_EMBED && r->b.all) || (r->cmd == RUN_CLASSIFY && !o->in.dense);
+}
+
+/* Every clip encoded, G at a time, and handed to the command as its pass ends. */
+static int run_clips(struct run *r) {
+    cli_progress_start(&r->pg, clip_progress_wanted(r), "clips");
+    for (int k0 = 0; k0 < r->nb; k0 += r->G) {
+        const int g = r->nb - k0 < r->G ? r->nb - k0 : r->G;
+        cli_progress_show(&r->pg, k0, r->nb, false);
+        int rc = encode_pass(r, k0, g);
+        if (rc) return rc;
+        r->pg.done_run += g;
+        for (int j = 0; j < g && r->ops->clip; j++)
+            if ((rc = r->ops->clip(r, j, k0 + j))) return rc;
+    }
+    cli_progress_show(&r->pg, r->nb, r->nb, true);
+    return 0;
+}
+
+/* ---- timing (--repeat, --time) and -v ---- */
+
+/* --repeat: the same encodes again (clips in memory), timed; the median on stderr. */
+static int run_repeat(struct run *r) {
+    const int nb = r->nb, G = r->G, repeat = r->o->repeat;
+    const size_t clip_floats = (size_t)r->info->in_chans * r->T * r->H * r->W;
+    double *ms = malloc(sizeof(double) * (size_t)repeat);
+    if (!ms) return cli_fail(NULL, "out of memory");
+    jepa_status st = JEPA_OK;
+    for (int i = 0; i < repeat && st == JEPA_OK; i++) {
+        const double tr = now_ms();
+        for (int k0 = 0; k0 < nb && st == JEPA_OK; k0 += G) {
+            jepa_embed_params ep = {.batch = nb - k0 < G ? nb - k0 : G};
+            jepa_embed_out ek = enc_outs_embed_out(&r->b.enc);   /* what the first pass asked for */
+            const float *x = (const float *)r->src.mem.data + (size_t)k0 * clip_floats;
+            st = jepa_ctx_embed(r->c, x, r->T, r->H, r->W, &ep, &ek);
+        }
+        ms[i] = now_ms() - tr;
+    }
+    if (st) {
+        free(ms);
+        return cli_fail(r->src.name, "%s", jepa_ctx_error(r->c));
+    }
+    qsort(ms, (size_t)repeat, sizeof *ms, cmp_double);
+    const double med = ms[repeat / 2];
+    free(ms);
+    fprintf(stderr, "time: repeat %d: median %.3f ms (%.3f ms per clip, %.0f tokens/s, %.1f GFLOP/s)\n", repeat,
+            med, med / nb, (double)nb * r->n / (med / 1e3), nb * encoder_flops(r) / (med * 1e6));
+    return 0;
+}
+
+/* -v: the run described; --time: where the time went. */
+static void report_run(const struct run *r) {
+    const struct run_opts *o = r->o;
+    const int nb = r->nb;
+    if (o->verbose)
+        fprintf(stderr, "jepa: %s %s: %d%s tokens (%dx%dx%d grid) x %d dims, %s kernels on %s, %d threads\n",
+                r->info->family, cmd_name(r->cmd), r->n, nb > 1 ? " x B" : "", r->gt, r->gh, r->gw,
+                r->info->embed_dim, jepa_ctx_isa(r->c), jepa_ctx_device(r->c), jepa_ctx_threads(r->c));
+    if (o->verbose && r->src.stacked) fprintf(stderr, "jepa: B = %d clips, %d per forward pass\n", nb, r->G);
+    if (o->verbose && o->prepack)
+        fprintf(stderr, "jepa: --prepack: %.1f MiB of weights held packed\n",
+                jepa_ctx_prepacked_bytes(r->c) / 1048576.0);
+    if (o->timing) {
+        fprintf(stderr, "time: load %.1f ms, input %.1f ms, encode %.1f ms (%d clip%s, %.0f tokens/s, %.1f GFLOP/s)\n",
+                r->t_load, r->t_in, r->t_enc, nb, nb > 1 ? "s" : "", (double)nb * r->n / (r->t_enc / 1e3),
+                nb * encoder_flops(r) / (r->t_enc * 1e6));
+        if (r->cmd == RUN_CLASSIFY) fprintf(stderr, "time: classify %.1f ms\n", r->t_cls);
+    }
+}
+
+/* ---- embed: tokens, a pooled vector, LeWM's state or the hierarchical levels ---- */
+
+static int embed_check(struct run *r) {
+    const struct run_opts *o = r->o;
+    const jepa_model_info *in = r->info;
+    r->pool_mean = !strcmp(o->pool, "mean"), r->pool_cls = !strcmp(o->pool, "cls");
+    r->pool_lewm = !strcmp(o->pool, "lewm");
+    if (r->pool_cls && !in->has_cls)
+        return cli_usage_error("embed", "--pool cls: family '%s' has no CLS token", in->family);
+    if (r->pool_lewm && !in->emb_dim)
+        return cli_usage_error("embed", "--pool lewm: family '%s' has no LeWM projector", in->family);
+    if (o->hier && !in->n_hier)
+        return cli_usage_error("embed", "--hier: family '%s' has no hierarchical outputs", in->family);
+    const size_t D = (size_t)in->embed_dim, n = (size_t)r->n;
+    r->per = o->hier ? (size_t)in->n_hier * n * D : r->pool_lewm ? (size_t)in->emb_dim
+           : (r->pool_mean || r->pool_cls) ? D : n * D;
+    return 0;
+}
+
+static int embed_alloc(struct run *r) {
+    r->b.all = r->o->out ? malloc(sizeof(float) * r->per * (size_t)r->nb) : NULL;
+    return r->o->out && !r->b.all ? -1 : 0;
+}
+
+/* Without -o, clip k's line: the norm and first values of its mean-pooled vector. */
+static void print_clip_summary(const struct run *r, int j, int k) {
+    const int D = r->info->embed_dim;
+    const float *pv = r->b.enc.pooled + (size_t)j * D;
+    double nrm = 0;
+    for (int q = 0; q < D; q++) nrm += (double)pv[q] * pv[q];
+    long long f0, f1;
+    if (r->src.stacked) printf("clip %d ", k);
+    if (clip_frames(r, k, &f0, &f1)) printf("frames %lld..%lld ", f0, f1);
+    printf("pooled mean: |v| = %.6g, v[0..3] = %.6g %.6g %.6g %.6g\n", sqrt(nrm), pv[0], pv[1 % D], pv[2 % D],
+           pv[3 % D]);
+}
+
+static int embed_clip(struct run *r, int j, int k) {
+    const struct enc_outs *e = &r->b.enc;
+    if (r->b.all) {
+        const float *out = r->o->hier ? e->hier : r->pool_lewm ? e->emb : r->pool_mean ? e->pooled
+                         : r->pool_cls ? e->cls : e->tokens;
+        memcpy(r->b.all + r->per * (size_t)k, out + r->per * (size_t)j, sizeof(float) * r->per);
+    } else if (!r->o->results_quiet) {   /* nothing written: a summary */
+        print_clip_summary(r, j, k);
+    }
+    return 0;
+}
+
+/* The shape of embed's output (into shape[5]) and what it holds (into what[160]): its
+ * number of dimensions. */
+static int describe_embed_file(const struct run *r, int64_t *shape, char *what, size_t size) {
+    const int n = r->n, D = r->info->embed_dim;
+    int nd = 0;
+    if (r->src.stacked) shape[nd++] = r->nb;
+    if (r->o->hier) shape[nd++] = r->info->n_hier, shape[nd++] = n, shape[nd++] = D;
+    else if (r->pool_lewm) shape[nd++] = r->info->emb_dim;
+    else if (r->pool_mean || r->pool_cls) shape[nd++] = D;
+    else shape[nd++] = n, shape[nd++] = D;
+    if (r->o->hier) snprintf(what, size, "%d hierarchical outputs of %d tokens", r->info->n_hier, n);
+    else if (r->pool_lewm) snprintf(what, size, "the LeWM embedding");
+    else if (r->pool_cls) snprintf(what, size, "the CLS token");
+    else if (r->pool_mean) snprintf(what, size, "the mean of %d tokens", n);
+    else snprintf(what, size, "%d tokens", n);
+    if (r->src.stacked) {
+        const size_t k = strlen(what);
+        snprintf(what + k, size - k, ", for each of %d clips", r->nb);
+    }
+    return nd;
+}
+
+static int embed_write(struct run *r) {
+    if (!r->b.all) return 0;
+    int64_t shape[5] = {0};
+    char what[160];
+    const int nd = describe_embed_file(r, shape, what, sizeof what);
+    if (cli_check_finite_output(r->src.name, r->b.all, r->per * (size_t)r->nb) || save(r->o->out, r->b.all, nd, shape))
+        return CLI_EXIT_FAIL;
+    if (!r->o->quiet && !r->o->results_quiet) report_written(r->o->out, nd, shape, what);
+    return 0;
+}
+
+/* ---- predict: the target tokens from the context tokens ---- */
+
+static int predict_check(struct run *r) {
+    const struct run_opts *o = r->o;
+    if (!r->info->has_predictor) return cli_fail(o->model, "this model file has no predictor");
+    if (r->nb != 1) return cli_usage_error("predict", "predict takes one clip");
+    if (load_ids(o->ctx, &r->ctx_ids, r->n) || load_ids(o->tgt, &r->tgt_ids, r->n)) return CLI_EXIT_FAIL;
+    return 0;
+}
+
+/* The predictor on the encoder's tokens at the context ids: r->b.pred [ntg, od], and
+ * r->b.ctx_out [nc, od] with --ctx-out. */
+static int predict_tokens(struct run *r, int nc, int ntg, int od) {
+    const struct run_opts *o = r->o;
+    const int D = r->info->embed_dim;
+    float *ctx_tok = malloc(sizeof(float) * (size_t)nc * D);
+    r->b.pred = malloc(sizeof(float) * (size_t)ntg * od);
+    if (o->ctx_out) r->b.ctx_out = malloc(sizeof(float) * (size_t)nc * od);
+    if (!ctx_tok || !r->b.pred || (o->ctx_out && !r->b.ctx_out)) {
+        free(ctx_tok);
+        return cli_fail(NULL, "out of memory");
+    }
+    const int32_t *ids = r->ctx_ids.data;
+    for (int i = 0; i < nc; i++)
+        memcpy(ctx_tok + (size_t)i * D, r->b.enc.tokens + (size_t)ids[i] * D, sizeof(float) * (size_t)D);
+    jepa_modality mod = o->modality;
+    if (mod == JEPA_MODALITY_AUTO) mod = r->T == 1 ? JEPA_MODALITY_IMAGE : JEPA_MODALITY_VIDEO;
+    const jepa_predict_params pp = {.ctx_ids = r->ctx_ids.data, .n_ctx = nc, .tgt_ids = r->tgt_ids.data,
+                                    .n_tgt = ntg, .mask_index = o->mask_index, .modality = mod};
+    const double t0 = now_ms();
+    const jepa_status st = jepa_ctx_predict(r->c, ctx_tok, &pp, r->b.pred, r->b.ctx_out);
+    free(ctx_tok);
+    if (st) return cli_fail(o->model, "predict: %s", jepa_ctx_error(r->c));
+    if (o->timing) fprintf(stderr, "time: predict %.1f ms\n", now_ms() - t0);
+    return 0;
+}
+
+/* Two 2-D outputs, both or neither (path2 NULL: the first alone): each written to its
+ * temporary, then both renamed. */
+static int save_pair(const char *path1, const float *x1, const int64_t *shape1, const char *path2,
+                     const float *x2, const int64_t *shape2) {
+    struct jr_outfile f1, f2 = {0};
+    struct jerr e = {0};
+    if (npy_write_f32(&f1, path1, x1, 2, shape1, &e)) return cli_fail(NULL, "%s", e.msg);
+    if (path2 && npy_write_f32(&f2, path2, x2, 2, shape2, &e)) {
+        jr_outfile_abort(&f1);
+        return cli_fail(NULL, "%s", e.msg);
+    }
+    if (jr_outfile_commit(&f1, &e)) {
+        jr_outfile_abort(&f2);
+        return cli_fail(NULL, "%s", e.msg);
+    }
+    if (path2 && jr_outfile_commit(&f2, &e)) return cli_fail(NULL, "%s", e.msg);
+    return 0;
+}
+
+static int predict_write(struct run *r) {
+    const struct run_opts *o = r->o;
+    const int nc = (int)r->ctx_ids.count, ntg = (int)r->tgt_ids.count, od = r->info->pred_out_dim;
+    int rc = predict_tokens(r, nc, ntg, od);
+    if (rc) return rc;
+    if (cli_check_finite_output(r->src.name, r->b.pred, (size_t)ntg * od) ||
+        (r->b.ctx_out && cli_check_finite_output(r->src.name, r->b.ctx_out, (size_t)nc * od)))
+        return CLI_EXIT_FAIL;
+    const int64_t sp[2] = {ntg, od}, sc[2] = {nc, od};
+    if ((rc = save_pair(o->out, r->b.pred, sp, o->ctx_out, r->b.ctx_out, sc))) return rc;
+    if (!o->quiet) {
+        report_written(o->out, 2, sp, "predicted target tokens");
+        if (o->ctx_out) report_written(o->ctx_out, 2, sc, "predictor's context tokens");
+    }
+    return 0;
+}
+
+/* ---- classify: the head on each clip, the mean of the per-clip softmax ---- */
+
+static int classify_check(struct run *r) {
+    if (!r->info->has_head) return cli_fail(r->o->model, "this model file has no classifier head");
+    return 0;
+}
+
+static int classify_alloc(struct run *r) {
+    const size_t K = (size_t)r->info->n_classes;
+    r->b.logits = malloc(sizeof(float) * K * (size_t)r->nb);
+    r->b.prob = calloc(K, sizeof(double));
+    r->b.mean = calloc(K, sizeof(double));
+    r->b.order = malloc(sizeof(int) * K);
+    return !r->b.logits || !r->b.prob || !r->b.mean || !r->b.order ? -1 : 0;
+}
+
+/* The -k best classes of p as ranked in r->b.order, one line each; with clip >= 0 (--dense)
+ * led by the clip and its first and last frames. */
+static void print_topk(const struct run *r, const double *p, int clip) {
+    const int K = r->info->n_classes, shown = r->o->topk < K ? r->o->topk : K;
+    long long f0 = 0, f1 = 0;
+    if (clip >= 0) clip_frames(r, clip, &f0, &f1);
+    for (int q = 0; q < shown; q++) {
+        const int cls = r->b.order[q];
+        char lb[4 * 256 + 1];
+        const char *label = cli_escape(jepa_model_label(r->m, cls), lb, sizeof lb);
+        if (clip >= 0) printf("%d\t%lld\t%lld\t%d\t%.4f\t%s\n", clip, f0, f1, cls, p[cls], label);
+        else printf("%d\t%.4f\t%s\n", cls, p[cls], label);
+    }
+}
+
+static int classify_clip(struct run *r, int j, int k) {
+    const int K = r->info->n_classes, D = r->info->embed_dim;
+    float *lg = r->b.logits + (size_t)K * k;
+    const double t0 = now_ms();
+    if (jepa_ctx_classify(r->c, r->b.enc.tokens + (size_t)j * r->n * D, r->n, lg)) {
+        cli_progress_clear(&r->pg);
+        if (r->nb == 1) return cli_fail(r->o->model, "classify: %s", jepa_ctx_error(r->c));
+        return cli_fail(r->src.name, "clip %d: classify: %s", k, jepa_ctx_error(r->c));
+    }
+    r->t_cls += now_ms() - t0;
+    if (cli_check_finite_output(r->src.name, lg, (size_t)K)) {
+        cli_progress_clear(&r->pg);
+        return CLI_EXIT_FAIL;
+    }
+    topk_softmax(lg, K, r->b.prob);
+    for (int i = 0; i < K; i++) r->b.mean[i] += r->b.prob[i] / r->nb;
+    if (r->o->in.dense && !r->o->results_quiet) {   /* one top-k per clip, with its frames */
+        topk_rank(r->b.prob, K, r->b.order);
+        print_topk(r, r->b.prob, k);
+    }
+    return 0;
+}
+
+static int classify_write(struct run *r) {
+    const struct run_opts *o = r->o;
+    const int K = r->info->n_classes, nb = r->nb;
+    if (cli_check_finite_output(r->src.name, r->b.logits, (size_t)K * nb)) return CLI_EXIT_FAIL;
+    topk_rank(r->b.mean, K, r->b.order);
+    if (r->res) r->res->top1 = r->b.order[0], r->res->p1 = r->b.mean[r->b.order[0]];
+    if (!o->in.dense && !o->results_quiet)   /* one top-k: of the mean of the per-clip softmax (Meta's evaluation) */
+        print_topk(r, r->b.mean, -1);
+    if (!o->logits_out) return 0;
+    const int64_t shape[2] = {nb, K};
+    const int nd = r->src.stacked ? 2 : 1;
+    const int64_t *sh = r->src.stacked ? shape : shape + 1;
+    if (save(o->logits_out, r->b.logits, nd, sh)) return CLI_EXIT_FAIL;
+    if (!o->quiet && !o->results_quiet) report_written(o->logits_out, nd, sh, "logits");
+    return 0;
+}
+
+static const struct run_command run_commands[] = {
+    [RUN_EMBED] = {embed_check, embed_alloc, embed_clip, embed_write},
+    [RUN_PREDICT] = {predict_check, NULL, NULL, predict_write},
+    [RUN_CLASSIFY] = {classify_check, classify_alloc, classify_clip, classify_write},
+};
+
 /* One input (the options' input) through the loaded model m and context c, its outputs
  * written as the options say. 0, or the exit status after printing the reason. */
-static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_model *m, jepa_ctx *c,
-                     const jepa_model_info *infop, double t_load, struct run_result *res) {
-    const struct run_opts o = *op;
-    const jepa_model_info info = *infop;
-    const char *name = cmd_name(cmd);
-    struct clip_source src = {0};
-    struct npy ctx_ids = {0}, tgt_ids = {0};
-    struct run_bufs b = {0};
-    int rc = CLI_EXIT_FAIL;
-    jepa_status st;
+static int run_input(enum run_cmd cmd, const struct run_opts *o, const jepa_model *m, jepa_ctx *c,
+                     const jepa_model_info *info, double t_load, struct run_result *res) {
+    struct run r = {.cmd = cmd, .ops = &run_commands[cmd], .o = o, .m = m, .c = c, .info = info,
+                    .t_load = t_load, .res = res};
     if (res) res->clips = 0, res->top1 = -1, res->p1 = 0, res->stacked = false;
-
-    /* ---- the clips, and what the request needs of the model ---- */
-    double t0 = now_ms();
-    if ((rc = source_open(&src, &o, cmd, m, &info))) goto done;
-    rc = CLI_EXIT_FAIL;
-    const int nb = src.nb, T = src.T, H = src.H, W = src.W;
-    if (o.batch > 1 && !src.stacked && !o.test_pattern) {
-        rc = cli_usage_error("embed", "--batch %d: %s is one clip; batches come from --test-pattern, a "
-                             "5-D --input-tensor [B, C, T, H, W] or a video's clips (--num-clips, --dense)",
-                             o.batch, src.name);
-        goto done;
-    }
-    if (o.repeat > 0 && src.rdr) {
-        rc = cli_usage_error("embed", "--repeat times clips held in memory; %s streams %d clips", src.name, nb);
-        goto done;
-    }
-    int gt, gh, gw, n;
-    if (jepa_model_grid(m, T, H, W, &gt, &gh, &gw, &n)) {
-        const int P = info.patch_size, tub = info.tubelet_size;
-        cli_fail(src.name, "a %dx%dx%d input does not fit this model (patch %d, tubelet %d): %s", T, H, W, P,
-                 tub, H < P || W < P ? "smaller than one patch"
-                      : T > 1 && T < tub ? "fewer frames than one tubelet (1 frame is a still image)"
-                                         : "more tokens than one clip may have");
-        goto done;
-    }
-    if (o.verbose) {   /* what the patch embedding leaves out, as the reference's does */
-        const int P = info.patch_size, tf = T == 1 ? 1 : T - T % info.tubelet_size;
-        if (tf != T || gh * P != H || gw * P != W)
-            fprintf(stderr, "jepa: %s: note: the last %d frame(s), %d row(s) and %d column(s) of the %dx%dx%d "
-                    "input do not fill a tubelet / patch and are dropped, as the reference patch "
-                    "embedding drops them\n", src.name, T - tf, H - gh * P, W - gw * P, T, H, W);
-    }
-    const bool pool_mean = !strcmp(o.pool, "mean"), pool_cls = !strcmp(o.pool, "cls");
-    const bool pool_lewm = !strcmp(o.pool, "lewm");
-    if (cmd == RUN_EMBED && pool_cls && !info.has_cls) {
-        rc = cli_usage_error("embed", "--pool cls: family '%s' has no CLS token", info.family);
-        goto done;
-    }
-    if (cmd == RUN_EMBED && pool_lewm && !info.emb_dim) {
-        rc = cli_usage_error("embed", "--pool lewm: family '%s' has no LeWM projector", info.family);
-        goto done;
-    }
-    if (cmd == RUN_EMBED && o.hier && !info.n_hier) {
-        rc = cli_usage_error("embed", "--hier: family '%s' has no hierarchical outputs", info.family);
-        goto done;
-    }
-    if (cmd == RUN_PREDICT && !info.has_predictor) { cli_fail(o.model, "this model file has no predictor"); goto done; }
-    if (cmd == RUN_CLASSIFY && !info.has_head) { cli_fail(o.model, "this model file has no classifier head"); goto done; }
-    if (cmd == RUN_PREDICT && nb != 1) { rc = cli_usage_error(name, "predict takes one clip"); goto done; }
-    if (cmd == RUN_PREDICT && (load_ids(o.ctx, &ctx_ids, n) || load_ids(o.tgt, &tgt_ids, n))) goto done;
-
-    /* ---- buffers: G clips per forward pass (embed --batch; in memory: all at once) ---- */
-    const int D = info.embed_dim, K = info.n_classes;
-    const int G = cmd == RUN_EMBED && o.batch > 0 ? (o.batch < nb ? o.batch : nb) : src.rdr ? 1 : nb;
-    const size_t clip_floats = (size_t)info.in_chans * T * H * W;
-    const size_t per = o.hier ? (size_t)info.n_hier * n * D : pool_lewm ? (size_t)info.emb_dim
-                     : (pool_mean || pool_cls) ? (size_t)D : (size_t)n * D;   /* embed, per clip */
-    const int enc_failed = enc_outs_alloc(&b.enc, cmd, &o, &info, G, n);
-    b.xs = src.rdr ? malloc(sizeof(float) * (size_t)G * clip_floats) : NULL;
-    b.all = cmd == RUN_EMBED && o.out ? malloc(sizeof(float) * per * (size_t)nb) : NULL;
-    if (cmd == RUN_CLASSIFY) {
-        b.logits = malloc(sizeof(float) * (size_t)K * nb);
-        b.prob = calloc((size_t)K, sizeof(double));
-        b.mean = calloc((size_t)K, sizeof(double));
-        b.order = malloc(sizeof(int) * (size_t)K);
-    }
-    if (enc_failed || (src.rdr && !b.xs) || (cmd == RUN_EMBED && o.out && !b.all) ||
-        (cmd == RUN_CLASSIFY && (!b.logits || !b.prob || !b.mean || !b.order))) {
-        cli_fail(NULL, "out of memory for %d clip%s", nb, nb > 1 ? "s" : "");
-        goto done;
-    }
-
-    /* ---- a single clip made now (source_load): encoded once, it is written into the
-     * context's arena, where the encoder's blocks reuse its memory; where that cannot be
-     * (--repeat encodes it again), or the call cannot be planned, into its own memory ---- */
-    if (src.pending) {
-        float *room = NULL;
-        if (!o.repeat && nb == 1) {
-            const jepa_embed_params ep = {.batch = 1};
-            const jepa_embed_out eo = enc_outs_embed_out(&b.enc);
-            if (jepa_ctx_embed_input(c, T, H, W, &ep, &eo, &room)) room = NULL;
-        }
-        if (source_load(&src, room)) goto done;
-    }
-
-    /* ---- the one loop: clips in passes of G; each clip's outputs as it is done ---- */
-    const bool dense = o.in.dense;
-    const int k_show = o.topk < K ? o.topk : K;
-    double t_in = now_ms() - t0, t_enc = 0, t_cls = 0;
-    /* a video's clips (--num-clips, --dense): progress when nothing else is printed per clip */
-    struct cli_progress pg;
-    cli_progress_start(&pg, nb > 1 && !o.quiet && !o.results_quiet &&
-                                ((cmd == RUN_EMBED && b.all) || (cmd == RUN_CLASSIFY && !dense)),
-                       "clips");
-    for (int k0 = 0; k0 < nb; k0 += G) {
-        const int g = nb - k0 < G ? nb - k0 : G;
-        cli_progress_show(&pg, k0, nb, false);
-        t0 = now_ms();
-        const float *x = o.pre ? NULL : source_clips(&src, k0, g, b.xs, o.verbose);
-        if (!x && !o.pre) { cli_progress_clear(&pg); goto done; }
-        t_in += now_ms() - t0;
-        jepa_embed_out eo = enc_outs_embed_out(&b.enc);
-        jepa_embed_params ep = {.batch = g};
-        struct cli_progress lp;   /* -v on one long clip: the encoder's blocks */
-        cli_progress_start(&lp, o.verbose && nb == 1 && !o.results_quiet, "layers");
-        if (lp.on) ep.on_layer = layer_progress, ep.user = &lp;
-        t0 = now_ms();
-        if (o.pre) {   /* one clip, encoded in a batch of inputs (many_prefetch) */
-            const struct encoded *p = o.pre;
-            if (eo.tokens) memcpy(eo.tokens, p->tokens, sizeof(float) * (size_t)n * info.embed_dim);
-            memcpy(eo.pooled, p->pooled, sizeof(float) * (size_t)info.embed_dim);
-            if (eo.cls) memcpy(eo.cls, p->cls, sizeof(float) * (size_t)info.embed_dim);
-            if (eo.emb) memcpy(eo.emb, p->emb, sizeof(float) * (size_t)info.emb_dim);
-            if (eo.hier) memcpy(eo.hier, p->hier, sizeof(float) * (size_t)info.n_hier * n * info.embed_dim);
-        } else if (jepa_ctx_embed(c, x, T, H, W, &ep, &eo)) {
-            cli_progress_clear(&pg), cli_progress_clear(&lp);
-            if (nb == 1) cli_fail(src.name, "%s", jepa_ctx_error(c));
-            else if (g == 1) cli_fail(src.name, "clip %d: %s", k0, jepa_ctx_error(c));
-            else cli_fail(src.name, "clips %d..%d: %s", k0, k0 + g - 1, jepa_ctx_error(c));
-            goto done;
-        }
-        t_enc += now_ms() - t0;
-        pg.done_run += g;
-        for (int j = 0; j < g; j++) {
-            const int k = k0 + j;
-            const int64_t *fr = src.rdr ? clips_frames(src.rdr, k) : NULL;
-            const long long f0 = fr ? (long long)fr[0] : 0, f1 = fr ? (long long)fr[T - 1] : 0;
-            if (cmd == RUN_EMBED) {
-                const float *out = o.hier ? b.enc.hier : pool_lewm ? b.enc.emb : pool_mean ? b.enc.pooled
-                                 : pool_cls ? b.enc.cls : b.enc.tokens;
-                if (b.all) memcpy(b.all + per * (size_t)k, out + per * (size_t)j, sizeof(float) * per);
-                else if (!o.results_quiet) {   /* nothing written: a summary */
-                    const float *pv = b.enc.pooled + (size_t)j * D;
-                    double nrm = 0;
-                    for (int q = 0; q < D; q++) nrm += (double)pv[q] * pv[q];
-                    if (src.stacked) printf("clip %d ", k);
-                    if (fr) printf("frames %lld..%lld ", f0, f1);
-                    printf("pooled mean: |v| = %.6g, v[0..3] = %.6g %.6g %.6g %.6g\n", sqrt(nrm), pv[0],
-                           pv[1 % D], pv[2 % D], pv[3 % D]);
-                }
-            } else if (cmd == RUN_CLASSIFY) {
-                float *lg = b.logits + (size_t)K * k;
-                t0 = now_ms();
-                if (jepa_ctx_classify(c, b.enc.tokens + (size_t)j * n * D, n, lg)) {
-                    cli_progress_clear(&pg);
-                    if (nb == 1) cli_fail(o.model, "classify: %s", jepa_ctx_error(c));
-                    else cli_fail(src.name, "clip %d: classify: %s", k, jepa_ctx_error(c));
-                    goto done;
-                }
-                t_cls += now_ms() - t0;
-                if (cli_check_finite_output(src.name, lg, (size_t)K)) { cli_progress_clear(&pg); goto done; }
-                topk_softmax(lg, K, b.prob);
-                for (int i = 0; i < K; i++) b.mean[i] += b.prob[i] / nb;
-                if (dense && !o.results_quiet) {   /* one top-k per clip, with its frames */
-                    topk_rank(b.prob, K, b.order);
-                    for (int q = 0; q < k_show; q++) {
-                        char lb[4 * 256 + 1];
-                        printf("%d\t%lld\t%lld\t%d\t%.4f\t%s\n", k, f0, f1, b.order[q], b.prob[b.order[q]],
-                               cli_escape(jepa_model_label(m, b.order[q]), lb, sizeof lb));
-                    }
-                }
-            }
-        }
-    }
-
-    cli_progress_show(&pg, nb, nb, true);
-
-    /* ---- --repeat: the same encodes again, timed (clips in memory) ---- */
-    if (o.repeat > 0) {
-        double *ms = malloc(sizeof(double) * (size_t)o.repeat);
-        if (!ms) { cli_fail(NULL, "out of memory"); goto done; }
-        st = JEPA_OK;
-        for (int r = 0; r < o.repeat && st == JEPA_OK; r++) {
-            const double tr = now_ms();
-            for (int k0 = 0; k0 < nb && st == JEPA_OK; k0 += G) {
-                jepa_embed_params ep = {.batch = nb - k0 < G ? nb - k0 : G};
-                jepa_embed_out ek = enc_outs_embed_out(&b.enc);   /* what the first pass asked for */
-                st = jepa_ctx_embed(c, (const float *)src.mem.data + (size_t)k0 * clip_floats, T, H, W, &ep, &ek);
-            }
-            ms[r] = now_ms() - tr;
-        }
-        if (st) { free(ms); cli_fail(src.name, "%s", jepa_ctx_error(c)); goto done; }
-        qsort(ms, (size_t)o.repeat, sizeof *ms, cmp_double);
-        const double med = ms[o.repeat / 2];
-        free(ms);
-        fprintf(stderr, "time: repeat %d: median %.3f ms (%.3f ms per clip, %.0f tokens/s, %.1f GFLOP/s)\n",
-                o.repeat, med, med / nb, (double)nb * n / (med / 1e3),
-                nb * cli_encoder_flops(&info, n, T == 1 ? 1 : info.tubelet_size) / (med * 1e6));
-    }
-    if (o.verbose)
-        fprintf(stderr, "jepa: %s %s: %d%s tokens (%dx%dx%d grid) x %d dims, %s kernels on %s, %d threads\n",
-                info.family, name, n, nb > 1 ? " x B" : "", gt, gh, gw, D, jepa_ctx_isa(c),
-                jepa_ctx_device(c), jepa_ctx_threads(c));
-    if (o.verbose && src.stacked) fprintf(stderr, "jepa: B = %d clips, %d per forward pass\n", nb, G);
-    if (o.verbose && o.prepack)
-        fprintf(stderr, "jepa: --prepack: %.1f MiB of weights held packed\n", jepa_ctx_prepacked_bytes(c) / 1048576.0);
-    if (o.timing) {
-        fprintf(stderr, "time: load %.1f ms, input %.1f ms, encode %.1f ms (%d clip%s, %.0f tokens/s, %.1f GFLOP/s)\n",
-                t_load, t_in, t_enc, nb, nb > 1 ? "s" : "", (double)nb * n / (t_enc / 1e3),
-                nb * cli_encoder_flops(&info, n, T == 1 ? 1 : info.tubelet_size) / (t_enc * 1e6));
-        if (cmd == RUN_CLASSIFY) fprintf(stderr, "time: classify %.1f ms\n", t_cls);
-    }
-
-    /* ---- what each command writes ---- */
-    if (cmd == RUN_EMBED && b.all) {
-        int64_t shape[5] = {0};
-        int nd = 0;
-        if (src.stacked) shape[nd++] = nb;
-        if (o.hier) shape[nd++] = info.n_hier, shape[nd++] = n, shape[nd++] = D;
-        else if (pool_lewm) shape[nd++] = info.emb_dim;
-        else if (pool_mean || pool_cls) shape[nd++] = D;
-        else shape[nd++] = n, shape[nd++] = D;
-        if (cli_check_finite_output(src.name, b.all, per * (size_t)nb) || save(o.out, b.all, nd, shape)) goto done;
-        if (!o.quiet && !o.results_quiet) {
-            char what[160];
-            if (o.hier) snprintf(what, sizeof what, "%d hierarchical outputs of %d tokens", info.n_hier, n);
-            else if (pool_lewm) snprintf(what, sizeof what, "the LeWM embedding");
-            else if (pool_cls) snprintf(what, sizeof what, "the CLS token");
-            else if (pool_mean) snprintf(what, sizeof what, "the mean of %d tokens", n);
-            else snprintf(what, sizeof what, "%d tokens", n);
-            if (src.stacked) {
-                const size_t k = strlen(what);
-                snprintf(what + k, sizeof what - k, ", for each of %d clips", nb);
-            }
-            report_written(o.out, nd, shape, what);
-        }
-    }
-    if (cmd == RUN_PREDICT) {
-        const int nc = (int)ctx_ids.count, ntg = (int)tgt_ids.count, od = info.pred_out_dim;
-        float *ctx_tok = malloc(sizeof(float) * (size_t)nc * D);
-        b.pred = malloc(sizeof(float) * (size_t)ntg * od);
-        if (o.ctx_out) b.ctx_out = malloc(sizeof(float) * (size_t)nc * od);
-        if (!ctx_tok || !b.pred || (o.ctx_out && !b.ctx_out)) { free(ctx_tok); cli_fail(NULL, "out of memory"); goto done; }
-        for (int i = 0; i < nc; i++)
-            memcpy(ctx_tok + (size_t)i * D, b.enc.tokens + (size_t)((int32_t *)ctx_ids.data)[i] * D,
-                   sizeof(float) * (size_t)D);
-        jepa_modality mod = o.modality;
-        if (mod == JEPA_MODALITY_AUTO) mod = T == 1 ? JEPA_MODALITY_IMAGE : JEPA_MODALITY_VIDEO;
-        jepa_predict_params pp = {.ctx_ids = ctx_ids.data, .n_ctx = nc, .tgt_ids = tgt_ids.data,
-                                  .n_tgt = ntg, .mask_index = o.mask_index, .modality = mod};
-        const double t2 = now_ms();
-        st = jepa_ctx_predict(c, ctx_tok, &pp, b.pred, b.ctx_out);
-        free(ctx_tok);
-        if (st) { cli_fail(o.model, "predict: %s", jepa_ctx_error(c)); goto done; }
-        if (o.timing) fprintf(stderr, "time: predict %.1f ms\n", now_ms() - t2);
-        if (cli_check_finite_output(src.name, b.pred, (size_t)ntg * od) ||
-            (b.ctx_out && cli_check_finite_output(src.name, b.ctx_out, (size_t)nc * od)))
-            goto done;
-        /* both outputs or neither: each written to its temporary, then both renamed */
-        int64_t sp[2] = {ntg, od}, sc[2] = {nc, od};
-        struct jr_outfile fp, fc = {0};
-        struct jerr e = {0};
-        if (npy_write_f32(&fp, o.out, b.pred, 2, sp, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
-        if (o.ctx_out && npy_write_f32(&fc, o.ctx_out, b.ctx_out, 2, sc, &e)) {
-            jr_outfile_abort(&fp);
-            cli_fail(NULL, "%s", e.msg);
-            goto done;
-        }
-        if (jr_outfile_commit(&fp, &e)) { jr_outfile_abort(&fc); cli_fail(NULL, "%s", e.msg); goto done; }
-        if (o.ctx_out && jr_outfile_commit(&fc, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
-        if (!o.quiet) {
-            report_written(o.out, 2, sp, "predicted target tokens");
-            if (o.ctx_out) report_written(o.ctx_out, 2, sc, "predictor's context tokens");
-        }
-    }
-    if (cmd == RUN_CLASSIFY) {
-        if (cli_check_finite_output(src.name, b.logits, (size_t)K * nb)) goto done;
-        topk_rank(b.mean, K, b.order);
-        if (res) res->top1 = b.order[0], res->p1 = b.mean[b.order[0]];
-        if (!dense && !o.results_quiet) {   /* one top-k: of the mean of the per-clip softmax (Meta's evaluation) */
-            for (int q = 0; q < k_show; q++) {
-                char lb[4 * 256 + 1];
-                printf("%d\t%.4f\t%s\n", b.order[q], b.mean[b.order[q]],
-                       cli_escape(jepa_model_label(m, b.order[q]), lb, sizeof lb));
-            }
-        }
-        int64_t shape[2] = {nb, K};
-        if (o.logits_out && save(o.logits_out, b.logits, src.stacked ? 2 : 1, src.stacked ? shape : shape + 1))
-            goto done;
-        if (o.logits_out && !o.quiet && !o.results_quiet)
-            report_written(o.logits_out, src.stacked ? 2 : 1, src.stacked ? shape : shape + 1, "logits");
-    }
-    if (!o.quiet && !o.results_quiet && info.name && !strncmp(info.name, "random-", 7))
+    const double t0 = now_ms();
+    int rc = open_clips(&r);
+    if (!rc) rc = r.ops->check(&r);
+    if (!rc) rc = alloc_bufs(&r);
+    if (!rc) rc = make_pending_clip(&r);
+    r.t_in = now_ms() - t0;
+    if (!rc) rc = run_clips(&r);
+    if (!rc && o->repeat > 0) rc = run_repeat(&r);
+    if (!rc) report_run(&r);
+    if (!rc) rc = r.ops->finish(&r);
+    if (!rc && !o->quiet && !o->results_quiet && info->name && !strncmp(info->name, "random-", 7))
         fprintf(stderr, "jepa: note: %s has RANDOM weights (written by jepa synth): the numbers show "
-                "that the engine runs, not what a trained model sees\n", o.model);
-    if (res) res->clips = nb, res->stacked = src.stacked;
-    rc = 0;
-done:
-    bufs_free(&b);
-    npy_free(&ctx_ids);
-    npy_free(&tgt_ids);
-    source_close(&src);
+                "that the engine runs, not what a trained model sees\n", o->model);
+    if (!rc && res) res->clips = r.nb, res->stacked = r.src.stacked;
+    bufs_free(&r.b);
+    npy_free(&r.ctx_ids);
+    npy_free(&r.tgt_ids);
+    source_close(&r.src);
     return rc;
 }
 

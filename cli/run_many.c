@@ -238,170 +238,234 @@ static int stack_outputs(const struct many_opts *o, const struct list *in, char 
     return 0;
 }
 
-int run_many(const struct many_opts *o, many_one_fn one, void *user) {
-    struct list in = {0};
-    int rc = 0;
-    /* where the per-input files go, and the index */
-    char dir[LINE_MAX_BYTES], index_path[LINE_MAX_BYTES + 16];
+/* One run over many inputs: the list, where each output goes, what each input gave. */
+struct many_state {
+    struct list in;
+    char dir[LINE_MAX_BYTES];                /* the per-input files */
+    char index_path[LINE_MAX_BYTES + 16];
+    const char **names;                      /* each input's file name (into in.v) */
+    char **outs;                             /* each input's output path */
+    int *status;                             /* 0 ok, 1 skipped (--resume), 2 error */
+    struct many_result *res;
+    char **errs;                             /* an error's message */
+    int64_t *row0, *rows;                    /* stacked: where each input's rows went */
+    int n_ok, n_skip, n_err;
+};
+
+static void many_free(struct many_state *s) {
+    for (int i = 0; i < s->in.n; i++) {
+        if (s->errs) free(s->errs[i]);
+        if (s->outs) free(s->outs[i]);
+    }
+    free(s->row0), free(s->rows), free(s->outs);
+    free(s->names), free(s->status), free(s->res), free(s->errs);
+    list_free(&s->in);
+}
+
+/* Where the per-input files go, and the index. */
+static int output_places(const struct many_opts *o, struct many_state *s) {
     if (o->stack_out) {
         const size_t n = strlen(o->stack_out);
         const bool npy = n > 4 && !strcasecmp(o->stack_out + n - 4, ".npy");
-        if (snprintf(dir, sizeof dir, "%s.parts", o->stack_out) >= (int)sizeof dir ||
-            snprintf(index_path, sizeof index_path, "%.*s.index.jsonl", (int)(npy ? n - 4 : n), o->stack_out) >=
-                (int)sizeof index_path)
+        if (snprintf(s->dir, sizeof s->dir, "%s.parts", o->stack_out) >= (int)sizeof s->dir ||
+            snprintf(s->index_path, sizeof s->index_path, "%.*s.index.jsonl", (int)(npy ? n - 4 : n),
+                     o->stack_out) >= (int)sizeof s->index_path)
             return cli_usage_error(o->cmd, "the output path is longer than %d bytes", LINE_MAX_BYTES - 16);
-    } else if (snprintf(dir, sizeof dir, "%s", o->out_dir) >= (int)sizeof dir ||
-               snprintf(index_path, sizeof index_path, "%s/index.jsonl", o->out_dir) >= (int)sizeof index_path) {
+    } else if (snprintf(s->dir, sizeof s->dir, "%s", o->out_dir) >= (int)sizeof s->dir ||
+               snprintf(s->index_path, sizeof s->index_path, "%s/index.jsonl", o->out_dir) >=
+                   (int)sizeof s->index_path) {
         return cli_usage_error(o->cmd, "the output directory's path is longer than %d bytes", LINE_MAX_BYTES - 16);
     }
-    if (stat(dir, &out_dir_st)) memset(&out_dir_st, 0, sizeof out_dir_st);
-    for (int i = 0; !rc && i < o->n_args; i++) rc = add_arg(&in, o->cmd, o->args[i]);
-    if (!rc && o->inputs_list) rc = add_list_file(&in, o->cmd, o->inputs_list);
-    if (!rc && !in.n) rc = cli_usage_error(o->cmd, "no inputs (a directory lists only images and videos)");
-    /* one output name per input */
-    char **names = NULL;
-    if (!rc) {
-        names = malloc(sizeof(char *) * (size_t)in.n);
-        if (!names) rc = cli_fail(NULL, "out of memory");
-        for (int i = 0; !rc && i < in.n; i++) names[i] = (char *)file_name(in.v[i]);
-        if (!rc) {
-            char **sorted = malloc(sizeof(char *) * (size_t)in.n);
-            if (!sorted) rc = cli_fail(NULL, "out of memory");
-            else {
-                memcpy(sorted, names, sizeof(char *) * (size_t)in.n);
-                qsort(sorted, (size_t)in.n, sizeof *sorted, cmp_str);
-                for (int i = 1; !rc && i < in.n; i++)
-                    if (!strcmp(sorted[i], sorted[i - 1]))
-                        rc = cli_usage_error(o->cmd, "two inputs are named %s: their outputs would be one file",
-                                             sorted[i]);
-                free(sorted);
-            }
-        }
-    }
-    /* every output path, once (at most LINE_MAX_BYTES + 63 bytes) */
-    char **outs = rc ? NULL : calloc((size_t)in.n, sizeof *outs);
-    if (!rc && !outs) rc = cli_fail(NULL, "out of memory");
-    for (int i = 0; !rc && i < in.n; i++) {
-        const size_t len = strlen(dir) + strlen(names[i]) + strlen(o->suffix) + 2;
-        if (!names[i][0]) rc = cli_usage_error(o->cmd, "input '%s' has no file name", in.v[i]);
-        else if (len > LINE_MAX_BYTES + 64)
-            rc = cli_usage_error(o->cmd, "the output path for %s is longer than %d bytes", in.v[i], LINE_MAX_BYTES + 63);
-        else if (!(outs[i] = malloc(len))) rc = cli_fail(NULL, "out of memory");
-        else snprintf(outs[i], len, "%s/%s%s", dir, names[i], o->suffix);
-    }
-    const char *const extra[2] = {index_path, o->stack_out};   /* may not be inputs either */
-    if (!rc) rc = check_no_overwrite(o->cmd, &in, outs, extra, o->stack_out ? 2 : 1);
-    if (!rc && mkdir(dir, 0777) && errno != EEXIST)
-        rc = cli_fail(dir, "cannot create the output directory: %s", strerror(errno));
-    struct stat dst;
-    if (!rc && (stat(dir, &dst) || !S_ISDIR(dst.st_mode)))
-        rc = cli_fail(dir, "not a directory");
-    int *status = rc ? NULL : calloc((size_t)in.n, sizeof *status);   /* 0 ok, 1 skipped, 2 error */
-    struct many_result *res = rc ? NULL : calloc((size_t)in.n, sizeof *res);
-    char **errs = rc ? NULL : calloc((size_t)in.n, sizeof *errs);
-    if (!rc && (!status || !res || !errs)) rc = cli_fail(NULL, "out of memory");
-    if (rc) {
-        for (int i = 0; outs && i < in.n; i++) free(outs[i]);
-        free(outs), free(names), free(status), free(res), free(errs);
-        list_free(&in);
-        return rc;
-    }
+    return 0;
+}
 
+/* The inputs: the FILE / DIR arguments, then the lines of --inputs. */
+static int gather_inputs(const struct many_opts *o, struct many_state *s) {
+    int rc = 0;
+    if (stat(s->dir, &out_dir_st)) memset(&out_dir_st, 0, sizeof out_dir_st);
+    for (int i = 0; !rc && i < o->n_args; i++) rc = add_arg(&s->in, o->cmd, o->args[i]);
+    if (!rc && o->inputs_list) rc = add_list_file(&s->in, o->cmd, o->inputs_list);
+    if (!rc && !s->in.n) rc = cli_usage_error(o->cmd, "no inputs (a directory lists only images and videos)");
+    return rc;
+}
+
+/* Each input's file name, which names its output: one output name per input. */
+static int name_outputs(const struct many_opts *o, struct many_state *s) {
+    const int n = s->in.n;
+    if (!(s->names = malloc(sizeof(char *) * (size_t)n))) return cli_fail(NULL, "out of memory");
+    for (int i = 0; i < n; i++) s->names[i] = file_name(s->in.v[i]);
+    const char **sorted = malloc(sizeof(char *) * (size_t)n);
+    if (!sorted) return cli_fail(NULL, "out of memory");
+    memcpy(sorted, s->names, sizeof(char *) * (size_t)n);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_str);
+    int rc = 0;
+    for (int i = 1; !rc && i < n; i++)
+        if (!strcmp(sorted[i], sorted[i - 1]))
+            rc = cli_usage_error(o->cmd, "two inputs are named %s: their outputs would be one file", sorted[i]);
+    free(sorted);
+    return rc;
+}
+
+/* Every output path, once (at most LINE_MAX_BYTES + 63 bytes). */
+static int output_paths(const struct many_opts *o, struct many_state *s) {
+    if (!(s->outs = calloc((size_t)s->in.n, sizeof *s->outs))) return cli_fail(NULL, "out of memory");
+    for (int i = 0; i < s->in.n; i++) {
+        const size_t len = strlen(s->dir) + strlen(s->names[i]) + strlen(o->suffix) + 2;
+        if (!s->names[i][0]) return cli_usage_error(o->cmd, "input '%s' has no file name", s->in.v[i]);
+        if (len > LINE_MAX_BYTES + 64)
+            return cli_usage_error(o->cmd, "the output path for %s is longer than %d bytes", s->in.v[i],
+                                   LINE_MAX_BYTES + 63);
+        if (!(s->outs[i] = malloc(len))) return cli_fail(NULL, "out of memory");
+        snprintf(s->outs[i], len, "%s/%s%s", s->dir, s->names[i], o->suffix);
+    }
+    return 0;
+}
+
+static int make_output_dir(const char *dir) {
+    if (mkdir(dir, 0777) && errno != EEXIST)
+        return cli_fail(dir, "cannot create the output directory: %s", strerror(errno));
+    struct stat st;
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) return cli_fail(dir, "not a directory");
+    return 0;
+}
+
+/* Everything before the first input runs: the list, the output paths (none may be an
+ * input), the output directory, the per-input records. */
+static int many_setup(const struct many_opts *o, struct many_state *s) {
+    int rc = output_places(o, s);
+    if (!rc) rc = gather_inputs(o, s);
+    if (!rc) rc = name_outputs(o, s);
+    if (!rc) rc = output_paths(o, s);
+    const char *const extra[2] = {s->index_path, o->stack_out};   /* may not be inputs either */
+    if (!rc) rc = check_no_overwrite(o->cmd, &s->in, s->outs, extra, o->stack_out ? 2 : 1);
+    if (!rc) rc = make_output_dir(s->dir);
+    if (rc) return rc;
+    s->status = calloc((size_t)s->in.n, sizeof *s->status);
+    s->res = calloc((size_t)s->in.n, sizeof *s->res);
+    s->errs = calloc((size_t)s->in.n, sizeof *s->errs);
+    if (!s->status || !s->res || !s->errs) return cli_fail(NULL, "out of memory");
+    return 0;
+}
+
+/* The next group of inputs to run from input i (at most o->batch, those --resume does not
+ * skip) offered to prefetch: the index after the last one offered. */
+static int prefetch_group(const struct many_opts *o, void *user, const struct many_state *s, int i,
+                          const char **group) {
+    int n = 0, j = i;
+    for (; j < s->in.n && n < o->batch; j++)
+        if (s->status[j] != 1) group[n++] = s->in.v[j];
+    o->prefetch(user, group, n);
+    return j;
+}
+
+/* Every input through `one`, in list order, but those --resume skips. */
+static void run_each(const struct many_opts *o, many_one_fn one, void *user, struct many_state *s) {
     struct cli_progress pg;
     cli_progress_start(&pg, !o->quiet, "inputs");
-    int n_ok = 0, n_skip = 0, n_err = 0;
-    for (int i = 0; i < in.n; i++) {   /* --resume: what is done already */
+    for (int i = 0; i < s->in.n; i++) {   /* --resume: what is done already */
         struct stat st;
-        if (o->resume && !stat(outs[i], &st) && S_ISREG(st.st_mode)) status[i] = 1;
+        if (o->resume && !stat(s->outs[i], &st) && S_ISREG(st.st_mode)) s->status[i] = 1;
     }
     const char **group = o->batch > 1 && o->prefetch ? malloc(sizeof *group * (size_t)o->batch) : NULL;
     int prefetched_to = 0;   /* inputs before this one have been offered to prefetch */
-    for (int i = 0; i < in.n; i++) {
-        if (group && i >= prefetched_to && status[i] != 1) {   /* the next group of inputs to run */
-            int n = 0, j = i;
-            for (; j < in.n && n < o->batch; j++)
-                if (status[j] != 1) group[n++] = in.v[j];
-            prefetched_to = j;
-            o->prefetch(user, group, n);
-        }
-        const char *out = outs[i];
-        if (status[i] == 1) {
-            n_skip++;
+    for (int i = 0; i < s->in.n; i++) {
+        if (group && i >= prefetched_to && s->status[i] != 1) prefetched_to = prefetch_group(o, user, s, i, group);
+        if (s->status[i] == 1) {
+            s->n_skip++;
         } else {
-            res[i].top1 = -1;
+            s->res[i].top1 = -1;
             cli_progress_clear(&pg);   /* an error line starts clean */
-            if (one(user, in.v[i], out, &res[i])) {
-                status[i] = 2, n_err++;
-                errs[i] = strdup(cli_last_error());
+            if (one(user, s->in.v[i], s->outs[i], &s->res[i])) {
+                s->status[i] = 2, s->n_err++;
+                s->errs[i] = strdup(cli_last_error());
             } else {
-                n_ok++;
-                if (o->verbose) fprintf(stderr, "jepa %s: %s -> %s\n", o->cmd, in.v[i], out);
+                s->n_ok++;
+                if (o->verbose) fprintf(stderr, "jepa %s: %s -> %s\n", o->cmd, s->in.v[i], s->outs[i]);
             }
             pg.done_run++;
         }
-        cli_progress_show(&pg, i + 1, in.n, i + 1 == in.n);
+        cli_progress_show(&pg, i + 1, s->in.n, i + 1 == s->in.n);
     }
-
     free(group);
+}
 
-    /* stacked: one array of every row, in list order */
-    int64_t *row0 = NULL, *rows = NULL;
-    bool stacked_ok = false;
-    if (o->stack_out) {
-        row0 = calloc((size_t)in.n, sizeof *row0), rows = calloc((size_t)in.n, sizeof *rows);
-        if (!row0 || !rows) rc = cli_fail(NULL, "out of memory");
-        else if (n_ok + n_skip) rc = stack_outputs(o, &in, outs, status, res, row0, rows);
-        stacked_ok = !rc && n_ok + n_skip > 0;
+/* Stacked: one array of every row, in list order; *ok when it was written. */
+static int stack_all(const struct many_opts *o, struct many_state *s, bool *ok) {
+    int rc = 0;
+    s->row0 = calloc((size_t)s->in.n, sizeof *s->row0), s->rows = calloc((size_t)s->in.n, sizeof *s->rows);
+    if (!s->row0 || !s->rows) rc = cli_fail(NULL, "out of memory");
+    else if (s->n_ok + s->n_skip) rc = stack_outputs(o, &s->in, s->outs, s->status, s->res, s->row0, s->rows);
+    *ok = !rc && s->n_ok + s->n_skip > 0;
+    return rc;
+}
+
+/* Input i's line of the index. */
+static void index_line(FILE *f, const struct many_opts *o, const struct many_state *s, int i) {
+    static const char *const word[] = {"ok", "skipped", "error"};
+    const int st = s->status[i];
+    fputs("{\"source\": ", f);
+    json_str(f, s->in.v[i]);
+    fputs(", \"output\": ", f);
+    if (st == 2) fputs("null", f);
+    else json_str(f, o->stack_out ? o->stack_out : s->outs[i]);
+    if (o->stack_out && st != 2)
+        fprintf(f, ", \"row\": %lld, \"rows\": %lld", (long long)s->row0[i], (long long)s->rows[i]);
+    fprintf(f, ", \"status\": \"%s\"", word[st]);
+    if (st == 0) fprintf(f, ", \"clips\": %d", s->res[i].clips);
+    if (st == 0 && s->res[i].top1 >= 0) {
+        fprintf(f, ", \"top1\": %d, \"p\": %.6f, \"label\": ", s->res[i].top1, s->res[i].p1);
+        json_str(f, s->res[i].label);
     }
-    /* the index, in list order (stacked: only beside a stacked file) */
-    const bool write_index = !o->stack_out || stacked_ok;
+    if (st == 2) {
+        fputs(", \"error\": ", f);
+        json_str(f, s->errs[i]);
+    }
+    fputs("}\n", f);
+}
+
+/* The index, in list order, written whole or not at all. */
+static int write_index(const struct many_opts *o, const struct many_state *s) {
     struct jr_outfile f;
     struct jerr e = {0};
-    if (write_index && jr_outfile_open(&f, index_path, false, &e)) {
-        rc = cli_fail(NULL, "%s", e.msg);
-    } else if (write_index) {
-        static const char *const word[] = {"ok", "skipped", "error"};
-        for (int i = 0; i < in.n; i++) {
-            fputs("{\"source\": ", f.f);
-            json_str(f.f, in.v[i]);
-            fputs(", \"output\": ", f.f);
-            if (status[i] == 2) fputs("null", f.f);
-            else json_str(f.f, o->stack_out ? o->stack_out : outs[i]);
-            if (o->stack_out && status[i] != 2)
-                fprintf(f.f, ", \"row\": %lld, \"rows\": %lld", (long long)row0[i], (long long)rows[i]);
-            fprintf(f.f, ", \"status\": \"%s\"", word[status[i]]);
-            if (status[i] == 0) fprintf(f.f, ", \"clips\": %d", res[i].clips);
-            if (status[i] == 0 && res[i].top1 >= 0) {
-                fprintf(f.f, ", \"top1\": %d, \"p\": %.6f, \"label\": ", res[i].top1, res[i].p1);
-                json_str(f.f, res[i].label);
-            }
-            if (status[i] == 2) {
-                fputs(", \"error\": ", f.f);
-                json_str(f.f, errs[i]);
-            }
-            fputs("}\n", f.f);
-        }
-        if (jr_outfile_commit(&f, &e)) rc = cli_fail(NULL, "%s", e.msg);
+    if (jr_outfile_open(&f, s->index_path, false, &e)) return cli_fail(NULL, "%s", e.msg);
+    for (int i = 0; i < s->in.n; i++) index_line(f.f, o, s, i);
+    if (jr_outfile_commit(&f, &e)) return cli_fail(NULL, "%s", e.msg);
+    return 0;
+}
+
+/* The last line on stderr: what became of the inputs. */
+static void print_summary(const struct many_opts *o, const struct many_state *s, bool stacked, bool indexed) {
+    int64_t total_rows = 0;
+    for (int i = 0; s->rows && i < s->in.n; i++) total_rows += s->rows[i];
+    if (stacked)
+        fprintf(stderr, "jepa %s: %d inputs: %d written, %d skipped (--resume), %d failed; %lld rows in %s, "
+                "index %s%s\n", o->cmd, s->in.n, s->n_ok, s->n_skip, s->n_err, (long long)total_rows, o->stack_out,
+                s->index_path, s->n_err ? "; the parts stay for --resume" : "");
+    else
+        fprintf(stderr, "jepa %s: %d inputs: %d written, %d skipped (--resume), %d failed; index %s\n", o->cmd,
+                s->in.n, s->n_ok, s->n_skip, s->n_err, indexed ? s->index_path : "(none: nothing stacked)");
+}
+
+int run_many(const struct many_opts *o, many_one_fn one, void *user) {
+    struct many_state s = {0};
+    int rc = many_setup(o, &s);
+    if (rc) {
+        many_free(&s);
+        return rc;
     }
+    run_each(o, one, user, &s);
+    bool stacked_ok = false;
+    if (o->stack_out) rc = stack_all(o, &s, &stacked_ok);
+    const bool indexed = !o->stack_out || stacked_ok;   /* stacked: only beside a stacked file */
+    if (indexed) rc = write_index(o, &s);
     /* the parts go once the stacked file and its index are written and nothing failed
      * (otherwise --resume reruns only the failures) */
-    if (o->stack_out && stacked_ok && !rc && !n_err) {
-        for (int i = 0; i < in.n; i++) unlink(outs[i]);
-        rmdir(dir);   /* left when something else is in it */
+    if (o->stack_out && stacked_ok && !rc && !s.n_err) {
+        for (int i = 0; i < s.in.n; i++) unlink(s.outs[i]);
+        rmdir(s.dir);   /* left when something else is in it */
     }
-    int64_t total_rows = 0;
-    for (int i = 0; rows && i < in.n; i++) total_rows += rows[i];
-    if (n_err || !o->quiet) {
-        if (o->stack_out && stacked_ok && !rc)
-            fprintf(stderr, "jepa %s: %d inputs: %d written, %d skipped (--resume), %d failed; %lld rows in %s, "
-                    "index %s%s\n", o->cmd, in.n, n_ok, n_skip, n_err, (long long)total_rows, o->stack_out, index_path, n_err ? "; the parts stay for --resume" : "");
-        else
-            fprintf(stderr, "jepa %s: %d inputs: %d written, %d skipped (--resume), %d failed; index %s\n", o->cmd,
-                    in.n, n_ok, n_skip, n_err, write_index ? index_path : "(none: nothing stacked)");
-    }
-    for (int i = 0; i < in.n; i++) free(errs[i]), free(outs[i]);
-    free(row0), free(rows), free(outs);
-    free(names), free(status), free(res), free(errs);
-    list_free(&in);
+    if (s.n_err || !o->quiet) print_summary(o, &s, o->stack_out && stacked_ok && !rc, indexed);
+    const int n_err = s.n_err;
+    many_free(&s);
     return rc ? rc : n_err ? CLI_EXIT_FAIL : 0;
 }
