@@ -58,6 +58,123 @@ static double encode_once(struct enc_job *j) {
     return bench_now() - t0;
 }
 
+/* The figures of one run, as printed. */
+struct enc_result {
+    int T, H, W, n, R;                  /* the input, its tokens, the rounds */
+    double flops, visible;              /* per encode; the visible share of attention pairs */
+    double t_load, first, warm, after_idle;
+    double b1, m1, pk1, bn, mn, pkn;    /* best and median seconds, best peak: 1 and N threads */
+    double arena;                       /* MiB */
+};
+
+/* The FLOPs of one encode of n tokens (grid gt x gh x gw) and, into *visible, the share of
+ * query-key pairs the attention computes. */
+static double encode_flops(const jepa_model_info *in, int n, int T, int gt, int gh, int gw, double *visible) {
+    double flops = cli_encoder_flops(in, n, T == 1 ? 1 : in->tubelet_size);
+    *visible = 1.0;
+    if (!strcmp(in->family, "levjepa")) {
+        /* block-causal by frame (models/encoder.c): a patch query of frame f sees the
+         * patch keys of frames <= f, the CLS query sees every key, no patch query the
+         * CLS key. Attention is counted over the visible pairs only. */
+        const double P = (double)gh * gw, ncls = n - P * gt;
+        const double pairs = ncls * n + P * P * gt * (gt + 1) / 2.0, full = (double)n * n;
+        flops -= in->n_layer * 4.0 * in->embed_dim * (full - pairs);
+        *visible = pairs / full;
+    }
+    return flops;
+}
+
+/* The context for --threads / --cpu (and --prepack), or NULL with the reason on stderr. */
+static jepa_ctx *open_ctx(const struct bench_opts *o, const struct bench_encoder_opts *e, const jepa_model *m) {
+    char err[JEPA_ERR_LEN];
+    jepa_ctx *c = NULL;
+    jepa_ctx_params cp = jepa_ctx_default_params();
+    cp.n_threads = o->threads;
+    char cap[16];
+    if (o->cpu_name) {
+        snprintf(cap, sizeof cap, "%s", o->cpu_name);
+        cp.cpu = cap;
+    }
+    if (jepa_ctx_new(&c, m, &cp, err)) {
+        fprintf(stderr, "jepa: %s\n", err);
+        return NULL;
+    }
+    if (e->prepack && jepa_ctx_set_prepack(c, 1)) {
+        fprintf(stderr, "jepa: bench encoder: --prepack: %s\n", jepa_ctx_error(c));
+        jepa_ctx_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* The latencies (first call of the process, at once again, after an idle second), then R
+ * rounds of peak and encode at 1 and N threads into t1, tn, p1, pn: 0, or -1 when an encode
+ * failed. */
+static int measure(const struct bench_opts *o, struct enc_job *j, struct enc_result *res, double *t1, double *tn,
+                   double *p1, double *pn) {
+    res->first = encode_once(j), res->warm = encode_once(j);
+    struct timespec idle = {1, 0};
+    nanosleep(&idle, NULL);
+    res->after_idle = encode_once(j);
+    if (res->first < 0 || res->warm < 0 || res->after_idle < 0) return -1;
+    const char *isa = NULL;
+    for (int k = 0; k < res->R; k++) {
+        p1[k] = bench_fma_peak(o->cpu, 1, &isa);
+        jepa_ctx_set_threads(j->c, 1);
+        if ((t1[k] = encode_once(j)) < 0) return -1;
+        if (o->threads > 1) {
+            pn[k] = bench_fma_peak(o->cpu, o->threads, &isa);
+            jepa_ctx_set_threads(j->c, o->threads);
+            if ((tn[k] = encode_once(j)) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* The best and median times and the best peaks of the rounds into res. */
+static void summarize(const struct bench_opts *o, struct enc_result *res, double *t1, double *tn, const double *p1,
+                      const double *pn) {
+    const int R = res->R;
+    res->b1 = best(t1, R);
+    res->pk1 = p1[0], res->pkn = pn[0];   /* the best peak of each thread count */
+    for (int k = 1; k < R; k++) {
+        if (p1[k] > res->pk1) res->pk1 = p1[k];
+        if (pn[k] > res->pkn) res->pkn = pn[k];
+    }
+    res->bn = o->threads > 1 ? best(tn, R) : res->b1;
+    res->m1 = median(t1, R), res->mn = o->threads > 1 ? median(tn, R) : res->m1;
+}
+
+static void print_result(const struct bench_opts *o, const struct bench_encoder_opts *e, const jepa_model_info *in,
+                         jepa_ctx *c, const struct enc_result *r) {
+    const double g1 = r->flops / r->b1 * 1e-9, gn = r->flops / r->bn * 1e-9;
+    if (o->json) {
+        printf("{\"model\": \"%s\", \"family\": \"%s\", \"tokens\": %d, \"gflop\": %.4f, \"isa\": \"%s\", "
+               "\"threads\": %d, \"reps\": %d, \"load_ms\": %.3f, \"first_ms\": %.3f, \"warm_ms\": %.3f, "
+               "\"after_idle_ms\": %.3f, \"t1_best_ms\": %.3f, \"t1_median_ms\": %.3f, \"peak1_gflops\": %.2f, "
+               "\"pct_peak1\": %.2f, \"tn_best_ms\": %.3f, \"tn_median_ms\": %.3f, \"peakn_gflops\": %.2f, "
+               "\"pct_peakn\": %.2f, \"scaling\": %.4f, \"arena_mib\": %.2f, \"visible_pairs\": %.4f}\n",
+               e->model, in->family, r->n, r->flops * 1e-9, jepa_ctx_isa(c), o->threads, r->R, r->t_load * 1e3,
+               r->first * 1e3, r->warm * 1e3, r->after_idle * 1e3, r->b1 * 1e3, r->m1 * 1e3, r->pk1,
+               100 * g1 / r->pk1, r->bn * 1e3, r->mn * 1e3, o->threads > 1 ? r->pkn : r->pk1,
+               100 * gn / (o->threads > 1 ? r->pkn : r->pk1), r->bn / r->b1, r->arena, r->visible);
+        return;
+    }
+    printf("bench encoder: %s (%s), %d x %d x %d -> %d tokens, %.2f GFLOP per encode, kernels %s, "
+           "arena %.1f MiB\n",
+           e->model, in->family, r->T, r->H, r->W, r->n, r->flops * 1e-9, jepa_ctx_isa(c), r->arena);
+    if (r->visible < 1.0)
+        printf("block-causal attention: %.1f %% of the query-key pairs are visible; only they are counted\n",
+               100 * r->visible);
+    printf("latency at %d threads: load %.1f ms, first encode %.2f ms, again %.2f ms, after 1 s idle %.2f ms\n",
+           o->threads, r->t_load * 1e3, r->first * 1e3, r->warm * 1e3, r->after_idle * 1e3);
+    printf("threads  best ms  median ms  GFLOP/s  FMA peak  %% of peak   (%d rounds)\n", r->R);
+    printf("%7d %8.2f %10.2f %8.1f %9.1f %9.1f%%\n", 1, r->b1 * 1e3, r->m1 * 1e3, g1, r->pk1, 100 * g1 / r->pk1);
+    if (o->threads > 1)
+        printf("%7d %8.2f %10.2f %8.1f %9.1f %9.1f%%   scaling %.3f (time %d threads / 1 thread)\n", o->threads,
+               r->bn * 1e3, r->mn * 1e3, gn, r->pkn, 100 * gn / r->pkn, r->bn / r->b1, o->threads);
+}
+
 int bench_encoder(const struct bench_opts *o, const struct bench_encoder_opts *e) {
     char err[JEPA_ERR_LEN];
     jepa_model *m = NULL;
@@ -65,21 +182,23 @@ int bench_encoder(const struct bench_opts *o, const struct bench_encoder_opts *e
     float *x = NULL, *tokens = NULL;
     double *t1 = NULL, *tn = NULL, *p1 = NULL, *pn = NULL;
     int rc = 1;
+    struct enc_result res = {.R = e->reps};
     const double t_load0 = bench_now();
     if (jepa_model_load(&m, e->model, err)) {
         fprintf(stderr, "jepa: %s\n", err);
         return 1;
     }
-    const double t_load = bench_now() - t_load0;
+    res.t_load = bench_now() - t_load0;
     jepa_model_info in;
     jepa_model_get_info(m, &in);
-    const int T = e->frames > 0 ? e->frames : 1;
-    const int H = e->height > 0 ? e->height : in.img_size, W = e->width > 0 ? e->width : H;
+    const int T = res.T = e->frames > 0 ? e->frames : 1;
+    const int H = res.H = e->height > 0 ? e->height : in.img_size, W = res.W = e->width > 0 ? e->width : H;
     int gt, gh, gw, n;
     if (jepa_model_grid(m, T, H, W, &gt, &gh, &gw, &n)) {
         fprintf(stderr, "jepa: bench encoder: %s does not take %d x %d x %d input\n", e->model, T, H, W);
         goto done;
     }
+    res.n = n;
     const size_t nx = (size_t)in.in_chans * T * H * W, nt = (size_t)n * in.embed_dim;
     const int R = e->reps;
     x = malloc(sizeof(float) * nx);
@@ -92,85 +211,13 @@ int bench_encoder(const struct bench_opts *o, const struct bench_encoder_opts *e
     }
     uint32_t r = 2024;
     for (size_t i = 0; i < nx; i++) x[i] = (float)((r = r * 1664525u + 1013904223u) >> 8) / 8388608.0f - 1.0f;
-    jepa_ctx_params cp = jepa_ctx_default_params();
-    cp.n_threads = o->threads;
-    char cap[16];
-    if (o->cpu_name) {
-        snprintf(cap, sizeof cap, "%s", o->cpu_name);
-        cp.cpu = cap;
-    }
-    if (jepa_ctx_new(&c, m, &cp, err)) {
-        fprintf(stderr, "jepa: %s\n", err);
-        goto done;
-    }
-    if (e->prepack && jepa_ctx_set_prepack(c, 1)) {
-        fprintf(stderr, "jepa: bench encoder: --prepack: %s\n", jepa_ctx_error(c));
-        goto done;
-    }
+    if (!(c = open_ctx(o, e, m))) goto done;
     struct enc_job j = {.c = c, .x = x, .T = T, .H = H, .W = W, .out = {.tokens = tokens}};
-    double flops = cli_encoder_flops(&in, n, T == 1 ? 1 : in.tubelet_size), visible = 1.0;
-    if (!strcmp(in.family, "levjepa")) {
-        /* block-causal by frame (models/encoder.c): a patch query of frame f sees the
-         * patch keys of frames <= f, the CLS query sees every key, no patch query the
-         * CLS key. Attention is counted over the visible pairs only. */
-        const double P = (double)gh * gw, ncls = n - P * gt;
-        const double pairs = ncls * n + P * P * gt * (gt + 1) / 2.0, full = (double)n * n;
-        flops -= in.n_layer * 4.0 * in.embed_dim * (full - pairs);
-        visible = pairs / full;
-    }
-
-    /* latency: the first call of the process, at once again, after an idle second */
-    const double first = encode_once(&j), warm = encode_once(&j);
-    struct timespec idle = {1, 0};
-    nanosleep(&idle, NULL);
-    const double after_idle = encode_once(&j);
-    if (first < 0 || warm < 0 || after_idle < 0) goto done;
-
-    const char *isa = NULL;
-    for (int k = 0; k < R; k++) {
-        p1[k] = bench_fma_peak(o->cpu, 1, &isa);
-        jepa_ctx_set_threads(c, 1);
-        if ((t1[k] = encode_once(&j)) < 0) goto done;
-        if (o->threads > 1) {
-            pn[k] = bench_fma_peak(o->cpu, o->threads, &isa);
-            jepa_ctx_set_threads(c, o->threads);
-            if ((tn[k] = encode_once(&j)) < 0) goto done;
-        }
-    }
-    const double b1 = best(t1, R);
-    double pk1 = p1[0], pkn = pn[0];   /* the best peak of each thread count */
-    for (int k = 1; k < R; k++) {
-        if (p1[k] > pk1) pk1 = p1[k];
-        if (pn[k] > pkn) pkn = pn[k];
-    }
-    const double bn = o->threads > 1 ? best(tn, R) : b1;
-    const double m1 = median(t1, R), mn = o->threads > 1 ? median(tn, R) : m1;
-    const double g1 = flops / b1 * 1e-9, gn = flops / bn * 1e-9;
-    const double arena = (double)jepa_ctx_arena_bytes(c) / (1 << 20);
-    if (o->json) {
-        printf("{\"model\": \"%s\", \"family\": \"%s\", \"tokens\": %d, \"gflop\": %.4f, \"isa\": \"%s\", "
-               "\"threads\": %d, \"reps\": %d, \"load_ms\": %.3f, \"first_ms\": %.3f, \"warm_ms\": %.3f, "
-               "\"after_idle_ms\": %.3f, \"t1_best_ms\": %.3f, \"t1_median_ms\": %.3f, \"peak1_gflops\": %.2f, "
-               "\"pct_peak1\": %.2f, \"tn_best_ms\": %.3f, \"tn_median_ms\": %.3f, \"peakn_gflops\": %.2f, "
-               "\"pct_peakn\": %.2f, \"scaling\": %.4f, \"arena_mib\": %.2f, \"visible_pairs\": %.4f}\n",
-               e->model, in.family, n, flops * 1e-9, jepa_ctx_isa(c), o->threads, R, t_load * 1e3, first * 1e3,
-               warm * 1e3, after_idle * 1e3, b1 * 1e3, m1 * 1e3, pk1, 100 * g1 / pk1, bn * 1e3, mn * 1e3,
-               o->threads > 1 ? pkn : pk1, 100 * gn / (o->threads > 1 ? pkn : pk1), bn / b1, arena, visible);
-    } else {
-        printf("bench encoder: %s (%s), %d x %d x %d -> %d tokens, %.2f GFLOP per encode, kernels %s, "
-               "arena %.1f MiB\n",
-               e->model, in.family, T, H, W, n, flops * 1e-9, jepa_ctx_isa(c), arena);
-        if (visible < 1.0)
-            printf("block-causal attention: %.1f %% of the query-key pairs are visible; only they are counted\n",
-                   100 * visible);
-        printf("latency at %d threads: load %.1f ms, first encode %.2f ms, again %.2f ms, after 1 s idle %.2f ms\n",
-               o->threads, t_load * 1e3, first * 1e3, warm * 1e3, after_idle * 1e3);
-        printf("threads  best ms  median ms  GFLOP/s  FMA peak  %% of peak   (%d rounds)\n", R);
-        printf("%7d %8.2f %10.2f %8.1f %9.1f %9.1f%%\n", 1, b1 * 1e3, m1 * 1e3, g1, pk1, 100 * g1 / pk1);
-        if (o->threads > 1)
-            printf("%7d %8.2f %10.2f %8.1f %9.1f %9.1f%%   scaling %.3f (time %d threads / 1 thread)\n", o->threads,
-                   bn * 1e3, mn * 1e3, gn, pkn, 100 * gn / pkn, bn / b1, o->threads);
-    }
+    res.flops = encode_flops(&in, n, T, gt, gh, gw, &res.visible);
+    if (measure(o, &j, &res, t1, tn, p1, pn)) goto done;
+    summarize(o, &res, t1, tn, p1, pn);
+    res.arena = (double)jepa_ctx_arena_bytes(c) / (1 << 20);
+    print_result(o, e, &in, c, &res);
     rc = 0;
 done:
     jepa_ctx_free(c);

@@ -52,41 +52,81 @@ struct arch {
     int ac_state_dim;
 };
 
-/* Shapes of the published checkpoints (docs/gguf-schema.md; the models' cards). */
+/* Shapes of the published checkpoints (docs/gguf-schema.md; the models' cards). A field left
+ * out is 0: no such part (predictor, head, hierarchy), or the default it names above. */
 static const struct arch archs[] = {
-    {"vjepa2-vitl-256", "vjepa2", "video", "V-JEPA 2 ViT-L/16 256px (vjepa2-vitl-fpc64-256 shape)",
-     1024, 24, 16, 4096, 16, 2, 256, 64, "rope3d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
-     384, 12, 12, 1536, 10, 1024, 0, 0, 0, "shortest_edge", "bilinear", 292, 256, 0, 0, 0, 0, 0, 0, 0},
-    {"vjepa2-vitl-256-ssv2", "vjepa2", "video", "V-JEPA 2 ViT-L/16 256px + the SSv2 attentive-pool classifier shape (174 classes)",
-     1024, 24, 16, 4096, 16, 2, 256, 16, "rope3d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
-     384, 12, 12, 1536, 10, 1024, 0, 174, 3, "shortest_edge", "bilinear", 292, 256, 0, 0, 0, 0, 0, 0, 0},
-    {"vjepa2_1-vitb-384", "vjepa2_1", "image+video", "V-JEPA 2.1 ViT-B/16 384px (vjepa2_1_vitb_dist_vitG_384 shape)",
-     768, 12, 12, 3072, 16, 2, 384, 64, "rope3d", "interleaved", 1, {2, 5, 8, 11}, 4, 1, 0, 0, 1e-6f, 0,
-     384, 12, 12, 1536, 8, 1664, 1, 0, 0, "shortest_edge", "bilinear", 438, 384, 0, 0, 0, 0, 0, 0, 0},
-    {"ijepa-vith14-224", "ijepa", "image", "I-JEPA ViT-H/14 224px (ijepa_vith14_1k shape)",
-     1280, 32, 16, 5120, 14, 1, 224, 1, "sincos2d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, "squash", "bicubic", 224, 224, 0.5f, 0.5f, 0, 0, 0, 0, 0},
-    {"lejepa-vits16-224", "hfvit", "image", "LeJEPA ViT-S/16 224px (lejepa-vits16-pretrain-in1k shape)",
-     384, 12, 6, 1536, 16, 1, 224, 1, "learned", "tiled", 0, {0}, 0, 0, 1, 0, 1e-6f, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bicubic", 256, 224, 0, 0, 0, 0, 0, 0, 0},
-    {"levjepa-vitl16-224", "levjepa", "video", "LeVJEPA ViT-L/16 224px, 16 frames, block-causal (LeVJEPA-VideoMix-Large shape)",
-     1024, 24, 16, 4096, 16, 1, 224, 16, "rope3d", "tiled", 0, {0}, 0, 0, 1, 1, 1e-6f, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bicubic", 224, 224, 0, 0, 0, 0, 0, 0, 0},
-    {"lewm-tiny-224", "lewm", "image", "LeWM encoder: ViT-tiny/14 224px + projector (lewm-pusht shape, no predictor)",
-     192, 12, 3, 768, 14, 1, 224, 1, "learned", "tiled", 0, {0}, 0, 0, 1, 0, 1e-12f, 2048,
-     0, 0, 0, 0, 0, 0, 0, 0, 0, "shortest_edge", "bilinear", 224, 224, 0, 0, 0, 0, 0, 0, 0},
-    {"lewm-pusht", "lewm", "image", "LeWM world model: the lewm-tiny-224 encoder + the predictor (6 adaLN blocks of 16 x 64, 3 frames, 10-d actions)",
-     192, 12, 3, 768, 14, 1, 224, 1, "learned", "tiled", 0, {0}, 0, 0, 1, 0, 1e-12f, 2048,
-     192, 6, 16, 2048, 0, 192, 0, 0, 0, "shortest_edge", "bilinear", 224, 224, 0, 0, 64, 3, 10, 2048, 0},
-    {"vjepa2-ac-vitg-256", "vjepa2", "video", "V-JEPA 2-AC: ViT-g/16 256px encoder + the action-conditioned predictor (1024-d, 24 layers, 7-d actions and states; Meta's hub vjepa2_ac_vit_giant shape)",
-     1408, 40, 22, 6144, 16, 2, 256, 64, "rope3d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
-     1024, 24, 16, 4096, 0, 1408, 0, 0, 0, "shortest_edge", "bilinear", 292, 256, 0, 0, 0, 0, 7, 0, 7},
-    {"vjepa2-tiny", "vjepa2", "video", "a tiny V-JEPA 2 (128-d, 2 layers) for tests",
-     128, 2, 2, 512, 16, 2, 64, 4, "rope3d", "tiled", 0, {0}, 0, 0, 0, 0, 1e-6f, 0,
-     64, 2, 2, 256, 10, 128, 0, 7, 3, "shortest_edge", "bilinear", 73, 64, 0, 0, 0, 0, 0, 0, 0},
-    {"vjepa2_1-tiny", "vjepa2_1", "image+video", "a tiny V-JEPA 2.1 (64-d, 12 layers) for tests",
-     64, 12, 1, 256, 16, 2, 64, 4, "rope3d", "interleaved", 1, {2, 5, 8, 11}, 4, 1, 0, 0, 1e-6f, 0,
-     64, 4, 2, 256, 8, 96, 1, 0, 0, "shortest_edge", "bilinear", 73, 64, 0, 0, 0, 0, 0, 0, 0},
+    {.name = "vjepa2-vitl-256", .family = "vjepa2", .modality = "video",
+     .about = "V-JEPA 2 ViT-L/16 256px (vjepa2-vitl-fpc64-256 shape)",
+     .d = 1024, .layers = 24, .heads = 16, .ffn = 4096, .patch = 16, .tubelet = 2, .img = 256,
+     .frames = 64, .pos = "rope3d", .layout = "tiled", .ln_eps = 1e-6f,
+     .pd = 384, .p_layers = 12, .p_heads = 12, .p_ffn = 1536, .p_mask = 10, .p_out = 1024,
+     .resize_mode = "shortest_edge", .resample = "bilinear", .resize_short = 292, .crop = 256},
+    {.name = "vjepa2-vitl-256-ssv2", .family = "vjepa2", .modality = "video",
+     .about = "V-JEPA 2 ViT-L/16 256px + the SSv2 attentive-pool classifier shape (174 classes)",
+     .d = 1024, .layers = 24, .heads = 16, .ffn = 4096, .patch = 16, .tubelet = 2, .img = 256,
+     .frames = 16, .pos = "rope3d", .layout = "tiled", .ln_eps = 1e-6f,
+     .pd = 384, .p_layers = 12, .p_heads = 12, .p_ffn = 1536, .p_mask = 10, .p_out = 1024,
+     .n_classes = 174, .pool_layers = 3,
+     .resize_mode = "shortest_edge", .resample = "bilinear", .resize_short = 292, .crop = 256},
+    {.name = "vjepa2_1-vitb-384", .family = "vjepa2_1", .modality = "image+video",
+     .about = "V-JEPA 2.1 ViT-B/16 384px (vjepa2_1_vitb_dist_vitG_384 shape)",
+     .d = 768, .layers = 12, .heads = 12, .ffn = 3072, .patch = 16, .tubelet = 2, .img = 384,
+     .frames = 64, .pos = "rope3d", .layout = "interleaved", .interpolate = 1,
+     .hier = {2, 5, 8, 11}, .n_hier = 4, .image_embed = 1, .ln_eps = 1e-6f,
+     .pd = 384, .p_layers = 12, .p_heads = 12, .p_ffn = 1536, .p_mask = 8, .p_out = 1664,
+     .p_ctx_proj = 1,
+     .resize_mode = "shortest_edge", .resample = "bilinear", .resize_short = 438, .crop = 384},
+    {.name = "ijepa-vith14-224", .family = "ijepa", .modality = "image",
+     .about = "I-JEPA ViT-H/14 224px (ijepa_vith14_1k shape)",
+     .d = 1280, .layers = 32, .heads = 16, .ffn = 5120, .patch = 14, .tubelet = 1, .img = 224,
+     .frames = 1, .pos = "sincos2d", .layout = "tiled", .ln_eps = 1e-6f,
+     .resize_mode = "squash", .resample = "bicubic", .resize_short = 224, .crop = 224, .mean = 0.5f,
+     .std = 0.5f},
+    {.name = "lejepa-vits16-224", .family = "hfvit", .modality = "image",
+     .about = "LeJEPA ViT-S/16 224px (lejepa-vits16-pretrain-in1k shape)",
+     .d = 384, .layers = 12, .heads = 6, .ffn = 1536, .patch = 16, .tubelet = 1, .img = 224,
+     .frames = 1, .pos = "learned", .layout = "tiled", .cls = 1, .ln_eps = 1e-6f,
+     .resize_mode = "shortest_edge", .resample = "bicubic", .resize_short = 256, .crop = 224},
+    {.name = "levjepa-vitl16-224", .family = "levjepa", .modality = "video",
+     .about = "LeVJEPA ViT-L/16 224px, 16 frames, block-causal (LeVJEPA-VideoMix-Large shape)",
+     .d = 1024, .layers = 24, .heads = 16, .ffn = 4096, .patch = 16, .tubelet = 1, .img = 224,
+     .frames = 16, .pos = "rope3d", .layout = "tiled", .cls = 1, .block_causal = 1, .ln_eps = 1e-6f,
+     .resize_mode = "shortest_edge", .resample = "bicubic", .resize_short = 224, .crop = 224},
+    {.name = "lewm-tiny-224", .family = "lewm", .modality = "image",
+     .about = "LeWM encoder: ViT-tiny/14 224px + projector (lewm-pusht shape, no predictor)",
+     .d = 192, .layers = 12, .heads = 3, .ffn = 768, .patch = 14, .tubelet = 1, .img = 224,
+     .frames = 1, .pos = "learned", .layout = "tiled", .cls = 1, .ln_eps = 1e-12f,
+     .proj_hidden = 2048,
+     .resize_mode = "shortest_edge", .resample = "bilinear", .resize_short = 224, .crop = 224},
+    {.name = "lewm-pusht", .family = "lewm", .modality = "image",
+     .about = "LeWM world model: the lewm-tiny-224 encoder + the predictor (6 adaLN blocks of 16 x 64, 3 frames, 10-d actions)",
+     .d = 192, .layers = 12, .heads = 3, .ffn = 768, .patch = 14, .tubelet = 1, .img = 224,
+     .frames = 1, .pos = "learned", .layout = "tiled", .cls = 1, .ln_eps = 1e-12f,
+     .proj_hidden = 2048,
+     .pd = 192, .p_layers = 6, .p_heads = 16, .p_ffn = 2048, .p_out = 192, .w_head_dim = 64,
+     .w_frames = 3, .w_action_dim = 10, .w_proj_hidden = 2048,
+     .resize_mode = "shortest_edge", .resample = "bilinear", .resize_short = 224, .crop = 224},
+    {.name = "vjepa2-ac-vitg-256", .family = "vjepa2", .modality = "video",
+     .about = "V-JEPA 2-AC: ViT-g/16 256px encoder + the action-conditioned predictor (1024-d, 24 layers, 7-d actions and states; Meta's hub vjepa2_ac_vit_giant shape)",
+     .d = 1408, .layers = 40, .heads = 22, .ffn = 6144, .patch = 16, .tubelet = 2, .img = 256,
+     .frames = 64, .pos = "rope3d", .layout = "tiled", .ln_eps = 1e-6f,
+     .pd = 1024, .p_layers = 24, .p_heads = 16, .p_ffn = 4096, .p_out = 1408, .w_action_dim = 7,
+     .ac_state_dim = 7,
+     .resize_mode = "shortest_edge", .resample = "bilinear", .resize_short = 292, .crop = 256},
+    {.name = "vjepa2-tiny", .family = "vjepa2", .modality = "video",
+     .about = "a tiny V-JEPA 2 (128-d, 2 layers) for tests",
+     .d = 128, .layers = 2, .heads = 2, .ffn = 512, .patch = 16, .tubelet = 2, .img = 64,
+     .frames = 4, .pos = "rope3d", .layout = "tiled", .ln_eps = 1e-6f,
+     .pd = 64, .p_layers = 2, .p_heads = 2, .p_ffn = 256, .p_mask = 10, .p_out = 128,
+     .n_classes = 7, .pool_layers = 3,
+     .resize_mode = "shortest_edge", .resample = "bilinear", .resize_short = 73, .crop = 64},
+    {.name = "vjepa2_1-tiny", .family = "vjepa2_1", .modality = "image+video",
+     .about = "a tiny V-JEPA 2.1 (64-d, 12 layers) for tests",
+     .d = 64, .layers = 12, .heads = 1, .ffn = 256, .patch = 16, .tubelet = 2, .img = 64,
+     .frames = 4, .pos = "rope3d", .layout = "interleaved", .interpolate = 1, .hier = {2, 5, 8, 11},
+     .n_hier = 4, .image_embed = 1, .ln_eps = 1e-6f,
+     .pd = 64, .p_layers = 4, .p_heads = 2, .p_ffn = 256, .p_mask = 8, .p_out = 96, .p_ctx_proj = 1,
+     .resize_mode = "shortest_edge", .resample = "bilinear", .resize_short = 73, .crop = 64},
 };
 
 #define IS_LEWM_PRED(A) ((A)->w_frames > 0)
@@ -182,70 +222,30 @@ static void synth_usage(FILE *f) {
         fprintf(f, "  %-22s %s\n", archs[i].name, archs[i].about);
 }
 
-int cmd_synth(int argc, char **argv) {
-    const char *arch_name = NULL, *dtype = "f16", *out = NULL;
-    uint64_t seed = 42;
-    for (int i = 1; i < argc; i += 2) {   /* options come in pairs: --name value */
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { synth_usage(stdout); return 0; }
-        if (!v) return cli_usage_error("synth", "option %s needs a value", a);
-        if (!strcmp(a, "--arch")) arch_name = v;
-        else if (!strcmp(a, "--dtype")) dtype = v;
-        else if (!strcmp(a, "--seed")) {
-            unsigned long long s;
-            int rc = cli_parse_u64("synth", a, v, &s);
-            if (rc) return rc;
-            seed = s;
-        }
-        else if (!strcmp(a, "-o")) out = v;
-        else return cli_usage_error("synth", "unknown option '%s'", a);
-    }
-    if (!arch_name || !out) return cli_usage_error("synth", "needs --arch NAME and -o OUT.gguf");
-    const struct arch *A = NULL;
-    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
-        if (!strcmp(archs[i].name, arch_name)) A = &archs[i];
-    if (!A) {
-        synth_usage(stderr);
-        return cli_usage_error("synth", "unknown architecture '%s'", arch_name);
-    }
-    struct synth s = {0};
-    uint32_t wtype;            /* the type of the quantization set's weights */
-    if (!strcmp(dtype, "f32")) wtype = GGUF_TYPE_F32;
-    else if (!strcmp(dtype, "f16")) wtype = GGUF_TYPE_F16;
-    else if (!strcmp(dtype, "q8_0")) wtype = GGUF_TYPE_Q8_0;
-    else if (!strcmp(dtype, "bf16")) wtype = GGUF_TYPE_BF16;
-    else return cli_usage_error("synth", "--dtype takes f32, f16, bf16 or q8_0, not '%s'", dtype);
-    rng = seed;
-
-    /* scratch for the largest tensor */
-    int64_t big = (int64_t)A->ffn * A->d;
-    if ((int64_t)3 * A->d * A->d > big) big = (int64_t)3 * A->d * A->d;
-    if ((int64_t)A->d * 3 * A->tubelet * A->patch * A->patch > big) big = (int64_t)A->d * 3 * A->tubelet * A->patch * A->patch;
-    if ((int64_t)A->p_out * A->pd > big) big = (int64_t)A->p_out * A->pd;
-    if ((int64_t)A->n_classes * A->d > big) big = (int64_t)A->n_classes * A->d;
+/* Floats in the largest tensor synth writes for A: its scratch buffer. */
+static int64_t scratch_floats(const struct arch *A) {
     const int64_t grid = A->img / A->patch;
-    if ((int64_t)(1 + grid * grid) * A->d > big) big = (int64_t)(1 + grid * grid) * A->d;
-    if ((int64_t)A->proj_hidden * A->d > big) big = (int64_t)A->proj_hidden * A->d;
-    if ((int64_t)3 * A->p_heads * A->w_head_dim * A->pd > big) big = (int64_t)3 * A->p_heads * A->w_head_dim * A->pd;
-    if ((int64_t)6 * A->pd * A->pd > big) big = (int64_t)6 * A->pd * A->pd;
-    if ((int64_t)A->p_ffn * A->pd > big) big = (int64_t)A->p_ffn * A->pd;
-    if ((int64_t)A->w_proj_hidden * A->pd > big) big = (int64_t)A->w_proj_hidden * A->pd;
-    if ((int64_t)16 * A->pd * A->pd > big) big = (int64_t)16 * A->pd * A->pd;   /* the action MLP */
-    s.buf = malloc(sizeof(float) * (size_t)big);
-    s.w = jg_writer_new();
-    if (!s.buf || !s.w) { free(s.buf); jg_writer_free(s.w); return cli_fail(NULL, "out of memory"); }
+    const int64_t sizes[] = {
+        (int64_t)A->ffn * A->d,
+        (int64_t)3 * A->d * A->d,
+        (int64_t)A->d * 3 * A->tubelet * A->patch * A->patch,
+        (int64_t)A->p_out * A->pd,
+        (int64_t)A->n_classes * A->d,
+        (int64_t)(1 + grid * grid) * A->d,
+        (int64_t)A->proj_hidden * A->d,
+        (int64_t)3 * A->p_heads * A->w_head_dim * A->pd,
+        (int64_t)6 * A->pd * A->pd,
+        (int64_t)A->p_ffn * A->pd,
+        (int64_t)A->w_proj_hidden * A->pd,
+        (int64_t)16 * A->pd * A->pd,   /* the action MLP */
+    };
+    int64_t big = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (sizes[i] > big) big = sizes[i];
+    return big;
+}
 
-    struct gguf_writer *w = s.w;
-    char name[160];
-    snprintf(name, sizeof name, "random-%s-%s", A->name, dtype);
-    jg_writer_set_str(w, "general.architecture", "jepa");
-    jg_writer_set_str(w, "general.name", name);
-    jg_writer_set_str(w, "general.license", "mit");
-    jg_writer_set_str(w, "general.source_url", "jepa synth (random weights, not a trained model)");
-    jg_writer_set_u32(w, "general.file_type", 0);   /* quantize sets the target's */
-    jg_writer_set_u32(w, "jepa.schema_version", 1);
-    jg_writer_set_str(w, "jepa.family", A->family);
-    jg_writer_set_str(w, "jepa.modality", A->modality);
+static void set_encoder_kv(struct gguf_writer *w, const struct arch *A) {
     jg_writer_set_u32(w, "jepa.enc.embed_dim", (uint32_t)A->d);
     jg_writer_set_u32(w, "jepa.enc.n_layer", (uint32_t)A->layers);
     jg_writer_set_u32(w, "jepa.enc.n_head", (uint32_t)A->heads);
@@ -258,8 +258,7 @@ int cmd_synth(int argc, char **argv) {
     jg_writer_set_f32(w, "jepa.enc.ln_eps", A->ln_eps);
     jg_writer_set_str(w, "jepa.enc.act", "gelu_erf");
     jg_writer_set_str(w, "jepa.enc.pos_type", A->pos);
-    const int rope = !strcmp(A->pos, "rope3d");
-    if (rope) {
+    if (!strcmp(A->pos, "rope3d")) {
         jg_writer_set_f32(w, "jepa.enc.rope_theta", 10000.0f);
         jg_writer_set_bool(w, "jepa.enc.rope_interpolate", A->interpolate);
         jg_writer_set_str(w, "jepa.enc.rope_freq_layout", A->layout);
@@ -278,77 +277,88 @@ int cmd_synth(int argc, char **argv) {
         jg_writer_set_arr(w, "jepa.enc.hier_layers", GGUF_V_U32, h, (uint64_t)A->n_hier);
     }
     jg_writer_set_bool(w, "jepa.enc.layer_scale", 0);
-    if (IS_LEWM_PRED(A)) {
-        jg_writer_set_str(w, "jepa.pred.kind", "lewm");
-        jg_writer_set_u32(w, "jepa.pred.embed_dim", (uint32_t)A->pd);
-        jg_writer_set_u32(w, "jepa.pred.n_layer", (uint32_t)A->p_layers);
-        jg_writer_set_u32(w, "jepa.pred.n_head", (uint32_t)A->p_heads);
-        jg_writer_set_u32(w, "jepa.pred.head_dim", (uint32_t)A->w_head_dim);
-        jg_writer_set_u32(w, "jepa.pred.ffn_dim", (uint32_t)A->p_ffn);
-        jg_writer_set_u32(w, "jepa.pred.out_dim", (uint32_t)A->p_out);
-        jg_writer_set_u32(w, "jepa.pred.n_frames", (uint32_t)A->w_frames);
-        jg_writer_set_u32(w, "jepa.pred.action_dim", (uint32_t)A->w_action_dim);
-        jg_writer_set_u32(w, "jepa.pred.state_dim", 0);
-        jg_writer_set_f32(w, "jepa.pred.ln_eps", 1e-5f);
-        jg_writer_set_f32(w, "jepa.pred.adaln_eps", 1e-6f);
-        jg_writer_set_str(w, "jepa.pred.act", "gelu_erf");
-        jg_writer_set_bool(w, "jepa.pred.qkv_bias", 0);
-        jg_writer_set_str(w, "jepa.pred.action_act", "silu");
-        jg_writer_set_str(w, "jepa.pred.proj_act", "gelu_erf");
-    } else if (IS_AC_PRED(A)) {
-        jg_writer_set_str(w, "jepa.pred.kind", "ac");
-        jg_writer_set_u32(w, "jepa.pred.embed_dim", (uint32_t)A->pd);
-        jg_writer_set_u32(w, "jepa.pred.n_layer", (uint32_t)A->p_layers);
-        jg_writer_set_u32(w, "jepa.pred.n_head", (uint32_t)A->p_heads);
-        jg_writer_set_u32(w, "jepa.pred.ffn_dim", (uint32_t)A->p_ffn);
-        jg_writer_set_u32(w, "jepa.pred.out_dim", (uint32_t)A->p_out);
-        jg_writer_set_str(w, "jepa.pred.rope_freq_layout", A->layout);
-        jg_writer_set_bool(w, "jepa.pred.rope_interpolate", 0);
-        jg_writer_set_u32(w, "jepa.pred.grid_size", (uint32_t)(A->img / A->patch));
-        jg_writer_set_u32(w, "jepa.pred.action_dim", (uint32_t)A->w_action_dim);
-        jg_writer_set_u32(w, "jepa.pred.state_dim", (uint32_t)A->ac_state_dim);
-        jg_writer_set_bool(w, "jepa.pred.frame_causal", 1);
-        jg_writer_set_f32(w, "jepa.pred.ln_eps", 1e-6f);
-        jg_writer_set_str(w, "jepa.pred.act", "gelu_erf");
-        jg_writer_set_bool(w, "jepa.pred.qkv_bias", 1);
-    } else if (A->pd) {
-        jg_writer_set_str(w, "jepa.pred.kind", "masked");
-        jg_writer_set_u32(w, "jepa.pred.embed_dim", (uint32_t)A->pd);
-        jg_writer_set_u32(w, "jepa.pred.n_layer", (uint32_t)A->p_layers);
-        jg_writer_set_u32(w, "jepa.pred.n_head", (uint32_t)A->p_heads);
-        jg_writer_set_u32(w, "jepa.pred.ffn_dim", (uint32_t)A->p_ffn);
-        jg_writer_set_u32(w, "jepa.pred.n_mask_tokens", (uint32_t)A->p_mask);
-        jg_writer_set_u32(w, "jepa.pred.out_dim", (uint32_t)A->p_out);
-        jg_writer_set_str(w, "jepa.pred.rope_freq_layout", A->layout);
-        jg_writer_set_bool(w, "jepa.pred.rope_interpolate", 0);
-        jg_writer_set_u32(w, "jepa.pred.grid_size", (uint32_t)(A->img / A->patch));
-        if (A->image_embed) {
-            jg_writer_set_u32(w, "jepa.pred.n_hier_in", 1);
-            jg_writer_set_bool(w, "jepa.pred.modality_embed", 1);
-            jg_writer_set_bool(w, "jepa.pred.context_proj", (bool)A->p_ctx_proj);
-        }
-        jg_writer_set_f32(w, "jepa.pred.ln_eps", 1e-6f);
-        jg_writer_set_str(w, "jepa.pred.act", "gelu_erf");
-        jg_writer_set_bool(w, "jepa.pred.qkv_bias", 1);
+}
+
+static void set_lewm_predictor_kv(struct gguf_writer *w, const struct arch *A) {
+    jg_writer_set_str(w, "jepa.pred.kind", "lewm");
+    jg_writer_set_u32(w, "jepa.pred.embed_dim", (uint32_t)A->pd);
+    jg_writer_set_u32(w, "jepa.pred.n_layer", (uint32_t)A->p_layers);
+    jg_writer_set_u32(w, "jepa.pred.n_head", (uint32_t)A->p_heads);
+    jg_writer_set_u32(w, "jepa.pred.head_dim", (uint32_t)A->w_head_dim);
+    jg_writer_set_u32(w, "jepa.pred.ffn_dim", (uint32_t)A->p_ffn);
+    jg_writer_set_u32(w, "jepa.pred.out_dim", (uint32_t)A->p_out);
+    jg_writer_set_u32(w, "jepa.pred.n_frames", (uint32_t)A->w_frames);
+    jg_writer_set_u32(w, "jepa.pred.action_dim", (uint32_t)A->w_action_dim);
+    jg_writer_set_u32(w, "jepa.pred.state_dim", 0);
+    jg_writer_set_f32(w, "jepa.pred.ln_eps", 1e-5f);
+    jg_writer_set_f32(w, "jepa.pred.adaln_eps", 1e-6f);
+    jg_writer_set_str(w, "jepa.pred.act", "gelu_erf");
+    jg_writer_set_bool(w, "jepa.pred.qkv_bias", 0);
+    jg_writer_set_str(w, "jepa.pred.action_act", "silu");
+    jg_writer_set_str(w, "jepa.pred.proj_act", "gelu_erf");
+}
+
+static void set_ac_predictor_kv(struct gguf_writer *w, const struct arch *A) {
+    jg_writer_set_str(w, "jepa.pred.kind", "ac");
+    jg_writer_set_u32(w, "jepa.pred.embed_dim", (uint32_t)A->pd);
+    jg_writer_set_u32(w, "jepa.pred.n_layer", (uint32_t)A->p_layers);
+    jg_writer_set_u32(w, "jepa.pred.n_head", (uint32_t)A->p_heads);
+    jg_writer_set_u32(w, "jepa.pred.ffn_dim", (uint32_t)A->p_ffn);
+    jg_writer_set_u32(w, "jepa.pred.out_dim", (uint32_t)A->p_out);
+    jg_writer_set_str(w, "jepa.pred.rope_freq_layout", A->layout);
+    jg_writer_set_bool(w, "jepa.pred.rope_interpolate", 0);
+    jg_writer_set_u32(w, "jepa.pred.grid_size", (uint32_t)(A->img / A->patch));
+    jg_writer_set_u32(w, "jepa.pred.action_dim", (uint32_t)A->w_action_dim);
+    jg_writer_set_u32(w, "jepa.pred.state_dim", (uint32_t)A->ac_state_dim);
+    jg_writer_set_bool(w, "jepa.pred.frame_causal", 1);
+    jg_writer_set_f32(w, "jepa.pred.ln_eps", 1e-6f);
+    jg_writer_set_str(w, "jepa.pred.act", "gelu_erf");
+    jg_writer_set_bool(w, "jepa.pred.qkv_bias", 1);
+}
+
+static void set_masked_predictor_kv(struct gguf_writer *w, const struct arch *A) {
+    jg_writer_set_str(w, "jepa.pred.kind", "masked");
+    jg_writer_set_u32(w, "jepa.pred.embed_dim", (uint32_t)A->pd);
+    jg_writer_set_u32(w, "jepa.pred.n_layer", (uint32_t)A->p_layers);
+    jg_writer_set_u32(w, "jepa.pred.n_head", (uint32_t)A->p_heads);
+    jg_writer_set_u32(w, "jepa.pred.ffn_dim", (uint32_t)A->p_ffn);
+    jg_writer_set_u32(w, "jepa.pred.n_mask_tokens", (uint32_t)A->p_mask);
+    jg_writer_set_u32(w, "jepa.pred.out_dim", (uint32_t)A->p_out);
+    jg_writer_set_str(w, "jepa.pred.rope_freq_layout", A->layout);
+    jg_writer_set_bool(w, "jepa.pred.rope_interpolate", 0);
+    jg_writer_set_u32(w, "jepa.pred.grid_size", (uint32_t)(A->img / A->patch));
+    if (A->image_embed) {
+        jg_writer_set_u32(w, "jepa.pred.n_hier_in", 1);
+        jg_writer_set_bool(w, "jepa.pred.modality_embed", 1);
+        jg_writer_set_bool(w, "jepa.pred.context_proj", (bool)A->p_ctx_proj);
     }
-    if (A->n_classes) {
-        jg_writer_set_str(w, "jepa.head.kind", "attentive_pool");
-        jg_writer_set_u32(w, "jepa.head.n_classes", (uint32_t)A->n_classes);
-        jg_writer_set_u32(w, "jepa.head.n_pool_layers", (uint32_t)A->pool_layers);
-        char **labels = malloc(sizeof(char *) * (size_t)A->n_classes);
-        char *store = malloc((size_t)A->n_classes * 24);
-        if (labels && store) {
-            for (int i = 0; i < A->n_classes; i++) {
-                labels[i] = store + (size_t)i * 24;
-                snprintf(labels[i], 24, "class_%d", i);
-            }
-            jg_writer_set_arr_str(w, "jepa.head.labels", (const char *const *)labels, (uint64_t)A->n_classes);
-        }
-        free(labels);
-        free(store);
-    } else {
+    jg_writer_set_f32(w, "jepa.pred.ln_eps", 1e-6f);
+    jg_writer_set_str(w, "jepa.pred.act", "gelu_erf");
+    jg_writer_set_bool(w, "jepa.pred.qkv_bias", 1);
+}
+
+static void set_head_kv(struct gguf_writer *w, const struct arch *A) {
+    if (!A->n_classes) {
         jg_writer_set_str(w, "jepa.head.kind", "none");
+        return;
     }
+    jg_writer_set_str(w, "jepa.head.kind", "attentive_pool");
+    jg_writer_set_u32(w, "jepa.head.n_classes", (uint32_t)A->n_classes);
+    jg_writer_set_u32(w, "jepa.head.n_pool_layers", (uint32_t)A->pool_layers);
+    char **labels = malloc(sizeof(char *) * (size_t)A->n_classes);
+    char *store = malloc((size_t)A->n_classes * 24);
+    if (labels && store) {
+        for (int i = 0; i < A->n_classes; i++) {
+            labels[i] = store + (size_t)i * 24;
+            snprintf(labels[i], 24, "class_%d", i);
+        }
+        jg_writer_set_arr_str(w, "jepa.head.labels", (const char *const *)labels, (uint64_t)A->n_classes);
+    }
+    free(labels);
+    free(store);
+}
+
+static void set_preprocessing_kv(struct gguf_writer *w, const struct arch *A) {
     float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
     if (A->mean) mean[0] = mean[1] = mean[2] = A->mean, std[0] = std[1] = std[2] = A->std;
     jg_writer_set_arr(w, "jepa.pre.mean", GGUF_V_F32, mean, 3);
@@ -358,103 +368,150 @@ int cmd_synth(int argc, char **argv) {
     jg_writer_set_str(w, "jepa.pre.resample", A->resample);
     jg_writer_set_str(w, "jepa.pre.resize_mode", A->resize_mode);
     jg_writer_set_f32(w, "jepa.pre.rescale", 1.0f / 255.0f);
+}
 
-    /* encoder tensors */
+/* The metadata of the schema-v1 file: general.*, then jepa.enc/pred/head/pre.*. */
+static void set_metadata(struct gguf_writer *w, const struct arch *A, const char *dtype) {
+    char name[160];
+    snprintf(name, sizeof name, "random-%s-%s", A->name, dtype);
+    jg_writer_set_str(w, "general.architecture", "jepa");
+    jg_writer_set_str(w, "general.name", name);
+    jg_writer_set_str(w, "general.license", "mit");
+    jg_writer_set_str(w, "general.source_url", "jepa synth (random weights, not a trained model)");
+    jg_writer_set_u32(w, "general.file_type", 0);   /* quantize sets the target's */
+    jg_writer_set_u32(w, "jepa.schema_version", 1);
+    jg_writer_set_str(w, "jepa.family", A->family);
+    jg_writer_set_str(w, "jepa.modality", A->modality);
+    set_encoder_kv(w, A);
+    if (IS_LEWM_PRED(A)) set_lewm_predictor_kv(w, A);
+    else if (IS_AC_PRED(A)) set_ac_predictor_kv(w, A);
+    else if (A->pd) set_masked_predictor_kv(w, A);
+    set_head_kv(w, A);
+    set_preprocessing_kv(w, A);
+}
+
+/* `count` blocks named PREFIX.blk.L of width d; stops at the first failure. */
+static int add_blocks(struct synth *s, const char *prefix, int count, int d, int ffn) {
+    char name[160];
+    int bad = 0;
+    for (int l = 0; l < count && !bad; l++) {
+        snprintf(name, sizeof name, "%s.blk.%d", prefix, l);
+        bad |= add_block(s, name, d, ffn);
+    }
+    return bad;
+}
+
+/* The parts below add their tensors after those of `bad`, the failures so far, and return it
+ * with theirs: nonzero when a tensor could not be added (the reason in s->err, if any). A
+ * failure stops the stacks of blocks, not the tensors around them. */
+static int add_encoder(struct synth *s, const struct arch *A) {
     const int d = A->d, P = A->patch;
-    int bad = add_linear(&s, "enc.patch_embed", d, 3 * A->tubelet * P * P);
+    int bad = add_linear(s, "enc.patch_embed", d, 3 * A->tubelet * P * P);
     if (A->image_embed) {
-        bad |= add_linear(&s, "enc.patch_embed_img", d, 3 * P * P);
-        bad |= add(&s, "enc.mod_embed_img", d, 0, FILL_TOKEN);
-        bad |= add(&s, "enc.mod_embed_video", d, 0, FILL_TOKEN);
+        bad |= add_linear(s, "enc.patch_embed_img", d, 3 * P * P);
+        bad |= add(s, "enc.mod_embed_img", d, 0, FILL_TOKEN);
+        bad |= add(s, "enc.mod_embed_video", d, 0, FILL_TOKEN);
     }
-    if (!rope) {   /* position table [CLS?; training grid] */
+    if (strcmp(A->pos, "rope3d")) {   /* position table [CLS?; training grid] */
         const int g = A->img / P;
-        bad |= add(&s, "enc.pos_embed", A->cls + g * g, d, FILL_TOKEN);
+        bad |= add(s, "enc.pos_embed", A->cls + g * g, d, FILL_TOKEN);
     }
-    if (A->cls) bad |= add(&s, "enc.cls_token", d, 0, FILL_TOKEN);
-    for (int l = 0; l < A->layers && !bad; l++) {
-        snprintf(name, sizeof name, "enc.blk.%d", l);
-        bad |= add_block(&s, name, d, A->ffn);
-    }
+    if (A->cls) bad |= add(s, "enc.cls_token", d, 0, FILL_TOKEN);
+    if (!bad) bad |= add_blocks(s, "enc", A->layers, d, A->ffn);
+    char name[160];
     for (int k = 0; k < A->n_hier; k++) {
         snprintf(name, sizeof name, "enc.hier_norm.%d", k);
-        bad |= add_norm(&s, name, d);
+        bad |= add_norm(s, name, d);
     }
-    bad |= add_norm(&s, "enc.norm", d);
+    bad |= add_norm(s, "enc.norm", d);
     if (A->proj_hidden) {
-        bad |= add_linear(&s, "enc.proj.0", A->proj_hidden, d);
-        bad |= add_linear(&s, "enc.proj.2", d, A->proj_hidden);
+        bad |= add_linear(s, "enc.proj.0", A->proj_hidden, d);
+        bad |= add_linear(s, "enc.proj.2", d, A->proj_hidden);
     }
-    if (IS_LEWM_PRED(A)) {
-        const int pd = A->pd;
-        bad |= add(&s, "pred.pos_embed", A->w_frames, pd, FILL_TOKEN);
-        bad |= add_linear(&s, "pred.action_embed.0", 4 * pd, A->w_action_dim);
-        bad |= add_linear(&s, "pred.action_embed.2", pd, 4 * pd);
-        for (int l = 0; l < A->p_layers && !bad; l++) {
-            snprintf(name, sizeof name, "pred.blk.%d", l);
-            bad |= add_block_of(&s, name, pd, A->p_heads * A->w_head_dim, A->p_ffn, 0, 1);
-        }
-        bad |= add_norm(&s, "pred.norm", pd);
-        bad |= add_linear(&s, "pred.proj.0", A->w_proj_hidden, pd);
-        bad |= add_linear(&s, "pred.proj.2", A->p_out, A->w_proj_hidden);
-    } else if (IS_AC_PRED(A)) {
-        bad |= add_linear(&s, "pred.embed", A->pd, d);
-        bad |= add_linear(&s, "pred.action_embed", A->pd, A->w_action_dim);
-        bad |= add_linear(&s, "pred.state_embed", A->pd, A->ac_state_dim);
-        for (int l = 0; l < A->p_layers && !bad; l++) {
-            snprintf(name, sizeof name, "pred.blk.%d", l);
-            bad |= add_block(&s, name, A->pd, A->p_ffn);
-        }
-        bad |= add_norm(&s, "pred.norm", A->pd);
-        bad |= add_linear(&s, "pred.proj", A->p_out, A->pd);
-    } else if (A->pd) {
-        bad |= add_linear(&s, "pred.embed", A->pd, d);
-        bad |= add(&s, "pred.mask_tokens", A->p_mask, A->pd, FILL_TOKEN);
-        if (A->image_embed) {
-            bad |= add(&s, "pred.mod_embed_img", A->pd, 0, FILL_TOKEN);
-            bad |= add(&s, "pred.mod_embed_video", A->pd, 0, FILL_TOKEN);
-        }
-        for (int l = 0; l < A->p_layers && !bad; l++) {
-            snprintf(name, sizeof name, "pred.blk.%d", l);
-            bad |= add_block(&s, name, A->pd, A->p_ffn);
-        }
-        bad |= add_norm(&s, "pred.norm", A->pd);
-        bad |= add_linear(&s, "pred.proj", A->p_out, A->pd);
-        if (A->p_ctx_proj) bad |= add_linear(&s, "pred.proj_context", A->p_out, A->pd);
+    return bad;
+}
+
+static int add_lewm_predictor(struct synth *s, const struct arch *A, int bad) {
+    const int pd = A->pd;
+    bad |= add(s, "pred.pos_embed", A->w_frames, pd, FILL_TOKEN);
+    bad |= add_linear(s, "pred.action_embed.0", 4 * pd, A->w_action_dim);
+    bad |= add_linear(s, "pred.action_embed.2", pd, 4 * pd);
+    char name[160];
+    for (int l = 0; l < A->p_layers && !bad; l++) {
+        snprintf(name, sizeof name, "pred.blk.%d", l);
+        bad |= add_block_of(s, name, pd, A->p_heads * A->w_head_dim, A->p_ffn, 0, 1);
     }
-    if (A->n_classes) {
-        bad |= add(&s, "head.query", 1, d, FILL_TOKEN);
-        for (int l = 0; l < A->pool_layers && !bad; l++) {
-            snprintf(name, sizeof name, "head.blk.%d", l);
-            bad |= add_block(&s, name, d, A->ffn);
-        }
-        bad |= add_norm(&s, "head.xattn.ln_kv", d);
-        bad |= add_linear(&s, "head.xattn.q", d, d);
-        bad |= add_linear(&s, "head.xattn.k", d, d);
-        bad |= add_linear(&s, "head.xattn.v", d, d);
-        bad |= add_norm(&s, "head.xattn.ln2", d);
-        bad |= add_linear(&s, "head.xattn.ffn_up", A->ffn, d);
-        bad |= add_linear(&s, "head.xattn.ffn_down", d, A->ffn);
-        bad |= add_linear(&s, "head.cls", A->n_classes, d);
+    bad |= add_norm(s, "pred.norm", pd);
+    bad |= add_linear(s, "pred.proj.0", A->w_proj_hidden, pd);
+    bad |= add_linear(s, "pred.proj.2", A->p_out, A->w_proj_hidden);
+    return bad;
+}
+
+static int add_ac_predictor(struct synth *s, const struct arch *A, int bad) {
+    bad |= add_linear(s, "pred.embed", A->pd, A->d);
+    bad |= add_linear(s, "pred.action_embed", A->pd, A->w_action_dim);
+    bad |= add_linear(s, "pred.state_embed", A->pd, A->ac_state_dim);
+    if (!bad) bad |= add_blocks(s, "pred", A->p_layers, A->pd, A->p_ffn);
+    bad |= add_norm(s, "pred.norm", A->pd);
+    bad |= add_linear(s, "pred.proj", A->p_out, A->pd);
+    return bad;
+}
+
+static int add_masked_predictor(struct synth *s, const struct arch *A, int bad) {
+    bad |= add_linear(s, "pred.embed", A->pd, A->d);
+    bad |= add(s, "pred.mask_tokens", A->p_mask, A->pd, FILL_TOKEN);
+    if (A->image_embed) {
+        bad |= add(s, "pred.mod_embed_img", A->pd, 0, FILL_TOKEN);
+        bad |= add(s, "pred.mod_embed_video", A->pd, 0, FILL_TOKEN);
     }
-    free(s.buf);
-    if (bad) {
-        jg_writer_free(w);
-        return cli_fail(out, "%s", s.err.msg[0] ? s.err.msg : "cannot build the model (out of memory?)");
-    }
-    /* the F32 model through the loader, then through quantize's conversion to OUT */
+    if (!bad) bad |= add_blocks(s, "pred", A->p_layers, A->pd, A->p_ffn);
+    bad |= add_norm(s, "pred.norm", A->pd);
+    bad |= add_linear(s, "pred.proj", A->p_out, A->pd);
+    if (A->p_ctx_proj) bad |= add_linear(s, "pred.proj_context", A->p_out, A->pd);
+    return bad;
+}
+
+static int add_head(struct synth *s, const struct arch *A, int bad) {
+    const int d = A->d;
+    bad |= add(s, "head.query", 1, d, FILL_TOKEN);
+    if (!bad) bad |= add_blocks(s, "head", A->pool_layers, d, A->ffn);
+    bad |= add_norm(s, "head.xattn.ln_kv", d);
+    bad |= add_linear(s, "head.xattn.q", d, d);
+    bad |= add_linear(s, "head.xattn.k", d, d);
+    bad |= add_linear(s, "head.xattn.v", d, d);
+    bad |= add_norm(s, "head.xattn.ln2", d);
+    bad |= add_linear(s, "head.xattn.ffn_up", A->ffn, d);
+    bad |= add_linear(s, "head.xattn.ffn_down", d, A->ffn);
+    bad |= add_linear(s, "head.cls", A->n_classes, d);
+    return bad;
+}
+
+/* Every tensor of A, in the order the loader reads them. */
+static int add_tensors(struct synth *s, const struct arch *A) {
+    int bad = add_encoder(s, A);
+    if (IS_LEWM_PRED(A)) bad = add_lewm_predictor(s, A, bad);
+    else if (IS_AC_PRED(A)) bad = add_ac_predictor(s, A, bad);
+    else if (A->pd) bad = add_masked_predictor(s, A, bad);
+    if (A->n_classes) bad = add_head(s, A, bad);
+    return bad;
+}
+
+/* The F32 model in w through the loader, then through quantize's conversion to OUT. Frees w. */
+static int write_converted(struct synth *s, const struct arch *A, uint32_t wtype, const char *dtype,
+                           const char *out) {
     void *f32 = NULL;
     size_t size = 0;
-    jepa_status st = jg_writer_write_mem(w, &f32, &size, &s.err);
-    jg_writer_free(w);
-    if (st) return cli_fail(out, "%s", s.err.msg);
+    jepa_status st = jg_writer_write_mem(s->w, &f32, &size, &s->err);
+    jg_writer_free(s->w);
+    if (st) return cli_fail(out, "%s", s->err.msg);
     char err[JEPA_ERR_LEN];
     jepa_model *m = NULL;
     struct gguf_writer *qw = NULL;
     int rc = CLI_EXIT_FAIL;
     if (jepa_model_load_memory(&m, f32, size, err)) cli_fail(out, "synth built a model the loader refuses: %s", err);
     else if (!(qw = jg_writer_new())) cli_fail(NULL, "out of memory");
-    else if (jm_quantize(m, qw, wtype, false, &s.err) || jg_writer_write(qw, out, &s.err)) cli_fail(out, "%s", s.err.msg);
+    else if (jm_quantize(m, qw, wtype, false, &s->err) || jg_writer_write(qw, out, &s->err))
+        cli_fail(out, "%s", s->err.msg);
     else {
         printf("wrote %s: %s, RANDOM weights, matmul weights %s\n", out, A->about, dtype);
         rc = 0;
@@ -463,4 +520,63 @@ int cmd_synth(int argc, char **argv) {
     jepa_model_free(m);
     free(f32);
     return rc;
+}
+
+struct synth_args {
+    const char *arch_name, *dtype, *out;
+    uint64_t seed;
+};
+
+/* The options into *o; -1 to go on, else the exit status (0 after --help). */
+static int parse_args(int argc, char **argv, struct synth_args *o) {
+    for (int i = 1; i < argc; i += 2) {   /* options come in pairs: --name value */
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { synth_usage(stdout); return 0; }
+        if (!v) return cli_usage_error("synth", "option %s needs a value", a);
+        if (!strcmp(a, "--arch")) o->arch_name = v;
+        else if (!strcmp(a, "--dtype")) o->dtype = v;
+        else if (!strcmp(a, "--seed")) {
+            unsigned long long s;
+            int rc = cli_parse_u64("synth", a, v, &s);
+            if (rc) return rc;
+            o->seed = s;
+        }
+        else if (!strcmp(a, "-o")) o->out = v;
+        else return cli_usage_error("synth", "unknown option '%s'", a);
+    }
+    if (!o->arch_name || !o->out) return cli_usage_error("synth", "needs --arch NAME and -o OUT.gguf");
+    return -1;
+}
+
+int cmd_synth(int argc, char **argv) {
+    struct synth_args o = {.dtype = "f16", .seed = 42};
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0) return rc;
+    const struct arch *A = NULL;
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (!strcmp(archs[i].name, o.arch_name)) A = &archs[i];
+    if (!A) {
+        synth_usage(stderr);
+        return cli_usage_error("synth", "unknown architecture '%s'", o.arch_name);
+    }
+    struct synth s = {0};
+    uint32_t wtype;            /* the type of the quantization set's weights */
+    if (!strcmp(o.dtype, "f32")) wtype = GGUF_TYPE_F32;
+    else if (!strcmp(o.dtype, "f16")) wtype = GGUF_TYPE_F16;
+    else if (!strcmp(o.dtype, "q8_0")) wtype = GGUF_TYPE_Q8_0;
+    else if (!strcmp(o.dtype, "bf16")) wtype = GGUF_TYPE_BF16;
+    else return cli_usage_error("synth", "--dtype takes f32, f16, bf16 or q8_0, not '%s'", o.dtype);
+    rng = o.seed;
+
+    s.buf = malloc(sizeof(float) * (size_t)scratch_floats(A));
+    s.w = jg_writer_new();
+    if (!s.buf || !s.w) { free(s.buf); jg_writer_free(s.w); return cli_fail(NULL, "out of memory"); }
+    set_metadata(s.w, A, o.dtype);
+    int bad = add_tensors(&s, A);
+    free(s.buf);
+    if (bad) {
+        jg_writer_free(s.w);
+        return cli_fail(o.out, "%s", s.err.msg[0] ? s.err.msg : "cannot build the model (out of memory?)");
+    }
+    return write_converted(&s, A, wtype, o.dtype, o.out);
 }

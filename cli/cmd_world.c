@@ -393,15 +393,35 @@ static int encode_image(jepa_ctx *c, const jepa_model *m, const char *path, int 
     return rc;
 }
 
-int cmd_plan(int argc, char **argv) {
-    const char *model = NULL, *start = NULL, *start_tok = NULL, *start_act = NULL, *start_st = NULL, *goal = NULL;
-    const char *goal_tok = NULL, *out = NULL, *energies_out = NULL, *cpu = NULL;
-    int threads = 0, gpu = -1, verbose = 1, rc;
+/* What `jepa plan`'s command line sets; the rest comes from the model kind's defaults. */
+struct plan_args {
+    const char *model, *start, *start_tok, *start_act, *start_st, *goal, *goal_tok, *out, *energies_out, *cpu;
+    int threads, gpu, verbose;
+    int horizon, samples, iters, elites, has_seed, has_bounds;   /* 0: not given */
+    double std, momentum, maxnorm, lo, hi;                        /* < 0 (lo, hi: !has_bounds): not given */
+    unsigned long long seed;
+};
+
+/* --bounds LO,HI into o: 0 or CLI_EXIT_USAGE. */
+static int parse_bounds(const char *v, struct plan_args *o) {
+    char *end = NULL;
+    const char *w = NULL;
+    o->lo = strtod(v, &end);
+    int okv = end != v && isfinite(o->lo) && *end == ',';
+    if (okv) {
+        w = end + 1;
+        o->hi = strtod(w, &end);
+        okv = end != w && !*end && isfinite(o->hi) && o->lo < o->hi;
+    }
+    if (!okv) return cli_usage_error("plan", "--bounds takes LO,HI with LO < HI, not '%s'", v);
+    o->has_bounds = 1;
+    return 0;
+}
+
+/* The command line into *o: -1 to go on, else the exit status (0 after --help). */
+static int parse_plan_args(int argc, char **argv, struct plan_args *o) {
+    int rc;
     long long num;
-    /* what the command line sets; the rest comes from the model kind's defaults */
-    int horizon = 0, samples = 0, iters = 0, elites = 0, has_seed = 0, has_bounds = 0;
-    double std = -1, momentum = -1, maxnorm = -1, lo = 0, hi = 0;
-    unsigned long long seed = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEEDV() do { if (!v) return cli_usage_error("plan", "option %s needs a value", a); i++; } while (0)
@@ -416,179 +436,205 @@ int cmd_plan(int argc, char **argv) {
             return cli_usage_error("plan", "%s takes a number in [%g, %g], not '%s'", a, (double)lo, (double)hi, v); \
     }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { plan_usage(stdout); return 0; }
-        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEEDV(); model = v; }
-        else if (!strcmp(a, "--start")) { NEEDV(); start = v; }
-        else if (!strcmp(a, "--start-tokens")) { NEEDV(); start_tok = v; }
-        else if (!strcmp(a, "--start-actions")) { NEEDV(); start_act = v; }
-        else if (!strcmp(a, "--start-states")) { NEEDV(); start_st = v; }
-        else if (!strcmp(a, "--goal")) { NEEDV(); goal = v; }
-        else if (!strcmp(a, "--goal-tokens")) { NEEDV(); goal_tok = v; }
-        else if (!strcmp(a, "-o") || !strcmp(a, "--out")) { NEEDV(); out = v; }
-        else if (!strcmp(a, "--energies")) { NEEDV(); energies_out = v; }
-        else if (!strcmp(a, "--cpu")) { NEEDV(); cpu = v; }
-        INTOPT("--horizon", 1, 1024, horizon)
-        INTOPT("--samples", 1, 65536, samples)
-        INTOPT("--iters", 1, 100000, iters)
-        INTOPT("--elites", 1, 65536, elites)
-        INTOPT("-t", 1, 4096, threads)
-        INTOPT("--threads", 1, 4096, threads)
-        INTOPT("-g", 0, 1024, gpu)
-        INTOPT("--gpu", 0, 1024, gpu)
-        REALOPT("--std", 0, 1e6, std)
-        REALOPT("--momentum", 0, 1, momentum)
-        REALOPT("--maxnorm", 0, 1e6, maxnorm)
+        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEEDV(); o->model = v; }
+        else if (!strcmp(a, "--start")) { NEEDV(); o->start = v; }
+        else if (!strcmp(a, "--start-tokens")) { NEEDV(); o->start_tok = v; }
+        else if (!strcmp(a, "--start-actions")) { NEEDV(); o->start_act = v; }
+        else if (!strcmp(a, "--start-states")) { NEEDV(); o->start_st = v; }
+        else if (!strcmp(a, "--goal")) { NEEDV(); o->goal = v; }
+        else if (!strcmp(a, "--goal-tokens")) { NEEDV(); o->goal_tok = v; }
+        else if (!strcmp(a, "-o") || !strcmp(a, "--out")) { NEEDV(); o->out = v; }
+        else if (!strcmp(a, "--energies")) { NEEDV(); o->energies_out = v; }
+        else if (!strcmp(a, "--cpu")) { NEEDV(); o->cpu = v; }
+        INTOPT("--horizon", 1, 1024, o->horizon)
+        INTOPT("--samples", 1, 65536, o->samples)
+        INTOPT("--iters", 1, 100000, o->iters)
+        INTOPT("--elites", 1, 65536, o->elites)
+        INTOPT("-t", 1, 4096, o->threads)
+        INTOPT("--threads", 1, 4096, o->threads)
+        INTOPT("-g", 0, 1024, o->gpu)
+        INTOPT("--gpu", 0, 1024, o->gpu)
+        REALOPT("--std", 0, 1e6, o->std)
+        REALOPT("--momentum", 0, 1, o->momentum)
+        REALOPT("--maxnorm", 0, 1e6, o->maxnorm)
         else if (!strcmp(a, "--seed")) {
             NEEDV();
-            if ((rc = cli_parse_u64("plan", a, v, &seed))) return rc;
-            has_seed = 1;
+            if ((rc = cli_parse_u64("plan", a, v, &o->seed))) return rc;
+            o->has_seed = 1;
         } else if (!strcmp(a, "--bounds")) {
             NEEDV();
-            char *end = NULL;
-            const char *w = NULL;
-            lo = strtod(v, &end);
-            int okv = end != v && isfinite(lo) && *end == ',';
-            if (okv) {
-                w = end + 1;
-                hi = strtod(w, &end);
-                okv = end != w && !*end && isfinite(hi) && lo < hi;
-            }
-            if (!okv) return cli_usage_error("plan", "--bounds takes LO,HI with LO < HI, not '%s'", v);
-            has_bounds = 1;
-        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) verbose = 0;
+            if ((rc = parse_bounds(v, o))) return rc;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->verbose = 0;
         else return cli_usage_error("plan", "unknown option '%s'", a);
 #undef REALOPT
 #undef INTOPT
 #undef NEEDV
     }
-    if (!model || !out || (!start == !start_tok) || (!goal == !goal_tok))
+    if (!o->model || !o->out || (!o->start == !o->start_tok) || (!o->goal == !o->goal_tok))
         return cli_usage_error("plan", "needs -m, one of --start / --start-tokens, one of --goal / --goal-tokens, and -o");
-    {
-        const char *ins[] = {model, start, start_tok, start_act, start_st, goal, goal_tok}, *outs[] = {out, energies_out};
-        if ((rc = cli_check_outputs("plan", ins, 7, outs, 2))) return rc;
+    const char *ins[] = {o->model, o->start, o->start_tok, o->start_act, o->start_st, o->goal, o->goal_tok};
+    const char *outs[] = {o->out, o->energies_out};
+    if ((rc = cli_check_outputs("plan", ins, 7, outs, 2))) return rc;
+    return -1;
+}
+
+/* The planner's parameters: the model kind's defaults, then what the command line set, the
+ * action box (ac) written into box. 0, or the exit status of the first thing that does not fit. */
+static int plan_params(const struct plan_args *o, const jepa_model_info *info, int ac, jepa_plan_component *box,
+                       jepa_plan_params *pp) {
+    *pp = ac ? jepa_plan_ac_default_params() : jepa_plan_default_params();
+    if (ac && (o->std >= 0 || o->has_bounds))
+        return cli_usage_error("plan", "V-JEPA 2-AC plans in Meta's action box: --maxnorm sets its xyz range "
+                                       "(not --std / --bounds)");
+    if (!ac && (o->maxnorm >= 0 || o->start_st))
+        return cli_usage_error("plan", "--maxnorm and --start-states are V-JEPA 2-AC's; this is a LeWM model");
+    if (ac && !o->start_st)
+        return cli_usage_error("plan", "a V-JEPA 2-AC plan needs --start-states (the robot's pose, [T, 7] or [7])");
+    if (ac && info->action_dim != 7)
+        return cli_fail(o->model, "the V-JEPA 2-AC planner moves Meta's 7-d Franka action; this predictor takes "
+                                  "%d-d actions", info->action_dim);
+    if (o->horizon) pp->horizon = o->horizon;
+    if (o->samples) pp->samples = o->samples;
+    if (o->iters) pp->iterations = o->iters;
+    if (o->elites) pp->elites = o->elites;
+    if (o->has_seed) pp->seed = o->seed;
+    if (o->momentum >= 0) pp->momentum_mean = pp->momentum_std = (float)o->momentum;
+    if (o->std >= 0) pp->init_std = (float)o->std;
+    if (o->has_bounds) pp->lo = (float)o->lo, pp->hi = (float)o->hi;
+    if (ac && o->maxnorm >= 0) {
+        memcpy(box, pp->components, sizeof(jepa_plan_component) * 7);
+        for (int j = 0; j < 3; j++)
+            box[j].lo = (float)-o->maxnorm, box[j].hi = (float)o->maxnorm, box[j].init_std = (float)o->maxnorm;
+        pp->components = box;
     }
+    if (pp->elites > pp->samples)
+        return cli_usage_error("plan", "--elites %d is more than --samples %d", pp->elites, pp->samples);
+    return 0;
+}
+
+/* The start and the goal of a plan: T frames of N x D state (hist), their T states (ac) and
+ * T - 1 past actions, and the goal frame (gl). hist and gl point into S and G when those
+ * were given as tokens, else they are allocated. */
+struct plan_inputs {
+    struct npy S, P, G, ST;
+    float *hist, *gl;
+    int T;
+};
+
+static void plan_inputs_free(struct plan_inputs *in) {
+    if (!in->S.data) free(in->hist);
+    if (!in->G.data) free(in->gl);
+    npy_free(&in->S), npy_free(&in->P), npy_free(&in->G), npy_free(&in->ST);
+}
+
+/* --start / --start-tokens, --start-states and --start-actions: 0 or CLI_EXIT_FAIL. */
+static int load_start(const struct plan_args *o, jepa_ctx *c, const jepa_model *m, int ac, int N, int D, int A,
+                      struct plan_inputs *in) {
+    struct jerr e = {0};
+    if (o->start_tok) {
+        if (npy_load_f32(&in->S, o->start_tok, &e)) return cli_fail(NULL, "%s", e.msg);
+        const struct npy *S = &in->S;
+        const int64_t rows = S->ndim == 2 ? S->shape[0] : 1, w = S->shape[S->ndim - 1];
+        if (S->ndim > 2 || w != D || rows % N || rows / N < 1 || rows / N > 4096)
+            return cli_fail(o->start_tok, ac ? "expected [T %d, %d] tokens (%d per frame)"
+                                             : "expected [T, %d] or [%d] embeddings", ac ? N : D, D, N);
+        in->T = (int)(rows / N);
+        in->hist = S->data;
+    } else {
+        if (!(in->hist = malloc(sizeof(float) * (size_t)N * D))) return cli_fail(NULL, "out of memory");
+        if (encode_image(c, m, o->start, ac ? N : 0, D, in->hist)) return CLI_EXIT_FAIL;
+    }
+    if (o->start_st) {
+        if (npy_load_f32(&in->ST, o->start_st, &e)) return cli_fail(NULL, "%s", e.msg);
+        if (in->ST.count != (int64_t)in->T * 7 || in->ST.ndim > 2)
+            return cli_fail(o->start_st, "expected the %d states [%d, 7] of the start", in->T, in->T);
+    }
+    if (in->T > 1 && !o->start_act)
+        return cli_fail(o->start_tok, "a history of %d frames needs --start-actions [%d, %d]", in->T, in->T - 1, A);
+    if (o->start_act) {
+        if (npy_load_f32(&in->P, o->start_act, &e)) return cli_fail(NULL, "%s", e.msg);
+        if (in->P.ndim != 2 || in->P.shape[0] != in->T - 1 || in->P.shape[1] != A)
+            return cli_fail(o->start_act, "expected the %d past actions [%d, %d] of the history", in->T - 1,
+                            in->T - 1, A);
+    }
+    return 0;
+}
+
+/* --goal / --goal-tokens: 0 or CLI_EXIT_FAIL. */
+static int load_goal(const struct plan_args *o, jepa_ctx *c, const jepa_model *m, int ac, int N, int D,
+                     struct plan_inputs *in) {
+    struct jerr e = {0};
+    const size_t fr = (size_t)N * D;   /* floats of one frame's state */
+    if (o->goal_tok) {
+        if (npy_load_f32(&in->G, o->goal_tok, &e)) return cli_fail(NULL, "%s", e.msg);
+        if (in->G.count != (int64_t)fr || in->G.ndim > 2)
+            return cli_fail(o->goal_tok, ac ? "expected one frame's tokens [%d, %d]" : "expected one embedding of %d",
+                            ac ? N : D, D);
+        in->gl = in->G.data;
+        return 0;
+    }
+    if (!(in->gl = malloc(sizeof(float) * fr))) return cli_fail(NULL, "out of memory");
+    if (encode_image(c, m, o->goal, ac ? N : 0, D, in->gl)) return CLI_EXIT_FAIL;
+    return 0;
+}
+
+/* Plan from in with pp, write the actions (and the energies) and report: 0 or CLI_EXIT_FAIL. */
+static int plan_and_write(const struct plan_args *o, jepa_ctx *c, int ac, int A, const struct plan_inputs *in,
+                          jepa_plan_params *pp) {
+    float *acts = malloc(sizeof(float) * (size_t)pp->horizon * A);
+    float *en = malloc(sizeof(float) * (size_t)pp->iterations);
+    struct jerr e = {0};
+    int rc = CLI_EXIT_FAIL;
+    pp->on_iteration = plan_progress;
+    pp->user = (void *)&o->verbose;
+    float fin = 0;
+    int64_t shape[2] = {pp->horizon, A}, eshape[1] = {pp->iterations};
+    if (!acts || !en) {
+        cli_fail(NULL, "out of memory");
+    } else if (ac ? jepa_ctx_ac_plan(c, in->hist, in->ST.data, in->T, in->P.data, in->gl, pp, acts, en, &fin)
+                  : jepa_ctx_lewm_plan(c, in->hist, in->T, in->P.data, in->gl, pp, acts, en, &fin)) {
+        const char *msg = jepa_ctx_error(c);
+        cli_fail(strstr(msg, "goal") ? (o->goal_tok ? o->goal_tok : o->goal) : strstr(msg, "plan") ? "plan" : o->model,
+                 "%s", msg);
+    } else if (npy_save_f32(o->out, acts, 2, shape, &e) ||
+               (o->energies_out && npy_save_f32(o->energies_out, en, 1, eshape, &e))) {
+        cli_fail(NULL, "%s", e.msg);
+    } else {
+        if (o->verbose)
+            fprintf(stderr, "plan: %d actions -> %s; energy of the plan %.6f (%d iterations of %d candidates, %s)\n",
+                    pp->horizon, o->out, (double)fin, pp->iterations, pp->samples, jepa_ctx_isa(c));
+        rc = 0;
+    }
+    free(acts), free(en);
+    return rc;
+}
+
+int cmd_plan(int argc, char **argv) {
+    struct plan_args o = {.gpu = -1, .verbose = 1, .std = -1, .momentum = -1, .maxnorm = -1};
+    int rc = parse_plan_args(argc, argv, &o);
+    if (rc >= 0) return rc;
     char err[JEPA_ERR_LEN];
     jepa_model *m = NULL;
     jepa_ctx *c = NULL;
-    struct npy S = {0}, P = {0}, G = {0}, ST = {0};
-    float *hist = NULL, *gl = NULL, *acts = NULL, *en = NULL;
-    struct jerr e = {0};
+    struct plan_inputs in = {.T = 1};
     jepa_plan_component box[7];
-    rc = CLI_EXIT_FAIL;
-    if (jepa_model_load(&m, model, err)) { cli_fail(model, "%s", err); goto done; }
+    jepa_plan_params pp;
     jepa_model_info info;
+    rc = CLI_EXIT_FAIL;
+    if (jepa_model_load(&m, o.model, err)) { cli_fail(o.model, "%s", err); goto done; }
     jepa_model_get_info(m, &info);
     const int ac = info.predictor && !strcmp(info.predictor, "ac");
     if (!ac && (!info.predictor || strcmp(info.predictor, "lewm"))) {
-        cli_fail(model, "no world-model predictor in this file (the planner runs jepa.pred.kind = lewm or ac)");
+        cli_fail(o.model, "no world-model predictor in this file (the planner runs jepa.pred.kind = lewm or ac)");
         goto done;
     }
-    /* the kind's defaults, then what the command line set */
-    jepa_plan_params pp = ac ? jepa_plan_ac_default_params() : jepa_plan_default_params();
-    if (ac && (std >= 0 || has_bounds)) {
-        rc = cli_usage_error("plan", "V-JEPA 2-AC plans in Meta's action box: --maxnorm sets its xyz range (not --std / --bounds)");
-        goto done;
-    }
-    if (!ac && (maxnorm >= 0 || start_st)) {
-        rc = cli_usage_error("plan", "--maxnorm and --start-states are V-JEPA 2-AC's; this is a LeWM model");
-        goto done;
-    }
-    if (ac && !start_st) {
-        rc = cli_usage_error("plan", "a V-JEPA 2-AC plan needs --start-states (the robot's pose, [T, 7] or [7])");
-        goto done;
-    }
-    if (ac && info.action_dim != 7) {
-        cli_fail(model, "the V-JEPA 2-AC planner moves Meta's 7-d Franka action; this predictor takes %d-d actions", info.action_dim);
-        goto done;
-    }
-    if (horizon) pp.horizon = horizon;
-    if (samples) pp.samples = samples;
-    if (iters) pp.iterations = iters;
-    if (elites) pp.elites = elites;
-    if (has_seed) pp.seed = seed;
-    if (momentum >= 0) pp.momentum_mean = pp.momentum_std = (float)momentum;
-    if (std >= 0) pp.init_std = (float)std;
-    if (has_bounds) pp.lo = (float)lo, pp.hi = (float)hi;
-    if (ac && maxnorm >= 0) {
-        memcpy(box, pp.components, sizeof box);
-        for (int j = 0; j < 3; j++) box[j].lo = (float)-maxnorm, box[j].hi = (float)maxnorm, box[j].init_std = (float)maxnorm;
-        pp.components = box;
-    }
-    if (pp.elites > pp.samples) {
-        rc = cli_usage_error("plan", "--elites %d is more than --samples %d", pp.elites, pp.samples);
-        goto done;
-    }
+    if ((rc = plan_params(&o, &info, ac, box, &pp))) goto done;
     const int A = info.action_dim, N = ac ? info.pred_tokens_per_frame : 1, D = ac ? info.embed_dim : info.emb_dim;
-    const size_t fr = (size_t)N * D;   /* floats of one frame's state */
-    if ((rc = cli_ctx_new("plan", m, threads, cpu, gpu, &c))) goto done;
-    rc = CLI_EXIT_FAIL;
-    int T = 1;
-    if (start_tok) {
-        if (npy_load_f32(&S, start_tok, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
-        const int64_t rows = S.ndim == 2 ? S.shape[0] : 1, w = S.shape[S.ndim - 1];
-        if (S.ndim > 2 || w != D || rows % N || rows / N < 1 || rows / N > 4096) {
-            cli_fail(start_tok, ac ? "expected [T %d, %d] tokens (%d per frame)" : "expected [T, %d] or [%d] embeddings",
-                     ac ? N : D, D, N);
-            goto done;
-        }
-        T = (int)(rows / N);
-        hist = S.data;
-    } else {
-        if (!(hist = malloc(sizeof(float) * fr))) { cli_fail(NULL, "out of memory"); goto done; }
-        if (encode_image(c, m, start, ac ? N : 0, D, hist)) goto done;
-    }
-    if (start_st) {
-        if (npy_load_f32(&ST, start_st, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
-        if (ST.count != (int64_t)T * 7 || ST.ndim > 2) {
-            cli_fail(start_st, "expected the %d states [%d, 7] of the start", T, T);
-            goto done;
-        }
-    }
-    if (T > 1 && !start_act) { cli_fail(start_tok, "a history of %d frames needs --start-actions [%d, %d]", T, T - 1, A); goto done; }
-    if (start_act) {
-        if (npy_load_f32(&P, start_act, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
-        if (P.ndim != 2 || P.shape[0] != T - 1 || P.shape[1] != A) {
-            cli_fail(start_act, "expected the %d past actions [%d, %d] of the history", T - 1, T - 1, A);
-            goto done;
-        }
-    }
-    if (goal_tok) {
-        if (npy_load_f32(&G, goal_tok, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
-        if (G.count != (int64_t)fr || G.ndim > 2) {
-            cli_fail(goal_tok, ac ? "expected one frame's tokens [%d, %d]" : "expected one embedding of %d", ac ? N : D, D);
-            goto done;
-        }
-        gl = G.data;
-    } else {
-        if (!(gl = malloc(sizeof(float) * fr))) { cli_fail(NULL, "out of memory"); goto done; }
-        if (encode_image(c, m, goal, ac ? N : 0, D, gl)) goto done;
-    }
-    acts = malloc(sizeof(float) * (size_t)pp.horizon * A);
-    en = malloc(sizeof(float) * (size_t)pp.iterations);
-    if (!acts || !en) { cli_fail(NULL, "out of memory"); goto done; }
-    pp.on_iteration = plan_progress;
-    pp.user = &verbose;
-    float fin = 0;
-    jepa_status st = ac ? jepa_ctx_ac_plan(c, hist, ST.data, T, P.data, gl, &pp, acts, en, &fin)
-                        : jepa_ctx_lewm_plan(c, hist, T, P.data, gl, &pp, acts, en, &fin);
-    if (st) {
-        const char *msg = jepa_ctx_error(c);
-        cli_fail(strstr(msg, "goal") ? (goal_tok ? goal_tok : goal) : strstr(msg, "plan") ? "plan" : model, "%s", msg);
-        goto done;
-    }
-    int64_t shape[2] = {pp.horizon, A}, eshape[1] = {pp.iterations};
-    if (npy_save_f32(out, acts, 2, shape, &e) || (energies_out && npy_save_f32(energies_out, en, 1, eshape, &e))) {
-        cli_fail(NULL, "%s", e.msg);
-        goto done;
-    }
-    if (verbose)
-        fprintf(stderr, "plan: %d actions -> %s; energy of the plan %.6f (%d iterations of %d candidates, %s)\n",
-                pp.horizon, out, (double)fin, pp.iterations, pp.samples, jepa_ctx_isa(c));
-    rc = 0;
+    if ((rc = cli_ctx_new("plan", m, o.threads, o.cpu, o.gpu, &c))) goto done;
+    if ((rc = load_start(&o, c, m, ac, N, D, A, &in)) || (rc = load_goal(&o, c, m, ac, N, D, &in))) goto done;
+    rc = plan_and_write(&o, c, ac, A, &in, &pp);
 done:
-    if (!start_tok) free(hist);
-    if (!goal_tok) free(gl);
-    free(acts), free(en);
-    npy_free(&S), npy_free(&P), npy_free(&G), npy_free(&ST);
+    plan_inputs_free(&in);
     jepa_ctx_free(c);
     jepa_model_free(m);
     return rc;

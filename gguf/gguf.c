@@ -411,11 +411,9 @@ static bool align_up(size_t x, size_t a, size_t *out) {
 
 /* ---- parse ------------------------------------------------------------------------- */
 
-static jepa_status parse(struct gguf_file *g, struct jerr *e) {
-    struct rd r = {g->base, g->size, 0};
-    jepa_status st;
-
-    /* header */
+/* The magic and version, then the counts, each checked against the bytes left for it. */
+static jepa_status read_header(struct gguf_file *g, struct rd *r, uint64_t *n_kv, uint64_t *n_tensors,
+                               struct jerr *e) {
     if (g->size >= 4 && memcmp(g->base, GGUF_MAGIC, 4) != 0) {
         const uint8_t *m = g->base;
         char shown_magic[5];
@@ -442,25 +440,28 @@ static jepa_status parse(struct gguf_file *g, struct jerr *e) {
         return fail(e, JEPA_ERR_FORMAT,
                     "truncated header: the file is %zu bytes, a GGUF header needs %d", g->size,
                     HEADER_BYTES);
-    uint64_t n_tensors = ld_u64(g->base + 8), n_kv = ld_u64(g->base + 16);
-    r.pos = HEADER_BYTES;
-    size_t left = rd_left(&r);
-    if (n_kv > left / MIN_KV_BYTES)
+    *n_tensors = ld_u64(g->base + 8), *n_kv = ld_u64(g->base + 16);
+    r->pos = HEADER_BYTES;
+    size_t left = rd_left(r);
+    if (*n_kv > left / MIN_KV_BYTES)
         return fail(e, JEPA_ERR_FORMAT,
                     "header: n_kv = %llu cannot fit in the %zu bytes after the header "
-                    "(at least %d bytes each)", (unsigned long long)n_kv, left, MIN_KV_BYTES);
-    if (n_tensors > left / MIN_TENSOR_BYTES)
+                    "(at least %d bytes each)", (unsigned long long)*n_kv, left, MIN_KV_BYTES);
+    if (*n_tensors > left / MIN_TENSOR_BYTES)
         return fail(e, JEPA_ERR_FORMAT,
                     "header: n_tensors = %llu cannot fit in the %zu bytes after the header "
-                    "(at least %d bytes each)", (unsigned long long)n_tensors, left, MIN_TENSOR_BYTES);
-    if (n_kv * MIN_KV_BYTES + n_tensors * MIN_TENSOR_BYTES > left)   /* no overflow: both bounded */
+                    "(at least %d bytes each)", (unsigned long long)*n_tensors, left, MIN_TENSOR_BYTES);
+    if (*n_kv * MIN_KV_BYTES + *n_tensors * MIN_TENSOR_BYTES > left)   /* no overflow: both bounded */
         return fail(e, JEPA_ERR_FORMAT,
                     "header: n_kv = %llu and n_tensors = %llu cannot fit in the %zu bytes after "
-                    "the header", (unsigned long long)n_kv, (unsigned long long)n_tensors, left);
+                    "the header", (unsigned long long)*n_kv, (unsigned long long)*n_tensors, left);
+    return JEPA_OK;
+}
+
+/* The kv and tensor-info arrays: allocations bounded by the file size (read_header checked). */
+static jepa_status alloc_tables(struct gguf_file *g, uint64_t n_kv, uint64_t n_tensors, struct jerr *e) {
     g->n_kv = (int64_t)n_kv;
     g->n_tensors = (int64_t)n_tensors;
-
-    /* allocations bounded by the file size (checked above) */
     if (n_kv) {
         g->kv = calloc((size_t)n_kv, sizeof *g->kv);
         g->kv_sorted = malloc((size_t)n_kv * sizeof *g->kv_sorted);
@@ -474,10 +475,13 @@ static jepa_status parse(struct gguf_file *g, struct jerr *e) {
             return fail(e, JEPA_ERR_NOMEM, "cannot allocate %llu tensor infos",
                         (unsigned long long)n_tensors);
     }
+    return JEPA_OK;
+}
 
-    /* key/value pairs, unique keys */
+/* The key/value pairs, whose keys must be unique. */
+static jepa_status read_kvs(struct gguf_file *g, struct rd *r, struct jerr *e) {
     for (int64_t i = 0; i < g->n_kv; i++) {
-        st = read_kv(g, &r, e, i, &g->kv[i]);
+        jepa_status st = read_kv(g, r, e, i, &g->kv[i]);
         if (st) return st;
         g->kv_sorted[i] = &g->kv[i];
     }
@@ -489,8 +493,11 @@ static jepa_status parse(struct gguf_file *g, struct jerr *e) {
             return fail(e, JEPA_ERR_FORMAT, "duplicate key '%s' (kv %lld and kv %lld)",
                         show(g->kv_sorted[i]->key).s, a < b ? a : b, a < b ? b : a);
         }
+    return JEPA_OK;
+}
 
-    /* alignment */
+/* general.alignment, when given: a u32 power of two. */
+static jepa_status read_alignment(struct gguf_file *g, struct jerr *e) {
     g->alignment = GGUF_DEFAULT_ALIGNMENT;
     const struct gguf_kv *al = jg_find_kv(g, "general.alignment");
     if (al) {
@@ -503,10 +510,13 @@ static jepa_status parse(struct gguf_file *g, struct jerr *e) {
                         (unsigned long long)al->v.u);
         g->alignment = (size_t)al->v.u;
     }
+    return JEPA_OK;
+}
 
-    /* tensor infos, unique names */
+/* The tensor infos, whose names must be unique. */
+static jepa_status read_tensor_infos(struct gguf_file *g, struct rd *r, struct jerr *e) {
     for (int64_t i = 0; i < g->n_tensors; i++) {
-        st = read_tensor_info(g, &r, e, i, &g->tensors[i]);
+        jepa_status st = read_tensor_info(g, r, e, i, &g->tensors[i]);
         if (st) return st;
         g->tensor_sorted[i] = &g->tensors[i];
     }
@@ -519,9 +529,13 @@ static jepa_status parse(struct gguf_file *g, struct jerr *e) {
             return fail(e, JEPA_ERR_FORMAT, "duplicate tensor name '%s' (tensor %lld and tensor %lld)",
                         show(g->tensor_sorted[i]->name).s, a < b ? a : b, a < b ? b : a);
         }
+    return JEPA_OK;
+}
 
-    /* the data section and every tensor inside it */
-    if (!align_up(r.pos, g->alignment, &g->data_offset))
+/* Every tensor's data inside the data section (which starts at end_of_infos, aligned), padded
+ * to the alignment, and no two of them overlapping. */
+static jepa_status place_tensors(struct gguf_file *g, size_t end_of_infos, struct jerr *e) {
+    if (!align_up(end_of_infos, g->alignment, &g->data_offset))
         return fail(e, JEPA_ERR_FORMAT, "data section offset overflows (alignment %zu)", g->alignment);
     if (g->n_tensors == 0) return JEPA_OK;
 
@@ -559,6 +573,16 @@ static jepa_status parse(struct gguf_file *g, struct jerr *e) {
     }
     qsort(g->tensor_sorted, (size_t)g->n_tensors, sizeof *g->tensor_sorted, cmp_tensor_name);
     return JEPA_OK;
+}
+
+static jepa_status parse(struct gguf_file *g, struct jerr *e) {
+    struct rd r = {g->base, g->size, 0};
+    uint64_t n_kv = 0, n_tensors = 0;
+    jepa_status st;
+    if ((st = read_header(g, &r, &n_kv, &n_tensors, e)) || (st = alloc_tables(g, n_kv, n_tensors, e)) ||
+        (st = read_kvs(g, &r, e)) || (st = read_alignment(g, e)) || (st = read_tensor_infos(g, &r, e)))
+        return st;
+    return place_tensors(g, r.pos, e);
 }
 
 /* ---- open / close -------------------------------------------------------------------- */

@@ -24,15 +24,11 @@
  * that size and longer inputs fail there): the encoder's clip length in tubelets. */
 int jm_ac_max_frames(const struct jepa_model *m) { return m->enc.n_frames / m->enc.tubelet; }
 
-jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *actions, const float *states,
-                          int B, int F, float *pred) {
+/* The sizes of a B x F run this predictor can take. */
+static jepa_status check_ac_shape(struct jepa_ctx *c, int B, int F) {
     const struct jepa_model *m = c->m;
     const struct jm_predictor *pr = &m->pred;
-    if (!m->has_pred || pr->kind != JM_PRED_AC)
-        return jr_err_set(&c->err, JEPA_ERR_ARG, "this model file has no V-JEPA 2-AC predictor (jepa.pred.kind = ac)");
-    const struct jm_vit *vit = &pr->vit;
-    const int g = pr->grid_size, N = g * g, NT = N + 2, pd = vit->d, hd = vit->head_dim, nt = c->nthreads;
-    const int D = m->enc.vit.d, A = pr->action_dim, S = pr->state_dim, OD = pr->out_dim;
+    const int g = pr->grid_size, N = g * g, NT = N + 2, S = pr->state_dim;
     if (B < 1 || F < 1)
         return jr_err_set(&c->err, JEPA_ERR_ARG, "%d sequences of %d frames: at least one of one", B, F);
     if (F > jm_ac_max_frames(m))
@@ -44,8 +40,45 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
     if ((int64_t)B * F * NT > JM_MAX_CLIP_TOKENS)
         return jr_err_set(&c->err, JEPA_ERR_ARG, "%d sequences of %d frames of %d tokens: more than %d rows", B, F, NT,
                           JM_MAX_CLIP_TOKENS);
-    const int n = F * NT, R = B * n, BF = B * F, BFN = BF * N;
+    return JEPA_OK;
+}
+
+/* The row tables of B sequences of F frames of NT = N + 2 rows (g = sqrt N): gi, the source
+ * row of every x row (actions, then states, then tokens in src); go, the x row of every
+ * patch row; fp and rp, the frame and the RoPE position of a sequence's rows. */
+static void ac_row_tables(int B, int F, int g, int32_t *gi, int32_t *go, int32_t *fp, struct rope_pos *rp) {
+    const int N = g * g, NT = N + 2, BF = B * F;
+    for (int b = 0; b < B; b++)
+        for (int f = 0; f < F; f++) {
+            const int bf = b * F + f, r0 = bf * NT;
+            gi[r0] = bf;
+            gi[r0 + 1] = BF + bf;
+            for (int i = 0; i < N; i++) {
+                gi[r0 + 2 + i] = 2 * BF + bf * N + i;
+                go[bf * N + i] = r0 + 2 + i;
+            }
+        }
+    for (int f = 0; f < F; f++)
+        for (int j = 0; j < NT; j++) {
+            const int r = f * NT + j, p = j - 2;
+            fp[r] = f;   /* frame-causal: key visible iff its frame <= the query's */
+            rp[r] = j < 2 ? (struct rope_pos){(float)f, 0, 0, false, true}
+                          : (struct rope_pos){(float)f, (float)(p / g), (float)(p % g), false, false};
+        }
+}
+
+jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *actions, const float *states,
+                          int B, int F, float *pred) {
+    const struct jepa_model *m = c->m;
+    const struct jm_predictor *pr = &m->pred;
+    if (!m->has_pred || pr->kind != JM_PRED_AC)
+        return jr_err_set(&c->err, JEPA_ERR_ARG, "this model file has no V-JEPA 2-AC predictor (jepa.pred.kind = ac)");
+    const struct jm_vit *vit = &pr->vit;
+    const int g = pr->grid_size, N = g * g, NT = N + 2, pd = vit->d, hd = vit->head_dim, nt = c->nthreads;
+    const int D = m->enc.vit.d, A = pr->action_dim, S = pr->state_dim, OD = pr->out_dim;
     jepa_status st;
+    if ((st = check_ac_shape(c, B, F))) return st;
+    const int n = F * NT, R = B * n, BF = B * F, BFN = BF * N;
     if ((st = jm_check_finite(c, tokens, (size_t)BFN * D, "token")) ||
         (st = jm_check_finite(c, actions, (size_t)BF * A, "action")) ||
         (st = jm_check_finite(c, states, (size_t)BF * S, "state")))
@@ -94,24 +127,7 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
     jm_linear_forward(c, src, (size_t)pd, act, (size_t)A, &pr->action_embed, BF, JK_EPI_STORE, ws);
     jm_linear_forward(c, src + (size_t)BF * pd, (size_t)pd, sta, (size_t)S, &pr->state_embed, BF, JK_EPI_STORE, ws);
     jm_linear_forward(c, src + (size_t)2 * BF * pd, (size_t)pd, tok, (size_t)D, &pr->embed, BFN, JK_EPI_STORE, ws);
-    int32_t *gi = gin.host, *go = gout.host, *fp = posb.host;
-    for (int b = 0; b < B; b++)
-        for (int f = 0; f < F; f++) {
-            const int bf = b * F + f, r0 = bf * NT;
-            gi[r0] = bf;
-            gi[r0 + 1] = BF + bf;
-            for (int i = 0; i < N; i++) {
-                gi[r0 + 2 + i] = 2 * BF + bf * N + i;
-                go[bf * N + i] = r0 + 2 + i;
-            }
-        }
-    for (int f = 0; f < F; f++)
-        for (int j = 0; j < NT; j++) {
-            const int r = f * NT + j, p = j - 2;
-            fp[r] = f;   /* frame-causal: key visible iff its frame <= the query's */
-            rp[r] = j < 2 ? (struct rope_pos){(float)f, 0, 0, false, true}
-                          : (struct rope_pos){(float)f, (float)(p / g), (float)(p % g), false, false};
-        }
+    ac_row_tables(B, F, g, gin.host, gout.host, posb.host, rp);
     jm_rope_tables(cosb.host, sinb.host, rp, n, hd, pr->rope_theta, pr->rope_layout);
     stage_upload(c, &gin), stage_upload(c, &gout), stage_upload(c, &posb);
     stage_upload(c, &cosb), stage_upload(c, &sinb);

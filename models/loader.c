@@ -672,27 +672,22 @@ static jepa_status unsupported_pred(struct ld *L, const char *what) {
                     pred_names[L->m->pred.kind]);
 }
 
-static jepa_status load_predictor(struct ld *L) {
+/* The jepa.pred.* keys into m->pred (its kind already read); head_dim (0: not given) and the
+ * qkv bias the blocks must have into *head_dim and *qb. */
+static jepa_status read_predictor_keys(struct ld *L, int *head_dim, enum bias *qb) {
     struct jepa_model *m = L->m;
     const struct jm_encoder *e = &m->enc;
     struct jm_predictor *p = &m->pred;
     struct jm_vit *v = &p->vit;
     jepa_status st;
-    const char *kind;
-    m->has_pred = false;
-    if ((st = key_str(L, "jepa.pred.kind", false, &kind))) return st;
-    if (!kind || !strcmp(kind, "none")) return JEPA_OK;
-    int ki = 0, act = 0, layout = 0, head_dim = 0, aact = 0, pact = 0;
-    if ((st = key_enum(L, "jepa.pred.kind", -1, pred_names, NNAMES(pred_names), &ki))) return st;
-    p->kind = (enum jm_pred_kind)ki;
-    m->has_pred = true;
+    int act = 0, layout = 0, aact = 0, pact = 0;
     bool masked = p->kind == JM_PRED_MASKED, lewm = p->kind == JM_PRED_LEWM;
     bool qkv_bias, has_qkv_bias_key = jg_find_kv(L->g, "jepa.pred.qkv_bias") != NULL;
     if ((st = key_int(L, "jepa.pred.embed_dim", true, 0, 1, MAX_DIM, &v->d)) ||
         (st = key_int(L, "jepa.pred.n_layer", true, 0, 1, MAX_LAYER, &v->n_layer)) ||
         (st = key_int(L, "jepa.pred.n_head", true, 0, 1, MAX_DIM, &v->n_head)) ||
         (st = key_int(L, "jepa.pred.ffn_dim", true, 0, 1, MAX_FFN, &v->ffn)) ||
-        (st = key_int(L, "jepa.pred.head_dim", false, 0, 1, MAX_HEAD_DIM, &head_dim)) ||
+        (st = key_int(L, "jepa.pred.head_dim", false, 0, 1, MAX_HEAD_DIM, head_dim)) ||
         (st = key_pos_float(L, "jepa.pred.ln_eps", false, e->vit.ln_eps, &v->ln_eps)) ||
         (st = key_enum(L, "jepa.pred.act", (int)e->vit.act, act_names, NNAMES(act_names), &act)) ||
         (st = key_bool(L, "jepa.pred.qkv_bias", true, &qkv_bias)) ||
@@ -718,6 +713,17 @@ static jepa_status load_predictor(struct ld *L) {
     p->action_act = (enum jm_act)aact;
     p->proj_act = (enum jm_act)pact;
     p->rope_theta = e->rope_theta;
+    *qb = has_qkv_bias_key ? (qkv_bias ? BIAS_REQ : BIAS_NONE) : BIAS_OPT;
+    return JEPA_OK;
+}
+
+/* The predictor's shape against its keys and the encoder's, and the keys its kind ignores. */
+static jepa_status check_predictor(struct ld *L, int head_dim) {
+    const struct jm_encoder *e = &L->m->enc;
+    struct jm_predictor *p = &L->m->pred;
+    struct jm_vit *v = &p->vit;
+    jepa_status st;
+    bool masked = p->kind == JM_PRED_MASKED, lewm = p->kind == JM_PRED_LEWM;
     bool rope = !lewm && e->pos_type == JM_POS_ROPE3D;
     if ((st = rope_grid(L, "jepa.pred.rope_ref_grid", rope && p->rope_interpolate, e->patch,
                         &p->rope_ref_grid)))
@@ -731,8 +737,6 @@ static jepa_status load_predictor(struct ld *L) {
         return jr_err_set(L->err, JEPA_ERR_SCHEMA,
                           "key jepa.pred.grid_size = %d: %d tubelets x %d^2 positions is more than %d tokens",
                           p->grid_size, e->n_frames / e->tubelet, p->grid_size, MAX_TOKENS);
-    enum bias qb = has_qkv_bias_key ? (qkv_bias ? BIAS_REQ : BIAS_NONE) : BIAS_OPT;
-
     if (!masked) {
         if (p->n_hier_in != 1) return unsupported_pred(L, "jepa.pred.n_hier_in > 1");
         if (p->modality_embed) return unsupported_pred(L, "jepa.pred.modality_embed");
@@ -742,8 +746,40 @@ static jepa_status load_predictor(struct ld *L) {
         return jr_err_set(L->err, JEPA_ERR_SCHEMA,
                         "jepa.pred.n_hier_in = %d but the encoder has %d hier layers", p->n_hier_in,
                         e->n_hier);
+    return JEPA_OK;
+}
 
-    /* input: context projection (masked, ac) or the encoder's projected CLS (lewm) */
+/* pred.pos_embed, where the predictor has one (lewm, or an encoder without RoPE): a lewm
+ * predictor's covers at least its window, another's exactly the training grid. */
+static jepa_status load_predictor_pos(struct ld *L) {
+    const struct jm_encoder *e = &L->m->enc;
+    struct jm_predictor *p = &L->m->pred;
+    bool lewm = p->kind == JM_PRED_LEWM;
+    jepa_status st;
+    p->pos_embed = NULL;
+    p->n_pos = 0;
+    if (lewm || e->pos_type != JM_POS_ROPE3D) {
+        const struct gguf_tensor *t;
+        if ((st = tensor(L, "pred.pos_embed", T_F32, p->vit.d, -1, false, &t))) return st;
+        int64_t want = lewm ? p->n_frames : (int64_t)(e->n_frames / e->tubelet) *
+                                                (e->img_size / e->patch) * (e->img_size / e->patch);
+        if (lewm ? t->ne[1] < want : t->ne[1] != want)
+            return jr_err_set(L->err, JEPA_ERR_SCHEMA, "tensor pred.pos_embed: %lld rows, expected %s%lld",
+                            (long long)t->ne[1], lewm ? "at least " : "", (long long)want);
+        p->pos_embed = t->data;
+        p->n_pos = (int)t->ne[1];
+    }
+    return JEPA_OK;
+}
+
+/* What the predictor's blocks read: the context projection (masked, ac) or the encoder's
+ * projected CLS (lewm), mask tokens, positions, modality and action/state embeddings. */
+static jepa_status load_predictor_inputs(struct ld *L) {
+    const struct jm_encoder *e = &L->m->enc;
+    struct jm_predictor *p = &L->m->pred;
+    struct jm_vit *v = &p->vit;
+    bool lewm = p->kind == JM_PRED_LEWM;
+    jepa_status st;
     if (lewm) {
         if (v->d != e->vit.d)
             return jr_err_set(L->err, JEPA_ERR_SCHEMA,
@@ -759,19 +795,7 @@ static jepa_status load_predictor(struct ld *L) {
     if (p->n_mask_tokens > 0 &&
         (st = f32_tensor(L, &p->mask_tokens, "pred.mask_tokens", v->d, p->n_mask_tokens, false)))
         return st;
-    p->pos_embed = NULL;
-    p->n_pos = 0;
-    if (lewm || e->pos_type != JM_POS_ROPE3D) {
-        const struct gguf_tensor *t;
-        if ((st = tensor(L, "pred.pos_embed", T_F32, v->d, -1, false, &t))) return st;
-        int64_t want = lewm ? p->n_frames : (int64_t)(e->n_frames / e->tubelet) *
-                                                (e->img_size / e->patch) * (e->img_size / e->patch);
-        if (lewm ? t->ne[1] < want : t->ne[1] != want)
-            return jr_err_set(L->err, JEPA_ERR_SCHEMA, "tensor pred.pos_embed: %lld rows, expected %s%lld",
-                            (long long)t->ne[1], lewm ? "at least " : "", (long long)want);
-        p->pos_embed = t->data;
-        p->n_pos = (int)t->ne[1];
-    }
+    if ((st = load_predictor_pos(L))) return st;
     if (p->modality_embed &&
         ((st = f32_tensor(L, &p->mod_embed_img, "pred.mod_embed_img", v->d, 1, false)) ||
          (st = f32_tensor(L, &p->mod_embed_video, "pred.mod_embed_video", v->d, 1, false))))
@@ -787,7 +811,15 @@ static jepa_status load_predictor(struct ld *L) {
         ((st = load_linear(L, &p->action_embed0, "pred.action_embed.0", -1, p->action_dim, BIAS_OPT, Q_NO)) ||
          (st = load_linear(L, &p->action_embed2, "pred.action_embed.2", v->d, p->action_embed0.n_out, BIAS_OPT, Q_NO))))
         return st;
+    return JEPA_OK;
+}
 
+/* The blocks (their qkv bias qb), the final norm and the output projections. */
+static jepa_status load_predictor_outputs(struct ld *L, enum bias qb) {
+    struct jm_predictor *p = &L->m->pred;
+    struct jm_vit *v = &p->vit;
+    bool lewm = p->kind == JM_PRED_LEWM;
+    jepa_status st;
     struct stack_spec spec = {"pred.blk", -1, false, lewm, qb};
     if ((st = load_blocks(L, v, &spec))) return st;
     if ((st = norm(L, &p->norm, "pred.norm", v->d))) return st;
@@ -800,6 +832,25 @@ static jepa_status load_predictor(struct ld *L) {
     }
     if (p->context_proj &&
         (st = load_linear(L, &p->proj_context, "pred.proj_context", p->out_dim, v->d, BIAS_OPT, Q_YES)))
+        return st;
+    return JEPA_OK;
+}
+
+static jepa_status load_predictor(struct ld *L) {
+    struct jepa_model *m = L->m;
+    struct jm_predictor *p = &m->pred;
+    jepa_status st;
+    const char *kind;
+    m->has_pred = false;
+    if ((st = key_str(L, "jepa.pred.kind", false, &kind))) return st;
+    if (!kind || !strcmp(kind, "none")) return JEPA_OK;
+    int ki = 0, head_dim = 0;
+    if ((st = key_enum(L, "jepa.pred.kind", -1, pred_names, NNAMES(pred_names), &ki))) return st;
+    p->kind = (enum jm_pred_kind)ki;
+    m->has_pred = true;
+    enum bias qb = BIAS_OPT;
+    if ((st = read_predictor_keys(L, &head_dim, &qb)) || (st = check_predictor(L, head_dim)) ||
+        (st = load_predictor_inputs(L)) || (st = load_predictor_outputs(L, qb)))
         return st;
     return JEPA_OK;
 }

@@ -24,14 +24,10 @@ static int ids_in_one_slice(const jepa_predict_params *p, int slice) {
     return 1;
 }
 
-jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
-                              const jepa_predict_params *p, float *pred, float *ctx_out) {
+/* What this predictor runs and what p asks of it, every id inside the predictor's grid. */
+static jepa_status check_predict(struct jepa_ctx *c, const jepa_predict_params *p, const float *ctx_out) {
     const struct jepa_model *m = c->m;
     const struct jm_predictor *pr = &m->pred;
-    const struct jm_vit *vit = &pr->vit;
-    struct jk_device *dev = c->dev;
-    const int pd = vit->d, hd = vit->head_dim, nt = c->nthreads;
-
     if (!m->has_pred)
         return jr_err_set(&c->err, JEPA_ERR_ARG, "this model file has no predictor");
     if (pr->kind == JM_PRED_LEWM)
@@ -65,7 +61,42 @@ jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
                               id, i < p->n_ctx ? i : i - p->n_ctx,
                               id < 0 ? "negative" : "outside the predictor's grid (jepa.enc.n_frames / tubelet x grid_size^2)");
     }
+    return JEPA_OK;
+}
 
+/* x = [embed(ctx tokens); mask tokens] (+ modality): the n_ctx + n_tgt rows of width pd the
+ * blocks take. tok: the context tokens as kernels read them. */
+static void embed_predictor_input(struct jepa_ctx *c, const jepa_predict_params *p, const float *tok, float *x,
+                                  void *ws) {
+    const struct jm_predictor *pr = &c->m->pred;
+    struct jk_device *dev = c->dev;
+    const int pd = pr->vit.d, nt = c->nthreads, D = c->m->enc.vit.d;
+    const int nc = p->n_ctx, ntg = p->n_tgt, n = nc + ntg, slice = pr->grid_size * pr->grid_size;
+    jm_linear_forward(c, x, (size_t)pd, tok, (size_t)D, &pr->embed, nc, JK_EPI_STORE, ws);
+    int mi = p->mask_index % pr->n_mask_tokens;
+    if (mi < 0) mi += pr->n_mask_tokens;
+    const float *mask_tok = pr->mask_tokens + (size_t)mi * pd;
+    float *xt = x + (size_t)nc * pd;   /* target rows = 0 + the mask token (broadcast) */
+    dev->zero(dev, xt, sizeof(float) * (size_t)ntg * pd);
+    c->k.add(xt, (size_t)pd, dw(c, mask_tok), 0, NULL, ntg, pd, nt);
+    if (pr->modality_embed) {
+        int image = p->modality == JEPA_MODALITY_IMAGE ||
+                    (p->modality == JEPA_MODALITY_AUTO && ids_in_one_slice(p, slice));
+        c->k.add(x, (size_t)pd, dw(c, image ? pr->mod_embed_img : pr->mod_embed_video), 0, NULL, n,
+                 pd, nt);
+    }
+}
+
+jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
+                              const jepa_predict_params *p, float *pred, float *ctx_out) {
+    const struct jepa_model *m = c->m;
+    const struct jm_predictor *pr = &m->pred;
+    const struct jm_vit *vit = &pr->vit;
+    struct jk_device *dev = c->dev;
+    const int pd = vit->d, hd = vit->head_dim, nt = c->nthreads;
+
+    jepa_status cst = check_predict(c, p, ctx_out);
+    if (cst) return cst;
     const int nc = p->n_ctx, ntg = p->n_tgt, n = nc + ntg, D = m->enc.vit.d;
     jepa_status fst = jm_check_finite(c, tokens, (size_t)nc * D, "context token");
     if (fst) return fst;
@@ -103,20 +134,7 @@ jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
         tok = tok_d;
     }
 
-    /* x = [embed(ctx tokens); mask tokens] (+ modality) */
-    jm_linear_forward(c, x, (size_t)pd, tok, (size_t)D, &pr->embed, nc, JK_EPI_STORE, ws);
-    int mi = p->mask_index % pr->n_mask_tokens;
-    if (mi < 0) mi += pr->n_mask_tokens;
-    const float *mask_tok = pr->mask_tokens + (size_t)mi * pd;
-    float *xt = x + (size_t)nc * pd;   /* target rows = 0 + the mask token (broadcast) */
-    dev->zero(dev, xt, sizeof(float) * (size_t)ntg * pd);
-    c->k.add(xt, (size_t)pd, dw(c, mask_tok), 0, NULL, ntg, pd, nt);
-    if (pr->modality_embed) {
-        int image = p->modality == JEPA_MODALITY_IMAGE ||
-                    (p->modality == JEPA_MODALITY_AUTO && ids_in_one_slice(p, slice));
-        c->k.add(x, (size_t)pd, dw(c, image ? pr->mod_embed_img : pr->mod_embed_video), 0, NULL, n,
-                 pd, nt);
-    }
+    embed_predictor_input(c, p, tok, x, ws);
 
     /* positions of [ctx_ids; tgt_ids] on the grid_size x grid_size grid (raw, not
      * interpolated): tables on the host, uploaded */

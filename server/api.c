@@ -409,14 +409,21 @@ static void put_values(struct sbuf *s, const float *v, size_t n, bool b64) {
     else sb_json_floats(s, v, n);
 }
 
-void api_run(const struct sv_api *a, const char *body, size_t len, bool classify, double t0_ms,
-             struct sv_response *r) {
+/* What a request asks for, from its JSON body. */
+struct run_req {
+    cJSON *input;            /* the one input, or the list of them (in the body) */
+    bool one;                /* input is not a list */
+    int n_in;
+    bool b64;                /* encoding_format "base64" */
+    enum sv_want want;
+    int top_k;               /* /v1/classify */
+    bool want_logits;
+    struct clip_opts defaults;
+};
+
+/* The body's "model", when given, must name the served model (its id or its name). */
+static bool check_model(const struct sv_api *a, const cJSON *root, struct sv_response *r) {
     const jepa_model_info *in = &a->info;
-    struct sv_group *g = NULL;
-    struct req_data *d = NULL;
-    cJSON *root = NULL;
-    if (!parse_json(body, len, &root, r)) return;
-    if (!cJSON_IsObject(root)) { BAD("the body must be a JSON object"); goto done; }
     cJSON *model = obj_get(root, "model");
     if (model && (!cJSON_IsString(model) ||
                   (strcmp(model->valuestring, a->model_id) &&
@@ -424,132 +431,140 @@ void api_run(const struct sv_api *a, const char *body, size_t len, bool classify
         api_error(r, 404, "not_found_error", "model %s%s%s is not served here; this server serves '%s'",
                   cJSON_IsString(model) ? "'" : "", cJSON_IsString(model) ? model->valuestring : "(not a string)",
                   cJSON_IsString(model) ? "'" : "", a->model_id);
-        goto done;
+        return false;
     }
-    cJSON *input = obj_get(root, "input");
-    if (!input) { BAD("missing 'input'"); goto done; }
-    const bool one = !cJSON_IsArray(input);
-    const int n_in = one ? 1 : (int)((size_t)cJSON_GetArraySize(input) < SV_MAX_INPUTS + 1 ? (size_t)cJSON_GetArraySize(input) : SV_MAX_INPUTS + 1);
-    if (n_in < 1) { BAD("'input' is an empty list"); goto done; }
-    if (n_in > SV_MAX_INPUTS) { BAD("'input' has more than %d inputs", SV_MAX_INPUTS); goto done; }
-    bool b64 = false;
+    return true;
+}
+
+/* /v1/embeddings: "pool" and "hier" into q->want. */
+static bool parse_embed_opts(const jepa_model_info *in, cJSON *root, struct run_req *q,
+                             struct sv_response *r) {
+    cJSON *pool = obj_get(root, "pool"), *hier = obj_get(root, "hier");
+    const char *p = default_pool();
+    if (pool) {
+        if (!cJSON_IsString(pool) || (strcmp(pool->valuestring, "mean") && strcmp(pool->valuestring, "cls") &&
+                                      strcmp(pool->valuestring, "lewm") && strcmp(pool->valuestring, "none")))
+            return BAD("'pool' is \"mean\", \"cls\", \"lewm\" or \"none\""), false;
+        p = pool->valuestring;
+    }
+    if (hier && !cJSON_IsBool(hier)) return BAD("'hier' is true or false"), false;
+    q->want = parse_pool(p);
+    if (q->want == SV_CLS && !in->has_cls)
+        return BAD("pool \"cls\": family '%s' has no CLS token", in->family), false;
+    if (q->want == SV_LEWM && !in->emb_dim)
+        return BAD("pool \"lewm\": family '%s' has no LeWM projector", in->family), false;
+    if (cJSON_IsTrue(hier)) {
+        if (!in->n_hier) return BAD("hier: family '%s' has no hierarchical outputs", in->family), false;
+        if (q->want != SV_TOKENS) return BAD("hier gives every token of every level; drop 'pool'"), false;
+        q->want = SV_HIER;
+    }
+    if (obj_get(root, "top_k") || obj_get(root, "logits"))
+        return BAD("'top_k' and 'logits' belong to /v1/classify"), false;
+    return true;
+}
+
+/* /v1/classify: "logits" and "top_k". */
+static bool parse_classify_opts(const jepa_model_info *in, cJSON *root, struct run_req *q,
+                                struct sv_response *r) {
+    if (!in->has_head) return BAD("this model has no classifier head"), false;
+    cJSON *lg = obj_get(root, "logits");
+    if (lg && !cJSON_IsBool(lg)) return BAD("'logits' is true or false"), false;
+    q->want_logits = cJSON_IsTrue(lg);
+    if (q->top_k > in->n_classes) q->top_k = in->n_classes;   /* the default, 5, on a head of fewer classes */
+    if (!get_int(root, "top_k", 1, in->n_classes, &q->top_k, "", r)) return false;
+    if (obj_get(root, "pool") || obj_get(root, "hier"))
+        return BAD("'pool' and 'hier' belong to /v1/embeddings"), false;
+    return true;
+}
+
+/* Everything the body asks for except the inputs' contents, checked in this order. */
+static bool parse_request(const struct sv_api *a, cJSON *root, bool classify, struct run_req *q,
+                          struct sv_response *r) {
+    if (!cJSON_IsObject(root)) return BAD("the body must be a JSON object"), false;
+    if (!check_model(a, root, r)) return false;
+    q->input = obj_get(root, "input");
+    if (!q->input) return BAD("missing 'input'"), false;
+    q->one = !cJSON_IsArray(q->input);
+    const size_t listed = q->one ? 1 : (size_t)cJSON_GetArraySize(q->input);
+    q->n_in = (int)(listed < SV_MAX_INPUTS + 1 ? listed : SV_MAX_INPUTS + 1);
+    if (q->n_in < 1) return BAD("'input' is an empty list"), false;
+    if (q->n_in > SV_MAX_INPUTS) return BAD("'input' has more than %d inputs", SV_MAX_INPUTS), false;
     cJSON *ef = obj_get(root, "encoding_format");
     if (ef) {
-        if (!cJSON_IsString(ef) || (strcmp(ef->valuestring, "float") && strcmp(ef->valuestring, "base64"))) {
-            BAD("'encoding_format' is \"float\" or \"base64\"");
-            goto done;
-        }
-        b64 = !strcmp(ef->valuestring, "base64");
+        if (!cJSON_IsString(ef) || (strcmp(ef->valuestring, "float") && strcmp(ef->valuestring, "base64")))
+            return BAD("'encoding_format' is \"float\" or \"base64\""), false;
+        q->b64 = !strcmp(ef->valuestring, "base64");
     }
-    enum sv_want want = SV_LOGITS;
-    int top_k = 5;
-    bool want_logits = false;
-    if (!classify) {
-        cJSON *pool = obj_get(root, "pool"), *hier = obj_get(root, "hier");
-        const char *p = default_pool();
-        if (pool) {
-            if (!cJSON_IsString(pool) || (strcmp(pool->valuestring, "mean") && strcmp(pool->valuestring, "cls") &&
-                                          strcmp(pool->valuestring, "lewm") && strcmp(pool->valuestring, "none"))) {
-                BAD("'pool' is \"mean\", \"cls\", \"lewm\" or \"none\"");
-                goto done;
-            }
-            p = pool->valuestring;
-        }
-        if (hier && !cJSON_IsBool(hier)) { BAD("'hier' is true or false"); goto done; }
-        want = parse_pool(p);
-        if (want == SV_CLS && !in->has_cls) { BAD("pool \"cls\": family '%s' has no CLS token", in->family); goto done; }
-        if (want == SV_LEWM && !in->emb_dim) { BAD("pool \"lewm\": family '%s' has no LeWM projector", in->family); goto done; }
-        if (cJSON_IsTrue(hier)) {
-            if (!in->n_hier) { BAD("hier: family '%s' has no hierarchical outputs", in->family); goto done; }
-            if (want != SV_TOKENS) { BAD("hier gives every token of every level; drop 'pool'"); goto done; }
-            want = SV_HIER;
-        }
-        if (obj_get(root, "top_k") || obj_get(root, "logits")) {
-            BAD("'top_k' and 'logits' belong to /v1/classify");
-            goto done;
-        }
-    } else {
-        if (!in->has_head) { BAD("this model has no classifier head"); goto done; }
-        cJSON *lg = obj_get(root, "logits");
-        if (lg && !cJSON_IsBool(lg)) { BAD("'logits' is true or false"); goto done; }
-        want_logits = cJSON_IsTrue(lg);
-        if (top_k > in->n_classes) top_k = in->n_classes;   /* the default, 5, on a head of fewer classes */
-        if (!get_int(root, "top_k", 1, in->n_classes, &top_k, "", r)) goto done;
-        if (obj_get(root, "pool") || obj_get(root, "hier")) {
-            BAD("'pool' and 'hier' belong to /v1/embeddings");
-            goto done;
-        }
-    }
-    struct clip_opts defaults = {0};
-    if (!get_clip_opts(root, &defaults, "", r)) goto done;
+    q->want = SV_LOGITS, q->top_k = 5;
+    if (!classify && !parse_embed_opts(&a->info, root, q, r)) return false;
+    if (classify && !parse_classify_opts(&a->info, root, q, r)) return false;
+    return get_clip_opts(root, &q->defaults, "", r);
+}
 
-    /* decode and preprocess every input here, on the connection's thread */
-    if (!(d = calloc(1, sizeof *d)) || !(d->items = calloc((size_t)n_in, sizeof *d->items))) {
+/* Decode and preprocess every input into d (on the connection's thread), within the queue's
+ * clips and a response's bytes; the clips, tokens and output floats they make into *n_clips,
+ * *tokens and *out_floats. */
+static bool load_items(const struct sv_api *a, const struct run_req *q, struct req_data *d, int *n_clips,
+                       long long *tokens, size_t *out_floats, struct sv_response *r) {
+    if (!(d->items = calloc((size_t)q->n_in, sizeof *d->items))) {
         api_error(r, 500, "server_error", "out of memory");
-        goto done;
+        return false;
     }
-    d->n_items = n_in;
-    size_t clip_bytes = 0, out_floats = 0;
-    int n_clips = 0;
-    long long tokens = 0;
-    cJSON *elem = one ? input : input->child;
-    for (int i = 0; i < n_in; i++, elem = one ? NULL : elem->next) {
+    d->n_items = q->n_in;
+    size_t clip_bytes = 0;
+    cJSON *elem = q->one ? q->input : q->input->child;
+    for (int i = 0; i < q->n_in; i++, elem = q->one ? NULL : elem->next) {
         struct item *it = &d->items[i];
-        if (!load_item(a, elem, i, &defaults, it, &clip_bytes, r)) goto done;
-        n_clips += it->nb;
-        if (n_clips > a->queue) {
-            BAD("the inputs make more than the %d clips the queue holds (--queue); send them in smaller requests",
-                a->queue);
-            goto done;
-        }
-        tokens += (long long)it->nb * it->n_tokens;
-        out_floats += sv_want_floats(in, want, it->n_tokens) * (size_t)it->nb;
-        if (out_floats * sizeof(float) > SV_MAX_OUTPUT_BYTES) {
-            BAD("the outputs would be more than the %zu MiB a response may carry; ask for pooled outputs or send "
-                "fewer inputs", SV_MAX_OUTPUT_BYTES >> 20);
-            goto done;
-        }
+        if (!load_item(a, elem, i, &q->defaults, it, &clip_bytes, r)) return false;
+        *n_clips += it->nb;
+        if (*n_clips > a->queue)
+            return BAD("the inputs make more than the %d clips the queue holds (--queue); send them in smaller "
+                       "requests", a->queue), false;
+        *tokens += (long long)it->nb * it->n_tokens;
+        *out_floats += sv_want_floats(&a->info, q->want, it->n_tokens) * (size_t)it->nb;
+        if (*out_floats * sizeof(float) > SV_MAX_OUTPUT_BYTES)
+            return BAD("the outputs would be more than the %zu MiB a response may carry; ask for pooled outputs or "
+                       "send fewer inputs", SV_MAX_OUTPUT_BYTES >> 20), false;
     }
-    cJSON_Delete(root), root = NULL;
-    if (!(d->outs = malloc(sizeof(float) * (out_floats ? out_floats : 1))) || !(g = sv_group_new(n_clips))) {
-        api_error(r, 500, "server_error", "out of memory");
-        goto done;
-    }
-    for (int i = 0, k = 0; i < n_in; i++) {
+    return true;
+}
+
+/* One job per clip of d's items, each writing its slice of d->outs. */
+static void fill_jobs(const jepa_model_info *in, const struct req_data *d, enum sv_want want,
+                      struct sv_group *g) {
+    float *o = d->outs;
+    for (int i = 0, k = 0; i < d->n_items; i++) {
         const struct item *it = &d->items[i];
         const size_t clip = (size_t)3 * it->T * it->H * it->W;
         for (int c = 0; c < it->nb; c++, k++) {
             struct sv_job *j = &g->jobs[k];
             j->x = it->x + clip * (size_t)c;
             j->T = it->T, j->H = it->H, j->W = it->W, j->n_tokens = it->n_tokens, j->want = want;
+            j->out = o;
+            o += sv_want_floats(in, want, j->n_tokens);
         }
     }
-    {
-        float *o = d->outs;
-        for (int k = 0; k < n_clips; k++) {
-            g->jobs[k].out = o;
-            o += sv_want_floats(in, want, g->jobs[k].n_tokens);
-        }
-    }
-    g->free_user = req_data_free, g->user = d;
-    d = NULL;   /* the group owns it now */
-    r->clips = n_clips;
+}
 
+/* Queue g's n_clips jobs, wait for them until the request's deadline, and check what they
+ * wrote; false with r set when they did not all give finite outputs. */
+static bool run_jobs(const struct sv_api *a, struct sv_group *g, int n_clips, enum sv_want want,
+                     double t0_ms, struct sv_response *r) {
     const enum sv_submit_result sr = sv_submit(a->batcher, g);
     if (sr == SV_QUEUE_FULL) {
         api_error(r, 429, "rate_limit_error", "the queue is full (%d clips); retry later", n_clips);
         r->retry_after = 1, r->reject = REJ_QUEUE_FULL;
-        goto done;
+        return false;
     }
     if (sr == SV_STOPPING) {
         api_error(r, 503, "unavailable", "the server is shutting down");
         r->retry_after = 1, r->reject = REJ_SHUTTING_DOWN;
-        goto done;
+        return false;
     }
     if (!sv_wait(a->batcher, g, t0_ms + a->timeout_ms)) {
         api_error(r, 504, "timeout", "the request did not finish within %.0f s", a->timeout_ms / 1e3);
         r->reject = REJ_TIMEOUT;
-        goto done;
+        return false;
     }
     for (int k = 0; k < n_clips; k++) {
         const struct sv_job *j = &g->jobs[k];
@@ -557,19 +572,53 @@ void api_run(const struct sv_api *a, const char *body, size_t len, bool classify
         if (j->status) {
             const int st = j->status == JEPA_ERR_ARG ? 400 : 500;
             api_error(r, st, st == 400 ? "invalid_request_error" : "server_error", "%s", j->err);
-            goto done;
+            return false;
         }
-        const size_t per = sv_want_floats(in, want, j->n_tokens);
+        const size_t per = sv_want_floats(&a->info, want, j->n_tokens);
         for (size_t q = 0; q < per; q++)
             if (!isfinite(j->out[q])) {
                 api_error(r, 500, "server_error", "output element %zu of clip %d is %s (non-finite weights in the "
                           "model?)", q, k, isnan(j->out[q]) ? "NaN" : "infinite");
-                goto done;
+                return false;
             }
     }
+    return true;
+}
 
-    /* the response */
-    const struct req_data *rd = g->user;
+/* One input's classification: the top k of the mean of its clips' softmax, as jepa classify
+ * ranks them, and its logits when asked. prob holds 2 K doubles, order K ints. */
+static void put_classification(struct sbuf *s, const struct sv_api *a, const struct run_req *q,
+                               const struct item *it, const float *o, size_t n, const int64_t *sh, int nd,
+                               double *prob, int *order) {
+    const int K = a->info.n_classes;
+    double *mean = prob + K;
+    for (int c = 0; c < K; c++) mean[c] = 0;
+    for (int k = 0; k < it->nb; k++) {
+        topk_softmax(o + (size_t)K * k, K, prob);
+        for (int c = 0; c < K; c++) mean[c] += prob[c] / it->nb;
+    }
+    topk_rank(mean, K, order);
+    sb_puts(s, "\"top_k\":[");
+    for (int i = 0; i < q->top_k; i++) {
+        sb_printf(s, "%s{\"class\":%d,\"label\":", i ? "," : "", order[i]);
+        const char *lb = jepa_model_label(a->model, order[i]);
+        if (lb) sb_json_str(s, lb);
+        else sb_puts(s, "null");
+        sb_printf(s, ",\"probability\":%.9g}", mean[order[i]]);
+    }
+    sb_puts(s, "]");
+    if (q->want_logits) {
+        sb_puts(s, ",\"logits\":");
+        put_values(s, o, n, q->b64);
+        sb_puts(s, ",\"logits_shape\":");
+        put_shape(s, sh, nd);
+    }
+}
+
+/* The 200 response: one object per input, in the order given, then the model and usage. */
+static void respond_outputs(const struct sv_api *a, const struct run_req *q, const struct req_data *rd,
+                            bool classify, long long tokens, struct sv_response *r) {
+    const jepa_model_info *in = &a->info;
     struct sbuf s = {0};
     sb_puts(&s, "{\"object\":\"list\",\"data\":[");
     const float *o = rd->outs;
@@ -578,43 +627,21 @@ void api_run(const struct sv_api *a, const char *body, size_t len, bool classify
     if (classify && (!prob || !order)) {
         free(prob), free(order), sb_free(&s);
         api_error(r, 500, "server_error", "out of memory");
-        goto done;
+        return;
     }
-    for (int i = 0; i < n_in; i++) {
+    for (int i = 0; i < q->n_in; i++) {
         const struct item *it = &rd->items[i];
-        const size_t per = sv_want_floats(in, want, it->n_tokens), n = per * (size_t)it->nb;
+        const size_t per = sv_want_floats(in, q->want, it->n_tokens), n = per * (size_t)it->nb;
         int64_t sh[5];
-        const int nd = out_shape(in, it, want, sh);
+        const int nd = out_shape(in, it, q->want, sh);
         sb_printf(&s, "%s{\"object\":\"%s\",\"index\":%d,", i ? "," : "", classify ? "classification" : "embedding", i);
         if (!classify) {
             sb_puts(&s, "\"embedding\":");
-            put_values(&s, o, n, b64);
+            put_values(&s, o, n, q->b64);
             sb_puts(&s, ",\"shape\":");
             put_shape(&s, sh, nd);
-        } else {   /* the mean of the clips' softmax, as jepa classify ranks it */
-            const int K = in->n_classes;
-            double *mean = prob + K;
-            for (int c = 0; c < K; c++) mean[c] = 0;
-            for (int k = 0; k < it->nb; k++) {
-                topk_softmax(o + (size_t)K * k, K, prob);
-                for (int c = 0; c < K; c++) mean[c] += prob[c] / it->nb;
-            }
-            topk_rank(mean, K, order);
-            sb_puts(&s, "\"top_k\":[");
-            for (int q = 0; q < top_k; q++) {
-                sb_printf(&s, "%s{\"class\":%d,\"label\":", q ? "," : "", order[q]);
-                const char *lb = jepa_model_label(a->model, order[q]);
-                if (lb) sb_json_str(&s, lb);
-                else sb_puts(&s, "null");
-                sb_printf(&s, ",\"probability\":%.9g}", mean[order[q]]);
-            }
-            sb_puts(&s, "]");
-            if (want_logits) {
-                sb_puts(&s, ",\"logits\":");
-                put_values(&s, o, n, b64);
-                sb_puts(&s, ",\"logits_shape\":");
-                put_shape(&s, sh, nd);
-            }
+        } else {
+            put_classification(&s, a, q, it, o, n, sh, nd, prob, order);
         }
         sb_puts(&s, "}");
         o += n;
@@ -624,6 +651,34 @@ void api_run(const struct sv_api *a, const char *body, size_t len, bool classify
     sb_json_str(&s, a->model_id);
     sb_printf(&s, ",\"usage\":{\"prompt_tokens\":%lld,\"total_tokens\":%lld}}", tokens, tokens);
     respond(r, 200, &s);
+}
+
+void api_run(const struct sv_api *a, const char *body, size_t len, bool classify, double t0_ms,
+             struct sv_response *r) {
+    struct sv_group *g = NULL;
+    struct req_data *d = NULL;
+    cJSON *root = NULL;
+    struct run_req q = {0};
+    int n_clips = 0;
+    long long tokens = 0;
+    size_t out_floats = 0;
+    if (!parse_json(body, len, &root, r)) return;
+    if (!parse_request(a, root, classify, &q, r)) goto done;
+    if (!(d = calloc(1, sizeof *d))) {
+        api_error(r, 500, "server_error", "out of memory");
+        goto done;
+    }
+    if (!load_items(a, &q, d, &n_clips, &tokens, &out_floats, r)) goto done;
+    cJSON_Delete(root), root = NULL, q.input = NULL;   /* the items hold all the inputs now */
+    if (!(d->outs = malloc(sizeof(float) * (out_floats ? out_floats : 1))) || !(g = sv_group_new(n_clips))) {
+        api_error(r, 500, "server_error", "out of memory");
+        goto done;
+    }
+    fill_jobs(&a->info, d, q.want, g);
+    g->free_user = req_data_free, g->user = d;
+    d = NULL;   /* the group owns it now */
+    r->clips = n_clips;
+    if (run_jobs(a, g, n_clips, q.want, t0_ms, r)) respond_outputs(a, &q, g->user, classify, tokens, r);
 done:
     cJSON_Delete(root);
     req_data_free(d);

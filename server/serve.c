@@ -264,46 +264,38 @@ static void model_id(const char *path, char *buf, size_t n) {
     if (k > 5 && !strcmp(buf + k - 5, ".gguf")) buf[k - 5] = 0;
 }
 
-int serve_run(const struct serve_opts *o) {
-    char why[JEPA_ERR_LEN];
-    if (mhd_load(why, sizeof why)) return cli_fail("serve", "%s", why);
-    struct server sv = {.o = o, .max_body = (size_t)o->max_body_mb << 20};
-    pthread_mutex_init(&sv.log_mu, NULL);
-    atomic_init(&sv.in_flight, 0);
-    atomic_init(&sv.draining, false);
-    /* every thread started from here on inherits the mask: the signals reach sigwait only */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+union listen_addr {
+    struct sockaddr sa;
+    struct sockaddr_in v4;
+    struct sockaddr_in6 v6;
+};
 
-    union {
-        struct sockaddr sa;
-        struct sockaddr_in v4;
-        struct sockaddr_in6 v6;
-    } addr;
-    memset(&addr, 0, sizeof addr);
-    const char *host = !strcmp(o->host, "localhost") ? "127.0.0.1" : o->host;
-    bool v6 = false;
-    if (inet_pton(AF_INET, host, &addr.v4.sin_addr) == 1) {
-        addr.v4.sin_family = AF_INET, addr.v4.sin_port = htons((uint16_t)o->port);
-    } else if (inet_pton(AF_INET6, host, &addr.v6.sin6_addr) == 1) {
-        addr.v6.sin6_family = AF_INET6, addr.v6.sin6_port = htons((uint16_t)o->port);
-        v6 = true;
+/* --host and --port into *addr (*v6: an IPv6 one): 0 or the usage error's exit status. */
+static int listen_address(const struct serve_opts *o, const char *host, union listen_addr *addr, bool *v6) {
+    memset(addr, 0, sizeof *addr);
+    *v6 = false;
+    if (inet_pton(AF_INET, host, &addr->v4.sin_addr) == 1) {
+        addr->v4.sin_family = AF_INET, addr->v4.sin_port = htons((uint16_t)o->port);
+    } else if (inet_pton(AF_INET6, host, &addr->v6.sin6_addr) == 1) {
+        addr->v6.sin6_family = AF_INET6, addr->v6.sin6_port = htons((uint16_t)o->port);
+        *v6 = true;
     } else {
         return cli_usage_error("serve", "--host takes a numeric IPv4 or IPv6 address (or localhost), not '%s'", o->host);
     }
+    return 0;
+}
 
-    char err[JEPA_ERR_LEN], id[256];
+/* The model (into *out, the caller frees it), its id (into id), preprocessing and the
+ * batcher's workers into sv->api: 0, or the exit status with nothing left to free. */
+static int start_api(struct server *sv, const struct serve_opts *o, char *id, size_t id_len, jepa_model **out) {
+    char err[JEPA_ERR_LEN];
     jepa_model *m = NULL;
     if (jepa_model_load(&m, o->model, err)) return cli_fail(o->model, "%s", err);
-    struct sv_api *a = &sv.api;
+    struct sv_api *a = &sv->api;
     a->model = m;
     jepa_model_get_info(m, &a->info);
-    if (o->model_id) snprintf(id, sizeof id, "%s", o->model_id);
-    else model_id(o->model, id, sizeof id);
+    if (o->model_id) snprintf(id, id_len, "%s", o->model_id);
+    else model_id(o->model, id, id_len);
     a->model_id = id;
     a->timeout_ms = o->timeout_s * 1e3;
     a->queue = o->queue;
@@ -325,48 +317,90 @@ int serve_run(const struct serve_opts *o) {
         jepa_model_free(m);
         return st == JEPA_ERR_ARG ? cli_usage_error("serve", "%s", err) : cli_fail(o->gpu >= 0 ? "cuda" : "cpu", "%s", err);
     }
+    *out = m;
+    return 0;
+}
 
+/* The HTTP daemon on addr, its threads serving sv; NULL when it cannot listen. */
+static struct MHD_Daemon *start_daemon(struct server *sv, const struct serve_opts *o, union listen_addr *addr,
+                                       bool v6) {
     const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
                            MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
-    struct MHD_Daemon *d = mhd.MHD_start_daemon(
-        flags, (uint16_t)o->port, NULL, NULL, on_request, &sv,
-        MHD_OPTION_SOCK_ADDR, &addr.sa,
+    return mhd.MHD_start_daemon(
+        flags, (uint16_t)o->port, NULL, NULL, on_request, sv,
+        MHD_OPTION_SOCK_ADDR, &addr->sa,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, &sv,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, sv,
         MHD_OPTION_END);
-    if (!d) {
-        sv_batcher_stop(a->batcher);
-        jepa_model_free(m);
-        return cli_fail("serve", "cannot listen on %s port %d (in use, or not an address of this machine?)", o->host,
-                        o->port);
-    }
+}
+
+/* The line that says the server is up, where, and with what. */
+static void announce(const struct server *sv, struct MHD_Daemon *d, const char *host, bool v6) {
+    const struct serve_opts *o = sv->o;
+    const struct sv_api *a = &sv->api;
     const union MHD_DaemonInfo *di = mhd.MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     const int port = di ? di->port : o->port;
     char desc[256], hb[INET6_ADDRSTRLEN + 2];
     snprintf(hb, sizeof hb, v6 ? "[%s]" : "%s", host);
     fprintf(stderr, "jepa serve: %s (%s, %s) on http://%s:%d/ with %s; batches of up to %d clips (wait %d ms), "
-            "queue %d clips%s\n", id, a->info.family, a->info.modality, hb, port,
+            "queue %d clips%s\n", a->model_id, a->info.family, a->info.modality, hb, port,
             sv_batcher_describe(a->batcher, desc, sizeof desc), o->max_batch, o->batch_wait_ms, o->queue,
             o->api_key ? ", API key required" : "");
     if (a->info.name && !strncmp(a->info.name, "random-", 7))
         fprintf(stderr, "jepa serve: note: %s has RANDOM weights (written by jepa synth)\n", o->model);
     fflush(stderr);
+}
 
+/* Wait for SIGINT or SIGTERM, then stop taking connections and let the requests in flight
+ * finish (each bounded by --timeout-s; idle keep-alive connections are closed by
+ * MHD_stop_daemon). */
+static void wait_and_drain(struct server *sv, struct MHD_Daemon *d, const sigset_t *sigs) {
     int sig = 0;
-    sigwait(&sigs, &sig);
+    sigwait(sigs, &sig);
     fprintf(stderr, "jepa serve: %s: finishing %d request(s) in flight, then exiting\n",
-            sig == SIGTERM ? "SIGTERM" : "SIGINT", atomic_load(&sv.in_flight));
-    atomic_store(&sv.draining, true);
+            sig == SIGTERM ? "SIGTERM" : "SIGINT", atomic_load(&sv->in_flight));
+    atomic_store(&sv->draining, true);
     const int lfd = mhd.MHD_quiesce_daemon(d);
     if (lfd >= 0) close(lfd);
-    /* requests already read finish (each bounded by --timeout-s); idle keep-alive
-       connections are closed by MHD_stop_daemon */
-    const double until = sv_now_ms() + a->timeout_ms + 5e3;
-    while (atomic_load(&sv.in_flight) > 0 && sv_now_ms() < until) usleep(10 * 1000);
+    const double until = sv_now_ms() + sv->api.timeout_ms + 5e3;
+    while (atomic_load(&sv->in_flight) > 0 && sv_now_ms() < until) usleep(10 * 1000);
     mhd.MHD_stop_daemon(d);
-    sv_batcher_stop(a->batcher);
+}
+
+int serve_run(const struct serve_opts *o) {
+    char why[JEPA_ERR_LEN];
+    if (mhd_load(why, sizeof why)) return cli_fail("serve", "%s", why);
+    struct server sv = {.o = o, .max_body = (size_t)o->max_body_mb << 20};
+    pthread_mutex_init(&sv.log_mu, NULL);
+    atomic_init(&sv.in_flight, 0);
+    atomic_init(&sv.draining, false);
+    /* every thread started from here on inherits the mask: the signals reach sigwait only */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    union listen_addr addr;
+    const char *host = !strcmp(o->host, "localhost") ? "127.0.0.1" : o->host;
+    bool v6;
+    char id[256];
+    jepa_model *m = NULL;
+    int rc = listen_address(o, host, &addr, &v6);
+    if (rc || (rc = start_api(&sv, o, id, sizeof id, &m))) return rc;
+    struct MHD_Daemon *d = start_daemon(&sv, o, &addr, v6);
+    if (!d) {
+        sv_batcher_stop(sv.api.batcher);
+        jepa_model_free(m);
+        return cli_fail("serve", "cannot listen on %s port %d (in use, or not an address of this machine?)", o->host,
+                        o->port);
+    }
+    announce(&sv, d, host, v6);
+    wait_and_drain(&sv, d, &sigs);
+    sv_batcher_stop(sv.api.batcher);
     jepa_model_free(m);
     pthread_mutex_destroy(&sv.log_mu);
     fprintf(stderr, "jepa serve: stopped\n");
