@@ -36,7 +36,7 @@
 #include "cli/inputs.h"
 #include "cli/progress.h"
 #include "cli/run_many.h"
-#include "cli/topk.h"
+#include "common/topk.h"
 #include "input/clips.h"
 #include "input/image.h"
 #include "input/npy.h"
@@ -136,13 +136,6 @@ static void run_usage(enum run_cmd c) {
            "  --time                print timings to stderr\n"
            "  -v                    describe the run on stderr (grid, kernels, threads)\n"
            "  -q                    print nothing but errors\n");
-}
-
-double cli_encoder_flops(const jepa_model_info *i, int n, int tubelet) {
-    const double d = i->embed_dim, f = i->ffn_dim, N = n;
-    const double patch = 2.0 * N * d * i->in_chans * tubelet * i->patch_size * i->patch_size;
-    const double layer = 2.0 * N * (3 * d * d + d * d + 2 * d * f) + 4.0 * N * N * d;
-    return patch + i->n_layer * layer;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -776,7 +769,7 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
         free(ms);
         fprintf(stderr, "time: repeat %d: median %.3f ms (%.3f ms per clip, %.0f tokens/s, %.1f GFLOP/s)\n",
                 o.repeat, med, med / nb, (double)nb * n / (med / 1e3),
-                nb * cli_encoder_flops(&info, n, T == 1 ? 1 : info.tubelet_size) / (med * 1e6));
+                nb * jepa_encoder_flops(&info, n, T == 1 ? 1 : info.tubelet_size) / (med * 1e6));
     }
     if (o.verbose)
         fprintf(stderr, "jepa: %s %s: %d%s tokens (%dx%dx%d grid) x %d dims, %s kernels on %s, %d threads\n",
@@ -788,7 +781,7 @@ static int run_input(enum run_cmd cmd, const struct run_opts *op, const jepa_mod
     if (o.timing) {
         fprintf(stderr, "time: load %.1f ms, input %.1f ms, encode %.1f ms (%d clip%s, %.0f tokens/s, %.1f GFLOP/s)\n",
                 t_load, t_in, t_enc, nb, nb > 1 ? "s" : "", (double)nb * n / (t_enc / 1e3),
-                nb * cli_encoder_flops(&info, n, T == 1 ? 1 : info.tubelet_size) / (t_enc * 1e6));
+                nb * jepa_encoder_flops(&info, n, T == 1 ? 1 : info.tubelet_size) / (t_enc * 1e6));
         if (cmd == RUN_CLASSIFY) fprintf(stderr, "time: classify %.1f ms\n", t_cls);
     }
 
