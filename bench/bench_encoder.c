@@ -13,7 +13,7 @@
  *             median is printed beside it), and % of peak divides the best encode rate
  *             by the best peak of the same threads, measured between the same encodes;
  *   scaling   best N-thread time / best 1-thread time.
- * FLOPs are the matmuls and attention of cli_encoder_flops (as `jepa embed --time`
+ * FLOPs are the matmuls and attention of jepa_encoder_flops (as `jepa embed --time`
  * counts them), except that LeVJEPA's block-causal attention counts the visible
  * query-key pairs only (embed --time counts it as full). The input is fixed
  * pseudo-random pixels of the model's own size unless --size / --frames say otherwise;
@@ -26,7 +26,6 @@
 #include <time.h>
 
 #include "bench/bench.h"
-#include "cli/cli.h"
 #include "jepa.h"
 
 static double median(double *v, int n) {
@@ -70,7 +69,7 @@ struct enc_result {
 /* The FLOPs of one encode of n tokens (grid gt x gh x gw) and, into *visible, the share of
  * query-key pairs the attention computes. */
 static double encode_flops(const jepa_model_info *in, int n, int T, int gt, int gh, int gw, double *visible) {
-    double flops = cli_encoder_flops(in, n, T == 1 ? 1 : in->tubelet_size);
+    double flops = jepa_encoder_flops(in, n, T == 1 ? 1 : in->tubelet_size);
     *visible = 1.0;
     if (!strcmp(in->family, "levjepa")) {
         /* block-causal by frame (models/encoder.c): a patch query of frame f sees the

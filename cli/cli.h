@@ -1,34 +1,17 @@
 /*
- * cli.h — shared pieces of the `jepa` command-line tool: the subcommand signature and
- * the error / usage conventions. Only the CLI prints and chooses exit codes:
- *   0 success, 1 runtime error (bad file, failed run), 2 usage error.
- * Errors are one line on stderr: "jepa: <file>: <what is wrong>".
+ * cli.h — shared pieces of the `jepa` command-line tool: the subcommand signature, the
+ * option parsing and output checks its commands share. Only the front-ends print and
+ * choose exit codes; their conventions (one line per error, exit 1 or 2) are
+ * common/messages.h, which the server and the benchmarks share.
  */
 #ifndef JEPA_CLI_H
 #define JEPA_CLI_H
 
 #include <stddef.h>
 
-#include "runtime/error.h"
-
-#define CLI_EXIT_FAIL 1
-#define CLI_EXIT_USAGE 2
+#include "common/messages.h"
 
 typedef int (*cli_cmd_fn)(int argc, char **argv);
-
-/* The message of the last cli_fail / cli_usage_error, escaped ("" before any). */
-const char *cli_last_error(void);
-/* Print "jepa: <what>: <msg>" (what may be NULL) and return CLI_EXIT_FAIL. */
-int cli_fail(const char *what, const char *fmt, ...) JEPA_PRINTF(2, 3);
-/* Print "jepa <cmd>: <msg>" plus a hint to --help and return CLI_EXIT_USAGE. */
-int cli_usage_error(const char *cmd, const char *fmt, ...) JEPA_PRINTF(2, 3);
-/* Both print their message with control characters escaped (\n, \x1b, ... as \xHH): a
- * string that came from a file can neither split the one-line error nor reach the
- * terminal as an escape sequence. */
-
-/* s with every control character (< 0x20, 0x7f) written as \xHH, into buf (n bytes,
- * truncated if it must be): for text from a file printed to stdout (names, labels). */
-const char *cli_escape(const char *s, char *buf, size_t n);
 
 /* Strict numbers for options: the whole of v is one decimal integer in [lo, hi] (no
  * sign for the unsigned one), or a usage error naming opt. 0 or CLI_EXIT_USAGE. */
@@ -66,12 +49,6 @@ int cmd_synth(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_cpu(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
-
-struct jepa_model_info;
-/* Multiply-adds x 2 of an encoder pass over n tokens (cmd_run.c): the patch embedding,
- * per layer the qkv / out / MLP matmuls and attention (q k^T and p v over all n keys),
- * as `jepa embed --time` and `jepa bench encoder` count them. */
-double cli_encoder_flops(const struct jepa_model_info *i, int n, int tubelet);
 int cmd_serve(int argc, char **argv);
 
 #endif

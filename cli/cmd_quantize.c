@@ -11,7 +11,6 @@
 #include "cli/cli.h"
 #include "gguf/gguf.h"
 #include "jepa.h"
-#include "models/quantize.h"
 
 int cmd_quantize(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *type = NULL;
@@ -54,21 +53,17 @@ int cmd_quantize(int argc, char **argv) {
     int urc = cli_check_outputs("quantize", ins, 1, outs, 1);
     if (urc) return urc;
 
-    struct jerr e = {0};
-    struct gguf_writer *w = NULL;
     int rc = CLI_EXIT_FAIL;
     char err[JEPA_ERR_LEN];
     jepa_model *m = NULL, *check = NULL;
     if (jepa_model_load(&m, in, err)) { cli_fail(in, "%s", err); goto done; }
-    if (!(w = jg_writer_new())) { cli_fail(NULL, "out of memory"); goto done; }
-    if (jm_quantize(m, w, target, false, &e)) { cli_fail(in, "%s", e.msg); goto done; }
-    if (jg_writer_write(w, out, &e)) { cli_fail(out, "%s", e.msg); goto done; }
+    jepa_status st = jepa_model_quantize(m, out, target, err);
+    if (st) { cli_fail(st == JEPA_ERR_IO ? out : in, "%s", err); goto done; }
     if (jepa_model_load(&check, out, err)) { cli_fail(out, "written file does not load: %s", err); goto done; }
     jepa_model_free(check);
     printf("wrote %s (matmul weights %s)\n", out, type);
     rc = 0;
 done:
-    jg_writer_free(w);
     jepa_model_free(m);
     return rc;
 }

@@ -40,7 +40,7 @@
 #include "cli/inputs.h"
 #include "cli/progress.h"
 #include "cli/run_many.h"
-#include "cli/topk.h"
+#include "common/topk.h"
 #include "input/clips.h"
 #include "input/image.h"
 #include "input/npy.h"
@@ -140,13 +140,6 @@ static void run_usage(enum run_cmd c) {
            "  --time                print timings to stderr\n"
            "  -v                    describe the run on stderr (grid, kernels, threads)\n"
            "  -q                    print nothing but errors\n");
-}
-
-double cli_encoder_flops(const jepa_model_info *i, int n, int tubelet) {
-    const double d = i->embed_dim, f = i->ffn_dim, N = n;
-    const double patch = 2.0 * N * d * i->in_chans * tubelet * i->patch_size * i->patch_size;
-    const double layer = 2.0 * N * (3 * d * d + d * d + 2 * d * f) + 4.0 * N * N * d;
-    return patch + i->n_layer * layer;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -483,7 +476,7 @@ struct run_command {
 };
 
 static double encoder_flops(const struct run *r) {
-    return cli_encoder_flops(r->info, r->n, r->T == 1 ? 1 : r->info->tubelet_size);
+    return jepa_encoder_flops(r->info, r->n, r->T == 1 ? 1 : r->info->tubelet_size);
 }
 
 /* The first and last source frames of clip k; false (and 0, 0) for clips in memory. */

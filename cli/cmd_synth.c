@@ -24,7 +24,6 @@
 #include "cli/cli.h"
 #include "gguf/gguf.h"
 #include "jepa.h"
-#include "models/quantize.h"
 
 struct arch {
     const char *name, *family, *modality, *about;
@@ -506,17 +505,13 @@ static int write_converted(struct synth *s, const struct arch *A, uint32_t wtype
     if (st) return cli_fail(out, "%s", s->err.msg);
     char err[JEPA_ERR_LEN];
     jepa_model *m = NULL;
-    struct gguf_writer *qw = NULL;
     int rc = CLI_EXIT_FAIL;
     if (jepa_model_load_memory(&m, f32, size, err)) cli_fail(out, "synth built a model the loader refuses: %s", err);
-    else if (!(qw = jg_writer_new())) cli_fail(NULL, "out of memory");
-    else if (jm_quantize(m, qw, wtype, false, &s->err) || jg_writer_write(qw, out, &s->err))
-        cli_fail(out, "%s", s->err.msg);
+    else if (jepa_model_quantize(m, out, wtype, err)) cli_fail(out, "%s", err);
     else {
         printf("wrote %s: %s, RANDOM weights, matmul weights %s\n", out, A->about, dtype);
         rc = 0;
     }
-    jg_writer_free(qw);
     jepa_model_free(m);
     free(f32);
     return rc;

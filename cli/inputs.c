@@ -16,7 +16,6 @@
 
 #include "cli/cli.h"
 #include "input/image.h"
-#include "models/model.h"
 
 /* ---- parsing ------------------------------------------------------------------------ */
 
@@ -141,7 +140,11 @@ jepa_status inputs_open_quiet(struct clip_reader **out, const struct inputs_opts
         .video = o->video, .frames_npy = o->frames_npy, .images = o->images, .n_images = o->n_images,
         .sampling = {.frames_per_clip = o->fpc, .frame_step = o->fstp, .num_clips = o->num_clips,
                      .dense = o->dense, .stride = o->stride}};
-    return clips_open_inputs(out, &in, &m->pre, &pp, m->enc.n_frames, "--resize-short", e);
+    jepa_preprocess_recipe recipe;
+    jepa_model_info info;
+    jepa_model_get_preprocess(m, &recipe);
+    jepa_model_get_info(m, &info);
+    return clips_open_inputs(out, &in, &recipe, &pp, info.n_frames, "--resize-short", e);
 }
 
 int inputs_open(struct clip_reader **out, const struct inputs_opts *o, const jepa_model *m, bool verbose) {

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <signal.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,57 +30,6 @@ static const struct {
     {"cpu", cmd_cpu, "show the CPU features and the kernel chosen for each slot"},
     {"bench", cmd_bench, "time the CPU or GPU kernels, a world model or an encoder (bench kernels|gpu|world|encoder)"},
 };
-
-const char *cli_escape(const char *s, char *buf, size_t n) {
-    size_t k = 0;
-    if (!n) return "";
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && k + 1 < n; p++) {
-        if (*p < 0x20 || *p == 0x7f) {
-            if (k + 5 > n) break;
-            snprintf(buf + k, n - k, "\\x%02x", *p);
-            k += 4;
-        } else {
-            buf[k++] = (char)*p;
-        }
-    }
-    buf[k] = '\0';
-    return buf;
-}
-
-/* The last message printed by cli_fail / cli_usage_error (for the index of a many-input
- * run). */
-static char last_error[4 * 2048 + 1];
-
-const char *cli_last_error(void) { return last_error; }
-
-/* One escaped line on stderr: prefix, the formatted message, suffix. */
-static void print_line(const char *prefix, const char *suffix, const char *fmt, va_list ap) {
-    char msg[2048];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    cli_escape(msg, last_error, sizeof last_error);
-    fprintf(stderr, "%s%s%s\n", prefix, last_error, suffix);
-}
-
-int cli_fail(const char *what, const char *fmt, ...) {
-    char safe[4 * 512 + 1], prefix[sizeof safe + 16];
-    snprintf(prefix, sizeof prefix, "jepa: %s%s", what ? cli_escape(what, safe, sizeof safe) : "", what ? ": " : "");
-    va_list ap;
-    va_start(ap, fmt);
-    print_line(prefix, "", fmt, ap);
-    va_end(ap);
-    return CLI_EXIT_FAIL;
-}
-
-int cli_usage_error(const char *cmd, const char *fmt, ...) {
-    char prefix[128], suffix[128];
-    snprintf(prefix, sizeof prefix, "jepa %s: ", cmd);
-    snprintf(suffix, sizeof suffix, " (see 'jepa %s --help')", cmd);
-    va_list ap;
-    va_start(ap, fmt);
-    print_line(prefix, suffix, fmt, ap);
-    va_end(ap);
-    return CLI_EXIT_USAGE;
-}
 
 /* The same file: the same name, or both exist with one device and inode. */
 static int same_file(const char *a, const char *b) {

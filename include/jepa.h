@@ -102,6 +102,15 @@ typedef struct jepa_model_info {
 } jepa_model_info;
 
 JEPA_API void jepa_model_get_info(const jepa_model *m, jepa_model_info *info);
+/* The model described for a reader, as `jepa info` prints it: one labelled line each for
+ * its name, family, encoder, predictor, head, preprocessing recipe, weight types and
+ * size, licence and source (indented lines add detail). Text from the file is escaped
+ * (control bytes as \xHH), so the description is safe to print. The layout is for
+ * people and may change; programs read jepa_model_get_info. Writes at most size bytes
+ * (NUL-terminated, cut short if it must be) into buf and returns the length of the whole
+ * description, as snprintf does: call with size 0 (buf may then be NULL) to size the
+ * buffer. 0 when m is NULL or memory runs out. */
+JEPA_API size_t jepa_model_describe(const jepa_model *m, char *buf, size_t size);
 /* Label of class i, or NULL when the file carries no labels or i is out of range. */
 JEPA_API const char *jepa_model_label(const jepa_model *m, int i);
 
@@ -114,6 +123,14 @@ JEPA_API const char *jepa_model_label(const jepa_model *m, int i);
  * than a tubelet, more tokens than a clip may have). */
 JEPA_API jepa_status jepa_model_grid(const jepa_model *m, int T, int H, int W,
                                      int *gt, int *gh, int *gw, int *n_tokens);
+
+/* Floating-point operations (multiply-adds x 2) of one encoder pass over n_tokens tokens
+ * of the model that info describes, whose patch embedding spans `tubelet` frames (1 for
+ * a still image, else info->tubelet_size): the patch embedding, per layer the qkv, output
+ * and MLP matmuls and full attention (q k^T and p v over all n_tokens keys). Norms,
+ * activations and softmax are not counted. The figure that `jepa embed --time` and
+ * `jepa bench encoder` divide by the time. */
+JEPA_API double jepa_encoder_flops(const jepa_model_info *info, int n_tokens, int tubelet);
 
 /* ---- context ----------------------------------------------------------------- */
 
@@ -366,6 +383,31 @@ typedef struct jepa_preprocess_params {
 
 JEPA_API jepa_preprocess_params jepa_preprocess_default_params(void);
 
+/* The model's own recipe, its jepa.pre.* keys (docs/gguf-schema.md, "Preprocessing"),
+ * which jepa_preprocess_params override in part. */
+typedef enum jepa_resize_mode {
+    JEPA_RESIZE_MODE_SHORTEST_EDGE = 0, /* short side to resize_short (aspect kept), centre crop */
+    JEPA_RESIZE_MODE_SQUASH = 1,        /* both sides to resize_short (aspect lost), no crop */
+} jepa_resize_mode;
+
+typedef enum jepa_resample {
+    JEPA_RESAMPLE_BILINEAR = 0,
+    JEPA_RESAMPLE_BICUBIC = 1,
+} jepa_resample;
+
+typedef struct jepa_preprocess_recipe {
+    float mean[3], std[3];     /* per RGB channel, in units of the rescaled pixel */
+    int resize_short;          /* shortest edge: the short side after the resize; squash: the side */
+    int crop;                  /* centre crop side (shortest edge; <= resize_short) */
+    jepa_resample resample;    /* the filter JEPA_RESIZE_MODEL stands for */
+    jepa_resize_mode mode;
+    float rescale;             /* pixel scale: 1/255 unless the file says otherwise */
+} jepa_preprocess_recipe;
+
+/* Copy m's recipe into *r (zeros when m is NULL). It stays what the loader validated:
+ * sides in 1 .. 4096, std >= 1e-6, rescale in [1e-6, 1]. */
+JEPA_API void jepa_model_get_preprocess(const jepa_model *m, jepa_preprocess_recipe *r);
+
 /* Size of one preprocessed frame (crop x crop). p may be NULL (defaults). */
 JEPA_API jepa_status jepa_preprocess_size(const jepa_model *m, const jepa_preprocess_params *p,
                                           int *out_h, int *out_w);
@@ -376,6 +418,18 @@ JEPA_API jepa_status jepa_preprocess_size(const jepa_model *m, const jepa_prepro
 JEPA_API jepa_status jepa_preprocess_rgb(const jepa_model *m, const uint8_t *rgb, int h, int w,
                                          const jepa_preprocess_params *p, float *out, int T,
                                          int t, char *err);
+
+/* ---- tools: rewriting a model file ------------------------------------------- */
+
+/* Write m's GGUF to path with the matmul weights of the schema's quantization set
+ * (docs/gguf-schema.md, "Quantization rules") converted to `type`, a GGUF tensor type
+ * number (ggml_type): 0 F32, 1 F16, 30 BF16, 8 Q8_0, 2 Q4_0, 3 Q4_1, 6 Q5_0, 7 Q5_1,
+ * 12 Q4_K, 13 Q5_K, 14 Q6_K. Every other key and tensor is copied byte for byte; a weight
+ * whose rows do not fill the type's blocks takes the schema's fallback (q4_0, q5_0, q8_0
+ * for the K-quants, f16 for the 32-blocks). What `jepa quantize` and `jepa synth` write.
+ * JEPA_ERR_UNSUPPORTED for another type, JEPA_ERR_IO when path cannot be written (the
+ * message names it), JEPA_ERR_NOMEM; err: JEPA_ERR_LEN bytes, or NULL. */
+JEPA_API jepa_status jepa_model_quantize(const jepa_model *m, const char *path, uint32_t type, char *err);
 
 #ifdef __cplusplus
 }

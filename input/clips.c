@@ -123,7 +123,7 @@ struct clip_sampling clips_sampling_defaults(struct clip_sampling s, int model_f
     return s;
 }
 
-jepa_status clips_open_inputs(struct clip_reader **r, const struct clip_inputs *in, const struct ji_recipe *recipe,
+jepa_status clips_open_inputs(struct clip_reader **r, const struct clip_inputs *in, const jepa_preprocess_recipe *recipe,
                               const struct jepa_preprocess_params *pp, int model_frames, const char *resize_opt,
                               struct jerr *e) {
     *r = NULL;

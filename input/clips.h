@@ -74,7 +74,7 @@ struct clip_inputs {
 /* Open in with the model's preprocessing recipe and the caller's overrides pp (NULL:
  * none); model_frames is the model's jepa.enc.n_frames. A recipe that the overrides do
  * not fit is reported naming resize_opt (the caller's name of the resize_short option). */
-jepa_status clips_open_inputs(struct clip_reader **r, const struct clip_inputs *in, const struct ji_recipe *recipe,
+jepa_status clips_open_inputs(struct clip_reader **r, const struct clip_inputs *in, const jepa_preprocess_recipe *recipe,
                               const struct jepa_preprocess_params *pp, int model_frames, const char *resize_opt,
                               struct jerr *e);
 /* The same from memory (a server's request): one encoded image (PNG / JPEG), one clip;

@@ -442,14 +442,14 @@ void ji_pre_normalize(const struct pre_cfg *c, const uint8_t *rgb, size_t n, flo
     }
 }
 
-jepa_status ji_pre_cfg(const struct ji_recipe *r, const struct jepa_preprocess_params *p,
+jepa_status ji_pre_cfg(const jepa_preprocess_recipe *r, const struct jepa_preprocess_params *p,
                        struct pre_cfg *c, struct jerr *e) {
     static const jepa_preprocess_params none = {JEPA_RESIZE_MODEL, 0, 0, JEPA_NORM_FUSED};
     if (!p) p = &none;
     memset(c, 0, sizeof *c);
     switch (p->filter) {
     case JEPA_RESIZE_MODEL:
-        c->filter = r->resample == JI_RESAMPLE_BICUBIC ? PRE_TV_BICUBIC_AA : PRE_TV_BILINEAR_AA;
+        c->filter = r->resample == JEPA_RESAMPLE_BICUBIC ? PRE_TV_BICUBIC_AA : PRE_TV_BILINEAR_AA;
         break;
     case JEPA_RESIZE_BILINEAR_AA: c->filter = PRE_TV_BILINEAR_AA; break;
     case JEPA_RESIZE_BICUBIC_AA: c->filter = PRE_TV_BICUBIC_AA; break;
@@ -462,7 +462,7 @@ jepa_status ji_pre_cfg(const struct ji_recipe *r, const struct jepa_preprocess_p
     if (p->resize_short < 0 || p->crop < 0 || p->resize_short > JI_MAX_PRE_SIDE || p->crop > JI_MAX_PRE_SIDE)
         return jr_err_set(e, JEPA_ERR_ARG, "preprocess: resize_short %d / crop %d out of range (0 .. %d)",
                           p->resize_short, p->crop, JI_MAX_PRE_SIDE);
-    c->mode = r->mode;
+    c->mode = r->mode == JEPA_RESIZE_MODE_SQUASH ? PRE_SQUASH : PRE_SHORTEST_EDGE;
     c->resize_short = p->resize_short ? p->resize_short : r->resize_short;
     c->crop = p->crop ? p->crop : r->crop;
     memcpy(c->mean, r->mean, sizeof c->mean);

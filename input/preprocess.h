@@ -7,7 +7,7 @@
  * jepa_preprocess_*() functions of include/jepa.h (defined in models/api.c, which hands
  * them the model's recipe); the pieces below are what they are built from, exposed for
  * the tests and the CLI. input/ knows nothing of models: what it needs of one is
- * struct ji_recipe.
+ * its recipe, the public jepa_preprocess_recipe (jepa.pre.*).
  *
  * Tested by tests/input/test_preprocess.c against torchvision / cv2 / transformers
  * outputs made by tests/gen/gen_preprocess.py.
@@ -40,18 +40,6 @@ enum pre_norm { PRE_NORM_FUSED, PRE_NORM_SEQUENTIAL };
  * crop of 4096^2 pixels is 200 MB of floats per frame, far past any published model
  * (384 px). */
 #define JI_MAX_PRE_SIDE 4096
-
-/* A model's preprocessing recipe: its jepa.pre.* keys as models/loader.c reads them
- * (docs/gguf-schema.md, "Preprocessing"). The model holds one; the caller's
- * jepa_preprocess_params override parts of it. */
-enum ji_resample { JI_RESAMPLE_BILINEAR, JI_RESAMPLE_BICUBIC };   /* jepa.pre.resample */
-struct ji_recipe {
-    float mean[3], std[3];
-    int resize_short, crop;    /* squash: resize_short is the side, crop unused */
-    enum ji_resample resample;
-    enum pre_mode mode;
-    float rescale;             /* pixel scale, 1/255 unless the file says otherwise */
-};
 
 /* One frame's pipeline: resize to (rh, rw), take the crop box (top, left, ch, cw),
  * normalise. */
@@ -101,7 +89,7 @@ void ji_pre_normalize(const struct pre_cfg *c, const uint8_t *rgb, size_t n, flo
 
 /* Fill a pre_cfg from a recipe and the caller's overrides (p NULL: none). JEPA_ERR_ARG
  * names a bad override. */
-jepa_status ji_pre_cfg(const struct ji_recipe *r, const struct jepa_preprocess_params *p,
+jepa_status ji_pre_cfg(const jepa_preprocess_recipe *r, const struct jepa_preprocess_params *p,
                        struct pre_cfg *c, struct jerr *e);
 
 /* One h x w RGB frame (packed rows) through c into frame t of a clip out[3, T, crop, crop]

@@ -1,8 +1,9 @@
 /*
- * api.c — the public API of include/jepa.h, every function of it and nothing else
- * public: on top of the loader (models/loader.c), the family forwards (encoder.c,
- * predictor.c, head.c) and the pixel pipeline (input/preprocess.c, handed the model's
- * recipe). Checks arguments, owns the context (device, kernel table, threads, arenas,
+ * api.c — the public API of include/jepa.h, every function of it (but
+ * jepa_model_describe: describe.c) and nothing else public: on top of the loader
+ * (models/loader.c), the family forwards (encoder.c, predictor.c, head.c), the pixel
+ * pipeline (input/preprocess.c, handed the model's recipe) and the quantizer
+ * (quantize.c). Checks arguments, owns the context (device, kernel table, threads, arenas,
  * the reference on the model's device weights, last error); never prints or exits.
  * (tests/check_symbols.sh checks that every jepa_ symbol of the library is declared
  * in include/jepa.h.)
@@ -16,6 +17,7 @@
 
 #include "gguf/gguf.h"
 #include "models/forward.h"
+#include "models/quantize.h"
 #include "runtime/cpu.h"
 
 /* ---- status ---- */
@@ -99,6 +101,20 @@ void jepa_model_get_info(const jepa_model *m, jepa_model_info *info) {
     info->pred_n_layer = m->has_pred ? pr->vit.n_layer : 0;
     info->pred_n_head = m->has_pred ? pr->vit.n_head : 0;
     info->pred_ffn_dim = m->has_pred ? pr->vit.ffn : 0;
+}
+
+void jepa_model_get_preprocess(const jepa_model *m, jepa_preprocess_recipe *r) {
+    if (!r) return;
+    if (m) *r = m->pre;
+    else memset(r, 0, sizeof *r);
+}
+
+double jepa_encoder_flops(const jepa_model_info *info, int n_tokens, int tubelet) {
+    if (!info) return 0;
+    const double d = info->embed_dim, f = info->ffn_dim, n = n_tokens;
+    const double patch = 2.0 * n * d * info->in_chans * tubelet * info->patch_size * info->patch_size;
+    const double layer = 2.0 * n * (3 * d * d + d * d + 2 * d * f) + 4.0 * n * n * d;
+    return patch + info->n_layer * layer;
 }
 
 const char *jepa_model_label(const jepa_model *m, int i) {
@@ -413,6 +429,22 @@ jepa_preprocess_params jepa_preprocess_default_params(void) {
 static jepa_status report(struct jerr *e, char *err) {
     if (err) memcpy(err, e->msg, JEPA_ERR_LEN);
     return e->status;
+}
+
+/* ---- tools ---- */
+
+jepa_status jepa_model_quantize(const jepa_model *m, const char *path, uint32_t type, char *err) {
+    struct jerr e = {0};
+    if (err) err[0] = '\0';
+    if (!m || !path) {
+        jr_err_set(&e, JEPA_ERR_ARG, "jepa_model_quantize: NULL argument");
+        return report(&e, err);
+    }
+    struct gguf_writer *w = jg_writer_new();
+    if (!w) jr_err_set(&e, JEPA_ERR_NOMEM, "out of memory");
+    else if (!jm_quantize(m, w, type, false, &e)) jg_writer_write(w, path, &e);
+    jg_writer_free(w);
+    return report(&e, err);
 }
 
 jepa_status jepa_preprocess_size(const jepa_model *m, const jepa_preprocess_params *p, int *out_h,

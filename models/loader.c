@@ -74,8 +74,8 @@ static const char *const layout_names[] = {"tiled", "interleaved"};
 static const char *const attn_names[] = {"full", "block_causal"};
 static const char *const pred_names[] = {"masked", "ac", "lewm"};
 static const char *const head_names[] = {"none", "attentive_pool", "linear_cls"};
-static const char *const resize_names[] = {"shortest_edge", "squash"};   /* enum pre_mode */
-static const char *const resample_names[] = {"bilinear", "bicubic"};   /* enum ji_resample */
+static const char *const resize_names[] = {"shortest_edge", "squash"};   /* jepa_resize_mode */
+static const char *const resample_names[] = {"bilinear", "bicubic"};   /* jepa_resample */
 static const char *const modality_names[] = {"image", "video", "image+video"};
 #define NNAMES(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -934,14 +934,14 @@ static jepa_status key_f32x3(struct ld *L, const char *key, float out[3]) {
 }
 
 static jepa_status load_pre(struct ld *L) {
-    struct ji_recipe *p = &L->m->pre;
+    jepa_preprocess_recipe *p = &L->m->pre;
     jepa_status st;
     int resample = 0, mode = 0;
     if ((st = key_f32x3(L, "jepa.pre.mean", p->mean)) || (st = key_f32x3(L, "jepa.pre.std", p->std)) ||
         (st = key_int(L, "jepa.pre.resize_short", true, 0, 1, JI_MAX_PRE_SIDE, &p->resize_short)) ||
         (st = key_int(L, "jepa.pre.crop", true, 0, 1, JI_MAX_PRE_SIDE, &p->crop)) ||
         (st = key_enum(L, "jepa.pre.resample", -1, resample_names, NNAMES(resample_names), &resample)) ||
-        (st = key_enum(L, "jepa.pre.resize_mode", PRE_SHORTEST_EDGE, resize_names,
+        (st = key_enum(L, "jepa.pre.resize_mode", JEPA_RESIZE_MODE_SHORTEST_EDGE, resize_names,
                        NNAMES(resize_names), &mode)) ||
         (st = key_pos_float(L, "jepa.pre.rescale", false, 1.0f / 255.0f, &p->rescale)))
         return st;
@@ -955,8 +955,8 @@ static jepa_status load_pre(struct ld *L) {
     if (p->crop > p->resize_short)
         return jr_err_set(L->err, JEPA_ERR_SCHEMA, "key jepa.pre.crop = %d is larger than jepa.pre.resize_short = %d",
                           p->crop, p->resize_short);
-    p->resample = (enum ji_resample)resample;
-    p->mode = (enum pre_mode)mode;
+    p->resample = (jepa_resample)resample;
+    p->mode = (jepa_resize_mode)mode;
     return JEPA_OK;
 }
 

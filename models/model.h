@@ -164,7 +164,7 @@ struct jepa_model {
     bool has_pred;
     struct jm_predictor pred;
     struct jm_head head;               /* kind JM_HEAD_NONE when absent */
-    struct ji_recipe pre;              /* jepa.pre.*: the preprocessing recipe */
+    jepa_preprocess_recipe pre;        /* jepa.pre.*: the preprocessing recipe */
     struct jm_weight *weights;         /* every matmul weight, in load order */
     int n_weights;
     /* bookkeeping for `jepa info` */

@@ -14,15 +14,24 @@ jepa_status jr_err_set(struct jerr *e, jepa_status s, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
-    size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)raw; *p; p++) {
-        const int ctl = *p < 0x20 || *p == 0x7f;
-        if (o + (ctl ? 4 : 1) >= sizeof e->msg) break;
-        if (ctl) o += (size_t)snprintf(e->msg + o, 5, "\\x%02x", *p);
-        else e->msg[o++] = (char)*p;
-    }
-    e->msg[o] = '\0';
+    jr_escape(raw, e->msg, sizeof e->msg);
     return s;
+}
+
+const char *jr_escape(const char *s, char *buf, size_t n) {
+    size_t k = 0;
+    if (!n) return "";
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && k + 1 < n; p++) {
+        if (*p < 0x20 || *p == 0x7f) {
+            if (k + 5 > n) break;
+            snprintf(buf + k, n - k, "\\x%02x", *p);
+            k += 4;
+        } else {
+            buf[k++] = (char)*p;
+        }
+    }
+    buf[k] = '\0';
+    return buf;
 }
 
 void jr_err_clear(struct jerr *e) {

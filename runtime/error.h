@@ -25,6 +25,10 @@ struct jerr {
 /* Record a failure (only if none is recorded yet) and return s. The message is kept as
  * one line: control bytes the arguments carry (strings from a file) become \xHH. */
 jepa_status jr_err_set(struct jerr *e, jepa_status s, const char *fmt, ...) JEPA_PRINTF(3, 4);
+/* s with every control byte (< 0x20, 0x7f) written as \xHH, into buf (n bytes, cut
+ * short at a whole character when it must be; s NULL reads as ""): text from a file made
+ * safe for one line of a terminal. Returns buf ("" when n is 0). */
+const char *jr_escape(const char *s, char *buf, size_t n);
 /* Forget a recorded failure. */
 void jr_err_clear(struct jerr *e);
 /* The status's name ("schema error"): what the public jepa_status_str returns, for the

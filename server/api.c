@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/topk.h"
+#include "common/topk.h"
 #include "input/clips.h"
 #include "input/image.h"
 #include "server/text.h"

@@ -24,9 +24,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "common/messages.h"
 #include "runtime/dynlib.h"
-#include "models/model.h"
 #include "server/api.h"
 #include "server/metrics.h"
 
@@ -300,7 +299,9 @@ static int start_api(struct server *sv, const struct serve_opts *o, char *id, si
     a->timeout_ms = o->timeout_s * 1e3;
     a->queue = o->queue;
     struct jerr pe = {0};
-    if (ji_pre_cfg(&m->pre, NULL, &a->pre, &pe)) {
+    jepa_preprocess_recipe recipe;
+    jepa_model_get_preprocess(m, &recipe);
+    if (ji_pre_cfg(&recipe, NULL, &a->pre, &pe)) {
         jepa_model_free(m);
         return cli_fail(o->model, "the model's preprocessing (jepa.pre.*): %s", pe.msg);
     }

@@ -26,7 +26,6 @@
 #include "input/clips.h"
 #include "input/image.h"
 #include "jepa.h"
-#include "models/model.h"
 
 static PyObject *JepaError;   /* jepa.Error, a subclass of RuntimeError */
 
@@ -104,6 +103,7 @@ typedef struct {
     PyObject_HEAD
     jepa_model *m;
     jepa_model_info info;
+    jepa_preprocess_recipe pre;   /* the model's jepa.pre.* recipe, for the clip readers */
 } ModelObject;
 
 static PyTypeObject ModelType;
@@ -129,6 +129,7 @@ static int Model_init(ModelObject *self, PyObject *args, PyObject *kw) {
         return -1;
     }
     jepa_model_get_info(self->m, &self->info);
+    jepa_model_get_preprocess(self->m, &self->pre);
     return 0;
 }
 
@@ -841,7 +842,7 @@ static int ClipReader_init(ClipReaderObject *self, PyObject *args, PyObject *kw)
     struct jerr e = {0};
     jepa_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = clips_open_inputs(&self->r, &in, &mo->m->pre, &pp, mo->info.n_frames, "resize_short", &e);
+    st = clips_open_inputs(&self->r, &in, &mo->pre, &pp, mo->info.n_frames, "resize_short", &e);
     Py_END_ALLOW_THREADS
     if (st) {
         raise_error(e.msg);

@@ -99,7 +99,7 @@ static int64_t blk_params(int64_t d, int64_t ffn) {
     return 2 * 2 * d + (3 * d * d + 3 * d) + (d * d + d) + (ffn * d + ffn) + (d * ffn + d);
 }
 
-static void check_pre_vjepa(const struct ji_recipe *p, int crop) {
+static void check_pre_vjepa(const jepa_preprocess_recipe *p, int crop) {
     /* schema: V-JEPA resize_short = crop*256/224, ImageNet mean/std, bilinear, 1/255 */
     static const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
     for (int i = 0; i < 3; i++) {
@@ -108,8 +108,8 @@ static void check_pre_vjepa(const struct ji_recipe *p, int crop) {
     }
     CHECK_INT(p->resize_short, crop * 256 / 224);
     CHECK_INT(p->crop, crop);
-    CHECK_INT(p->resample, JI_RESAMPLE_BILINEAR);
-    CHECK_INT(p->mode, PRE_SHORTEST_EDGE);
+    CHECK_INT(p->resample, JEPA_RESAMPLE_BILINEAR);
+    CHECK_INT(p->mode, JEPA_RESIZE_MODE_SHORTEST_EDGE);
     CHECK_F(p->rescale, 1.0 / 255.0);
 }
 
@@ -332,7 +332,7 @@ static void chk_defaults_v2(const struct jepa_model *m) {
     CHECK_INT(m->enc.rope_layout, JM_ROPE_TILED);
     CHECK_INT(m->pred.rope_layout, JM_ROPE_TILED);
     CHECK_INT(m->pred.grid_size, 4);
-    CHECK_INT(m->pre.mode, PRE_SHORTEST_EDGE);
+    CHECK_INT(m->pre.mode, JEPA_RESIZE_MODE_SHORTEST_EDGE);
 }
 
 static void chk_defaults_v21(const struct jepa_model *m) {
@@ -709,8 +709,8 @@ static void test_lewm(void) {
         CHECK_F(p->vit.ln_eps, 1e-5);
         CHECK_F(p->adaln_eps, 1e-6);
         CHECK_INT(p->action_act, JM_ACT_SILU);
-        CHECK_INT(m->pre.mode, PRE_SQUASH);
-        CHECK_INT(m->pre.resample, JI_RESAMPLE_BICUBIC);
+        CHECK_INT(m->pre.mode, JEPA_RESIZE_MODE_SQUASH);
+        CHECK_INT(m->pre.resample, JEPA_RESAMPLE_BICUBIC);
         CHECK_INT(m->n_unknown_tensors, 0);
     }
     jm_free(m);

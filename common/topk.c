@@ -1,5 +1,5 @@
 /* topk.c — see topk.h. */
-#include "cli/topk.h"
+#include "common/topk.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,8 +2,8 @@
  * topk.h — class probabilities for `jepa classify` and `jepa serve`: the softmax of one
  * clip's logits (in double, max-shifted) and the classes in order of a score.
  */
-#ifndef JEPA_CLI_TOPK_H
-#define JEPA_CLI_TOPK_H
+#ifndef JEPA_COMMON_TOPK_H
+#define JEPA_COMMON_TOPK_H
 
 /* p[K] = softmax(logits[K]). */
 void topk_softmax(const float *logits, int K, double *p);
