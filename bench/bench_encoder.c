@@ -94,6 +94,7 @@ int bench_encoder(const struct bench_opts *o, const struct bench_encoder_opts *e
     for (size_t i = 0; i < nx; i++) x[i] = (float)((r = r * 1664525u + 1013904223u) >> 8) / 8388608.0f - 1.0f;
     jepa_ctx_params cp = jepa_ctx_default_params();
     cp.n_threads = o->threads;
+    cp.precision = o->precision;
     char cap[16];
     if (o->cpu_name) {
         snprintf(cap, sizeof cap, "%s", o->cpu_name);
