@@ -14,6 +14,8 @@ struct bench_opts {
     const char *op;    /* "all", "matmul", "attn" */
     unsigned cpu;      /* kernel ISA flags (runtime/cpu.h), already capped */
     const char *cpu_name;   /* the cap as given (--cpu or JEPA_CPU), or NULL */
+    const char *precision;  /* the matmul's tier (--precision, else JEPA_PRECISION, else
+                               exact): jepa_ctx_params.precision */
 };
 
 struct bench_encoder_opts {
@@ -47,6 +49,9 @@ int bench_encoder(const struct bench_opts *o, const struct bench_encoder_opts *e
 /* Peak f32 FMA throughput in GFLOP/s of `threads` threads running a register-only FMA
  * loop of the widest vector unit in `cpu` (bench/peak.c). */
 double bench_fma_peak(unsigned cpu, int threads, const char **isa);
+/* The same for the bf16 dot product the bf16 tier's matmul runs on (VDPBF16PS, 64 FLOP per
+ * 512-bit instruction), or 0 where `cpu` has none. */
+double bench_bf16_peak(unsigned cpu, int threads, const char **isa);
 
 /* Monotonic seconds. */
 double bench_now(void);

@@ -89,6 +89,7 @@ static jepa_ctx *open_ctx(const struct bench_opts *o, const struct bench_encoder
     jepa_ctx *c = NULL;
     jepa_ctx_params cp = jepa_ctx_default_params();
     cp.n_threads = o->threads;
+    cp.precision = o->precision;
     char cap[16];
     if (o->cpu_name) {
         snprintf(cap, sizeof cap, "%s", o->cpu_name);

@@ -372,13 +372,21 @@ static const char *level_name(unsigned cpu) {
 
 int bench_kernels(const struct bench_opts *o) {
     struct jk_kernels k, ref;
-    jk_init(&k, o->cpu);
+    const char *tier = o->precision && *o->precision ? o->precision : getenv("JEPA_PRECISION");
+    const int prec = jk_precision_parse(tier);
+    if (prec < 0) {
+        fprintf(stderr, "jepa: bench: unknown precision '%s' (exact, high, bf16)\n", tier);
+        return 2;
+    }
+    jk_init_precision(&k, o->cpu, (enum jk_precision)prec);
     jk_init_ref(&ref);
     const char *lvl = level_name(o->cpu);
-    const char *gemm_isa = k.gemm[JK_F32] == ref.gemm[JK_F32] ? "reference" : lvl;
+    const char *gemm_isa = k.gemm[JK_F32] == ref.gemm[JK_F32] ? "reference" : k.gemm_isa;
     const char *attn_isa = k.attn == ref.attn ? "reference" : lvl;
-    const char *peak_isa;
+    const char *peak_isa, *dot_isa;
     const double peak = bench_fma_peak(o->cpu, o->threads, &peak_isa);
+    /* the bf16 tier's matmul is measured against its own instruction's peak */
+    const double dot_peak = strcmp(k.gemm_isa, "avx512_bf16") ? 0.0 : bench_bf16_peak(o->cpu, o->threads, &dot_isa);
 
     /* context lines: stdout for the table, stderr with --json (stdout is JSON only) */
     FILE *info = o->json ? stderr : stdout;
@@ -388,6 +396,11 @@ int bench_kernels(const struct bench_opts *o) {
     fprintf(info, "kernels: gemm %s, attn %s\n", gemm_isa, attn_isa);
     fprintf(info, "FMA peak (%s register loop, %d thread%s): %.1f GFLOP/s\n", peak_isa,
             o->threads, o->threads == 1 ? "" : "s", peak);
+    fprintf(info, "precision: %s (matmul %s)\n", jk_precision_name((enum jk_precision)prec), k.gemm_isa);
+    if (dot_peak > 0)
+        fprintf(info, "bf16 dot peak (%s register loop, %d thread%s): %.1f GFLOP/s = %.2f x the FMA peak; "
+                "the matmul rows' peak column is of it\n", dot_isa, o->threads, o->threads == 1 ? "" : "s",
+                dot_peak, dot_peak / peak);
 #ifdef JEPA_HAVE_OPENBLAS
     char why[256];
     if (!blas_open(why, sizeof why)) {
@@ -406,7 +419,8 @@ int bench_kernels(const struct bench_opts *o) {
                "ms", "GFLOP/s", "peak", "baseline", "ratio", "kernel");
     fflush(info);
     int rc = 0;
-    if (!strcmp(o->op, "all") || !strcmp(o->op, "matmul")) rc |= bench_matmul(o, &k, peak, gemm_isa);
+    if (!strcmp(o->op, "all") || !strcmp(o->op, "matmul"))
+        rc |= bench_matmul(o, &k, dot_peak > 0 ? dot_peak : peak, gemm_isa);
     if (!rc && (!strcmp(o->op, "all") || !strcmp(o->op, "attn"))) rc |= bench_attn(o, &k, peak, attn_isa);
     return rc;
 }

@@ -69,10 +69,11 @@ static double time_job(const struct world_job *j, double min_s, int *fail) {
 }
 
 /* A context of `threads` threads, or NULL with the reason on stderr. */
-static jepa_ctx *ctx_at(jepa_model *m, int threads) {
+static jepa_ctx *ctx_at(jepa_model *m, int threads, const char *precision) {
     char err[JEPA_ERR_LEN];
     jepa_ctx_params p = jepa_ctx_default_params();
     p.n_threads = threads;
+    p.precision = precision;
     jepa_ctx *c = NULL;
     if (jepa_ctx_new(&c, m, &p, err)) fprintf(stderr, "jepa: %s\n", err);
     return c;
@@ -133,7 +134,7 @@ static int bench_world_ac(const struct bench_opts *o, jepa_model *m, const jepa_
     const int nt[2] = {1, o->threads};
     for (int k = 0; k < 2 && !fail; k++) {
         if (k == 1 && nt[1] == 1) break;
-        jepa_ctx *c = ctx_at(m, nt[k]);
+        jepa_ctx *c = ctx_at(m, nt[k], o->precision);
         if (!c) {
             fail = 1;
             break;
@@ -229,7 +230,7 @@ int bench_world(const struct bench_opts *o, const char *model_path, int samples,
                info.name ? info.name : "?", model_path, T, D, A, o->threads, peak, isa);
     for (int k = 0; k < 2 && !fail; k++) {
         if (k == 1 && nt[1] == 1) break;
-        jepa_ctx *c = ctx_at(m, nt[k]);
+        jepa_ctx *c = ctx_at(m, nt[k], o->precision);
         if (!c) {
             fail = 1;
             break;

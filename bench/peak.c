@@ -12,6 +12,7 @@
  * so the loop is throughput-bound. The ISA loops use target attributes, so this file
  * needs no -m flags; they run only when cpu says the ISA is there.
  */
+#include <string.h>
 #include <time.h>
 #ifdef JEPA_HAVE_OPENMP
 #include <omp.h>
@@ -67,6 +68,17 @@ __attribute__((target("avx512f"))) static float fma_loop_avx512(long iters) {
     FMA12(__m512, _mm512_fmadd_ps, m, c, _mm512_set1_ps, _mm512_add_ps, s);
     return _mm512_reduce_add_ps(s);
 }
+/* a += m . c over bf16 pairs: 32 products and 32 additions into 16 lanes. */
+#define DPBF16(a, m, c) _mm512_dpbf16_ps(a, m, c)
+__attribute__((target("avx512f,avx512bf16"))) static float dp_loop_avx512bf16(long iters) {
+    const __m512i mi = _mm512_set1_epi32(0x3f7f3f7f), ci = _mm512_set1_epi32(0x3a833a83);
+    __m512bh m, c;   /* bf16 0.996 and 0.001 in every half */
+    memcpy(&m, &mi, sizeof m);
+    memcpy(&c, &ci, sizeof c);
+    __m512 s;
+    FMA12(__m512, DPBF16, m, c, _mm512_set1_ps, _mm512_add_ps, s);
+    return _mm512_reduce_add_ps(s);
+}
 #elif defined(__aarch64__)
 #define NEON_FMA(a, m, c) vfmaq_f32(c, a, m)
 static float fma_loop_neon(long iters) {
@@ -86,17 +98,9 @@ static float fma_loop_scalar(long iters) {
     return s;
 }
 
-double bench_fma_peak(unsigned cpu, int threads, const char **isa) {
-    int lanes = 1;
-    float (*loop)(long) = fma_loop_scalar;
-    *isa = "scalar";
-#if defined(__x86_64__)
-    if (cpu & JEPA_CPU_AVX512) loop = fma_loop_avx512, lanes = 16, *isa = "avx512";
-    else if (cpu & JEPA_CPU_AVX2) loop = fma_loop_avx2, lanes = 8, *isa = "avx2";
-#elif defined(__aarch64__)
-    if (cpu & JEPA_CPU_NEON) loop = fma_loop_neon, lanes = 4, *isa = "neon";
-#endif
-    long iters = ITERS / (lanes >= 8 ? 1 : 4);
+/* GFLOP/s of `threads` threads each running loop (FLOPs per call: flops_per_iter x iters),
+ * the best of 10 runs. */
+static double loop_peak(float (*loop)(long), double flops_per_iter, long iters, int threads) {
     double best = 0.0;
     volatile float sink = 0.0f;
     (void)threads;
@@ -113,9 +117,34 @@ double bench_fma_peak(unsigned cpu, int threads, const char **isa) {
             }
         }
         double dt = bench_now() - t0;
-        double flops = 2.0 * NACC * lanes * (double)iters * nth;
+        double flops = flops_per_iter * (double)iters * nth;
         if (flops / dt > best) best = flops / dt;
     }
     (void)sink;
     return best * 1e-9;
+}
+
+double bench_bf16_peak(unsigned cpu, int threads, const char **isa) {
+    *isa = "none";
+#if defined(__x86_64__)
+    if ((cpu & JEPA_CPU_AVX512) && (cpu & JEPA_CPU_AVX512_BF16)) {
+        *isa = "avx512_bf16";
+        return loop_peak(dp_loop_avx512bf16, 4.0 * NACC * 16, ITERS, threads);
+    }
+#endif
+    (void)cpu, (void)threads;
+    return 0.0;
+}
+
+double bench_fma_peak(unsigned cpu, int threads, const char **isa) {
+    int lanes = 1;
+    float (*loop)(long) = fma_loop_scalar;
+    *isa = "scalar";
+#if defined(__x86_64__)
+    if (cpu & JEPA_CPU_AVX512) loop = fma_loop_avx512, lanes = 16, *isa = "avx512";
+    else if (cpu & JEPA_CPU_AVX2) loop = fma_loop_avx2, lanes = 8, *isa = "avx2";
+#elif defined(__aarch64__)
+    if (cpu & JEPA_CPU_NEON) loop = fma_loop_neon, lanes = 4, *isa = "neon";
+#endif
+    return loop_peak(loop, 2.0 * NACC * lanes, ITERS / (lanes >= 8 ? 1 : 4), threads);
 }

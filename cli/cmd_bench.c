@@ -20,7 +20,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: jepa bench kernels [--json] [-t N] [--quick | --full] [--cold] [--op all|matmul|attn]\n"
-            "                          [--cpu scalar|avx2|avx512|neon] [-g N]\n"
+            "                          [--cpu scalar|avx2|avx512|neon] [--precision exact|high|bf16] [-g N]\n"
             "       jepa bench gpu [-g N] [--json] [--quick] [--op all|matmul|attn]\n"
             "       jepa bench world -m MODEL [--samples N] [--horizon H] [-t N] [--json] [--quick]\n"
             "       jepa bench encoder -m MODEL [--frames T] [--size H[xW]] [--reps R] [-t N] [--prepack] [--json]\n"
@@ -45,6 +45,8 @@ static void usage(FILE *f) {
             "              as a forward pass reads them from memory; M <= 16 rows only\n"
             "  --op OP     only matmul or only attn (default all)\n"
             "  --cpu L     cap the kernel ISA (as JEPA_CPU does)\n"
+            "  --precision T  the matmul's tier: exact (default), high, bf16 (as JEPA_PRECISION;\n"
+            "              kernels, encoder and world; `jepa cpu` shows what each tier runs here)\n"
             "  -g, --gpu N the CUDA kernels on GPU N instead of the CPU's\n"
             "  -h, --help  this help\n");
 }
@@ -83,6 +85,11 @@ int cmd_bench(int argc, char **argv) {
             if (strcmp(o.op, "all") && strcmp(o.op, "matmul") && strcmp(o.op, "attn"))
                 return cli_usage_error("bench", "unknown op '%s'", o.op);
         } else if (!strcmp(a, "--cpu") && i + 1 < argc) cap = argv[++i];
+        else if (!strcmp(a, "--precision") && i + 1 < argc) {
+            o.precision = argv[++i];
+            if (jk_precision_parse(o.precision) < 0)
+                return cli_usage_error("bench", "unknown precision '%s' (exact, high, bf16)", o.precision);
+        }
         else if ((world_cmd || enc_cmd) && (!strcmp(a, "-m") || !strcmp(a, "--model")) && i + 1 < argc)
             model = argv[++i];
         else if (enc_cmd && (!strcmp(a, "--frames") || !strcmp(a, "--reps")) && i + 1 < argc) {

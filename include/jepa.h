@@ -140,6 +140,16 @@ typedef struct jepa_ctx_params {
                             the environment variable JEPA_CPU does the same */
     const char *device;  /* NULL, "" or "cpu": the CPU; "cuda" (= "cuda:0") or "cuda:N": CUDA
                             GPU number N. A zero-initialised struct means the CPU. */
+    const char *precision; /* the CPU matmul's tier; NULL or "": the environment variable
+                            JEPA_PRECISION, else "exact".
+                              "exact": f32 products of the exact weight values (the default)
+                              "high":  f32-grade on 16-bit matrix units (bf16 split terms);
+                                       "exact" where the CPU has none (today: every CPU)
+                              "bf16":  activations and weights rounded to bf16 for the
+                                       products (as PyTorch bf16 does), accumulated and stored
+                                       in f32; on AVX512-BF16 (VDPBF16PS), "exact" elsewhere
+                            jepa_ctx_matmul_isa says what ran. A GPU keeps its own rule
+                            (16-bit tiles, kernels/kernels.h) whatever the tier. */
 } jepa_ctx_params;
 
 JEPA_API jepa_ctx_params jepa_ctx_default_params(void);
@@ -164,6 +174,10 @@ JEPA_API size_t jepa_ctx_prepacked_bytes(const jepa_ctx *c);
 JEPA_API int jepa_ctx_threads(const jepa_ctx *c);
 /* Which implementation fills the kernel slots ("avx512", "avx2", "neon", "scalar", "cuda"). */
 JEPA_API const char *jepa_ctx_isa(const jepa_ctx *c);
+/* The precision tier asked for ("exact", "high", "bf16") and the kernels the matmul got for
+ * it here: the ISA itself where the tier runs exact, else the tier's ("avx512_bf16"). */
+JEPA_API const char *jepa_ctx_precision(const jepa_ctx *c);
+JEPA_API const char *jepa_ctx_matmul_isa(const jepa_ctx *c);
 /* The device the context runs on: "cpu", or e.g. "cuda:0 NVIDIA H200 (sm_90, 139 GiB)". */
 JEPA_API const char *jepa_ctx_device(const jepa_ctx *c);
 /* Bytes of activation arena the context holds now (device memory on a GPU, plus the

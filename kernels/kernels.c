@@ -92,6 +92,7 @@ const void *jk_slot_fn(const struct jk_kernels *k, const struct jk_slot *s) {
 
 void jk_init_ref(struct jk_kernels *k) {
     k->isa = "scalar";
+    k->gemm_isa = NULL;
     k->gemm_prepack = NULL, k->gemm_prepack_floats = NULL;   /* the reference packs nothing */
     k->gemm[JK_F32] = jk_gemm_f32_ref;
     k->gemm[JK_F16] = jk_gemm_f16_ref;
@@ -126,5 +127,30 @@ void jk_init(struct jk_kernels *k, unsigned cpu_flags) {
     jk_init_arm(k, cpu_flags);
 #else
     (void)cpu_flags;
+#endif
+    k->gemm_isa = k->isa;
+}
+
+const char *jk_precision_name(enum jk_precision p) {
+    switch (p) {
+    case JK_PREC_EXACT: return "exact";
+    case JK_PREC_HIGH: return "high";
+    case JK_PREC_BF16: return "bf16";
+    default: return "?";
+    }
+}
+
+int jk_precision_parse(const char *s) {
+    if (!s || !*s) return JK_PREC_EXACT;
+    for (int p = 0; p < JK_NPREC; p++)
+        if (!strcmp(s, jk_precision_name((enum jk_precision)p))) return p;
+    return -1;
+}
+
+void jk_init_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_precision p) {
+    jk_init(k, cpu_flags);
+    if (p == JK_PREC_EXACT) return;
+#if defined(__x86_64__) || defined(_M_X64)
+    jk_init_x86_precision(k, cpu_flags, p);
 #endif
 }

@@ -184,6 +184,9 @@ typedef size_t jk_attn_ws_fn(int nthreads, int n_head, int head_dim, int nkv);
 
 struct jk_kernels {
     const char *isa;                 /* "scalar", "avx2", "avx512", "neon", "cuda" */
+    /* where the gemm slots, gemm_ws and the prepacking come from: isa itself (the exact
+     * tier), or a precision tier's kernels (jk_init_precision): "avx512_bf16" */
+    const char *gemm_isa;
     /* optional, not slots: NULL where the gemm packs nothing (scalar, CUDA) */
     jk_gemm_prepack_fn *gemm_prepack;
     jk_gemm_prepack_floats_fn *gemm_prepack_floats;
@@ -220,6 +223,31 @@ const void *jk_slot_fn(const struct jk_kernels *k, const struct jk_slot *s);
  * jr_cpu_cap() first. Always succeeds: the reference covers every slot. */
 void jk_init(struct jk_kernels *k, unsigned cpu_flags);
 
+/* Precision tiers of the matmul (include/jepa.h, jepa_ctx_params.precision):
+ *   JK_PREC_EXACT  the slots above: f32 x f32 products of the exact weight values.
+ *   JK_PREC_HIGH   f32-grade through 16-bit matrix units (bf16 split terms); on a CPU
+ *                  without such units it is the exact tier.
+ *   JK_PREC_BF16   X and W rounded to bf16 (round to nearest even) as they are packed,
+ *                  products of bf16 pairs accumulated in f32 (VDPBF16PS, AVX512-BF16);
+ *                  Y, the bias and the epilogues stay f32. Where the CPU has no bf16
+ *                  dot product it is the exact tier.
+ * Only the gemm slots (with gemm_ws and gemm_prepack*) change between tiers; a tier's
+ * gemm gives the same bits for any thread count, like every slot. */
+enum jk_precision { JK_PREC_EXACT = 0, JK_PREC_HIGH = 1, JK_PREC_BF16 = 2, JK_NPREC };
+
+const char *jk_precision_name(enum jk_precision p);
+/* "exact", "high" or "bf16" (NULL or "" = exact); -1 for anything else. */
+int jk_precision_parse(const char *s);
+
+/* jk_init, then the gemm slots of the tier p where this CPU has kernels for it (the exact
+ * ones stay otherwise); k->gemm_isa says which kernels the matmul got. */
+void jk_init_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_precision p);
+
+/* The reference of the bf16 tier (kernels/ref/gemm_ref.c): X and the weights (decoded to
+ * f32 exactly) rounded to bf16, each dot product accumulated in double, rounded once.
+ * The tier's kernels are checked against it with the bound of their f32 accumulation. */
+void jk_gemm_bf16x_ref(const struct jk_gemm_args *a, enum jk_dtype t);
+
 /* The reference table alone (the truth for tests). */
 void jk_init_ref(struct jk_kernels *k);
 
@@ -227,6 +255,9 @@ void jk_init_ref(struct jk_kernels *k);
  * at once when the flags do not include their ISA). Called in order by jk_init. */
 void jk_init_x86(struct jk_kernels *k, unsigned cpu_flags);
 void jk_init_arm(struct jk_kernels *k, unsigned cpu_flags);
+/* The tier's gemm kernels of one ISA family over a table jk_init filled (no-op where the
+ * family has none for this CPU). */
+void jk_init_x86_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_precision p);
 
 /* The CUDA table (kernels/cuda/): every pointer argument is device memory of the
  * device bound to the calling thread (kernels/device.h, jk_device.bind); slots are

@@ -139,7 +139,7 @@ jepa_status jepa_model_grid(const jepa_model *m, int T, int H, int W, int *gt, i
 /* ---- context ---- */
 
 jepa_ctx_params jepa_ctx_default_params(void) {
-    jepa_ctx_params p = {.n_threads = 0, .cpu = NULL, .device = NULL};
+    jepa_ctx_params p = {.n_threads = 0, .cpu = NULL, .device = NULL, .precision = NULL};
     return p;
 }
 
@@ -226,11 +226,15 @@ jepa_status jepa_ctx_new(jepa_ctx **out, const jepa_model *m, const jepa_ctx_par
     const char *cap = p->cpu && *p->cpu ? p->cpu : getenv("JEPA_CPU");
     long flags = jr_cpu_cap(jr_cpu_detect(), cap);
     const int ordinal = parse_device(p->device);
+    const char *tier = p->precision && *p->precision ? p->precision : getenv("JEPA_PRECISION");
+    const int prec = jk_precision_parse(tier);
     if (flags < 0)
         jr_err_set(&e, JEPA_ERR_ARG, "unknown cpu level '%s' (auto, scalar, avx2, avx512, neon)",
                  cap);
     else if (ordinal == -2)
         jr_err_set(&e, JEPA_ERR_ARG, "unknown device '%s' (cpu, cuda, cuda:N)", p->device);
+    else if (prec < 0)
+        jr_err_set(&e, JEPA_ERR_ARG, "unknown precision '%s' (exact, high, bf16)", tier);
     if (e.status) {
         if (err) memcpy(err, e.msg, JEPA_ERR_LEN);
         return e.status;
@@ -242,9 +246,10 @@ jepa_status jepa_ctx_new(jepa_ctx **out, const jepa_model *m, const jepa_ctx_par
     }
     c->m = m;
     c->nthreads = p->n_threads > 0 ? p->n_threads : default_threads();
+    c->precision = (enum jk_precision)prec;
     if (ordinal < 0) {
         c->dev = jk_device_cpu();
-        c->dev->init_kernels(c->dev, &c->k, (unsigned)flags);
+        jk_init_precision(&c->k, (unsigned)flags, c->precision);
     } else if (open_gpu(c, ordinal, (unsigned)flags)) {
         if (err) memcpy(err, c->err.msg, JEPA_ERR_LEN);
         jepa_status st = c->err.status;
@@ -287,6 +292,8 @@ void jepa_ctx_set_threads(jepa_ctx *c, int n) {
 }
 int jepa_ctx_threads(const jepa_ctx *c) { return c ? c->nthreads : 0; }
 const char *jepa_ctx_isa(const jepa_ctx *c) { return c ? c->k.isa : ""; }
+const char *jepa_ctx_precision(const jepa_ctx *c) { return c ? jk_precision_name(c->precision) : ""; }
+const char *jepa_ctx_matmul_isa(const jepa_ctx *c) { return c ? c->k.gemm_isa : ""; }
 const char *jepa_ctx_device(const jepa_ctx *c) { return c ? c->dev->name : ""; }
 size_t jepa_ctx_arena_bytes(const jepa_ctx *c) { return c ? c->arena.cap + c->host.cap : 0; }
 

@@ -35,7 +35,9 @@
 struct jepa_ctx {
     const struct jepa_model *m;
     struct jk_device *dev;     /* jk_device_cpu(), or a CUDA device the context opened */
-    struct jk_kernels k;       /* the device's table (CPU: capped by params / JEPA_CPU) */
+    struct jk_kernels k;       /* the device's table (CPU: capped by params / JEPA_CPU, its
+                                  matmul that of the precision tier) */
+    enum jk_precision precision;
     int nthreads;
     struct arena arena;        /* activations, device memory; grows to the largest input */
     struct arena host;         /* host side of staged buffers (GPU contexts only) */

@@ -243,6 +243,7 @@ struct jk_device *jk_device_open_cuda(int ordinal, char *err, size_t errlen) {
 void jk_init_cuda(struct jk_kernels *k) {
     memset(k, 0, sizeof *k);
     k->isa = "cuda";
+    k->gemm_isa = "cuda";
     k->gemm[JK_F32] = jkc_gemm_f32;
     k->gemm[JK_F16] = jkc_gemm_f16;
     k->gemm[JK_BF16] = jkc_gemm_bf16;

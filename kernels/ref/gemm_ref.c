@@ -4,7 +4,8 @@
  * The definition of "correct" for the SIMD variants (tests/checkasm/test_gemm.c):
  * each weight row is converted to f32 exactly (runtime/dtype.h), each dot product
  * is accumulated in double in k order, then rounded once. Parallel over rows of Y,
- * so the bits do not depend on the thread count.
+ * so the bits do not depend on the thread count. jk_gemm_bf16x_ref is the same with both
+ * operands rounded to bf16 first: the reference of the bf16 precision tier.
  */
 #include <math.h>
 #include <string.h>
@@ -28,7 +29,11 @@ double jk_ref_gelu_erf(double x) {
     return x >= 0.0 ? 0.5 * x * (1.0 + erf(z)) : 0.5 * x * erfc(-z);
 }
 
-static void gemm_ref(const struct jk_gemm_args *a, enum jk_dtype t) {
+/* x rounded to bf16 (round to nearest even), back as f32: the bf16 tier's operands. */
+static inline double bf16_round(float x) { return (double)bf16_to_f32(f32_to_bf16(x)); }
+
+/* bf16x: the bf16 tier's operands (X and the f32 weights rounded to bf16 first). */
+static void gemm_ref_tier(const struct jk_gemm_args *a, enum jk_dtype t, int bf16x) {
     const int M = a->M, N = a->N, K = a->K;
     float *wrow = (float *)a->ws;   /* [nthreads][K] */
     int nt = a->nthreads > 0 ? a->nthreads : 1;
@@ -41,10 +46,15 @@ static void gemm_ref(const struct jk_gemm_args *a, enum jk_dtype t) {
 #endif
         float *wf = wrow + (size_t)tid * (size_t)K;
         jk_ref_weight_row(wf, a->w, a->ldw, t, n, K);
+        if (bf16x)
+            for (int k = 0; k < K; k++) wf[k] = (float)bf16_round(wf[k]);
         for (int m = 0; m < M; m++) {
             const float *x = a->x + (size_t)m * a->ldx;
             double acc = 0.0;
-            for (int k = 0; k < K; k++) acc += (double)x[k] * (double)wf[k];
+            if (bf16x)
+                for (int k = 0; k < K; k++) acc += bf16_round(x[k]) * (double)wf[k];
+            else
+                for (int k = 0; k < K; k++) acc += (double)x[k] * (double)wf[k];
             if (a->bias) acc += a->bias[n];
             float *y = a->y + (size_t)m * a->ldy + n;
             switch (a->epi) {
@@ -55,6 +65,10 @@ static void gemm_ref(const struct jk_gemm_args *a, enum jk_dtype t) {
         }
     }
 }
+
+static void gemm_ref(const struct jk_gemm_args *a, enum jk_dtype t) { gemm_ref_tier(a, t, 0); }
+
+void jk_gemm_bf16x_ref(const struct jk_gemm_args *a, enum jk_dtype t) { gemm_ref_tier(a, t, 1); }
 
 void jk_gemm_f32_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_F32); }
 void jk_gemm_f16_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_F16); }

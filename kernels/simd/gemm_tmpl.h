@@ -179,6 +179,14 @@ typedef void (*gt_small_fn)(const struct jk_gemm_args *a, int n0, int n1, float 
 
 static inline int gt_min(int a, int b) { return a < b ? a : b; }
 
+/* Floats a packed panel holds per k of its K block, for kc of K: kc (one f32 per k), or,
+ * where the including file packs bf16 pairs (the bf16 tier, gemm_pairs.h), one float's
+ * bytes per two k. Every K block but the last is even, so the blocks before k = pc take
+ * GT_PACKED_K(pc). */
+#ifndef GT_PACKED_K
+#define GT_PACKED_K(kc) (kc)
+#endif
+
 /* The K block length for this K: K split into equal blocks of at most GT_KC, rounded up
  * to a multiple of 8 (so a block of 32 or 256 never straddles an 8-wide load). Depends
  * on K only: this fixes the order of every sum. */
@@ -211,11 +219,14 @@ static size_t gt_ws(int nthreads, int K) {
  * columns starting at jc (a multiple of NR) is then at pc * Np + jc * kc: the panels that
  * pack_b would have written, the same floats in the same order. */
 static inline size_t gt_np(int N) { return (size_t)(N + GT_NR - 1) / GT_NR * GT_NR; }
-static size_t gt_prepack_floats(int N, int K) { return N > 0 && K > 0 ? (size_t)K * gt_np(N) : 0; }
+static size_t gt_prepack_floats(int N, int K) {
+    return N > 0 && K > 0 ? (size_t)GT_PACKED_K(K) * gt_np(N) : 0;
+}
 static void gt_prepack(gt_pack_b_fn pack_b, float *dst, const void *w, size_t ldw, int N, int K) {
     const int kstep = gt_kc_step(K);
     for (int pc = 0; pc < K; pc += kstep)
-        pack_b(dst + (size_t)pc * gt_np(N), (const uint8_t *)w, ldw, N, pc, gt_min(kstep, K - pc));
+        pack_b(dst + (size_t)GT_PACKED_K(pc) * gt_np(N), (const uint8_t *)w, ldw, N, pc,
+               gt_min(kstep, K - pc));
 }
 
 /* The including file's pack_b_<dtype> functions by weight type, for its gemm_prepack. */
@@ -300,12 +311,12 @@ static void gt_block(const struct jk_gemm_args *a, enum jk_dtype t, gt_pack_b_fn
     for (int jc = n0; jc < n1; jc += GT_NC) {
         const int nc = gt_min(GT_NC, n1 - jc);
         for (int pc = 0; pc < K; pc += kstep) {
-            const int kc = gt_min(kstep, K - pc);
+            const int kc = gt_min(kstep, K - pc), pk = GT_PACKED_K(kc);
             const int mode = GT_MODE(pc == 0, pc + kc == K, a->epi);
             const float *b = bp;
             struct gt_ahead ahead = {.at = NULL};
             if (a->w_packed) {
-                b = a->w_packed + (size_t)pc * gt_np(a->N) + (size_t)jc * kc;
+                b = a->w_packed + (size_t)GT_PACKED_K(pc) * gt_np(a->N) + (size_t)jc * pk;
             } else {
                 pack_b(bp, w + (size_t)jc * a->ldw, a->ldw, nc, pc, kc);
                 /* the next panel: this column block's next K block, or the next block's first */
@@ -321,7 +332,7 @@ static void gt_block(const struct jk_gemm_args *a, enum jk_dtype t, gt_pack_b_fn
                 /* rows 0 .. in_place - 1 are read from X itself (gt_ukernel_x), the rest packed */
                 const int in_place = x_in_place ? mc / GT_MR * GT_MR : 0;
                 if (in_place < mc)
-                    gt_pack_a(ap + (size_t)in_place * kc, x + (size_t)in_place * a->ldx, a->ldx,
+                    gt_pack_a(ap + (size_t)in_place * pk, x + (size_t)in_place * a->ldx, a->ldx,
                               mc - in_place, kc);
                 for (int jr = 0; jr < nc; jr += GT_NR) {
                     const float *bias = a->bias ? a->bias + jc + jr : NULL;
@@ -330,13 +341,13 @@ static void gt_block(const struct jk_gemm_args *a, enum jk_dtype t, gt_pack_b_fn
                         if (ahead.at) gt_ahead_step(&ahead);
 #if GT_UKERNEL_X
                         if (ir < in_place) {
-                            gt_ukernel_x(kc, x + (size_t)ir * a->ldx, a->ldx, b + (size_t)jr * kc,
+                            gt_ukernel_x(kc, x + (size_t)ir * a->ldx, a->ldx, b + (size_t)jr * pk,
                                          y + (size_t)ir * a->ldy, a->ldy, gt_min(GT_NR, nc - jr), bias,
                                          mode);
                             continue;
                         }
 #endif
-                        gt_ukernel(kc, ap + (size_t)ir * kc, b + (size_t)jr * kc,
+                        gt_ukernel(kc, ap + (size_t)ir * pk, b + (size_t)jr * pk,
                                    y + (size_t)ir * a->ldy, a->ldy, gt_min(GT_MR, mc - ir),
                                    gt_min(GT_NR, nc - jr), bias, mode);
                     }

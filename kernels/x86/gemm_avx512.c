@@ -38,11 +38,38 @@
 #define GT_KC 384
 #define GT_MC 168
 #define GT_NC 1024
+
+/* Built twice (kernels/meson.build): as the exact tier's f32 kernel, and with
+ * -DJK_GEMM_BF16X -mavx512bf16 as the bf16 tier's (kernels.h, JK_PREC_BF16): the same
+ * blocking, threads and epilogues, with X and W packed as bf16 pairs (gemm_pairs.h) and
+ * VDPBF16PS in the K loop. X is then always packed (it must be rounded), and every M takes
+ * the packed path: the f32 weight-streaming path of small M would not round, and a row's
+ * result would depend on how many rows came with it. */
+#ifdef JK_GEMM_BF16X
+#define GT_SMALL_M 0
+#define GT_UKERNEL_X 0
+#define GT_PACKED_K(kc) (((kc) + 1) / 2)
+#define GEMM_ISA avx512_bf16
+#else
 #define GT_SMALL_M 16
 #define GT_UKERNEL_X 1   /* full tiles read X in place (gt_ukernel_x below) */
+#define GEMM_ISA avx512
+#endif
 
 #include "kernels/simd/gemm_tmpl.h"
 #include "kernels/x86/gemm_x86.h"
+#ifdef JK_GEMM_BF16X
+#include "kernels/x86/gemm_pairs.h"
+#endif
+
+#ifdef JK_GEMM_BF16X
+/* The same 64 bytes as the bf16 vector type VDPBF16PS takes (a copy the compiler drops). */
+static ALWAYS_INLINE __m512bh as_bh(__m512i v) {
+    __m512bh r;
+    memcpy(&r, &v, sizeof r);
+    return r;
+}
+#endif
 
 static ALWAYS_INLINE __m256 lo256(__m512 v) { return _mm512_castps512_ps256(v); }
 static ALWAYS_INLINE __m256 hi256(__m512 v) {
@@ -107,6 +134,15 @@ static ALWAYS_INLINE __m512 load_bias16(const float *b, int nr) {
             c##i##_1 = _mm512_fmadd_ps(ai, b1, c##i##_1);                               \
         }                                                                               \
     } while (0)
+/* The bf16 tier: row i's pair p broadcast, two VDPBF16PS on the 32 columns' pairs. */
+#define ACC_DP(i, p)                                                                    \
+    do {                                                                                \
+        if ((i) < R) {                                                                  \
+            const __m512bh ai = as_bh(_mm512_set1_epi32((int)*(const uint32_t *)(p)));  \
+            c##i##_0 = _mm512_dpbf16_ps(c##i##_0, ai, b0);                              \
+            c##i##_1 = _mm512_dpbf16_ps(c##i##_1, ai, b1);                              \
+        }                                                                               \
+    } while (0)
 #define ACC_OUT(i)                                                                      \
     do {                                                                                \
         if ((i) < R) {                                                                  \
@@ -121,6 +157,17 @@ static ALWAYS_INLINE void ukernel_rows(const int R, int kc, const float *restric
     ACC_DECL(7); ACC_DECL(8); ACC_DECL(9); ACC_DECL(10); ACC_DECL(11); ACC_DECL(12); ACC_DECL(13);
     const size_t i3 = 3 * ia, i5 = 5 * ia;
     const float *a7 = a + 7 * ia;
+#ifdef JK_GEMM_BF16X
+    for (int p = 0; p < (kc + 1) / 2; p++) {   /* kc values = (kc + 1) / 2 pairs */
+        const __m512bh b0 = as_bh(_mm512_load_si512(b)), b1 = as_bh(_mm512_load_si512(b + 16));
+        ACC_DP(0, a); ACC_DP(1, a + ia); ACC_DP(2, a + 2 * ia); ACC_DP(3, a + i3);
+        ACC_DP(4, a + 4 * ia); ACC_DP(5, a + i5); ACC_DP(6, a + 2 * i3);
+        ACC_DP(7, a7); ACC_DP(8, a7 + ia); ACC_DP(9, a7 + 2 * ia); ACC_DP(10, a7 + i3);
+        ACC_DP(11, a7 + 4 * ia); ACC_DP(12, a7 + i5); ACC_DP(13, a7 + 2 * i3);
+        a += ka, a7 += ka;
+        b += GT_NR;
+    }
+#else
     for (int k = 0; k < kc; k++) {
         const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
         ACC_FMA(0, a); ACC_FMA(1, a + ia); ACC_FMA(2, a + 2 * ia); ACC_FMA(3, a + i3);
@@ -130,6 +177,7 @@ static ALWAYS_INLINE void ukernel_rows(const int R, int kc, const float *restric
         a += ka, a7 += ka;
         b += GT_NR;
     }
+#endif
     ACC_OUT(0); ACC_OUT(1); ACC_OUT(2); ACC_OUT(3); ACC_OUT(4); ACC_OUT(5); ACC_OUT(6);
     ACC_OUT(7); ACC_OUT(8); ACC_OUT(9); ACC_OUT(10); ACC_OUT(11); ACC_OUT(12); ACC_OUT(13);
 }
@@ -169,19 +217,25 @@ static void gt_ukernel(int kc, const float *restrict a, const float *restrict b,
                        size_t ldy, int mr, int nr, const float *bias, int mode) {
     _Alignas(64) float c[GT_MR][GT_NR];
     prefetch_y(y, ldy, mr, nr);
+#ifdef JK_GEMM_BF16X   /* pair panels are [row][pair] (gemm_pairs.h) */
+    const size_t ka = 1, ia = (size_t)(kc + 1) / 2;
+#else
+    const size_t ka = GT_MR, ia = 1;
+#endif
     /* rows rounded up to even: 7 copies of the loop, at most one row of padding */
     switch ((mr + 1) / 2) {
-    case 1: ukernel_rows(2, kc, a, GT_MR, 1, b, c); break;
-    case 2: ukernel_rows(4, kc, a, GT_MR, 1, b, c); break;
-    case 3: ukernel_rows(6, kc, a, GT_MR, 1, b, c); break;
-    case 4: ukernel_rows(8, kc, a, GT_MR, 1, b, c); break;
-    case 5: ukernel_rows(10, kc, a, GT_MR, 1, b, c); break;
-    case 6: ukernel_rows(12, kc, a, GT_MR, 1, b, c); break;
-    default: ukernel_rows(14, kc, a, GT_MR, 1, b, c); break;
+    case 1: ukernel_rows(2, kc, a, ka, ia, b, c); break;
+    case 2: ukernel_rows(4, kc, a, ka, ia, b, c); break;
+    case 3: ukernel_rows(6, kc, a, ka, ia, b, c); break;
+    case 4: ukernel_rows(8, kc, a, ka, ia, b, c); break;
+    case 5: ukernel_rows(10, kc, a, ka, ia, b, c); break;
+    case 6: ukernel_rows(12, kc, a, ka, ia, b, c); break;
+    default: ukernel_rows(14, kc, a, ka, ia, b, c); break;
     }
     tile_out(c, y, ldy, mr, nr, bias, mode);
 }
 
+#if GT_UKERNEL_X
 static void gt_ukernel_x(int kc, const float *x, size_t ldx, const float *b, float *y, size_t ldy,
                          int nr, const float *bias, int mode) {
     _Alignas(64) float c[GT_MR][GT_NR];
@@ -189,5 +243,6 @@ static void gt_ukernel_x(int kc, const float *x, size_t ldx, const float *b, flo
     ukernel_rows(GT_MR, kc, x, 1, ldx, b, c);
     tile_out(c, y, ldy, GT_MR, nr, bias, mode);
 }
+#endif
 
-GEMM_X86_SLOTS(avx512)
+GEMM_X86_SLOTS_OF(GEMM_ISA)

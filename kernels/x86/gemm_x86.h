@@ -283,6 +283,7 @@ static ALWAYS_INLINE void pack_b(enum jk_dtype t, float *p, const uint8_t *w, si
 
 /* ---- activations -------------------------------------------------------------------- */
 
+#ifndef JK_GEMM_BF16X   /* the bf16 tier packs pairs instead: gemm_pairs.h */
 /* mc rows of X -> p[panel][k][GT_MR]; rows past mc repeat the last row. Groups of 8 rows
  * x 8 k are transposed in registers; each k then stores its 8 (or 6, or fewer) rows. */
 static void gt_pack_a(float *p, const float *x, size_t ldx, int mc, int kc) {
@@ -313,6 +314,7 @@ static void gt_pack_a(float *p, const float *x, size_t ldx, int mc, int kc) {
             for (int i = 0; i < GT_MR; i++) p[(size_t)k * GT_MR + i] = r[i][k];
     }
 }
+#endif
 
 /* ---- small M: stream the weights ---------------------------------------------------- */
 
@@ -428,9 +430,18 @@ static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float 
         static const gt_pack_b_fn by_type[JK_NDTYPES] = GT_PACK_B_BY_TYPE;                    \
         gt_prepack(by_type[t], dst, w, ldw, N, K);                                             \
     }
+/* The W packing of the including file's microkernel: f32 panels, or bf16 pairs for the bf16
+ * tier (gemm_pairs.h). */
+#ifdef JK_GEMM_BF16X
+#define GEMM_X86_PACK_B pack_b_pairs
+#else
+#define GEMM_X86_PACK_B pack_b
+#endif
+/* GEMM_X86_SLOTS of a macro's value (GEMM_X86_SLOTS_OF(GEMM_ISA)). */
+#define GEMM_X86_SLOTS_OF(isa) GEMM_X86_SLOTS(isa)
 #define GEMM_X86_DTYPE(name, T, isa)                                                           \
     static void pack_b_##name(float *p, const uint8_t *w, size_t ldw, int nc, int k0, int kc) { \
-        pack_b(T, p, w, ldw, nc, k0, kc);                                                      \
+        GEMM_X86_PACK_B(T, p, w, ldw, nc, k0, kc);                                             \
     }                                                                                          \
     static void small_##name(const struct jk_gemm_args *a, int n0, int n1, float *scratch,      \
                              size_t nscratch) {                                                \

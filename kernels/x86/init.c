@@ -9,9 +9,10 @@
 #include "kernels/x86/x86.h"
 #include "runtime/cpu.h"
 
-#define JK_X86_INSTALL(k, name)                      \
+/* The matmul slots of one gemm build (the exact ones above, or a tier's). */
+#define JK_X86_INSTALL_GEMM(k, name)                 \
     do {                                             \
-        (k)->isa = #name;                            \
+        (k)->gemm_isa = #name;                       \
         (k)->gemm[JK_F32] = jk_gemm_f32_##name;      \
         (k)->gemm[JK_F16] = jk_gemm_f16_##name;      \
         (k)->gemm[JK_BF16] = jk_gemm_bf16_##name;    \
@@ -26,6 +27,12 @@
         (k)->gemm_ws = jk_gemm_ws_##name;            \
         (k)->gemm_prepack = jk_gemm_prepack_##name;  \
         (k)->gemm_prepack_floats = jk_gemm_prepack_floats_##name; \
+    } while (0)
+
+#define JK_X86_INSTALL(k, name)                      \
+    do {                                             \
+        (k)->isa = #name;                            \
+        JK_X86_INSTALL_GEMM(k, name);                \
         (k)->attn = jk_attn_##name;                  \
         (k)->attn_ws = jk_attn_ws_##name;            \
         (k)->rope = jk_rope_##name;                  \
@@ -35,6 +42,13 @@
         (k)->add = jk_add_##name;                    \
         (k)->patchify = jk_patchify_##name;          \
     } while (0)
+
+/* The bf16 tier wants VDPBF16PS (AVX512-BF16) on top of the AVX-512 level the table is
+ * at; the high tier has no kernels without 16-bit matrix units and stays exact. */
+void jk_init_x86_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_precision p) {
+    if (p == JK_PREC_BF16 && (cpu_flags & JEPA_CPU_AVX512) && (cpu_flags & JEPA_CPU_AVX512_BF16))
+        JK_X86_INSTALL_GEMM(k, avx512_bf16);
+}
 
 void jk_init_x86(struct jk_kernels *k, unsigned cpu_flags) {
     if (!(cpu_flags & JEPA_CPU_AVX2)) return;

@@ -1,0 +1,247 @@
+/*
+ * test_gemm_tier.c — checkasm for the matmul of the precision tiers (kernels/kernels.h,
+ * jk_init_precision): the bf16 tier's gemm slots, every weight type, against
+ * jk_gemm_bf16x_ref (kernels/ref/gemm_ref.c: X and the exactly decoded weights rounded to
+ * bf16, double accumulation, one rounding). With -DCHECKASM_AVX512_EMU the AVX-512 bf16
+ * kernels run through SIMDe (tests/checkasm/meson.build) on any x86-64 machine; natively
+ * they run where the CPU has AVX512-BF16 (otherwise: skipped, 77).
+ *
+ * What runs, per weight type:
+ *  - ragged shapes: M in {1, 2, 5, 14, 15, 29, 65, 200} x N in {1, 3, 17, 33, 65, 100} x
+ *    K in {1, 7, 33, 100, 344, 768, 1030} (32-blocks {32, 64, 160, 768}; K-quants {256, 512,
+ *    768}), less those with M N K > 4e6, each with a random epilogue, bias or NULL, and
+ *    strides wider than the rows; Y's padding and 16 floats either side must stay NaN;
+ *  - the same call at 2 and 3 threads gives the bits of 1 thread, and W packed once
+ *    (gemm_prepack) the bits of W packed per call;
+ *  - that the tier really rounds: on K = 2 with x = 1 + 2^-9 (not a bf16 value) the
+ *    bf16 kernels must give 1 (the exact tier would give 1 + 2^-9).
+ *
+ * Tolerance: the products of two bf16 values are exact in f32, so the kernel's result is
+ * a summation, in some order, of the K + 2 terms x~_k w~_k, bias, y_old (x~, w~: the bf16
+ * operands, which the reference uses too), each addition rounded once (VDPBF16PS rounds
+ * after each product, or after the pair: either way at most one rounding per term):
+ *     |y - y_ref| <= 1.01 (K + 4) u S + u |y_ref| + 1e-37,  S = sum |x~ w~| + |b| + |y_old|
+ * and for GELU outputs 1.13 times that + 8e-7 |y_ref| (kernels/simd/math.h's erf-GELU).
+ * A lost pair costs about S / K, above the bound; so does an operand not rounded (2^-9
+ * relative per term, for K below ~2^14).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/ref/ref.h"
+#include "runtime/cpu.h"
+#include "runtime/dtype.h"
+#include "runtime/quant.h"
+#include "tests/checkasm/checkasm.h"
+
+static float rnd(void) { return (float)((2.0 * ca_uniform() - 1.0) * 1.7320508075688772); }
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+/* N rows of K random weights of type t (block formats: random floats quantized by
+ * runtime/quant.c), ldw bytes apart, the padding 0xff (NaN in every format). */
+static uint8_t *make_weights(enum jk_dtype t, int N, int K, size_t ldw) {
+    uint8_t *w = xmalloc((size_t)N * ldw);
+    float *v = xmalloc((size_t)K * sizeof(float));
+    memset(w, 0xff, (size_t)N * ldw);
+    for (int n = 0; n < N; n++) {
+        uint8_t *row = w + (size_t)n * ldw;
+        for (int k = 0; k < K; k++) v[k] = 0.3f * rnd();
+        if (t == JK_F32) {
+            memcpy(row, v, (size_t)K * 4);
+        } else if (t == JK_F16 || t == JK_BF16) {
+            for (int k = 0; k < K; k++) {
+                const uint16_t h = t == JK_F16 ? f32_to_f16(v[k]) : f32_to_bf16(v[k]);
+                memcpy(row + 2 * (size_t)k, &h, 2);
+            }
+        } else if (jr_quantize_row((int)t, v, row, K) != 0) {
+            fprintf(stderr, "cannot quantize to %s\n", jk_dtype_name(t));
+            exit(1);
+        }
+    }
+    free(v);
+    return w;
+}
+
+static double bf16r(float x) { return (double)bf16_to_f32(f32_to_bf16(x)); }
+
+struct shape {
+    int M, N, K;
+    size_t ldx, ldy, ldw;
+    enum jk_epilogue epi;
+    int bias;
+};
+
+/* y (the kernel's, NaN-padded rows of ldy) against ref with the bound above. */
+static int check_y(const char *what, const struct shape *s, const float *x, const float *wf,
+                   const float *bias, const float *y0, const float *y, const float *ref) {
+    const double u = 0x1p-24;
+    int bad = 0;
+    double worst = 0.0;
+    int wi = 0, wj = 0;
+    for (int i = 0; i < s->M; i++) {
+        for (int j = 0; j < s->N; j++) {
+            double S = 0.0;
+            for (int k = 0; k < s->K; k++) S += fabs(bf16r(x[(size_t)i * s->ldx + k]) * (double)wf[(size_t)j * s->K + k]);
+            if (bias) S += fabs(bias[j]);
+            if (s->epi == JK_EPI_ADD) S += fabs(y0[(size_t)i * s->ldy + j]);
+            const double r = ref[(size_t)i * s->ldy + j], g = y[(size_t)i * s->ldy + j];
+            double lim = 1.01 * (s->K + 4) * u * S + u * fabs(r) + 1e-37;
+            if (s->epi == JK_EPI_GELU) lim = 1.13 * lim + 8e-7 * fabs(r);
+            const double d = fabs(g - r);
+            if (!(d <= lim)) bad++;
+            if (!(d / lim <= worst)) worst = d / lim, wi = i, wj = j;
+        }
+        for (size_t j = (size_t)s->N; j < s->ldy; j++)
+            if (!isnan(y[(size_t)i * s->ldy + j])) bad++;
+    }
+    if (bad) {
+        check_failed++;
+        printf("FAIL %s: %d outputs out of bound (worst [%d,%d]: got %.9g ref %.9g, %.2f x the bound)\n",
+               what, bad, wi, wj, (double)y[(size_t)wi * s->ldy + wj], (double)ref[(size_t)wi * s->ldy + wj],
+               worst);
+    }
+    return bad;
+}
+
+/* One shape: the tier's slot against the reference, then the thread counts and packing. */
+static void run_case(const struct jk_kernels *k, enum jk_dtype t, const struct shape *s, int deep) {
+    char what[160];
+    snprintf(what, sizeof what, "%s gemm_%s M=%d N=%d K=%d %s%s", k->gemm_isa, jk_dtype_name(t), s->M,
+             s->N, s->K, s->epi == JK_EPI_STORE ? "store" : s->epi == JK_EPI_GELU ? "gelu" : "add",
+             s->bias ? " +bias" : "");
+    const size_t ny = (size_t)s->M * s->ldy;
+    float *x = xmalloc((size_t)s->M * s->ldx * sizeof(float));
+    for (size_t i = 0; i < (size_t)s->M * s->ldx; i++) x[i] = NAN;
+    for (int i = 0; i < s->M; i++)
+        for (int kk = 0; kk < s->K; kk++) x[(size_t)i * s->ldx + kk] = rnd();
+    uint8_t *w = make_weights(t, s->N, s->K, s->ldw);
+    float *wf = xmalloc((size_t)s->N * s->K * sizeof(float));
+    for (int j = 0; j < s->N; j++) {
+        jk_ref_weight_row(wf + (size_t)j * s->K, w, s->ldw, t, j, s->K);
+        for (int kk = 0; kk < s->K; kk++) wf[(size_t)j * s->K + kk] = (float)bf16r(wf[(size_t)j * s->K + kk]);
+    }
+    float *bias = NULL;
+    if (s->bias) {
+        bias = xmalloc((size_t)s->N * sizeof(float));
+        for (int j = 0; j < s->N; j++) bias[j] = rnd();
+    }
+    float *y0 = xmalloc(ny * sizeof(float));
+    for (size_t i = 0; i < ny; i++) y0[i] = (i % s->ldy) < (size_t)s->N ? (s->epi == JK_EPI_ADD ? rnd() : NAN) : NAN;
+    float *y = ca_alloc_guarded(ny), *ref = ca_alloc_guarded(ny), *y2 = ca_alloc_guarded(ny);
+    const size_t wsz = k->gemm_ws(3, s->K) + 64;
+    uint8_t *ws = xmalloc(wsz + 64);
+    float *wsr = xmalloc((size_t)3 * (size_t)s->K * sizeof(float) + 64);
+
+    struct jk_gemm_args a = {.y = ref, .ldy = s->ldy, .x = x, .ldx = s->ldx, .w = w, .ldw = s->ldw,
+                             .bias = bias, .M = s->M, .N = s->N, .K = s->K, .epi = s->epi,
+                             .nthreads = 1, .ws = wsr};
+    memcpy(ref, y0, ny * sizeof(float));
+    jk_gemm_bf16x_ref(&a, t);
+    memcpy(y, y0, ny * sizeof(float));
+    a.y = y, a.ws = ws + 3;   /* deliberately misaligned */
+    k->gemm[t](&a);
+    check_y(what, s, x, wf, bias, y0, y, ref);
+    if (!ca_guard_ok(y, ny)) {
+        check_failed++;
+        printf("FAIL %s: wrote outside Y\n", what);
+    }
+    if (deep) {
+        for (int nt = 2; nt <= 3; nt++) {
+            memcpy(y2, y0, ny * sizeof(float));
+            a.y = y2, a.nthreads = nt;
+            k->gemm[t](&a);
+            if (memcmp(y, y2, ny * sizeof(float))) {
+                check_failed++;
+                printf("FAIL %s: %d threads give other bits than 1\n", what, nt);
+            }
+        }
+        a.nthreads = 1;
+        if (k->gemm_prepack && k->gemm_prepack_floats) {
+            float *pk = NULL;
+            const size_t nf = k->gemm_prepack_floats(s->N, s->K);
+            if (posix_memalign((void **)&pk, 64, nf * sizeof(float) + 64)) exit(1);
+            k->gemm_prepack(t, pk, w, s->ldw, s->N, s->K);
+            memcpy(y2, y0, ny * sizeof(float));
+            a.y = y2, a.w_packed = pk;
+            k->gemm[t](&a);
+            if (memcmp(y, y2, ny * sizeof(float))) {
+                check_failed++;
+                printf("FAIL %s: prepacked W gives other bits\n", what);
+            }
+            a.w_packed = NULL;
+            free(pk);
+        }
+    }
+    free(x), free(w), free(wf), free(bias), free(y0), free(ws), free(wsr);
+    ca_free_guarded(y), ca_free_guarded(ref), ca_free_guarded(y2);
+}
+
+/* x = 1 + 2^-9 and w = 1 (K = 2, the second pair member 0): the bf16 tier rounds x to 1. */
+static void check_rounds(const struct jk_kernels *k) {
+    float x[2] = {1.0f + 0x1p-9f, 0.0f}, w[2] = {1.0f, 1.0f}, y = NAN;
+    void *wsp = malloc(k->gemm_ws(1, 2) + 64);
+    struct jk_gemm_args a = {.y = &y, .ldy = 1, .x = x, .ldx = 2, .w = w, .ldw = 8, .M = 1, .N = 1,
+                             .K = 2, .epi = JK_EPI_STORE, .nthreads = 1, .ws = wsp};
+    k->gemm[JK_F32](&a);
+    free(wsp);
+    CHECK(y == 1.0f, "%s: x = 1 + 2^-9 gives %.9g, not the bf16 value 1", k->gemm_isa, (double)y);
+}
+
+int main(void) {
+    ca_seed("checkasm_gemm_tier");
+#ifdef CHECKASM_AVX512_EMU
+    const unsigned flags = JEPA_CPU_AVX2 | JEPA_CPU_AVX512 | JEPA_CPU_AVX512_BF16;
+#else
+    const unsigned flags = jr_cpu_detect();
+#endif
+    struct jk_kernels k;
+    jk_init_precision(&k, flags, JK_PREC_BF16);
+    if (!k.gemm_isa || strcmp(k.gemm_isa, "avx512_bf16") != 0) {
+        printf("checkasm_gemm_tier: no bf16 tier kernels on this CPU (the tier runs '%s'): skipped\n",
+               k.gemm_isa ? k.gemm_isa : "?");
+        return 77;
+    }
+    /* the exact and high tiers keep the exact table on a CPU without matrix units */
+    struct jk_kernels ke, kh;
+    jk_init(&ke, flags);
+    jk_init_precision(&kh, flags, JK_PREC_HIGH);
+    CHECK(kh.gemm[JK_F16] == ke.gemm[JK_F16] && !strcmp(kh.gemm_isa, ke.isa),
+          "the high tier without matrix units is not the exact table");
+    check_rounds(&k);
+
+    static const int Ms[] = {1, 2, 5, 14, 15, 29, 65, 200};
+    static const int Ns[] = {1, 3, 17, 33, 65, 100};
+    static const int Kf[] = {1, 7, 33, 100, 344, 768, 1030}, K32[] = {32, 64, 160, 768}, K256[] = {256, 512, 768};
+    int cases = 0;
+    for (int t = 0; t < JK_NDTYPES; t++) {
+        const int blk = jk_dtype_block((enum jk_dtype)t);
+        const int *Ks = blk == 1 ? Kf : blk == 32 ? K32 : K256;
+        const int nk = blk == 1 ? 7 : blk == 32 ? 4 : 3;
+        for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
+            for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+                for (int ki = 0; ki < nk; ki++) {
+                    const int M = Ms[mi], N = Ns[ni], K = Ks[ki];
+                    if ((double)M * N * K > 4e6) continue;
+                    struct shape s = {.M = M, .N = N, .K = K, .epi = (enum jk_epilogue)ca_int(0, 2),
+                                      .bias = ca_int(0, 1)};
+                    s.ldx = (size_t)K + (size_t)ca_int(0, 3);
+                    s.ldy = (size_t)N + (size_t)ca_int(0, 3);
+                    s.ldw = jk_row_bytes((enum jk_dtype)t, K) + (size_t)ca_int(0, 1) * 64;
+                    run_case(&k, (enum jk_dtype)t, &s, (mi + ni + (size_t)ki) % 4 == 0);
+                    cases++;
+                }
+    }
+    printf("checkasm_gemm_tier: %d cases on %s\n", cases, k.gemm_isa);
+    return ca_finish("checkasm_gemm_tier");
+}
