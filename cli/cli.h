@@ -33,7 +33,8 @@ int cli_check_finite_output(const char *what, const float *y, size_t n);
  * usage error, a missing or failing GPU a runtime one). */
 struct jepa_model;
 struct jepa_ctx;
-int cli_ctx_new(const char *cmd, const struct jepa_model *m, int threads, const char *cpu, int gpu,
+int cli_ctx_new(const char *cmd, const struct jepa_model *m, int threads, const char *cpu,
+                const char *precision, int gpu,
                 struct jepa_ctx **out);
 
 int cmd_info(int argc, char **argv);

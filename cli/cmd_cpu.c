@@ -1,7 +1,8 @@
 /*
  * cmd_cpu.c — `jepa cpu`: the CPU features found, the cap applied (JEPA_CPU or --cpu),
- * which implementation fills every kernel slot, so a fallback is never silent, and the
- * CUDA devices this build can use (or why there are none).
+ * which implementation fills every kernel slot, so a fallback is never silent, the
+ * matmul kernels each precision tier gets here (and the one in force: JEPA_PRECISION or
+ * --precision), and the CUDA devices this build can use (or why there are none).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,17 +14,20 @@
 #include "runtime/cpu.h"
 
 int cmd_cpu(int argc, char **argv) {
-    const char *cap = getenv("JEPA_CPU");
+    const char *cap = getenv("JEPA_CPU"), *tier = getenv("JEPA_PRECISION");
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--cpu") && i + 1 < argc) cap = argv[++i];
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc) tier = argv[++i];
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: jepa cpu [--cpu scalar|avx2|avx512|neon]\n");
+            printf("usage: jepa cpu [--cpu scalar|avx2|avx512|neon] [--precision exact|high|bf16]\n");
             return 0;
         } else return cli_usage_error("cpu", "unknown option '%s'", argv[i]);
     }
     unsigned found = jr_cpu_detect();
     long capped = jr_cpu_cap(found, cap);
     if (capped < 0) return cli_usage_error("cpu", "unknown cpu level '%s'", cap);
+    const int prec = jk_precision_parse(tier);
+    if (prec < 0) return cli_usage_error("cpu", "unknown precision '%s' (exact, high, bf16)", tier);
     char buf[256];
     printf("cpu features: %s\n", jr_cpu_describe(found, buf, sizeof buf));
     printf("cap:          %s -> %s\n", cap ? cap : "auto", jr_cpu_describe((unsigned)capped, buf, sizeof buf));
@@ -47,6 +51,15 @@ int cmd_cpu(int argc, char **argv) {
         for (int i = 0; i < nl; i++)
             if (jk_slot_fn(&tab[i], &jk_slots[s]) == fn) { isa = tab[i].isa; break; }
         printf("  %-10s %s\n", jk_slots[s].name, isa);
+    }
+    /* the tiers: each one's matmul kernels here (a tier without kernels runs exact's) */
+    printf("precision tiers (matmul kernels):\n");
+    for (int p = 0; p < JK_NPREC; p++) {
+        struct jk_kernels t;
+        jk_init_precision(&t, (unsigned)capped, (enum jk_precision)p);
+        const int own = strcmp(t.gemm_isa, use.isa) != 0;
+        printf("  %-10s %s%s%s\n", jk_precision_name((enum jk_precision)p), t.gemm_isa,
+               p > 0 && !own ? " (as exact: no kernels of this tier here)" : "", p == prec ? "  <- in force" : "");
     }
     /* GPUs (-g N / jepa_ctx_params.device "cuda:N"); opening one names it */
     int ng = jk_device_cuda_count();

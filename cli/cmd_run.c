@@ -16,7 +16,7 @@
  *          --test-pattern TxHxW, or pixels: -i IMAGE..., --frames-npy F.npy, VIDEO
  *          (cli/inputs.c: the options; input/clips.c: decoding, the clip plan, the
  *          model's preprocessing)
- *   common: -g N (CUDA GPU N), -t N threads, --cpu ISA, --time, -v, -q
+ *   common: -g N (CUDA GPU N), -t N threads, --cpu ISA, --precision T, --time, -v, -q
  *   --batch N (embed): N clips per forward pass, outputs stacked on a leading axis: N test
  *          patterns, the clips of a 5-D [B, C, T, H, W] input tensor, or a video's clips
  *   --repeat N (embed): N more timed encodes of the same input, median on stderr
@@ -50,6 +50,7 @@ enum run_cmd { RUN_EMBED, RUN_PREDICT, RUN_CLASSIFY };
 
 struct run_opts {
     const char *model, *input_tensor, *test_pattern, *out, *ctx, *tgt, *ctx_out, *logits_out, *cpu;
+    const char *precision;
     const char *pool;      /* mean | cls | lewm | none */
     int hier, threads, timing, verbose, topk, mask_index;
     int gpu;               /* -g N: CUDA device N; -1: the CPU */
@@ -134,6 +135,10 @@ static void run_usage(enum run_cmd c) {
            "  -g, --gpu N           run on CUDA GPU N (exit 1 with the reason when there is none)\n"
            "  -t N                  threads (default: all cores)\n"
            "  --cpu ISA             cap the kernels: scalar, avx2, avx512, neon\n"
+           "  --precision T         the CPU matmul's tier: exact (default: f32 products), high\n"
+           "                        (f32-grade on matrix units; exact without them), bf16 (bf16\n"
+           "                        operands, f32 sums: faster where the CPU has a bf16 dot\n"
+           "                        product); JEPA_PRECISION does the same (docs/precision.md)\n"
            "  --prepack             keep the matmul weights packed for the CPU kernels after\n"
            "                        their first use: later clips skip that packing (4-9 %% of a\n"
            "                        small model's time), same outputs; costs 4 bytes per weight\n"
@@ -187,6 +192,7 @@ static const struct run_option run_options[] = {
     {"-o", "--out", FOR_ALL, OPT_STR, FIELD(out), 0, 0},
     {"-t", "--threads", FOR_ALL, OPT_INT, FIELD(threads), 1, 4096},
     {"--cpu", NULL, FOR_ALL, OPT_STR, FIELD(cpu), 0, 0},
+    {"--precision", NULL, FOR_ALL, OPT_STR, FIELD(precision), 0, 0},
     {"--prepack", NULL, FOR_ALL, OPT_FLAG, FIELD(prepack), 0, 0},
     {"-g", "--gpu", FOR_ALL, OPT_INT, FIELD(gpu), 0, 1024},
     {"--repeat", NULL, FOR_EMBED, OPT_INT, FIELD(repeat), 1, 100000},
@@ -658,6 +664,9 @@ static void report_run(const struct run *r) {
         fprintf(stderr, "jepa: %s %s: %d%s tokens (%dx%dx%d grid) x %d dims, %s kernels on %s, %d threads\n",
                 r->info->family, cmd_name(r->cmd), r->n, nb > 1 ? " x B" : "", r->gt, r->gh, r->gw,
                 r->info->embed_dim, jepa_ctx_isa(r->c), jepa_ctx_device(r->c), jepa_ctx_threads(r->c));
+    if (o->verbose && strcmp(jepa_ctx_precision(r->c), "exact"))
+        fprintf(stderr, "jepa: precision %s: the matmuls run the %s kernels\n", jepa_ctx_precision(r->c),
+                jepa_ctx_matmul_isa(r->c));
     if (o->verbose && r->src.stacked) fprintf(stderr, "jepa: B = %d clips, %d per forward pass\n", nb, r->G);
     if (o->verbose && o->prepack)
         fprintf(stderr, "jepa: --prepack: %.1f MiB of weights held packed\n",
@@ -1077,7 +1086,7 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
     const double t0 = now_ms();
     if (jepa_model_load(&m, o.model, err)) {
         cli_fail(o.model, "%s", err);
-    } else if (!(rc = cli_ctx_new(name, m, o.threads, o.cpu, o.gpu, &c)) && o.prepack &&
+    } else if (!(rc = cli_ctx_new(name, m, o.threads, o.cpu, o.precision, o.gpu, &c)) && o.prepack &&
                jepa_ctx_set_prepack(c, 1)) {
         rc = cli_fail(NULL, "--prepack: %s", jepa_ctx_error(c));
     } else if (!rc) {

@@ -43,6 +43,8 @@ static void serve_usage(void) {
            "                         /health (default: the JEPA_API_KEY environment variable)\n"
            "  -g, --gpu N            run on CUDA GPU N\n"
            "  --cpu ISA              cap the kernels: scalar, avx2, avx512, neon\n"
+           "  --precision T          the CPU matmul's tier: exact (default), high, bf16\n"
+           "                         (docs/precision.md; JEPA_PRECISION does the same)\n"
            "  --prepack              each worker keeps the matmul weights packed after their\n"
            "                         first use (4-9 %% faster on small models; 4 bytes per\n"
            "                         weight per worker)\n"
@@ -92,7 +94,8 @@ int cmd_serve(int argc, char **argv) {
         if (known) continue;
         const char **sdst = !strcmp(a, "-m") || !strcmp(a, "--model") ? &o.model : !strcmp(a, "--host") ? &o.host
                           : !strcmp(a, "--model-id") ? &o.model_id
-                          : !strcmp(a, "--api-key") ? &o.api_key : !strcmp(a, "--cpu") ? &o.cpu : NULL;
+                          : !strcmp(a, "--api-key") ? &o.api_key : !strcmp(a, "--cpu") ? &o.cpu
+                          : !strcmp(a, "--precision") ? &o.precision : NULL;
         if (!sdst) return cli_usage_error("serve", "unknown option '%s'", a);
         if (!v) return cli_usage_error("serve", "option %s needs a value", a);
         *sdst = v;

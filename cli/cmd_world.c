@@ -36,7 +36,7 @@
 enum world_cmd { WORLD_PREDICT, WORLD_ROLLOUT };
 
 struct world_opts {
-    const char *model, *emb, *actions, *out, *cpu;
+    const char *model, *emb, *actions, *out, *cpu, *precision;
     const char *tokens, *states, *traj_states;   /* V-JEPA 2-AC */
     int threads, gpu, steps, verbose, raw;
 };
@@ -65,6 +65,8 @@ static void world_usage(enum world_cmd c, FILE *f) {
     fprintf(f, "options:\n"
                "  -t N                  threads (default: all cores)\n"
                "  --cpu LEVEL           cap the kernels: scalar, avx2, avx512, neon\n"
+               "  --precision T         the CPU matmul's tier: exact (default), high, bf16\n"
+               "                        (docs/precision.md; JEPA_PRECISION does the same)\n"
                "  -g, --gpu N           run on CUDA GPU N\n"
                "  -q                    no summary line on stderr\n");
 }
@@ -85,6 +87,7 @@ static int parse(enum world_cmd c, int argc, char **argv, struct world_opts *o) 
         else if (!strcmp(a, "--actions")) { NEEDV(); o->actions = v; }
         else if (!strcmp(a, "-o") || !strcmp(a, "--out")) { NEEDV(); o->out = v; }
         else if (!strcmp(a, "--cpu")) { NEEDV(); o->cpu = v; }
+        else if (!strcmp(a, "--precision")) { NEEDV(); o->precision = v; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             NEEDV();
             if ((rc = cli_parse_int(name, a, v, 1, 4096, &num))) return rc;
@@ -174,7 +177,7 @@ static int run_ac(enum world_cmd cmd, const struct world_opts *o, jepa_model *m,
                  (long long)F, (long long)F * N, N);
         goto done;
     }
-    if ((rc = cli_ctx_new(name, m, o->threads, o->cpu, o->gpu, &c))) goto done;
+    if ((rc = cli_ctx_new(name, m, o->threads, o->cpu, o->precision, o->gpu, &c))) goto done;
     rc = CLI_EXIT_FAIL;
     const int64_t out_frames = cmd == WORLD_PREDICT ? F : o->steps;
     const size_t n_out = (size_t)B * out_frames * N * info->pred_out_dim;
@@ -266,7 +269,7 @@ static int run(enum world_cmd cmd, int argc, char **argv) {
                  (long long)T, info.pred_n_frames);
         goto done;
     }
-    if ((rc = cli_ctx_new(name, m, o.threads, o.cpu, o.gpu, &c))) goto done;
+    if ((rc = cli_ctx_new(name, m, o.threads, o.cpu, o.precision, o.gpu, &c))) goto done;
     rc = CLI_EXIT_FAIL;
     jepa_status st;
     const int64_t rows = cmd == WORLD_PREDICT ? T : o.steps;
@@ -333,7 +336,7 @@ static void plan_usage(FILE *f) {
                "  --maxnorm X      V-JEPA 2-AC: the xyz box +-X and its initial std (%g)\n"
                "  --seed R         the random stream's seed (%llu)\n"
                "  --energies E.npy write the best energy of every iteration\n"
-               "  -t N, --cpu L, -g N, -q   as for `jepa predict`\n",
+               "  -t N, --cpu L, --precision T, -g N, -q   as for `jepa predict`\n",
             d.horizon, a.horizon, d.samples, a.samples, d.iterations, a.iterations, d.elites, a.elites,
             (double)d.momentum_mean, (double)a.momentum_mean, (double)d.init_std, (double)a.components[0].hi,
             (unsigned long long)d.seed);
@@ -396,6 +399,7 @@ static int encode_image(jepa_ctx *c, const jepa_model *m, const char *path, int 
 /* What `jepa plan`'s command line sets; the rest comes from the model kind's defaults. */
 struct plan_args {
     const char *model, *start, *start_tok, *start_act, *start_st, *goal, *goal_tok, *out, *energies_out, *cpu;
+    const char *precision;
     int threads, gpu, verbose;
     int horizon, samples, iters, elites, has_seed, has_bounds;   /* 0: not given */
     double std, momentum, maxnorm, lo, hi;                        /* < 0 (lo, hi: !has_bounds): not given */
@@ -446,6 +450,7 @@ static int parse_plan_args(int argc, char **argv, struct plan_args *o) {
         else if (!strcmp(a, "-o") || !strcmp(a, "--out")) { NEEDV(); o->out = v; }
         else if (!strcmp(a, "--energies")) { NEEDV(); o->energies_out = v; }
         else if (!strcmp(a, "--cpu")) { NEEDV(); o->cpu = v; }
+        else if (!strcmp(a, "--precision")) { NEEDV(); o->precision = v; }
         INTOPT("--horizon", 1, 1024, o->horizon)
         INTOPT("--samples", 1, 65536, o->samples)
         INTOPT("--iters", 1, 100000, o->iters)
@@ -630,7 +635,7 @@ int cmd_plan(int argc, char **argv) {
     }
     if ((rc = plan_params(&o, &info, ac, box, &pp))) goto done;
     const int A = info.action_dim, N = ac ? info.pred_tokens_per_frame : 1, D = ac ? info.embed_dim : info.emb_dim;
-    if ((rc = cli_ctx_new("plan", m, o.threads, o.cpu, o.gpu, &c))) goto done;
+    if ((rc = cli_ctx_new("plan", m, o.threads, o.cpu, o.precision, o.gpu, &c))) goto done;
     if ((rc = load_start(&o, c, m, ac, N, D, A, &in)) || (rc = load_goal(&o, c, m, ac, N, D, &in))) goto done;
     rc = plan_and_write(&o, c, ac, A, &in, &pp);
 done:

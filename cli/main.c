@@ -47,10 +47,12 @@ int cli_check_finite_output(const char *what, const float *y, size_t n) {
     return 0;
 }
 
-int cli_ctx_new(const char *cmd, const jepa_model *m, int threads, const char *cpu, int gpu, jepa_ctx **out) {
+int cli_ctx_new(const char *cmd, const jepa_model *m, int threads, const char *cpu, const char *precision,
+                int gpu, jepa_ctx **out) {
     jepa_ctx_params cp = jepa_ctx_default_params();
     cp.n_threads = threads;
     cp.cpu = cpu;
+    cp.precision = precision;
     char device[32] = "cpu", err[JEPA_ERR_LEN];
     if (gpu >= 0) snprintf(device, sizeof device, "cuda:%d", gpu);
     cp.device = device;

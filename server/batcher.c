@@ -291,6 +291,7 @@ jepa_status sv_batcher_start(struct sv_batcher **out, const struct sv_batcher_pa
         jepa_ctx_params cp = jepa_ctx_default_params();
         cp.n_threads = p->threads;
         cp.cpu = p->cpu;
+        cp.precision = p->precision;
         char device[32] = "cpu";
         if (p->gpu >= 0) snprintf(device, sizeof device, "cuda:%d", p->gpu);
         cp.device = device;

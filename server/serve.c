@@ -311,7 +311,7 @@ static int start_api(struct server *sv, const struct serve_opts *o, char *id, si
         threads = cores > o->workers ? (int)(cores / o->workers) : 1;
     }
     const struct sv_batcher_params bp = {
-        .model = m, .workers = o->workers, .threads = threads, .cpu = o->cpu, .gpu = o->gpu, .prepack = o->prepack,
+        .model = m, .workers = o->workers, .threads = threads, .cpu = o->cpu, .precision = o->precision, .gpu = o->gpu, .prepack = o->prepack,
         .max_batch = o->max_batch, .batch_wait_ms = o->batch_wait_ms, .queue = o->queue, .on_batch = count_batch};
     jepa_status st = sv_batcher_start(&a->batcher, &bp, err);
     if (st) {

@@ -158,11 +158,15 @@ class Model:
     kernels' packed f32 form after its first use (`jepa embed --prepack`): the same
     outputs bit for bit, a few % faster on small models over many calls, at 4 bytes per
     weight in every context (one per thread that calls the model at once). It raises
-    jepa.Error on the scalar kernels and on a GPU, which pack nothing.
+    jepa.Error on the scalar kernels and on a GPU, which pack nothing. precision: the CPU
+    matmul's tier, "exact" (the default: f32 products), "high" (f32-grade on matrix units,
+    "exact" without them) or "bf16" (bf16 operands, f32 sums; faster where the CPU has a
+    bf16 dot product), as `jepa --precision` (None: the JEPA_PRECISION variable, else
+    exact; docs/precision.md). `matmul_isa` says what the tier runs here.
     """
 
     def __init__(self, path: PathLike, threads: Optional[int] = None, device: str = "cpu",
-                 cpu: Optional[str] = None, prepack: bool = False):
+                 cpu: Optional[str] = None, prepack: bool = False, precision: Optional[str] = None):
         self.path = os.fspath(path)
         self._m = _jepa.Model(self.path)
         raw = self._m.info()
@@ -172,6 +176,7 @@ class Model:
         self._device = None if device in (None, "", "cpu") else device
         self._cpu = cpu
         self._prepack = bool(prepack)
+        self._precision = precision
         self._lock = threading.Lock()
         self._free = [self._new_context()]   # device and thread errors surface here
 
@@ -183,7 +188,8 @@ class Model:
     # ---- contexts -------------------------------------------------------------------
 
     def _new_context(self):
-        return _jepa.Context(self._m, self._threads, self._device, self._cpu, self._prepack)
+        return _jepa.Context(self._m, self._threads, self._device, self._cpu, self._prepack,
+                             self._precision)
 
     @contextlib.contextmanager
     def _context(self):
@@ -208,6 +214,18 @@ class Model:
         """The kernels' instruction set ("avx512", "avx2", "neon", "scalar", "cuda")."""
         with self._context() as c:
             return c.isa
+
+    @property
+    def precision(self) -> str:
+        """The matmul's precision tier ("exact", "high", "bf16")."""
+        with self._context() as c:
+            return c.precision
+
+    @property
+    def matmul_isa(self) -> str:
+        """The kernels the matmul runs for the tier ("avx512", or a tier's: "avx512_bf16")."""
+        with self._context() as c:
+            return c.matmul_isa
 
     @property
     def prepacked_bytes(self) -> int:

@@ -284,12 +284,12 @@ typedef struct {
 } ContextObject;
 
 static int Context_init(ContextObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"model", "threads", "device", "cpu", "prepack", NULL};
+    static char *kwlist[] = {"model", "threads", "device", "cpu", "prepack", "precision", NULL};
     PyObject *model;
     int threads = 0, prepack = 0;
-    const char *device = NULL, *cpu = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|izzp", kwlist, &ModelType, &model, &threads, &device,
-                                     &cpu, &prepack))
+    const char *device = NULL, *cpu = NULL, *precision = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|izzpz", kwlist, &ModelType, &model, &threads, &device,
+                                     &cpu, &prepack, &precision))
         return -1;
     if (!model_ready((ModelObject *)model)) return -1;
     if (self->c || self->model) {
@@ -301,7 +301,7 @@ static int Context_init(ContextObject *self, PyObject *args, PyObject *kw) {
         return -1;
     }
     jepa_ctx_params p = jepa_ctx_default_params();
-    p.n_threads = threads, p.device = device, p.cpu = cpu;
+    p.n_threads = threads, p.device = device, p.cpu = cpu, p.precision = precision;
     char err[JEPA_ERR_LEN] = {0};
     jepa_status st;
     Py_BEGIN_ALLOW_THREADS
@@ -354,6 +354,14 @@ static PyObject *ctx_done(ContextObject *self, jepa_status st, PyObject *ret) {
 static PyObject *Context_get_isa(ContextObject *self, void *unused) {
     (void)unused;
     return self->c ? PyUnicode_FromString(jepa_ctx_isa(self->c)) : raise_error("no context");
+}
+static PyObject *Context_get_precision(ContextObject *self, void *unused) {
+    (void)unused;
+    return self->c ? PyUnicode_FromString(jepa_ctx_precision(self->c)) : raise_error("no context");
+}
+static PyObject *Context_get_matmul_isa(ContextObject *self, void *unused) {
+    (void)unused;
+    return self->c ? PyUnicode_FromString(jepa_ctx_matmul_isa(self->c)) : raise_error("no context");
 }
 static PyObject *Context_get_device(ContextObject *self, void *unused) {
     (void)unused;
@@ -757,6 +765,8 @@ static PyObject *plan_defaults(PyObject *mod, PyObject *args) {
 
 static PyGetSetDef Context_getset[] = {
     {"isa", (getter)Context_get_isa, NULL, "the kernels' instruction set", NULL},
+    {"precision", (getter)Context_get_precision, NULL, "the matmul's precision tier", NULL},
+    {"matmul_isa", (getter)Context_get_matmul_isa, NULL, "the kernels the matmul runs for the tier", NULL},
     {"device", (getter)Context_get_device, NULL, "the device the context runs on", NULL},
     {"threads", (getter)Context_get_threads, NULL, "the thread count", NULL},
     {"prepacked_bytes", (getter)Context_get_prepacked_bytes, NULL,
@@ -780,7 +790,7 @@ static PyTypeObject ContextType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "jepa._jepa.Context",
     .tp_basicsize = sizeof(ContextObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Context(model, threads=0, device=None, cpu=None, prepack=False): one jepa_ctx",
+    .tp_doc = "Context(model, threads=0, device=None, cpu=None, prepack=False, precision=None): one jepa_ctx",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Context_init,
     .tp_dealloc = (destructor)Context_dealloc,

@@ -268,6 +268,22 @@ expect 2 "--batch 0" jepa embed -m "$V2/model.gguf" --test-pattern 4x64x64 --bat
 expect 2 "--batch is embed's" jepa classify -m "$V2/model.gguf" --test-pattern 4x64x64 --batch 2
 expect 2 "-g takes a number" jepa embed -m "$V2/model.gguf" --test-pattern 4x64x64 -g x
 
+# --precision (docs/precision.md): exact is the default's bits; bf16 stays within the bf16
+# tier's bar of Meta's tokens (test_tiers has the figures) on every machine (where the CPU
+# has no bf16 dot product the tier runs exact); an unknown tier is a usage error naming it
+expect 0 "embed --precision exact" jepa embed -q -m "$V2/model.gguf" --input-tensor "$V2/input.npy" -o "$WORK/tok_exact.npy" -t 2 --precision exact
+cmp -s "$WORK/tok_exact.npy" "$WORK/tok.npy" && ok "--precision exact = the default, bit for bit" || bad "--precision exact = the default, bit for bit"
+expect 0 "embed --precision bf16" jepa embed -q -m "$V2/model.gguf" --input-tensor "$V2/input.npy" -o "$WORK/tok_bf16.npy" -t 2 --precision bf16
+npy_compare "$WORK/tok_bf16.npy" "$V2/tokens.npy" 0.9995 5e-2 && ok "bf16 tokens near Meta's" || bad "bf16 tokens near Meta's"
+JEPA_PRECISION=bf16 jepa embed -q -m "$V2/model.gguf" --input-tensor "$V2/input.npy" -o "$WORK/tok_env.npy" -t 2 &&
+    cmp -s "$WORK/tok_env.npy" "$WORK/tok_bf16.npy" && ok "JEPA_PRECISION=bf16 = --precision bf16" || bad "JEPA_PRECISION=bf16 = --precision bf16"
+expect 2 "--precision fp8" jepa embed -m "$V2/model.gguf" --input-tensor "$V2/input.npy" -o "$WORK/never.npy" --precision fp8
+grep -q "precision 'fp8'" "$WORK/err.txt" && ok "the error names the tier" || bad "the error names the tier"
+expect 2 "classify --precision fp8" jepa classify -m "$V2/model.gguf" --input-tensor "$V2/input.npy" --precision fp8
+expect 0 "jepa cpu --precision bf16" jepa cpu --precision bf16
+grep -q "^  bf16 .*<- in force" "$WORK/out.txt" && ok "jepa cpu shows the tier in force" || bad "jepa cpu shows the tier in force"
+expect 2 "jepa cpu --precision fp8" jepa cpu --precision fp8
+
 # GPUs: without one, -g N fails with one line (exit 1) on every command
 if jepa cpu | grep -q "^cuda devices: none"; then
     expect 1 "embed -g 0 without a GPU" jepa embed -m "$V2/model.gguf" --test-pattern 4x64x64 -g 0 -o "$WORK/never.npy"

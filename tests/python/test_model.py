@@ -305,6 +305,26 @@ def test_prepack_gives_the_same_bits_and_holds_the_panels(v2):
         jepa.Model(V2, cpu="scalar", prepack=True)
 
 
+def test_precision_tiers(v2):
+    """precision="exact" is the default's bits; "bf16" stays within the bf16 tier's bar of
+    Meta's tokens (docs/precision.md) and says which kernels ran (where the CPU has no bf16
+    dot product it runs exact, bit for bit); an unknown tier raises naming it."""
+    x = np.load(data("vjepa2_tiny", "input.npy"))
+    ref = v2.embed(x)
+    exact = jepa.Model(V2, threads=2, precision="exact")
+    assert exact.precision == "exact" and exact.matmul_isa == v2.isa
+    assert np.array_equal(exact.embed(x), ref)
+    m = jepa.Model(V2, threads=2, precision="bf16")
+    assert m.precision == "bf16"
+    got = m.embed(x)
+    if m.matmul_isa == m.isa:
+        assert np.array_equal(got, ref)
+    else:
+        parity(got, np.load(data("vjepa2_tiny", "tokens.npy")), cos_bar=0.9995, rel_bar=5e-2)
+    with pytest.raises(jepa.Error, match="precision 'fp8'"):
+        jepa.Model(V2, precision="fp8")
+
+
 def test_a_loaded_model_is_not_reloaded_under_its_contexts(v2):
     with pytest.raises(jepa.Error, match="already loaded"):
         v2._m.__init__(V21)
