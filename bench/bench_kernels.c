@@ -190,17 +190,9 @@ static void *convert_weights(const float *w, int N, int K, enum jk_dtype t) {
                 uint16_t h = t == JK_F16 ? f32_to_f16(src[k]) : f32_to_bf16(src[k]);
                 memcpy(dst + 2 * (size_t)k, &h, 2);
             }
-        } else if (jr_quantize_row((int)t, src, dst, K) != 0) {
-            /* the K-quants (no encoder yet): valid blocks of pseudo-random codes and small
-             * scales; the time does not depend on the values */
-            const size_t bb = jk_row_bytes(t, QK_K);
-            for (size_t i = 0; i < rb; i++) dst[i] = (uint8_t)((i * 2654435761u + (size_t)n * 40503u) >> 7);
-            const uint16_t d = f32_to_f16(1.0f / 1024.0f);
-            for (int b = 0; b < K / QK_K; b++) {
-                uint8_t *blk = dst + (size_t)b * bb;
-                memcpy(blk + (t == JK_Q6_K ? 208 : 0), &d, 2);
-                if (t != JK_Q6_K) memcpy(blk + 2, &d, 2);
-            }
+        } else if (jr_quantize_row((int)t, src, dst, K) != 0) {   /* every block type has one */
+            free(out);
+            return NULL;
         }
     }
     return out;

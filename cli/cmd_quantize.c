@@ -6,11 +6,11 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "cli/cli.h"
 #include "gguf/gguf.h"
 #include "jepa.h"
+#include "kernels/kernels.h"
 
 int cmd_quantize(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *type = NULL;
@@ -38,17 +38,13 @@ int cmd_quantize(int argc, char **argv) {
         else return cli_usage_error("quantize", "unexpected argument '%s'", argv[i]);
     }
     if (!in || !out || !type) return cli_usage_error("quantize", "needs IN.gguf OUT.gguf --type TYPE");
-    static const struct { const char *name; uint32_t type; } types[] = {
-        {"f32", GGUF_TYPE_F32},   {"f16", GGUF_TYPE_F16},   {"bf16", GGUF_TYPE_BF16}, {"q8_0", GGUF_TYPE_Q8_0},
-        {"q4_0", GGUF_TYPE_Q4_0}, {"q4_1", GGUF_TYPE_Q4_1}, {"q5_0", GGUF_TYPE_Q5_0}, {"q5_1", GGUF_TYPE_Q5_1},
-        {"q4_K", GGUF_TYPE_Q4_K}, {"q5_K", GGUF_TYPE_Q5_K}, {"q6_K", GGUF_TYPE_Q6_K},
-    };
-    uint32_t target = UINT32_MAX;
-    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
-        if (!strcasecmp(type, types[i].name)) target = types[i].type;
-    if (target == UINT32_MAX)
-        return cli_usage_error("quantize", "--type takes f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K "
-                               "or q6_K, not '%s'", type);
+    const int t = jk_dtype_by_name(type);
+    if (t < 0) {
+        char types[160];
+        jk_dtype_list(types, sizeof types, " or ");
+        return cli_usage_error("quantize", "--type takes %s, not '%s'", types, type);
+    }
+    const uint32_t target = jk_dtype_gguf((enum jk_dtype)t);
     const char *ins[] = {in}, *outs[] = {out};
     int urc = cli_check_outputs("quantize", ins, 1, outs, 1);
     if (urc) return urc;

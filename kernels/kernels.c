@@ -4,64 +4,76 @@
  */
 #include "kernels/kernels.h"
 
+#include <ctype.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels/ref/ref.h"
-#include "runtime/dtype.h"
+
+/* Every column of the table, as one array of rows indexed by enum jk_dtype. */
+static const struct {
+    const char *name;
+    uint32_t gguf;
+    int block;
+    unsigned bytes;
+} dtypes[JK_NDTYPES] = {
+#define JK_DTYPE_ROW(a, name, NAME, id, gguf, block, bytes, ...) \
+    [JK_##NAME] = {#name, gguf, block, bytes},
+    JR_WEIGHT_TYPES(JK_DTYPE_ROW, )
+#undef JK_DTYPE_ROW
+};
+/* ids 0 .. JK_NDTYPES - 1, each once: the rows fill the array */
+#define JK_DTYPE_ONE(...) +1
+_Static_assert(0 JR_WEIGHT_TYPES(JK_DTYPE_ONE, ) == JK_NDTYPES, "weight type ids have gaps");
+#undef JK_DTYPE_ONE
 
 const char *jk_dtype_name(enum jk_dtype t) {
-    switch (t) {
-    case JK_F32: return "f32";
-    case JK_F16: return "f16";
-    case JK_BF16: return "bf16";
-    case JK_Q8_0: return "q8_0";
-    case JK_Q4_0: return "q4_0";
-    case JK_Q4_1: return "q4_1";
-    case JK_Q5_0: return "q5_0";
-    case JK_Q5_1: return "q5_1";
-    case JK_Q4_K: return "q4_K";
-    case JK_Q5_K: return "q5_K";
-    case JK_Q6_K: return "q6_K";
-    default: return "?";
-    }
+    return (unsigned)t < JK_NDTYPES ? dtypes[t].name : "?";
 }
 
 int jk_dtype_block(enum jk_dtype t) {
-    switch (t) {
-    case JK_Q8_0: case JK_Q4_0: case JK_Q4_1: case JK_Q5_0: case JK_Q5_1: return 32;
-    case JK_Q4_K: case JK_Q5_K: case JK_Q6_K: return QK_K;
-    default: return 1;
-    }
+    return (unsigned)t < JK_NDTYPES ? dtypes[t].block : 1;
 }
 
 size_t jk_row_bytes(enum jk_dtype t, int K) {
-    if (K <= 0) return 0;
-    switch (t) {
-    case JK_F32: return (size_t)K * 4;
-    case JK_F16:
-    case JK_BF16: return (size_t)K * 2;
-    default: {
-        const size_t blk = jr_block_bytes((int)t);
-        const int qk = jk_dtype_block(t);
-        return blk && K % qk == 0 ? (size_t)(K / qk) * blk : 0;
+    if (K <= 0 || (unsigned)t >= JK_NDTYPES || K % dtypes[t].block) return 0;
+    return (size_t)(K / dtypes[t].block) * dtypes[t].bytes;
+}
+
+int jk_dtype_of_gguf(uint32_t gguf_type) {
+    for (int t = 0; t < JK_NDTYPES; t++)
+        if (dtypes[t].gguf == gguf_type) return t;
+    return -1;
+}
+
+uint32_t jk_dtype_gguf(enum jk_dtype t) { return dtypes[t].gguf; }
+
+int jk_dtype_by_name(const char *name) {
+    for (int t = 0; t < JK_NDTYPES; t++) {
+        const char *a = name, *b = dtypes[t].name;
+        while (*a && tolower((unsigned char)*a) == tolower((unsigned char)*b)) a++, b++;
+        if (!*a && !*b) return t;
     }
+    return -1;
+}
+
+void jk_dtype_list(char *buf, size_t size, const char *last) {
+    size_t len = 0;
+    if (size) buf[0] = '\0';
+    for (int t = 0; t < JK_NDTYPES && len < size; t++) {
+        const char *sep = t == 0 ? "" : t == JK_NDTYPES - 1 ? last : ", ";
+        const int n = snprintf(buf + len, size - len, "%s%s", sep, dtypes[t].name);
+        if (n < 0) return;
+        len += (size_t)n;
     }
 }
 
 #define JK_SLOT(field, name, dtype) {name, offsetof(struct jk_kernels, field), dtype}
 const struct jk_slot jk_slots[] = {
-    JK_SLOT(gemm[JK_F32], "gemm_f32", JK_F32),
-    JK_SLOT(gemm[JK_F16], "gemm_f16", JK_F16),
-    JK_SLOT(gemm[JK_BF16], "gemm_bf16", JK_BF16),
-    JK_SLOT(gemm[JK_Q8_0], "gemm_q8_0", JK_Q8_0),
-    JK_SLOT(gemm[JK_Q4_0], "gemm_q4_0", JK_Q4_0),
-    JK_SLOT(gemm[JK_Q4_1], "gemm_q4_1", JK_Q4_1),
-    JK_SLOT(gemm[JK_Q5_0], "gemm_q5_0", JK_Q5_0),
-    JK_SLOT(gemm[JK_Q5_1], "gemm_q5_1", JK_Q5_1),
-    JK_SLOT(gemm[JK_Q4_K], "gemm_q4_K", JK_Q4_K),
-    JK_SLOT(gemm[JK_Q5_K], "gemm_q5_K", JK_Q5_K),
-    JK_SLOT(gemm[JK_Q6_K], "gemm_q6_K", JK_Q6_K),
+#define JK_SLOT_GEMM(a, name, NAME, ...) JK_SLOT(gemm[JK_##NAME], "gemm_" #name, JK_##NAME),
+    JR_WEIGHT_TYPES(JK_SLOT_GEMM, )
+#undef JK_SLOT_GEMM
     JK_SLOT(gemm_ws, "gemm_ws", -1),
     JK_SLOT(attn, "attn", -1),
     JK_SLOT(attn_ws, "attn_ws", -1),
@@ -94,17 +106,7 @@ void jk_init_ref(struct jk_kernels *k) {
     k->isa = "scalar";
     k->gemm_isa = NULL;
     k->gemm_prepack = NULL, k->gemm_prepack_floats = NULL;   /* the reference packs nothing */
-    k->gemm[JK_F32] = jk_gemm_f32_ref;
-    k->gemm[JK_F16] = jk_gemm_f16_ref;
-    k->gemm[JK_BF16] = jk_gemm_bf16_ref;
-    k->gemm[JK_Q8_0] = jk_gemm_q8_0_ref;
-    k->gemm[JK_Q4_0] = jk_gemm_q4_0_ref;
-    k->gemm[JK_Q4_1] = jk_gemm_q4_1_ref;
-    k->gemm[JK_Q5_0] = jk_gemm_q5_0_ref;
-    k->gemm[JK_Q5_1] = jk_gemm_q5_1_ref;
-    k->gemm[JK_Q4_K] = jk_gemm_q4_K_ref;
-    k->gemm[JK_Q5_K] = jk_gemm_q5_K_ref;
-    k->gemm[JK_Q6_K] = jk_gemm_q6_K_ref;
+    JK_GEMM_INSTALL(ref);
     k->attn = jk_attn_ref;
     k->rope = jk_rope_ref;
     k->layernorm = jk_layernorm_ref;

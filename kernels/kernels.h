@@ -34,29 +34,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Weight data types the matmul slots take. */
-enum jk_dtype {
-    JK_F32 = 0,
-    JK_F16 = 1,
-    JK_BF16 = 2,
-    JK_Q8_0 = 3,    /* blocks of 32: f16 scale + 32 x int8; K % 32 == 0 */
-    /* ggml's block formats (docs/quantization.md): weights decoded to f32 exactly as
-     * gguf-py's gguf.quants.dequantize computes them (kernels/ref/dequant_ref.c) */
-    JK_Q4_0 = 4,    /* 32: f16 d, 16 bytes of 4-bit q; w = d (q - 8) */
-    JK_Q4_1 = 5,    /* 32: f16 d, f16 m, 16 bytes of 4-bit q; w = d q + m */
-    JK_Q5_0 = 6,    /* 32: f16 d, 32 high bits, 16 bytes of low nibbles; w = d (q - 16) */
-    JK_Q5_1 = 7,    /* 32: f16 d, f16 m, high bits, low nibbles; w = d q + m */
-    JK_Q4_K = 8,    /* 256: f16 d, f16 dmin, 8 x 6-bit scales and mins, 4-bit q */
-    JK_Q5_K = 9,    /* 256: as q4_K with a fifth bit per weight */
-    JK_Q6_K = 10,   /* 256: 4 + 2 bits per weight, 16 int8 scales, f16 d */
-    JK_NDTYPES
-};
+/* Weight data types the matmul slots take: enum jk_dtype (JK_F32, JK_F16, ..., JK_NDTYPES),
+ * generated with everything else about them from the one table, runtime/weight_types.h. */
+#include "runtime/weight_types.h"
 
+/* "f32", "q8_0", ... ("?" for a value out of range). */
 const char *jk_dtype_name(enum jk_dtype t);
 /* Weights per block: 1 for the float types, 32 or 256 for the block formats. */
 int jk_dtype_block(enum jk_dtype t);
-/* Whether t is one of ggml's block formats (q8_0 and q4_0 .. q6_K). */
-static inline int jk_dtype_is_block(enum jk_dtype t) { return t >= JK_Q8_0; }
+/* Whether t is one of ggml's block formats (q8_0 and the 4-6 bit ones: block > 1). */
+static inline int jk_dtype_is_block(enum jk_dtype t) { return jk_dtype_block(t) > 1; }
+/* The weight type of ggml type id gguf_type (enum gguf_type), -1 if it is none of them;
+ * and the other way (t a valid type). */
+int jk_dtype_of_gguf(uint32_t gguf_type);
+uint32_t jk_dtype_gguf(enum jk_dtype t);
+/* The type with the printed name `name` (ASCII case ignored), -1 if none. */
+int jk_dtype_by_name(const char *name);
+/* The names of every type in table order, ", " between them and `last` before the last
+ * ("f32, f16, ..., q5_1 or q4_K" with last " or "), into buf (truncated to size). */
+void jk_dtype_list(char *buf, size_t size, const char *last);
 /* Bytes of a weight row of K elements (0 if K does not fit the block size). */
 size_t jk_row_bytes(enum jk_dtype t, int K);
 
@@ -203,6 +199,14 @@ struct jk_kernels {
     jk_gemm_ws_fn *gemm_ws;
     jk_attn_ws_fn *attn_ws;
 };
+
+/* The gemm slots of one ISA, one per weight type, named jk_gemm_<name>_<isa> (the full
+ * list of names is in runtime/weight_types.h): JK_GEMM_DECLARE(avx2) declares them all,
+ * JK_GEMM_INSTALL(avx2) sets them in the table `k` of the function it is used in. */
+#define JK_GEMM_DECLARE_ONE(isa, name, ...) jk_gemm_fn jk_gemm_##name##_##isa;
+#define JK_GEMM_DECLARE(isa) JR_WEIGHT_TYPES(JK_GEMM_DECLARE_ONE, isa)
+#define JK_GEMM_INSTALL_ONE(isa, name, NAME, ...) k->gemm[JK_##NAME] = jk_gemm_##name##_##isa;
+#define JK_GEMM_INSTALL(isa) do { JR_WEIGHT_TYPES(JK_GEMM_INSTALL_ONE, isa) } while (0)
 
 /* The one list of the slots of struct jk_kernels, in table order: every place that walks
  * the slots (a context's completeness check, `jepa cpu`, the kernel and device tests)

@@ -19,9 +19,9 @@
  *    trailing dims of 1 are ignored, so [d] and [d, 1] are the same shape.
  *  - Tensor types: every tensor of the file must have a type schema v1 allows
  *    (JEPA_ERR_SCHEMA otherwise; the GGUF reader itself takes any type whose layout it
- *    knows). Matmul weights may be F32, F16, BF16, Q8_0 or Q4_0 .. Q6_K (a schema type without a
- *    kernel is JEPA_ERR_UNSUPPORTED); norms, biases, layer scales, tokens and tables
- *    must be F32. Every matmul weight is recorded in the model's weight list (model.h,
+ *    knows): the weight types of runtime/weight_types.h, every one a matmul weight may
+ *    have (a schema type without a kernel would be JEPA_ERR_UNSUPPORTED); norms,
+ *    biases, layer scales, tokens and tables must be F32. Every matmul weight is recorded in the model's weight list (model.h,
  *    struct jm_weight) with its place in the schema's quantization set.
  *  - Linear biases are optional (NULL when absent) unless a key says otherwise
  *    (jepa.pred.qkv_bias); when present they are checked like everything else.
@@ -215,22 +215,17 @@ static void fmt_ne(char *buf, size_t size, const int64_t *ne, int n) {
     if (len < size) snprintf(buf + len, size - len, "]");
 }
 
-/* Matmul weight types the kernels take. */
+/* The table's ggml ids are the reader's (gguf/gguf.h). */
+#define GGUF_ID_MATCHES(a, name, NAME, id, gguf, ...) \
+    _Static_assert(GGUF_TYPE_##NAME == gguf, "runtime/weight_types.h: ggml id of " #name);
+JR_WEIGHT_TYPES(GGUF_ID_MATCHES, )
+#undef GGUF_ID_MATCHES
+
+/* Matmul weight types the kernels take: every type of runtime/weight_types.h. */
 static bool matmul_dtype(uint32_t t, enum jk_dtype *dt) {
-    switch (t) {
-    case GGUF_TYPE_F32: *dt = JK_F32; return true;
-    case GGUF_TYPE_F16: *dt = JK_F16; return true;
-    case GGUF_TYPE_BF16: *dt = JK_BF16; return true;
-    case GGUF_TYPE_Q8_0: *dt = JK_Q8_0; return true;
-    case GGUF_TYPE_Q4_0: *dt = JK_Q4_0; return true;
-    case GGUF_TYPE_Q4_1: *dt = JK_Q4_1; return true;
-    case GGUF_TYPE_Q5_0: *dt = JK_Q5_0; return true;
-    case GGUF_TYPE_Q5_1: *dt = JK_Q5_1; return true;
-    case GGUF_TYPE_Q4_K: *dt = JK_Q4_K; return true;
-    case GGUF_TYPE_Q5_K: *dt = JK_Q5_K; return true;
-    case GGUF_TYPE_Q6_K: *dt = JK_Q6_K; return true;
-    default: return false;
-    }
+    const int j = jk_dtype_of_gguf(t);
+    if (j >= 0) *dt = (enum jk_dtype)j;
+    return j >= 0;
 }
 
 static const char *type_name(uint32_t t) {
@@ -238,29 +233,20 @@ static const char *type_name(uint32_t t) {
     return ti ? ti->name : "unknown";
 }
 
-/* The tensor types schema v1 allows in a file (docs/gguf-schema.md, "Tensor types").
- * The GGUF reader takes any type whose layout it knows; this is the schema's rule. */
-static bool schema_type(uint32_t t) {
-    switch (t) {
-    case GGUF_TYPE_F32: case GGUF_TYPE_F16: case GGUF_TYPE_BF16: case GGUF_TYPE_Q8_0:
-    case GGUF_TYPE_Q4_0: case GGUF_TYPE_Q4_1: case GGUF_TYPE_Q5_0: case GGUF_TYPE_Q5_1:
-    case GGUF_TYPE_Q4_K: case GGUF_TYPE_Q5_K: case GGUF_TYPE_Q6_K:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* Every tensor of the file in a type schema v1 allows: checked over the whole file
- * before any tensor is read, so the reason is the type whatever the tensor's role. */
+/* Every tensor of the file in a type schema v1 allows (docs/gguf-schema.md, "Tensor
+ * types": the weight types of runtime/weight_types.h; the GGUF reader takes any type whose
+ * layout it knows, this is the schema's rule). Checked over the whole file before any
+ * tensor is read, so the reason is the type whatever the tensor's role. */
 static jepa_status check_types(struct ld *L) {
     for (int64_t i = 0; i < jg_n_tensors(L->g); i++) {
         const struct gguf_tensor *t = jg_tensor_at(L->g, i);
-        if (!schema_type(t->type))
+        if (jk_dtype_of_gguf(t->type) < 0) {
+            char types[160];
+            jk_dtype_list(types, sizeof types, ", ");
             return jr_err_set(L->err, JEPA_ERR_SCHEMA,
-                              "tensor %s: type %s (%u) is not allowed by schema v1 (f32, f16, bf16, "
-                              "q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K)",
-                              t->name, type_name(t->type), t->type);
+                              "tensor %s: type %s (%u) is not allowed by schema v1 (%s)",
+                              t->name, type_name(t->type), t->type, types);
+        }
     }
     return JEPA_OK;
 }
@@ -296,10 +282,13 @@ static jepa_status tensor(struct ld *L, const char *name, enum tclass cls, int64
         return jr_err_set(L->err, JEPA_ERR_SCHEMA,
                         "tensor %s: type %s, expected f32 (norms, biases, scales, tokens and "
                         "tables stay f32)", name, type_name(t->type));
-    if (cls == T_MATMUL && !matmul_dtype(t->type, &dt))
+    if (cls == T_MATMUL && !matmul_dtype(t->type, &dt)) {
+        char types[160];
+        jk_dtype_list(types, sizeof types, ", ");
         return jr_err_set(L->err, JEPA_ERR_UNSUPPORTED,
-                        "tensor %s: type %s is not supported for a matmul weight (f32, f16, bf16, "
-                        "q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K, q6_K)", name, type_name(t->type));
+                        "tensor %s: type %s is not supported for a matmul weight (%s)", name,
+                        type_name(t->type), types);
+    }
     /* The reader checked data against the file; check it against this shape too, and the
      * alignment the kernels' loads need (general.alignment may be as small as 1). */
     size_t row = jg_row_bytes(t->type, t->ne[0]);

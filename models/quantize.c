@@ -17,40 +17,12 @@ static bool quantizable(const struct jepa_model *m, const struct gguf_tensor *t)
     return false;
 }
 
-/* The kernels' weight type of a GGUF type, or -1. */
-static int to_jk(uint32_t t) {
-    switch (t) {
-    case GGUF_TYPE_F32: return JK_F32;
-    case GGUF_TYPE_F16: return JK_F16;
-    case GGUF_TYPE_BF16: return JK_BF16;
-    case GGUF_TYPE_Q8_0: return JK_Q8_0;
-    case GGUF_TYPE_Q4_0: return JK_Q4_0;
-    case GGUF_TYPE_Q4_1: return JK_Q4_1;
-    case GGUF_TYPE_Q5_0: return JK_Q5_0;
-    case GGUF_TYPE_Q5_1: return JK_Q5_1;
-    case GGUF_TYPE_Q4_K: return JK_Q4_K;
-    case GGUF_TYPE_Q5_K: return JK_Q5_K;
-    case GGUF_TYPE_Q6_K: return JK_Q6_K;
-    default: return -1;
-    }
-}
-
-/* general.file_type for a file whose quantizable weights are `t` (ggml's llama_ftype:
- * ALL_F32 0, MOSTLY_F16 1, Q4_0 2, Q4_1 3, Q8_0 7, Q5_0 8, Q5_1 9, BF16 32; for the
- * K-quants, which jepa quantize applies to every quantizable tensor alike, the uniform
- * "_S" kinds Q4_K_S 14, Q5_K_S 16, and Q6_K 18). */
+/* general.file_type for a file whose quantizable weights are `t` (the table's ftype). */
 static uint32_t file_type_of(uint32_t t) {
     switch (t) {
-    case GGUF_TYPE_F16: return 1;
-    case GGUF_TYPE_Q4_0: return 2;
-    case GGUF_TYPE_Q4_1: return 3;
-    case GGUF_TYPE_Q8_0: return 7;
-    case GGUF_TYPE_Q5_0: return 8;
-    case GGUF_TYPE_Q5_1: return 9;
-    case GGUF_TYPE_BF16: return 32;
-    case GGUF_TYPE_Q4_K: return 14;
-    case GGUF_TYPE_Q5_K: return 16;
-    case GGUF_TYPE_Q6_K: return 18;
+#define FILE_TYPE(a, name, NAME, id, gguf, block, bytes, ftype, ...) case gguf: return ftype;
+    JR_WEIGHT_TYPES(FILE_TYPE, )
+#undef FILE_TYPE
     default: return 0;
     }
 }
@@ -65,12 +37,11 @@ static jepa_status set_name(struct gguf_writer *w, const struct gguf_file *in, u
         len = strlen(kv->v.s);
         len = len < 200 ? len : 200;
         memcpy(name, kv->v.s, len);
-        static const char *const sfx[] = {"-f32", "-f16", "-bf16", "-q8_0", "-q4_0", "-q4_1", "-q5_0", "-q5_1",
-                                          "-q4_K", "-q5_K", "-q6_K"};
-        for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) {
-            const size_t n = strlen(sfx[i]);
-            if (len > n && !memcmp(name + len - n, sfx[i], n)) {
-                len -= n;
+        for (int t = 0; t < JK_NDTYPES; t++) {   /* "-f32", "-q8_0", ... */
+            const char *sfx = jk_dtype_name((enum jk_dtype)t);
+            const size_t n = strlen(sfx);
+            if (len > n + 1 && name[len - n - 1] == '-' && !memcmp(name + len - n, sfx, n)) {
+                len -= n + 1;
                 break;
             }
         }
@@ -79,21 +50,23 @@ static jepa_status set_name(struct gguf_writer *w, const struct gguf_file *in, u
     return jg_writer_set_str(w, "general.name", name);
 }
 
-/* The type a tensor of rows of K weights gets for `target` (the schema's fallbacks): a
- * K-quant needs K % 256 == 0, else its sibling of the same width (q4_K -> q4_0, q5_K ->
- * q5_0) or q8_0 (q6_K); a 32-block type needs K % 32 == 0, else f16. */
+/* The type a tensor of rows of K weights gets for `target` (the schema's fallbacks): the
+ * table's fallback column followed until the type's block divides K. */
 static uint32_t tensor_type(uint32_t target, int K) {
-    uint32_t type = target;
-    if (jk_dtype_block((enum jk_dtype)to_jk(type)) == QK_K && K % QK_K)
-        type = type == GGUF_TYPE_Q4_K ? GGUF_TYPE_Q4_0 : type == GGUF_TYPE_Q5_K ? GGUF_TYPE_Q5_0 : GGUF_TYPE_Q8_0;
-    if (jk_dtype_block((enum jk_dtype)to_jk(type)) > 1 && K % 32) type = GGUF_TYPE_F16;
-    return type;
+    static const enum jk_dtype fallback[JK_NDTYPES] = {
+#define FALLBACK(a, name, NAME, id, gguf, block, bytes, ftype, fb) [JK_##NAME] = JK_##fb,
+        JR_WEIGHT_TYPES(FALLBACK, )
+#undef FALLBACK
+    };
+    enum jk_dtype t = (enum jk_dtype)jk_dtype_of_gguf(target);
+    while (K % jk_dtype_block(t)) t = fallback[t];
+    return jk_dtype_gguf(t);
 }
 
 jepa_status jm_quantize(const struct jepa_model *m, struct gguf_writer *w, uint32_t target,
                         bool store_as_f32, struct jerr *err) {
     const struct gguf_file *in = m->g;
-    const int tj = to_jk(target);
+    const int tj = jk_dtype_of_gguf(target);
     if (tj < 0)
         return jr_err_set(err, JEPA_ERR_UNSUPPORTED, "quantize: target type %u is not one jepa.c writes", target);
     jepa_status st = jg_writer_copy_kv(w, in);
@@ -107,7 +80,7 @@ jepa_status jm_quantize(const struct jepa_model *m, struct gguf_writer *w, uint3
     size_t cap = 0;
     for (int64_t i = 0; i < jg_n_tensors(in); i++) {
         const struct gguf_tensor *t = jg_tensor_at(in, i);
-        int src = to_jk(t->type);
+        int src = jk_dtype_of_gguf(t->type);
         if (!quantizable(m, t) || src < 0 || (t->type == target && !store_as_f32)) {
             st = jg_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes, err);
             if (st) goto done;
@@ -131,12 +104,13 @@ jepa_status jm_quantize(const struct jepa_model *m, struct gguf_writer *w, uint3
         } else if (type == GGUF_TYPE_F16 || type == GGUF_TYPE_BF16) {
             uint16_t *h = out;
             for (int64_t j = 0; j < count; j++) h[j] = type == GGUF_TYPE_F16 ? f32_to_f16(row[j]) : f32_to_bf16(row[j]);
-        } else if (jr_quantize_row(to_jk(type), row, out, count)) {
+        } else if (jr_quantize_row(jk_dtype_of_gguf(type), row, out, count)) {
             st = jr_err_set(err, JEPA_ERR_UNSUPPORTED, "quantize: no %s encoder", jg_type_info(type)->name);
             goto done;
         }
         if (store_as_f32) {   /* widen the converted values back: the same numbers as F32 */
-            for (int n = 0; n < N; n++) jk_ref_weight_row(row + (size_t)n * K, out, jg_row_bytes(type, K), (enum jk_dtype)to_jk(type), n, K);
+            const enum jk_dtype dt = (enum jk_dtype)jk_dtype_of_gguf(type);
+            for (int n = 0; n < N; n++) jk_ref_weight_row(row + (size_t)n * K, out, jg_row_bytes(type, K), dt, n, K);
             st = jg_writer_add_tensor(w, t->name, GGUF_TYPE_F32, 2, t->ne, row, (size_t)count * 4, err);
         } else {
             st = jg_writer_add_tensor(w, t->name, type, 2, t->ne, out, nbytes, err);

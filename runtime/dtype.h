@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "runtime/weight_types.h"
+
 static inline uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float f32_from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
@@ -79,22 +81,15 @@ struct block_q8_0 {
     int8_t qs[QK8_0];
 };
 #ifdef __cplusplus   /* the CUDA kernels include this file for the block sizes */
-static_assert(sizeof(struct block_q8_0) == 34, "q8_0 block is 34 bytes");
+static_assert(sizeof(struct block_q8_0) == Q8_0_BYTES, "q8_0 block is 34 bytes");
 #else
-_Static_assert(sizeof(struct block_q8_0) == 34, "q8_0 block is 34 bytes");
+_Static_assert(sizeof(struct block_q8_0) == Q8_0_BYTES, "q8_0 block is 34 bytes");
 #endif
 
-/* ggml's 4-6 bit block formats, as byte layouts (every field little-endian; decoded by
- * kernels/ref/dequant_ref.c, written by runtime/quant.c). QK_K: weights of a K-quant
- * super-block. */
+/* ggml's 4-6 bit block formats: their byte layouts and sizes (Q4_0_BYTES, ...) are in
+ * the table of weight types (decoded by kernels/ref/dequant_ref.c, written by
+ * runtime/quant.c). QK_K: weights of a K-quant super-block. */
 #define QK_K 256
-#define Q4_0_BYTES 18    /* d[2] qs[16]: weight j < 16 the low nibble of qs[j], j + 16 the high */
-#define Q4_1_BYTES 20    /* d[2] m[2] qs[16] */
-#define Q5_0_BYTES 22    /* d[2] qh[4] qs[16]: bit j of the u32 qh is weight j's fifth bit */
-#define Q5_1_BYTES 24    /* d[2] m[2] qh[4] qs[16] */
-#define Q4_K_BYTES 144   /* d[2] dmin[2] scales[12] qs[128] */
-#define Q5_K_BYTES 176   /* d[2] dmin[2] scales[12] qh[32] qs[128] */
-#define Q6_K_BYTES 210   /* ql[128] qh[64] scales[16] (int8) d[2] */
 
 /* The 6-bit scale and min of sub-block s (0 .. 7) of a q4_K / q5_K super-block, from its
  * 12 scale bytes (ggml's get_scale_min_k4): for s < 4 the low six bits of sc[s] and
@@ -110,13 +105,16 @@ static inline void jr_scale_min_k4(const uint8_t *sc, int s, int *scale, int *mi
     }
 }
 
-/* Bytes of one block of GGUF / jk_dtype-numbered block type t (the kernels' enum uses
- * the same order from q8_0 on: 3 q8_0, 4 q4_0, 5 q4_1, 6 q5_0, 7 q5_1, 8 q4_K, 9 q5_K,
- * 10 q6_K), 0 for anything else. */
+/* Bytes of one block of block type t (enum jk_dtype), 0 for the float types and anything
+ * else. */
 static inline size_t jr_block_bytes(int t) {
-    static const unsigned char bytes[] = {0, 0, 0, 34, Q4_0_BYTES, Q4_1_BYTES, Q5_0_BYTES, Q5_1_BYTES,
-                                          Q4_K_BYTES, Q5_K_BYTES, Q6_K_BYTES};
-    return t >= 0 && t < (int)sizeof bytes ? bytes[t] : 0;
+    switch (t) {
+#define JR_BLOCK_BYTES(a, name, NAME, id, gguf, block, bytes, ...) \
+    case JK_##NAME: return block > 1 ? bytes : 0;
+    JR_WEIGHT_TYPES(JR_BLOCK_BYTES, )
+#undef JR_BLOCK_BYTES
+    default: return 0;
+    }
 }
 
 #endif

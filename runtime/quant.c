@@ -41,7 +41,8 @@ static int code(float v, int top) {
 
 /* One block of 32 of q4_0 / q4_1 / q5_0 / q5_1 into b. */
 static void quantize_block32(int t, const float *x, uint8_t *b) {
-    const int bits5 = t == 6 || t == 7, affine = t == 5 || t == 7, top = bits5 ? 31 : 15;
+    const int bits5 = t == JK_Q5_0 || t == JK_Q5_1, affine = t == JK_Q4_1 || t == JK_Q5_1;
+    const int top = bits5 ? 31 : 15;
     int q[32];
     if (affine) {
         float mx = x[0], mn = x[0];
@@ -304,20 +305,23 @@ static void quantize_block_q6k(const float *x, uint8_t *b) {
 }
 
 int jr_quantize_row(int t, const float *x, void *y, int64_t n) {
-    if (t == 3) {
-        jr_quantize_row_q8_0(x, y, n);
-        return 0;
-    }
-    if (t < 4 || t > 10) return -1;
     const size_t bb = jr_block_bytes(t);
     uint8_t *out = (uint8_t *)y;
-    if (t >= 8) {
-        for (int64_t b = 0; b < n / QK_K; b++) {
-            if (t == 10) quantize_block_q6k(x + QK_K * b, out + (size_t)b * bb);
-            else quantize_block_q45k(t == 9, x + QK_K * b, out + (size_t)b * bb);
-        }
+    switch (t) {
+    case JK_Q8_0:
+        jr_quantize_row_q8_0(x, y, n);
         return 0;
+    case JK_Q4_0: case JK_Q4_1: case JK_Q5_0: case JK_Q5_1:
+        for (int64_t b = 0; b < n / 32; b++) quantize_block32(t, x + 32 * b, out + (size_t)b * bb);
+        return 0;
+    case JK_Q4_K: case JK_Q5_K:
+        for (int64_t b = 0; b < n / QK_K; b++)
+            quantize_block_q45k(t == JK_Q5_K, x + QK_K * b, out + (size_t)b * bb);
+        return 0;
+    case JK_Q6_K:
+        for (int64_t b = 0; b < n / QK_K; b++) quantize_block_q6k(x + QK_K * b, out + (size_t)b * bb);
+        return 0;
+    default:
+        return -1;
     }
-    for (int64_t b = 0; b < n / 32; b++) quantize_block32(t, x + 32 * b, out + (size_t)b * bb);
-    return 0;
 }

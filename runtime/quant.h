@@ -15,8 +15,8 @@
 void jr_quantize_row_q8_0(const float *x, struct block_q8_0 *y, int64_t n);
 void jr_dequantize_row_q8_0(const struct block_q8_0 *x, float *y, int64_t n);
 
-/* n weights to blocks of type t (numbered as jr_block_bytes numbers them: 3 q8_0,
- * 4 q4_0, 5 q4_1, 6 q5_0, 7 q5_1, 8 q4_K, 9 q5_K, 10 q6_K; n a multiple of the block).
+/* n weights to blocks of type t (a block format of enum jk_dtype, runtime/weight_types.h;
+ * n a multiple of the block).
  * q8_0 .. q5_1 are bit-identical to gguf-py's gguf.quants.quantize (and ggml's
  * quantize_row_*_ref): per block
  *   q4_0 / q5_0: m = the weight of largest magnitude (the first such), d = m / -8 (-16),

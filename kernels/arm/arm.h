@@ -11,9 +11,7 @@
 
 #include "kernels/kernels.h"
 
-jk_gemm_fn jk_gemm_f32_neon, jk_gemm_f16_neon, jk_gemm_bf16_neon, jk_gemm_q8_0_neon;
-jk_gemm_fn jk_gemm_q4_0_neon, jk_gemm_q4_1_neon, jk_gemm_q5_0_neon, jk_gemm_q5_1_neon;
-jk_gemm_fn jk_gemm_q4_K_neon, jk_gemm_q5_K_neon, jk_gemm_q6_K_neon;
+JK_GEMM_DECLARE(neon)
 jk_gemm_ws_fn jk_gemm_ws_neon;
 jk_gemm_prepack_fn jk_gemm_prepack_neon;
 jk_gemm_prepack_floats_fn jk_gemm_prepack_floats_neon;

@@ -286,17 +286,9 @@ static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float 
     }                                                                                          \
     void jk_gemm_##name##_neon(const struct jk_gemm_args *a) { gt_run(a, T, pack_b_##name, small_##name); }
 
-GEMM_NEON_DTYPE(f32, JK_F32)
-GEMM_NEON_DTYPE(f16, JK_F16)
-GEMM_NEON_DTYPE(bf16, JK_BF16)
-GEMM_NEON_DTYPE(q8_0, JK_Q8_0)
-GEMM_NEON_DTYPE(q4_0, JK_Q4_0)
-GEMM_NEON_DTYPE(q4_1, JK_Q4_1)
-GEMM_NEON_DTYPE(q5_0, JK_Q5_0)
-GEMM_NEON_DTYPE(q5_1, JK_Q5_1)
-GEMM_NEON_DTYPE(q4_K, JK_Q4_K)
-GEMM_NEON_DTYPE(q5_K, JK_Q5_K)
-GEMM_NEON_DTYPE(q6_K, JK_Q6_K)
+#define GEMM_NEON_ROW(a, name, NAME, ...) GEMM_NEON_DTYPE(name, JK_##NAME)
+JR_WEIGHT_TYPES(GEMM_NEON_ROW, )   /* every weight type of runtime/weight_types.h */
+#undef GEMM_NEON_ROW
 
 size_t jk_gemm_prepack_floats_neon(int N, int K) { return gt_prepack_floats(N, K); }
 void jk_gemm_prepack_neon(enum jk_dtype t, float *dst, const void *w, size_t ldw, int N, int K) {

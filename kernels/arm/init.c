@@ -9,17 +9,7 @@
 void jk_init_arm(struct jk_kernels *k, unsigned cpu_flags) {
     if (!(cpu_flags & JEPA_CPU_NEON)) return;
     k->isa = "neon";
-    k->gemm[JK_F32] = jk_gemm_f32_neon;
-    k->gemm[JK_F16] = jk_gemm_f16_neon;
-    k->gemm[JK_BF16] = jk_gemm_bf16_neon;
-    k->gemm[JK_Q8_0] = jk_gemm_q8_0_neon;
-    k->gemm[JK_Q4_0] = jk_gemm_q4_0_neon;
-    k->gemm[JK_Q4_1] = jk_gemm_q4_1_neon;
-    k->gemm[JK_Q5_0] = jk_gemm_q5_0_neon;
-    k->gemm[JK_Q5_1] = jk_gemm_q5_1_neon;
-    k->gemm[JK_Q4_K] = jk_gemm_q4_K_neon;
-    k->gemm[JK_Q5_K] = jk_gemm_q5_K_neon;
-    k->gemm[JK_Q6_K] = jk_gemm_q6_K_neon;
+    JK_GEMM_INSTALL(neon);
     k->gemm_ws = jk_gemm_ws_neon;
     k->gemm_prepack = jk_gemm_prepack_neon;
     k->gemm_prepack_floats = jk_gemm_prepack_floats_neon;

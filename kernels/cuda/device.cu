@@ -244,17 +244,7 @@ void jk_init_cuda(struct jk_kernels *k) {
     memset(k, 0, sizeof *k);
     k->isa = "cuda";
     k->gemm_isa = "cuda";
-    k->gemm[JK_F32] = jkc_gemm_f32;
-    k->gemm[JK_F16] = jkc_gemm_f16;
-    k->gemm[JK_BF16] = jkc_gemm_bf16;
-    k->gemm[JK_Q8_0] = jkc_gemm_q8_0;
-    k->gemm[JK_Q4_0] = jkc_gemm_q4_0;
-    k->gemm[JK_Q4_1] = jkc_gemm_q4_1;
-    k->gemm[JK_Q5_0] = jkc_gemm_q5_0;
-    k->gemm[JK_Q5_1] = jkc_gemm_q5_1;
-    k->gemm[JK_Q4_K] = jkc_gemm_q4_k;
-    k->gemm[JK_Q5_K] = jkc_gemm_q5_k;
-    k->gemm[JK_Q6_K] = jkc_gemm_q6_k;
+    JK_GEMM_INSTALL(cuda);
     k->attn = jkc_attn;
     k->rope = jkc_rope;
     k->layernorm = jkc_layernorm;

@@ -578,17 +578,11 @@ int jkc_sm_count(void) {
 
 extern "C" {
 
-void jkc_gemm_f16(const struct jk_gemm_args *a) { gemm<JK_F16>(a, "gemm f16"); }
-void jkc_gemm_bf16(const struct jk_gemm_args *a) { gemm<JK_BF16>(a, "gemm bf16"); }
-void jkc_gemm_f32(const struct jk_gemm_args *a) { gemm<JK_F32>(a, "gemm f32"); }
-void jkc_gemm_q8_0(const struct jk_gemm_args *a) { gemm<JK_Q8_0>(a, "gemm q8_0"); }
-void jkc_gemm_q4_0(const struct jk_gemm_args *a) { gemm<JK_Q4_0>(a, "gemm q4_0"); }
-void jkc_gemm_q4_1(const struct jk_gemm_args *a) { gemm<JK_Q4_1>(a, "gemm q4_1"); }
-void jkc_gemm_q5_0(const struct jk_gemm_args *a) { gemm<JK_Q5_0>(a, "gemm q5_0"); }
-void jkc_gemm_q5_1(const struct jk_gemm_args *a) { gemm<JK_Q5_1>(a, "gemm q5_1"); }
-void jkc_gemm_q4_k(const struct jk_gemm_args *a) { gemm<JK_Q4_K>(a, "gemm q4_K"); }
-void jkc_gemm_q5_k(const struct jk_gemm_args *a) { gemm<JK_Q5_K>(a, "gemm q5_K"); }
-void jkc_gemm_q6_k(const struct jk_gemm_args *a) { gemm<JK_Q6_K>(a, "gemm q6_K"); }
+/* jk_gemm_<name>_cuda of every weight type (runtime/weight_types.h) */
+#define GEMM_CUDA(isa, name, NAME, ...) \
+    void jk_gemm_##name##_##isa(const struct jk_gemm_args *a) { gemm<JK_##NAME>(a, "gemm " #name); }
+JR_WEIGHT_TYPES(GEMM_CUDA, cuda)
+#undef GEMM_CUDA
 
 /* Test hook: 0 = choose the tile by the shape (the default), 64 or 128 = always that
  * tile in the tensor-core kernel, so tests/cuda/test_cuda_gemm.c reaches both on small

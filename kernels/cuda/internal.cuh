@@ -37,9 +37,7 @@ int jkc_sm_count(void);
 
 extern "C" {
 /* gemm.cu */
-jk_gemm_fn jkc_gemm_f32, jkc_gemm_f16, jkc_gemm_bf16;
-jk_gemm_fn jkc_gemm_q8_0, jkc_gemm_q4_0, jkc_gemm_q4_1, jkc_gemm_q5_0, jkc_gemm_q5_1;
-jk_gemm_fn jkc_gemm_q4_k, jkc_gemm_q5_k, jkc_gemm_q6_k;
+JK_GEMM_DECLARE(cuda)
 /* attn.cu */
 jk_attn_fn jkc_attn;
 jk_attn_ws_fn jkc_attn_ws;

@@ -70,17 +70,11 @@ static void gemm_ref(const struct jk_gemm_args *a, enum jk_dtype t) { gemm_ref_t
 
 void jk_gemm_bf16x_ref(const struct jk_gemm_args *a, enum jk_dtype t) { gemm_ref_tier(a, t, 1); }
 
-void jk_gemm_f32_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_F32); }
-void jk_gemm_f16_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_F16); }
-void jk_gemm_bf16_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_BF16); }
-void jk_gemm_q8_0_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q8_0); }
-void jk_gemm_q4_0_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q4_0); }
-void jk_gemm_q4_1_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q4_1); }
-void jk_gemm_q5_0_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q5_0); }
-void jk_gemm_q5_1_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q5_1); }
-void jk_gemm_q4_K_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q4_K); }
-void jk_gemm_q5_K_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q5_K); }
-void jk_gemm_q6_K_ref(const struct jk_gemm_args *a) { gemm_ref(a, JK_Q6_K); }
+/* jk_gemm_<name>_ref of every weight type (runtime/weight_types.h) */
+#define GEMM_REF(isa, name, NAME, ...) \
+    void jk_gemm_##name##_##isa(const struct jk_gemm_args *a) { gemm_ref(a, JK_##NAME); }
+JR_WEIGHT_TYPES(GEMM_REF, ref)
+#undef GEMM_REF
 
 /* The reference converts one weight row per thread: K floats each. */
 size_t jk_gemm_ws_ref(int nthreads, int K) {

@@ -8,9 +8,7 @@
 
 #include "kernels/kernels.h"
 
-jk_gemm_fn jk_gemm_f32_ref, jk_gemm_f16_ref, jk_gemm_bf16_ref, jk_gemm_q8_0_ref;
-jk_gemm_fn jk_gemm_q4_0_ref, jk_gemm_q4_1_ref, jk_gemm_q5_0_ref, jk_gemm_q5_1_ref;
-jk_gemm_fn jk_gemm_q4_K_ref, jk_gemm_q5_K_ref, jk_gemm_q6_K_ref;
+JK_GEMM_DECLARE(ref)
 jk_gemm_ws_fn jk_gemm_ws_ref;
 jk_attn_fn jk_attn_ref;
 jk_attn_ws_fn jk_attn_ws_ref;

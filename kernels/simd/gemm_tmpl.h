@@ -230,11 +230,8 @@ static void gt_prepack(gt_pack_b_fn pack_b, float *dst, const void *w, size_t ld
 }
 
 /* The including file's pack_b_<dtype> functions by weight type, for its gemm_prepack. */
-#define GT_PACK_B_BY_TYPE                                                                      \
-    {[JK_F32] = pack_b_f32, [JK_F16] = pack_b_f16, [JK_BF16] = pack_b_bf16,                     \
-     [JK_Q8_0] = pack_b_q8_0, [JK_Q4_0] = pack_b_q4_0, [JK_Q4_1] = pack_b_q4_1,                 \
-     [JK_Q5_0] = pack_b_q5_0, [JK_Q5_1] = pack_b_q5_1, [JK_Q4_K] = pack_b_q4_K,                 \
-     [JK_Q5_K] = pack_b_q5_K, [JK_Q6_K] = pack_b_q6_K}
+#define GT_PACK_B_ONE(a, name, NAME, ...) [JK_##NAME] = pack_b_##name,
+#define GT_PACK_B_BY_TYPE {JR_WEIGHT_TYPES(GT_PACK_B_ONE, )}
 
 /* ---- the next W panel, fetched while this one is used ----------------------------------
  * pack_b reads each weight once per call, from memory or L3 (a forward's weights do not

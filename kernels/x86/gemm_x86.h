@@ -413,17 +413,7 @@ static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float 
 /* The four slots of one ISA: gemm_<dtype>_<isa> = gt_run with that dtype's packing and
  * small-M kernels. */
 #define GEMM_X86_SLOTS(isa)                                                                    \
-    GEMM_X86_DTYPE(f32, JK_F32, isa)                                                           \
-    GEMM_X86_DTYPE(f16, JK_F16, isa)                                                           \
-    GEMM_X86_DTYPE(bf16, JK_BF16, isa)                                                         \
-    GEMM_X86_DTYPE(q8_0, JK_Q8_0, isa)                                                         \
-    GEMM_X86_DTYPE(q4_0, JK_Q4_0, isa)                                                         \
-    GEMM_X86_DTYPE(q4_1, JK_Q4_1, isa)                                                         \
-    GEMM_X86_DTYPE(q5_0, JK_Q5_0, isa)                                                         \
-    GEMM_X86_DTYPE(q5_1, JK_Q5_1, isa)                                                         \
-    GEMM_X86_DTYPE(q4_K, JK_Q4_K, isa)                                                         \
-    GEMM_X86_DTYPE(q5_K, JK_Q5_K, isa)                                                         \
-    GEMM_X86_DTYPE(q6_K, JK_Q6_K, isa)                                                         \
+    JR_WEIGHT_TYPES(GEMM_X86_ROW, isa)                                                         \
     size_t jk_gemm_ws_##isa(int nthreads, int K) { return gt_ws(nthreads, K); }                \
     size_t jk_gemm_prepack_floats_##isa(int N, int K) { return gt_prepack_floats(N, K); }     \
     void jk_gemm_prepack_##isa(enum jk_dtype t, float *dst, const void *w, size_t ldw, int N, int K) { \
@@ -439,6 +429,7 @@ static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float 
 #endif
 /* GEMM_X86_SLOTS of a macro's value (GEMM_X86_SLOTS_OF(GEMM_ISA)). */
 #define GEMM_X86_SLOTS_OF(isa) GEMM_X86_SLOTS(isa)
+#define GEMM_X86_ROW(isa, name, NAME, ...) GEMM_X86_DTYPE(name, JK_##NAME, isa)
 #define GEMM_X86_DTYPE(name, T, isa)                                                           \
     static void pack_b_##name(float *p, const uint8_t *w, size_t ldw, int nc, int k0, int kc) { \
         GEMM_X86_PACK_B(T, p, w, ldw, nc, k0, kc);                                             \
