@@ -2,12 +2,18 @@
  * test_gemm_tier.c — checkasm for the matmul of the precision tiers (kernels/kernels.h,
  * jk_init_precision): the bf16 tier's gemm slots, every weight type, against
  * jk_gemm_bf16x_ref (kernels/ref/gemm_ref.c: X and the exactly decoded weights rounded to
- * bf16, double accumulation, one rounding). With -DCHECKASM_AVX512_EMU the AVX-512 bf16
- * kernels run through SIMDe (tests/checkasm/meson.build) on any x86-64 machine; natively
- * they run where the CPU has AVX512-BF16 (otherwise: skipped, 77).
+ * bf16, double accumulation, one rounding). One rung of the tier per executable:
+ *  - checkasm_gemm_tier: the AVX512-BF16 kernels (gemm_avx512.c, -DJK_GEMM_BF16X), native
+ *    where the CPU has AVX512-BF16 (otherwise: skipped, 77), and through SIMDe
+ *    (-DCHECKASM_AVX512_EMU, tests/checkasm/meson.build) on any x86-64 machine;
+ *  - checkasm_gemm_amx (-DCHECKASM_GEMM_AMX): the AMX tile kernels (gemm_amx.c), native
+ *    where the CPU has AMX and the OS grants its tiles (otherwise: skipped, 77), and
+ *    checkasm_gemm_amx_model (-DCHECKASM_TILE_MODEL too): the same kernel source built on
+ *    the C model of the tile instructions (kernels/x86/amx_model.h) and SIMDe, on any
+ *    x86-64 machine.
  *
  * What runs, per weight type:
- *  - ragged shapes: M in {1, 2, 5, 14, 15, 29, 65, 200} x N in {1, 3, 17, 33, 65, 100} x
+ *  - ragged shapes: M in {1, 2, 5, 14, 15, 17, 29, 65, 200} x N in {1, 3, 17, 33, 65, 100} x
  *    K in {1, 7, 33, 100, 344, 768, 1030} (32-blocks {32, 64, 160, 768}; K-quants {256, 512,
  *    768}), less those with M N K > 4e6, each with a random epilogue, bias or NULL, and
  *    strides wider than the rows; Y's padding and 16 floats either side must stay NaN;
@@ -198,17 +204,34 @@ static void check_rounds(const struct jk_kernels *k) {
     CHECK(y == 1.0f, "%s: x = 1 + 2^-9 gives %.9g, not the bf16 value 1", k->gemm_isa, (double)y);
 }
 
-int main(void) {
-    ca_seed("checkasm_gemm_tier");
-#ifdef CHECKASM_AVX512_EMU
-    const unsigned flags = JEPA_CPU_AVX2 | JEPA_CPU_AVX512 | JEPA_CPU_AVX512_BF16;
+/* The rung this executable tests (see the top), and the CPU flags it is tested at: the
+ * emulated and modelled builds claim their features whatever the CPU says. */
+#ifdef CHECKASM_GEMM_AMX
+#define RUNG "amx_bf16"
+#define TEST_NAME "checkasm_gemm_amx"
 #else
-    const unsigned flags = jr_cpu_detect();
+#define RUNG "avx512_bf16"
+#define TEST_NAME "checkasm_gemm_tier"
 #endif
+static unsigned test_flags(void) {
+#if defined(CHECKASM_TILE_MODEL)
+    return JEPA_CPU_AVX2 | JEPA_CPU_AVX512 | JEPA_CPU_AVX512_BF16 | JEPA_CPU_AMX_BF16;
+#elif defined(CHECKASM_AVX512_EMU)
+    return JEPA_CPU_AVX2 | JEPA_CPU_AVX512 | JEPA_CPU_AVX512_BF16;
+#elif defined(CHECKASM_GEMM_AMX)
+    return jr_cpu_detect();
+#else
+    return jr_cpu_detect() & ~(unsigned)JEPA_CPU_AMX_BF16;   /* the rung below the tiles */
+#endif
+}
+
+int main(void) {
+    ca_seed(TEST_NAME);
+    const unsigned flags = test_flags();
     struct jk_kernels k;
     jk_init_precision(&k, flags, JK_PREC_BF16);
-    if (!k.gemm_isa || strcmp(k.gemm_isa, "avx512_bf16") != 0) {
-        printf("checkasm_gemm_tier: no bf16 tier kernels on this CPU (the tier runs '%s'): skipped\n",
+    if (!k.gemm_isa || strcmp(k.gemm_isa, RUNG) != 0) {
+        printf("%s: no %s kernels on this CPU (the bf16 tier runs '%s'): skipped\n", TEST_NAME, RUNG,
                k.gemm_isa ? k.gemm_isa : "?");
         return 77;
     }
@@ -220,7 +243,7 @@ int main(void) {
           "the high tier without matrix units is not the exact table");
     check_rounds(&k);
 
-    static const int Ms[] = {1, 2, 5, 14, 15, 29, 65, 200};
+    static const int Ms[] = {1, 2, 5, 14, 15, 17, 29, 65, 200};
     static const int Ns[] = {1, 3, 17, 33, 65, 100};
     static const int Kf[] = {1, 7, 33, 100, 344, 768, 1030}, K32[] = {32, 64, 160, 768}, K256[] = {256, 512, 768};
     int cases = 0;
@@ -242,6 +265,6 @@ int main(void) {
                     cases++;
                 }
     }
-    printf("checkasm_gemm_tier: %d cases on %s\n", cases, k.gemm_isa);
-    return ca_finish("checkasm_gemm_tier");
+    printf("%s: %d cases on %s\n", TEST_NAME, cases, k.gemm_isa);
+    return ca_finish(TEST_NAME);
 }
