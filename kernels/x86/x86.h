@@ -15,7 +15,8 @@
 
 /* The matmul slots of one gemm build: the exact ones of each ISA, and the bf16 precision
  * tier's (kernels.h, JK_PREC_BF16: gemm_avx512.c built once more with -DJK_GEMM_BF16X
- * -mavx512bf16, and the tile kernel gemm_amx.c). */
+ * -mavx512bf16, and the tile kernel gemm_amx.c), and the high tier's (gemm_amx.c with
+ * -DJK_GEMM_HIGH). */
 #define JK_X86_DECLARE_GEMM(isa)                                                           \
     jk_gemm_fn jk_gemm_f32_##isa, jk_gemm_f16_##isa, jk_gemm_bf16_##isa, jk_gemm_q8_0_##isa; \
     jk_gemm_fn jk_gemm_q4_0_##isa, jk_gemm_q4_1_##isa, jk_gemm_q5_0_##isa, jk_gemm_q5_1_##isa; \
@@ -39,5 +40,6 @@ JK_X86_DECLARE(avx512)
 
 JK_X86_DECLARE_GEMM(avx512_bf16)
 JK_X86_DECLARE_GEMM(amx_bf16)
+JK_X86_DECLARE_GEMM(amx_high)
 
 #endif
