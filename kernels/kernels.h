@@ -181,7 +181,8 @@ typedef size_t jk_attn_ws_fn(int nthreads, int n_head, int head_dim, int nkv);
 struct jk_kernels {
     const char *isa;                 /* "scalar", "avx2", "avx512", "neon", "cuda" */
     /* where the gemm slots, gemm_ws and the prepacking come from: isa itself (the exact
-     * tier), or a precision tier's kernels (jk_init_precision): "avx512_bf16" */
+     * tier), or a precision tier's kernels (jk_init_precision): "avx512_bf16",
+     * "amx_bf16", "amx_high" */
     const char *gemm_isa;
     /* optional, not slots: NULL where the gemm packs nothing (scalar, CUDA) */
     jk_gemm_prepack_fn *gemm_prepack;
@@ -229,10 +230,12 @@ void jk_init(struct jk_kernels *k, unsigned cpu_flags);
 
 /* Precision tiers of the matmul (include/jepa.h, jepa_ctx_params.precision):
  *   JK_PREC_EXACT  the slots above: f32 x f32 products of the exact weight values.
- *   JK_PREC_HIGH   f32-grade through 16-bit matrix units (bf16 split terms); on a CPU
- *                  without such units it is the exact tier.
+ *   JK_PREC_HIGH   f32-grade through 16-bit matrix units (bf16 split terms: X and W as
+ *                  hi + lo, three tile products; AMX); on a CPU without such units it is
+ *                  the exact tier.
  *   JK_PREC_BF16   X and W rounded to bf16 (round to nearest even) as they are packed,
- *                  products of bf16 pairs accumulated in f32 (VDPBF16PS, AVX512-BF16);
+ *                  products of bf16 pairs accumulated in f32 (TDPBF16PS on AMX tiles, else
+ *                  VDPBF16PS, AVX512-BF16);
  *                  Y, the bias and the epilogues stay f32. Where the CPU has no bf16
  *                  dot product it is the exact tier.
  * Only the gemm slots (with gemm_ws and gemm_prepack*) change between tiers; a tier's

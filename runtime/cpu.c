@@ -7,11 +7,30 @@
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <cpuid.h>
+#include <errno.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 static unsigned long long xgetbv0(void) {
     unsigned eax, edx;
     __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
     return ((unsigned long long)edx << 32) | eax;
+}
+
+/* Ask Linux for the AMX tile data state (XFEATURE_XTILEDATA, component 18), which it
+ * grants per process on request since 5.16; a tile instruction before the grant faults.
+ * A refusal (an older kernel, a seccomp filter, a signal stack too small for the state)
+ * gets a one-line notice: the bf16 tier then takes the next kernels. */
+static int amx_permitted(void) {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0) return 1;
+    fprintf(stderr, "jepa: the CPU has AMX but the OS refused the tile state (%s); the bf16 tier "
+                    "runs without it\n", strerror(errno));
+#endif
+    return 0;
 }
 
 static unsigned detect(void) {
@@ -27,12 +46,15 @@ static unsigned detect(void) {
     int avx2 = (b >> 5) & 1;
     int f = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
     int vnni = (c >> 11) & 1;
+    /* AMX-TILE (EDX bit 24), AMX-BF16 (bit 22); XTILECFG and XTILEDATA (XCR0 bits 17, 18) */
+    const int amx = ((d >> 24) & 1) && ((d >> 22) & 1) && (xcr0 & 0x60000) == 0x60000;
     if (ymm_ok && avx2 && fma && f16c) flags |= JEPA_CPU_AVX2;
     if ((flags & JEPA_CPU_AVX2) && zmm_ok && f && dq && bw && vl) {
         flags |= JEPA_CPU_AVX512;
         if (vnni) flags |= JEPA_CPU_AVX512_VNNI;
         __cpuid_count(7, 1, a, b, c, d);
         if ((a >> 5) & 1) flags |= JEPA_CPU_AVX512_BF16;
+        if (amx && amx_permitted()) flags |= JEPA_CPU_AMX_BF16;
     }
     return flags;
 }
@@ -83,6 +105,7 @@ const char *jr_cpu_describe(unsigned flags, char *buf, int size) {
     static const struct { unsigned f; const char *n; } names[] = {
         {JEPA_CPU_AVX2, "avx2"}, {JEPA_CPU_AVX512, "avx512"},
         {JEPA_CPU_AVX512_VNNI, "avx512_vnni"}, {JEPA_CPU_AVX512_BF16, "avx512_bf16"},
+        {JEPA_CPU_AMX_BF16, "amx_bf16"},
         {JEPA_CPU_NEON, "neon"}, {JEPA_CPU_DOTPROD, "dotprod"}, {JEPA_CPU_FP16, "fp16"},
     };
     int n = 0;

@@ -1,7 +1,8 @@
 /*
  * cpu.h — what the processor can run, detected once at run time.
  *
- * x86-64: cpuid + xgetbv (a feature counts only when the OS saves its registers).
+ * x86-64: cpuid + xgetbv (a feature counts only when the OS saves its registers; AMX
+ * also only once the OS has granted the process its tile data, asked for at detection).
  * aarch64: getauxval(AT_HWCAP). JEPA_CPU caps the level (scalar|avx2|avx512|neon),
  * for tests and benchmarks; the API's jepa_ctx_params.cpu does the same.
  */
@@ -13,6 +14,9 @@ enum jepa_cpu_flag {
     JEPA_CPU_AVX512 = 1u << 1,      /* AVX-512 F/BW/VL/DQ, ZMM state enabled */
     JEPA_CPU_AVX512_VNNI = 1u << 2,
     JEPA_CPU_AVX512_BF16 = 1u << 3,
+    JEPA_CPU_AMX_BF16 = 1u << 4,    /* AMX-TILE + AMX-BF16 with AVX-512, the tile state
+                                     * enabled in XCR0 and granted to this process by the
+                                     * OS (Linux: arch_prctl ARCH_REQ_XCOMP_PERM) */
     JEPA_CPU_NEON = 1u << 8,        /* Advanced SIMD (always on aarch64) */
     JEPA_CPU_DOTPROD = 1u << 9,
     JEPA_CPU_FP16 = 1u << 10,       /* FEAT_FP16 arithmetic */

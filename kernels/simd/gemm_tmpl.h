@@ -179,6 +179,14 @@ typedef void (*gt_small_fn)(const struct jk_gemm_args *a, int n0, int n1, float 
 
 static inline int gt_min(int a, int b) { return a < b ? a : b; }
 
+/* Optionally (the including file defines them): what each thread of the packed path does
+ * before its first microkernel call and after its last, e.g. load and release the tile
+ * configuration of a tile microkernel (gemm_amx.c), which is per thread. */
+#ifndef GT_THREAD_START
+#define GT_THREAD_START() ((void)0)
+#define GT_THREAD_END() ((void)0)
+#endif
+
 /* Floats a packed panel holds per k of its K block, for kc of K: kc (one f32 per k), or,
  * where the including file packs bf16 pairs (the bf16 tier, gemm_pairs.h), one float's
  * bytes per two k. Every K block but the last is even, so the blocks before k = pc take
@@ -412,7 +420,10 @@ static void gt_run(const struct jk_gemm_args *a, enum jk_dtype t, gt_pack_b_fn p
         int m0, m1, n0, n1;
         gt_split(N, GT_NR, tn, tid % tn, &n0, &n1);
         gt_split(M, GT_MR, tm, tid / tn, &m0, &m1);
-        if (m0 < m1 && n0 < n1)
+        if (m0 < m1 && n0 < n1) {
+            GT_THREAD_START();
             gt_block(a, t, pack_b, (float *)(base + (size_t)tid * slice), m0, m1, n0, n1);
+            GT_THREAD_END();
+        }
     }
 }

@@ -12,6 +12,11 @@
  *   A (X) panels  [i][np] pairs: each of the GT_MR rows contiguous, so packing is a
  *                 streaming conversion and the microkernel broadcasts row i's pair p
  *                 from a + i np + p.
+ * The high tier (JK_PREC_HIGH, gemm_amx.c built with -DJK_GEMM_HIGH) packs each value v as
+ * two bf16 terms, hi = bf16(v) and lo = bf16(v - hi) (|v - hi - lo| <= 2^-16 |v|; exact
+ * for f16 and bf16 weights; lo = 0 where v - hi is NaN, i.e. v infinite or NaN, which hi
+ * carries), in two panels of the layout above, hi then lo, each GT_NR np (B) or GT_MR np
+ * (A) pairs: a panel of either operand is then 2 np pairs per column / row (GT_PACKED_K).
  * Only AVX2 and the intrinsics SIMDe implements are used here (kernels/x86/simd.h).
  * Include after gemm_x86.h (ld8, gt_weight1, transpose8, gt_ahead).
  */
@@ -54,39 +59,68 @@ static ALWAYS_INLINE uint32_t pair1(float lo, float hi) {
     return (uint32_t)f32_to_bf16(lo) | (uint32_t)f32_to_bf16(hi) << 16;
 }
 
-/* mc rows of X (row stride ldx) over kc -> GT_MR-row panels of pairs, [i][np] each, panel
- * after panel (GT_MR np pairs apart); rows past mc repeat the last row. */
-static void gt_pack_a(float *pf, const float *x, size_t ldx, int mc, int kc) {
-    uint32_t *p = (uint32_t *)(void *)pf;
+/* The term `part` of the high tier's split of v (0: v itself, rounded by the packing to
+ * hi; 1: v - hi, rounded to lo; NaN residuals -> 0), 8 lanes and one value. */
+static ALWAYS_INLINE __m256 part8(__m256 v, int part) {
+    if (!part) return v;
+    const __m256 hi = _mm256_castsi256_ps(_mm256_and_si256(bf16_hi8(v), _mm256_set1_epi32((int)0xffff0000u)));
+    const __m256 d = _mm256_sub_ps(v, hi);
+    return _mm256_and_ps(d, _mm256_cmp_ps(d, d, _CMP_ORD_Q));
+}
+static ALWAYS_INLINE float part1(float v, int part) {
+    if (!part) return v;
+    const float d = v - bf16_to_f32(f32_to_bf16(v));
+    return d == d ? d : 0.0f;
+}
+
+/* mc rows of X (row stride ldx) over kc -> the term `part` of GT_MR-row panels of pairs,
+ * [i][np] each, panel after panel (`panel` pairs apart); rows past mc repeat the last row. */
+static ALWAYS_INLINE void pack_a_part(uint32_t *p, const float *x, size_t ldx, int mc, int kc, int part,
+                                      size_t panel) {
     const int np = (kc + 1) / 2;
-    for (int i0 = 0; i0 < mc; i0 += GT_MR, p += (size_t)GT_MR * np) {
+    for (int i0 = 0; i0 < mc; i0 += GT_MR, p += panel) {
         for (int i = 0; i < GT_MR; i++) {
             const float *r = x + (size_t)gt_min(i0 + i, mc - 1) * ldx;
             uint32_t *d = p + (size_t)i * np;
             int k = 0;
             for (; k + 16 <= kc; k += 16)
                 _mm256_storeu_si256((__m256i *)(void *)(d + k / 2),
-                                    pairs16(_mm256_loadu_ps(r + k), _mm256_loadu_ps(r + k + 8)));
-            for (; k + 1 < kc; k += 2) d[k / 2] = pair1(r[k], r[k + 1]);
-            if (k < kc) d[k / 2] = pair1(r[k], 0.0f);
+                                    pairs16(part8(_mm256_loadu_ps(r + k), part),
+                                            part8(_mm256_loadu_ps(r + k + 8), part)));
+            for (; k + 1 < kc; k += 2) d[k / 2] = pair1(part1(r[k], part), part1(r[k + 1], part));
+            if (k < kc) d[k / 2] = pair1(part1(r[k], part), 0.0f);
         }
     }
 }
 
-/* Weights k and k + 1 of a row as one pair (k + 1 == kend: 0 in the high half). */
-static ALWAYS_INLINE uint32_t weight_pair(enum jk_dtype t, const uint8_t *row, int k, int kend) {
-    return pair1(gt_weight1(t, row, k), k + 1 < kend ? gt_weight1(t, row, k + 1) : 0.0f);
+/* X -> pair panels (gemm_tmpl.h's gt_pack_a): the bf16 tier's, or the high tier's hi and
+ * lo panels. */
+static void gt_pack_a(float *pf, const float *x, size_t ldx, int mc, int kc) {
+    uint32_t *p = (uint32_t *)(void *)pf;
+    const size_t np = (size_t)(kc + 1) / 2;
+#ifdef JK_GEMM_HIGH
+    pack_a_part(p, x, ldx, mc, kc, 0, 2 * GT_MR * np);
+    pack_a_part(p + GT_MR * np, x, ldx, mc, kc, 1, 2 * GT_MR * np);
+#else
+    pack_a_part(p, x, ldx, mc, kc, 0, GT_MR * np);
+#endif
 }
 
-/* nc W rows (ldw bytes apart) over k0 .. k0 + kc -> [p][GT_NR] pair panels, panel after
- * panel (GT_NR np pairs apart); rows past nc repeat the last row. 8 rows x 16 weights at a
- * time: each row's 16 become 8 pairs, and the 8 x 8 pairs are transposed in registers.
- * The next panel's bytes are fetched meanwhile, as the exact tier's pack_b does. */
-static ALWAYS_INLINE void pack_b_pairs(enum jk_dtype t, float *pf, const uint8_t *w, size_t ldw, int nc,
-                                       int k0, int kc) {
-    uint32_t *p = (uint32_t *)(void *)pf;
-    const int np = (kc + 1) / 2;
-    for (int j0 = 0; j0 < nc; j0 += GT_NR, p += (size_t)GT_NR * np) {
+/* The term `part` of weights k and k + 1 of a row as one pair (k + 1 == kend: 0 in the
+ * high half). */
+static ALWAYS_INLINE uint32_t weight_pair(enum jk_dtype t, const uint8_t *row, int k, int kend, int part) {
+    return pair1(part1(gt_weight1(t, row, k), part),
+                 k + 1 < kend ? part1(gt_weight1(t, row, k + 1), part) : 0.0f);
+}
+
+/* nc W rows (ldw bytes apart) over k0 .. k0 + kc -> the term `part` of [p][GT_NR] pair
+ * panels, panel after panel (`panel` pairs apart); rows past nc repeat the last row. 8 rows
+ * x 16 weights at a time: each row's 16 become 8 pairs, and the 8 x 8 pairs are transposed
+ * in registers. The next panel's bytes are fetched meanwhile, as the exact tier's pack_b
+ * does. */
+static ALWAYS_INLINE void pack_b_part(enum jk_dtype t, uint32_t *p, const uint8_t *w, size_t ldw, int nc,
+                                      int k0, int kc, int part, size_t panel) {
+    for (int j0 = 0; j0 < nc; j0 += GT_NR, p += panel) {
         const uint8_t *r[GT_NR];
         for (int j = 0; j < GT_NR; j++) r[j] = w + (size_t)gt_min(j0 + j, nc - 1) * ldw;
         struct gt_ahead ahead = {.at = NULL};
@@ -99,7 +133,8 @@ static ALWAYS_INLINE void pack_b_pairs(enum jk_dtype t, float *pf, const uint8_t
                 if (ahead.at) gt_ahead_step(&ahead);
                 __m256 v[8];
                 for (int j = 0; j < 8; j++)
-                    v[j] = _mm256_castsi256_ps(pairs16(ld8(t, r[h + j], k0 + k), ld8(t, r[h + j], k0 + k + 8)));
+                    v[j] = _mm256_castsi256_ps(pairs16(part8(ld8(t, r[h + j], k0 + k), part),
+                                                       part8(ld8(t, r[h + j], k0 + k + 8), part)));
                 transpose8(v);
                 for (int i = 0; i < 8; i++)
                     _mm256_store_si256((__m256i *)(void *)(p + (size_t)(k / 2 + i) * GT_NR + h),
@@ -109,7 +144,8 @@ static ALWAYS_INLINE void pack_b_pairs(enum jk_dtype t, float *pf, const uint8_t
         if (k + 8 <= kc) {   /* a K block of 8 (mod 16): 4 more pairs */
             for (int h = 0; h < GT_NR; h += 8) {
                 __m256 v[8];
-                for (int j = 0; j < 8; j++) v[j] = _mm256_castsi256_ps(pairs8(ld8(t, r[h + j], k0 + k)));
+                for (int j = 0; j < 8; j++)
+                    v[j] = _mm256_castsi256_ps(pairs8(part8(ld8(t, r[h + j], k0 + k), part)));
                 transpose8(v);
                 for (int i = 0; i < 4; i++)
                     _mm256_store_si256((__m256i *)(void *)(p + (size_t)(k / 2 + i) * GT_NR + h),
@@ -118,8 +154,23 @@ static ALWAYS_INLINE void pack_b_pairs(enum jk_dtype t, float *pf, const uint8_t
             k += 8;
         }
         for (; k < kc; k += 2)
-            for (int j = 0; j < GT_NR; j++) p[(size_t)(k / 2) * GT_NR + j] = weight_pair(t, r[j], k0 + k, k0 + kc);
+            for (int j = 0; j < GT_NR; j++)
+                p[(size_t)(k / 2) * GT_NR + j] = weight_pair(t, r[j], k0 + k, k0 + kc, part);
     }
+}
+
+/* W -> pair panels (gemm_x86.h's GEMM_X86_PACK_B): the bf16 tier's, or the high tier's hi
+ * and lo panels. */
+static ALWAYS_INLINE void pack_b_pairs(enum jk_dtype t, float *pf, const uint8_t *w, size_t ldw, int nc,
+                                       int k0, int kc) {
+    uint32_t *p = (uint32_t *)(void *)pf;
+    const size_t np = (size_t)(kc + 1) / 2;
+#ifdef JK_GEMM_HIGH
+    pack_b_part(t, p, w, ldw, nc, k0, kc, 0, 2 * GT_NR * np);
+    pack_b_part(t, p + GT_NR * np, w, ldw, nc, k0, kc, 1, 2 * GT_NR * np);
+#else
+    pack_b_part(t, p, w, ldw, nc, k0, kc, 0, GT_NR * np);
+#endif
 }
 
 #endif

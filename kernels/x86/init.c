@@ -33,10 +33,17 @@
         (k)->patchify = jk_patchify_##name;          \
     } while (0)
 
-/* The bf16 tier wants VDPBF16PS (AVX512-BF16) on top of the AVX-512 level the table is
- * at; the high tier has no kernels without 16-bit matrix units and stays exact. */
+/* The tiers' rungs on top of the AVX-512 level the table is at. bf16: AMX tiles
+ * (TDPBF16PS; JEPA_CPU_AMX_BF16 means the OS granted the tile state too), else VDPBF16PS
+ * (AVX512-BF16). high: AMX tiles only (split terms cost 3 products, which pays only at the
+ * tiles' rate); without them it stays exact. */
 void jk_init_x86_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_precision p) {
-    if (p == JK_PREC_BF16 && (cpu_flags & JEPA_CPU_AVX512) && (cpu_flags & JEPA_CPU_AVX512_BF16))
+    if (!(cpu_flags & JEPA_CPU_AVX512)) return;
+    if (p == JK_PREC_HIGH && (cpu_flags & JEPA_CPU_AMX_BF16)) JK_X86_INSTALL_GEMM(k, amx_high);
+    if (p != JK_PREC_BF16) return;
+    if (cpu_flags & JEPA_CPU_AMX_BF16)
+        JK_X86_INSTALL_GEMM(k, amx_bf16);
+    else if (cpu_flags & JEPA_CPU_AVX512_BF16)
         JK_X86_INSTALL_GEMM(k, avx512_bf16);
 }
 

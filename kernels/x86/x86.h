@@ -15,7 +15,8 @@
 
 /* The matmul slots of one gemm build: the exact ones of each ISA, and the bf16 precision
  * tier's (kernels.h, JK_PREC_BF16: gemm_avx512.c built once more with -DJK_GEMM_BF16X
- * -mavx512bf16). */
+ * -mavx512bf16, and the tile kernel gemm_amx.c), and the high tier's (gemm_amx.c with
+ * -DJK_GEMM_HIGH). */
 #define JK_X86_DECLARE_GEMM(isa)                                                           \
     JK_GEMM_DECLARE(isa)                                                                   \
     jk_gemm_ws_fn jk_gemm_ws_##isa;                                                        \
@@ -36,5 +37,7 @@ JK_X86_DECLARE(avx2)
 JK_X86_DECLARE(avx512)
 
 JK_X86_DECLARE_GEMM(avx512_bf16)
+JK_X86_DECLARE_GEMM(amx_bf16)
+JK_X86_DECLARE_GEMM(amx_high)
 
 #endif
