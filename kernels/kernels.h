@@ -185,7 +185,8 @@ typedef size_t jk_attn_ws_fn(int nthreads, int n_head, int head_dim, int nkv);
 struct jk_kernels {
     const char *isa;                 /* "scalar", "avx2", "avx512", "neon", "cuda" */
     /* where the gemm slots, gemm_ws and the prepacking come from: isa itself (the exact
-     * tier), or a precision tier's kernels (jk_init_precision): "avx512_bf16" */
+     * tier), or a precision tier's kernels (jk_init_precision): "avx512_bf16",
+     * "neon_bf16" */
     const char *gemm_isa;
     /* optional, not slots: NULL where the gemm packs nothing (scalar, CUDA) */
     jk_gemm_prepack_fn *gemm_prepack;
@@ -228,9 +229,10 @@ void jk_init(struct jk_kernels *k, unsigned cpu_flags);
  *   JK_PREC_HIGH   f32-grade through 16-bit matrix units (bf16 split terms); on a CPU
  *                  without such units it is the exact tier.
  *   JK_PREC_BF16   X and W rounded to bf16 (round to nearest even) as they are packed,
- *                  products of bf16 pairs accumulated in f32 (VDPBF16PS, AVX512-BF16);
- *                  Y, the bias and the epilogues stay f32. Where the CPU has no bf16
- *                  dot product it is the exact tier.
+ *                  products of bf16 pairs accumulated in f32 (VDPBF16PS on AVX512-BF16;
+ *                  BFDOT on aarch64 FEAT_BF16, whose additions round to odd and flush
+ *                  subnormals); Y, the bias and the epilogues stay f32. Where the CPU
+ *                  has no bf16 dot product it is the exact tier.
  * Only the gemm slots (with gemm_ws and gemm_prepack*) change between tiers; a tier's
  * gemm gives the same bits for any thread count, like every slot. */
 enum jk_precision { JK_PREC_EXACT = 0, JK_PREC_HIGH = 1, JK_PREC_BF16 = 2, JK_NPREC };
@@ -258,6 +260,37 @@ void jk_init_arm(struct jk_kernels *k, unsigned cpu_flags);
 /* The tier's gemm kernels of one ISA family over a table jk_init filled (no-op where the
  * family has none for this CPU). */
 void jk_init_x86_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_precision p);
+void jk_init_arm_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_precision p);
+
+/* The matmul slots of one gemm build of an ISA file, declared (in the ISA family's header)
+ * and installed (by its jk_init_* rung) under one name: jk_gemm_<type>_<isa>, jk_gemm_ws_<isa>,
+ * jk_gemm_prepack_<isa>, jk_gemm_prepack_floats_<isa>; the exact ones of each ISA or a
+ * precision tier's ("avx512_bf16", "neon_bf16"). JK_INSTALL_GEMM sets k->gemm_isa. */
+#define JK_DECLARE_GEMM(isa)                                                                \
+    jk_gemm_fn jk_gemm_f32_##isa, jk_gemm_f16_##isa, jk_gemm_bf16_##isa, jk_gemm_q8_0_##isa; \
+    jk_gemm_fn jk_gemm_q4_0_##isa, jk_gemm_q4_1_##isa, jk_gemm_q5_0_##isa, jk_gemm_q5_1_##isa; \
+    jk_gemm_fn jk_gemm_q4_K_##isa, jk_gemm_q5_K_##isa, jk_gemm_q6_K_##isa;                  \
+    jk_gemm_ws_fn jk_gemm_ws_##isa;                                                        \
+    jk_gemm_prepack_fn jk_gemm_prepack_##isa;                                              \
+    jk_gemm_prepack_floats_fn jk_gemm_prepack_floats_##isa;
+#define JK_INSTALL_GEMM(k, isa)                                   \
+    do {                                                          \
+        (k)->gemm_isa = #isa;                                     \
+        (k)->gemm[JK_F32] = jk_gemm_f32_##isa;                    \
+        (k)->gemm[JK_F16] = jk_gemm_f16_##isa;                    \
+        (k)->gemm[JK_BF16] = jk_gemm_bf16_##isa;                  \
+        (k)->gemm[JK_Q8_0] = jk_gemm_q8_0_##isa;                  \
+        (k)->gemm[JK_Q4_0] = jk_gemm_q4_0_##isa;                  \
+        (k)->gemm[JK_Q4_1] = jk_gemm_q4_1_##isa;                  \
+        (k)->gemm[JK_Q5_0] = jk_gemm_q5_0_##isa;                  \
+        (k)->gemm[JK_Q5_1] = jk_gemm_q5_1_##isa;                  \
+        (k)->gemm[JK_Q4_K] = jk_gemm_q4_K_##isa;                  \
+        (k)->gemm[JK_Q5_K] = jk_gemm_q5_K_##isa;                  \
+        (k)->gemm[JK_Q6_K] = jk_gemm_q6_K_##isa;                  \
+        (k)->gemm_ws = jk_gemm_ws_##isa;                          \
+        (k)->gemm_prepack = jk_gemm_prepack_##isa;                \
+        (k)->gemm_prepack_floats = jk_gemm_prepack_floats_##isa;  \
+    } while (0)
 
 /* The CUDA table (kernels/cuda/): every pointer argument is device memory of the
  * device bound to the calling thread (kernels/device.h, jk_device.bind); slots are

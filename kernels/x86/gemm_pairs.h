@@ -13,7 +13,8 @@
  *                 streaming conversion and the microkernel broadcasts row i's pair p
  *                 from a + i np + p.
  * Only AVX2 and the intrinsics SIMDe implements are used here (kernels/x86/simd.h).
- * Include after gemm_x86.h (ld8, gt_weight1, transpose8, gt_ahead).
+ * Include after gemm_x86.h (ld8, transpose8, gt_ahead); gt_pair1 and gt_weight_pair are
+ * gemm_tmpl.h's.
  */
 #ifndef JEPA_KERNELS_X86_GEMM_PAIRS_H
 #define JEPA_KERNELS_X86_GEMM_PAIRS_H
@@ -50,10 +51,6 @@ static ALWAYS_INLINE __m256i pairs8(__m256 v) {
     return _mm256_permute4x64_epi64(pairs_of(bf16_hi8(v)), 0xd8);
 }
 
-static ALWAYS_INLINE uint32_t pair1(float lo, float hi) {
-    return (uint32_t)f32_to_bf16(lo) | (uint32_t)f32_to_bf16(hi) << 16;
-}
-
 /* mc rows of X (row stride ldx) over kc -> GT_MR-row panels of pairs, [i][np] each, panel
  * after panel (GT_MR np pairs apart); rows past mc repeat the last row. */
 static void gt_pack_a(float *pf, const float *x, size_t ldx, int mc, int kc) {
@@ -67,15 +64,10 @@ static void gt_pack_a(float *pf, const float *x, size_t ldx, int mc, int kc) {
             for (; k + 16 <= kc; k += 16)
                 _mm256_storeu_si256((__m256i *)(void *)(d + k / 2),
                                     pairs16(_mm256_loadu_ps(r + k), _mm256_loadu_ps(r + k + 8)));
-            for (; k + 1 < kc; k += 2) d[k / 2] = pair1(r[k], r[k + 1]);
-            if (k < kc) d[k / 2] = pair1(r[k], 0.0f);
+            for (; k + 1 < kc; k += 2) d[k / 2] = gt_pair1(r[k], r[k + 1]);
+            if (k < kc) d[k / 2] = gt_pair1(r[k], 0.0f);
         }
     }
-}
-
-/* Weights k and k + 1 of a row as one pair (k + 1 == kend: 0 in the high half). */
-static ALWAYS_INLINE uint32_t weight_pair(enum jk_dtype t, const uint8_t *row, int k, int kend) {
-    return pair1(gt_weight1(t, row, k), k + 1 < kend ? gt_weight1(t, row, k + 1) : 0.0f);
 }
 
 /* nc W rows (ldw bytes apart) over k0 .. k0 + kc -> [p][GT_NR] pair panels, panel after
@@ -118,7 +110,8 @@ static ALWAYS_INLINE void pack_b_pairs(enum jk_dtype t, float *pf, const uint8_t
             k += 8;
         }
         for (; k < kc; k += 2)
-            for (int j = 0; j < GT_NR; j++) p[(size_t)(k / 2) * GT_NR + j] = weight_pair(t, r[j], k0 + k, k0 + kc);
+            for (int j = 0; j < GT_NR; j++)
+                p[(size_t)(k / 2) * GT_NR + j] = gt_weight_pair(t, r[j], k0 + k, k0 + kc);
     }
 }
 

@@ -10,24 +10,7 @@
 #include "runtime/cpu.h"
 
 /* The matmul slots of one gemm build (the exact ones above, or a tier's). */
-#define JK_X86_INSTALL_GEMM(k, name)                 \
-    do {                                             \
-        (k)->gemm_isa = #name;                       \
-        (k)->gemm[JK_F32] = jk_gemm_f32_##name;      \
-        (k)->gemm[JK_F16] = jk_gemm_f16_##name;      \
-        (k)->gemm[JK_BF16] = jk_gemm_bf16_##name;    \
-        (k)->gemm[JK_Q8_0] = jk_gemm_q8_0_##name;    \
-        (k)->gemm[JK_Q4_0] = jk_gemm_q4_0_##name;    \
-        (k)->gemm[JK_Q4_1] = jk_gemm_q4_1_##name;    \
-        (k)->gemm[JK_Q5_0] = jk_gemm_q5_0_##name;    \
-        (k)->gemm[JK_Q5_1] = jk_gemm_q5_1_##name;    \
-        (k)->gemm[JK_Q4_K] = jk_gemm_q4_K_##name;    \
-        (k)->gemm[JK_Q5_K] = jk_gemm_q5_K_##name;    \
-        (k)->gemm[JK_Q6_K] = jk_gemm_q6_K_##name;    \
-        (k)->gemm_ws = jk_gemm_ws_##name;            \
-        (k)->gemm_prepack = jk_gemm_prepack_##name;  \
-        (k)->gemm_prepack_floats = jk_gemm_prepack_floats_##name; \
-    } while (0)
+#define JK_X86_INSTALL_GEMM(k, name) JK_INSTALL_GEMM(k, name)
 
 #define JK_X86_INSTALL(k, name)                      \
     do {                                             \

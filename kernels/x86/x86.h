@@ -16,13 +16,7 @@
 /* The matmul slots of one gemm build: the exact ones of each ISA, and the bf16 precision
  * tier's (kernels.h, JK_PREC_BF16: gemm_avx512.c built once more with -DJK_GEMM_BF16X
  * -mavx512bf16). */
-#define JK_X86_DECLARE_GEMM(isa)                                                           \
-    jk_gemm_fn jk_gemm_f32_##isa, jk_gemm_f16_##isa, jk_gemm_bf16_##isa, jk_gemm_q8_0_##isa; \
-    jk_gemm_fn jk_gemm_q4_0_##isa, jk_gemm_q4_1_##isa, jk_gemm_q5_0_##isa, jk_gemm_q5_1_##isa; \
-    jk_gemm_fn jk_gemm_q4_K_##isa, jk_gemm_q5_K_##isa, jk_gemm_q6_K_##isa;                  \
-    jk_gemm_ws_fn jk_gemm_ws_##isa;                                                        \
-    jk_gemm_prepack_fn jk_gemm_prepack_##isa;                                              \
-    jk_gemm_prepack_floats_fn jk_gemm_prepack_floats_##isa;
+#define JK_X86_DECLARE_GEMM(isa) JK_DECLARE_GEMM(isa)
 
 #define JK_X86_DECLARE(isa)                                                                \
     JK_X86_DECLARE_GEMM(isa)                                                               \

@@ -2,9 +2,11 @@
  * test_gemm_tier.c — checkasm for the matmul of the precision tiers (kernels/kernels.h,
  * jk_init_precision): the bf16 tier's gemm slots, every weight type, against
  * jk_gemm_bf16x_ref (kernels/ref/gemm_ref.c: X and the exactly decoded weights rounded to
- * bf16, double accumulation, one rounding). With -DCHECKASM_AVX512_EMU the AVX-512 bf16
- * kernels run through SIMDe (tests/checkasm/meson.build) on any x86-64 machine; natively
- * they run where the CPU has AVX512-BF16 (otherwise: skipped, 77).
+ * bf16, double accumulation, one rounding). Natively it runs the tier's kernels of this CPU:
+ * AVX512-BF16 (avx512_bf16) or aarch64 FEAT_BF16 (neon_bf16; on x86 hosts under
+ * qemu-aarch64, whose CPU "max" has it); where there are none: skipped, 77. With
+ * -DCHECKASM_AVX512_EMU the AVX-512 bf16 kernels run through SIMDe
+ * (tests/checkasm/meson.build) on any x86-64 machine.
  *
  * What runs, per weight type:
  *  - ragged shapes: M in {1, 2, 5, 14, 15, 29, 65, 200} x N in {1, 3, 17, 33, 65, 100} x
@@ -19,9 +21,13 @@
  * Tolerance: the products of two bf16 values are exact in f32, so the kernel's result is
  * a summation, in some order, of the K + 2 terms x~_k w~_k, bias, y_old (x~, w~: the bf16
  * operands, which the reference uses too), each addition rounded once (VDPBF16PS rounds
- * after each product, or after the pair: either way at most one rounding per term):
- *     |y - y_ref| <= 1.01 (K + 4) u S + u |y_ref| + 1e-37,  S = sum |x~ w~| + |b| + |y_old|
+ * after each product, or after the pair: either way at most one rounding per term), with a
+ * relative error of at most e: u = 2^-24 where the dot product rounds to nearest even
+ * (VDPBF16PS), 2u where it rounds to odd (BFDOT with FPCR.EBF = 0, the Arm ARM's BFDotAdd):
+ *     |y - y_ref| <= 1.01 (K + 4) e S + u |y_ref| + 1e-37,  S = sum |x~ w~| + |b| + |y_old|
  * and for GELU outputs 1.13 times that + 8e-7 |y_ref| (kernels/simd/math.h's erf-GELU).
+ * (Both flush subnormal operands and sums to zero: 1e-37 covers the outputs, and no
+ * operand here is subnormal.)
  * A lost pair costs about S / K, above the bound; so does an operand not rounded (2^-9
  * relative per term, for K below ~2^14).
  */
@@ -83,8 +89,14 @@ struct shape {
 };
 
 /* y (the kernel's, NaN-padded rows of ldy) against ref with the bound above. */
-static int check_y(const char *what, const struct shape *s, const float *x, const float *wf,
-                   const float *bias, const float *y0, const float *y, const float *ref) {
+/* e of the bound above for the kernels of k: 2u where the dot product rounds to odd. */
+static double add_error(const struct jk_kernels *k) {
+    return strcmp(k->gemm_isa, "neon_bf16") ? 0x1p-24 : 0x1p-23;
+}
+
+static int check_y(const char *what, const struct shape *s, double e, const float *x,
+                   const float *wf, const float *bias, const float *y0, const float *y,
+                   const float *ref) {
     const double u = 0x1p-24;
     int bad = 0;
     double worst = 0.0;
@@ -96,7 +108,7 @@ static int check_y(const char *what, const struct shape *s, const float *x, cons
             if (bias) S += fabs(bias[j]);
             if (s->epi == JK_EPI_ADD) S += fabs(y0[(size_t)i * s->ldy + j]);
             const double r = ref[(size_t)i * s->ldy + j], g = y[(size_t)i * s->ldy + j];
-            double lim = 1.01 * (s->K + 4) * u * S + u * fabs(r) + 1e-37;
+            double lim = 1.01 * (s->K + 4) * e * S + u * fabs(r) + 1e-37;
             if (s->epi == JK_EPI_GELU) lim = 1.13 * lim + 8e-7 * fabs(r);
             const double d = fabs(g - r);
             if (!(d <= lim)) bad++;
@@ -151,7 +163,7 @@ static void run_case(const struct jk_kernels *k, enum jk_dtype t, const struct s
     memcpy(y, y0, ny * sizeof(float));
     a.y = y, a.ws = ws + 3;   /* deliberately misaligned */
     k->gemm[t](&a);
-    check_y(what, s, x, wf, bias, y0, y, ref);
+    check_y(what, s, add_error(k), x, wf, bias, y0, y, ref);
     if (!ca_guard_ok(y, ny)) {
         check_failed++;
         printf("FAIL %s: wrote outside Y\n", what);
@@ -207,7 +219,7 @@ int main(void) {
 #endif
     struct jk_kernels k;
     jk_init_precision(&k, flags, JK_PREC_BF16);
-    if (!k.gemm_isa || strcmp(k.gemm_isa, "avx512_bf16") != 0) {
+    if (!k.gemm_isa || !strcmp(k.gemm_isa, k.isa)) {   /* the ISA's own: no tier kernels */
         printf("checkasm_gemm_tier: no bf16 tier kernels on this CPU (the tier runs '%s'): skipped\n",
                k.gemm_isa ? k.gemm_isa : "?");
         return 77;
