@@ -175,7 +175,8 @@ JEPA_API int jepa_ctx_threads(const jepa_ctx *c);
 /* Which implementation fills the kernel slots ("avx512", "avx2", "neon", "scalar", "cuda"). */
 JEPA_API const char *jepa_ctx_isa(const jepa_ctx *c);
 /* The precision tier asked for ("exact", "high", "bf16") and the kernels the matmul got for
- * it here: the ISA itself where the tier runs exact, else the tier's ("avx512_bf16"). */
+ * it here: the ISA itself where the tier runs exact, else the tier's ("avx512_bf16",
+ * "neon_bf16"). */
 JEPA_API const char *jepa_ctx_precision(const jepa_ctx *c);
 JEPA_API const char *jepa_ctx_matmul_isa(const jepa_ctx *c);
 /* The device the context runs on: "cpu", or e.g. "cuda:0 NVIDIA H200 (sm_90, 139 GiB)". */

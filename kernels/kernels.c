@@ -154,5 +154,7 @@ void jk_init_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_precisi
     if (p == JK_PREC_EXACT) return;
 #if defined(__x86_64__) || defined(_M_X64)
     jk_init_x86_precision(k, cpu_flags, p);
+#elif defined(__aarch64__)
+    jk_init_arm_precision(k, cpu_flags, p);
 #endif
 }

@@ -182,7 +182,7 @@ struct jk_kernels {
     const char *isa;                 /* "scalar", "avx2", "avx512", "neon", "cuda" */
     /* where the gemm slots, gemm_ws and the prepacking come from: isa itself (the exact
      * tier), or a precision tier's kernels (jk_init_precision): "avx512_bf16",
-     * "amx_bf16", "amx_high" */
+     * "amx_bf16", "amx_high", "neon_bf16" */
     const char *gemm_isa;
     /* optional, not slots: NULL where the gemm packs nothing (scalar, CUDA) */
     jk_gemm_prepack_fn *gemm_prepack;
@@ -235,9 +235,9 @@ void jk_init(struct jk_kernels *k, unsigned cpu_flags);
  *                  the exact tier.
  *   JK_PREC_BF16   X and W rounded to bf16 (round to nearest even) as they are packed,
  *                  products of bf16 pairs accumulated in f32 (TDPBF16PS on AMX tiles, else
- *                  VDPBF16PS, AVX512-BF16);
- *                  Y, the bias and the epilogues stay f32. Where the CPU has no bf16
- *                  dot product it is the exact tier.
+ *                  VDPBF16PS on AVX512-BF16; BFDOT on aarch64 FEAT_BF16, whose additions
+ *                  round to odd and flush subnormals); Y, the bias and the epilogues stay
+ *                  f32. Where the CPU has no bf16 dot product it is the exact tier.
  * Only the gemm slots (with gemm_ws and gemm_prepack*) change between tiers; a tier's
  * gemm gives the same bits for any thread count, like every slot. */
 enum jk_precision { JK_PREC_EXACT = 0, JK_PREC_HIGH = 1, JK_PREC_BF16 = 2, JK_NPREC };
@@ -265,6 +265,26 @@ void jk_init_arm(struct jk_kernels *k, unsigned cpu_flags);
 /* The tier's gemm kernels of one ISA family over a table jk_init filled (no-op where the
  * family has none for this CPU). */
 void jk_init_x86_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_precision p);
+void jk_init_arm_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_precision p);
+
+/* The matmul slots of one gemm build of an ISA file, declared (in the ISA family's header)
+ * and installed (by its jk_init_* rung) under one name: jk_gemm_<type>_<isa>, jk_gemm_ws_<isa>,
+ * jk_gemm_prepack_<isa>, jk_gemm_prepack_floats_<isa>; the exact ones of each ISA or a
+ * precision tier's ("avx512_bf16", "neon_bf16"). JK_INSTALL_GEMM sets k->gemm_isa. */
+#define JK_DECLARE_GEMM(isa)                                                                \
+    JK_GEMM_DECLARE(isa)                                                                   \
+    jk_gemm_ws_fn jk_gemm_ws_##isa;                                                        \
+    jk_gemm_prepack_fn jk_gemm_prepack_##isa;                                              \
+    jk_gemm_prepack_floats_fn jk_gemm_prepack_floats_##isa;
+/* (the table must be the variable k: JK_GEMM_INSTALL names it) */
+#define JK_INSTALL_GEMM(k, isa)                                   \
+    do {                                                          \
+        (k)->gemm_isa = #isa;                                     \
+        JK_GEMM_INSTALL(isa);                                     \
+        (k)->gemm_ws = jk_gemm_ws_##isa;                          \
+        (k)->gemm_prepack = jk_gemm_prepack_##isa;                \
+        (k)->gemm_prepack_floats = jk_gemm_prepack_floats_##isa;  \
+    } while (0)
 
 /* The CUDA table (kernels/cuda/): every pointer argument is device memory of the
  * device bound to the calling thread (kernels/device.h, jk_device.bind); slots are

@@ -69,11 +69,15 @@ static unsigned detect(void) {
 #ifndef HWCAP_ASIMDHP
 #define HWCAP_ASIMDHP (1 << 10)
 #endif
+#ifndef HWCAP2_BF16
+#define HWCAP2_BF16 (1 << 14)
+#endif
 static unsigned detect(void) {
-    unsigned long hw = getauxval(AT_HWCAP);
+    unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
     unsigned flags = JEPA_CPU_NEON;
     if (hw & HWCAP_ASIMDDP) flags |= JEPA_CPU_DOTPROD;
     if ((hw & HWCAP_FPHP) && (hw & HWCAP_ASIMDHP)) flags |= JEPA_CPU_FP16;
+    if (hw2 & HWCAP2_BF16) flags |= JEPA_CPU_BF16;
     return flags;
 }
 #else
@@ -97,7 +101,8 @@ long jr_cpu_cap(unsigned flags, const char *name) {
     if (!strcmp(name, "avx2")) return flags & JEPA_CPU_AVX2;
     if (!strcmp(name, "avx512")) return flags & (JEPA_CPU_AVX2 | JEPA_CPU_AVX512 |
                                                  JEPA_CPU_AVX512_VNNI | JEPA_CPU_AVX512_BF16);
-    if (!strcmp(name, "neon")) return flags & (JEPA_CPU_NEON | JEPA_CPU_DOTPROD | JEPA_CPU_FP16);
+    if (!strcmp(name, "neon"))
+        return flags & (JEPA_CPU_NEON | JEPA_CPU_DOTPROD | JEPA_CPU_FP16 | JEPA_CPU_BF16);
     return -1;
 }
 
@@ -107,6 +112,7 @@ const char *jr_cpu_describe(unsigned flags, char *buf, int size) {
         {JEPA_CPU_AVX512_VNNI, "avx512_vnni"}, {JEPA_CPU_AVX512_BF16, "avx512_bf16"},
         {JEPA_CPU_AMX_BF16, "amx_bf16"},
         {JEPA_CPU_NEON, "neon"}, {JEPA_CPU_DOTPROD, "dotprod"}, {JEPA_CPU_FP16, "fp16"},
+        {JEPA_CPU_BF16, "bf16"},
     };
     int n = 0;
     buf[0] = '\0';

@@ -3,8 +3,9 @@
  *
  * x86-64: cpuid + xgetbv (a feature counts only when the OS saves its registers; AMX
  * also only once the OS has granted the process its tile data, asked for at detection).
- * aarch64: getauxval(AT_HWCAP). JEPA_CPU caps the level (scalar|avx2|avx512|neon),
- * for tests and benchmarks; the API's jepa_ctx_params.cpu does the same.
+ * aarch64: getauxval(AT_HWCAP) and getauxval(AT_HWCAP2). JEPA_CPU caps the level
+ * (scalar|avx2|avx512|neon), for tests and benchmarks; the API's jepa_ctx_params.cpu does
+ * the same.
  */
 #ifndef JEPA_RUNTIME_CPU_H
 #define JEPA_RUNTIME_CPU_H
@@ -20,6 +21,7 @@ enum jepa_cpu_flag {
     JEPA_CPU_NEON = 1u << 8,        /* Advanced SIMD (always on aarch64) */
     JEPA_CPU_DOTPROD = 1u << 9,
     JEPA_CPU_FP16 = 1u << 10,       /* FEAT_FP16 arithmetic */
+    JEPA_CPU_BF16 = 1u << 11,       /* FEAT_BF16 (BFDOT, BFMMLA; AT_HWCAP2) */
 };
 
 /* Flags of this machine (cached after the first call). */

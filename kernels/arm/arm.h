@@ -11,10 +11,10 @@
 
 #include "kernels/kernels.h"
 
-JK_GEMM_DECLARE(neon)
-jk_gemm_ws_fn jk_gemm_ws_neon;
-jk_gemm_prepack_fn jk_gemm_prepack_neon;
-jk_gemm_prepack_floats_fn jk_gemm_prepack_floats_neon;
+/* The matmul slots of each build of gemm_neon.c: the exact tier's (neon), and the bf16
+ * precision tier's (neon_bf16: -DJK_GEMM_BF16X -march=armv8.2-a+bf16, FEAT_BF16 only). */
+JK_DECLARE_GEMM(neon)
+JK_DECLARE_GEMM(neon_bf16)
 jk_attn_fn jk_attn_neon;
 jk_attn_ws_fn jk_attn_ws_neon;
 jk_rope_fn jk_rope_neon;

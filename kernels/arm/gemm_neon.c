@@ -39,11 +39,39 @@
 #define GT_KC 256
 #define GT_MC 128
 #define GT_NC 1536
+
+/* Built twice (kernels/meson.build): as the exact tier's f32 kernel, and with
+ * -DJK_GEMM_BF16X -march=armv8.2-a+bf16 as the bf16 tier's (kernels.h, JK_PREC_BF16) for
+ * CPUs with FEAT_BF16: the same blocking, threads and epilogues, with X and W packed as
+ * bf16 pairs (gemm_pairs.h) and BFDOT by element in the K loop. X is then always packed
+ * (it must be rounded) and every M takes the packed path: the f32 weight-streaming path of
+ * small M would not round, and a row's result would depend on how many rows came with it. */
+#ifdef JK_GEMM_BF16X
+#define GT_SMALL_M 0
+#define GT_PACKED_K(kc) (((kc) + 1) / 2)
+#define GEMM_ISA neon_bf16
+#else
 #define GT_SMALL_M 64
+#define GEMM_ISA neon
+#endif
 
 #include "kernels/simd/gemm_tmpl.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* One step of the K loop reads GT_NR columns and GT_MR rows of operands, 4 per q register
+ * (gt_opv): f32 values (one k), or the bf16 tier's pairs (two k, one float's bytes per
+ * pair); c = GT_MAC(c, columns, rows, i) adds row i's product(s) to 4 columns of c: FMLA
+ * by element, or BFDOT by element (c[j] += b[2j] a[2i] + b[2j+1] a[2i+1]). */
+#ifdef JK_GEMM_BF16X
+typedef bfloat16x8_t gt_opv;
+#define GT_LD(p) vreinterpretq_bf16_f32(vld1q_f32(p))
+#define GT_MAC vbfdotq_laneq_f32
+#else
+typedef float32x4_t gt_opv;
+#define GT_LD(p) vld1q_f32(p)
+#define GT_MAC vfmaq_laneq_f32
+#endif
 
 /* acc -> Y for 4 columns (nr of them valid) with the epilogue of `mode`; bv: bias. */
 static ALWAYS_INLINE void store4(float *y, float32x4_t acc, float32x4_t bv, int nr, int mode) {
@@ -81,17 +109,17 @@ static void gt_ukernel(int kc, const float *restrict a, const float *restrict b,
     float32x4_t c40 = c00, c41 = c00, c42 = c00, c50 = c00, c51 = c00, c52 = c00;
     float32x4_t c60 = c00, c61 = c00, c62 = c00, c70 = c00, c71 = c00, c72 = c00;
     for (int i = 0; i < mr; i++) __builtin_prefetch(y + (size_t)i * ldy);
-    for (int k = 0; k < kc; k++) {
-        const float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4), b2 = vld1q_f32(b + 8);
-        const float32x4_t a0 = vld1q_f32(a), a1 = vld1q_f32(a + 4);
-        c00 = vfmaq_laneq_f32(c00, b0, a0, 0), c01 = vfmaq_laneq_f32(c01, b1, a0, 0), c02 = vfmaq_laneq_f32(c02, b2, a0, 0);
-        c10 = vfmaq_laneq_f32(c10, b0, a0, 1), c11 = vfmaq_laneq_f32(c11, b1, a0, 1), c12 = vfmaq_laneq_f32(c12, b2, a0, 1);
-        c20 = vfmaq_laneq_f32(c20, b0, a0, 2), c21 = vfmaq_laneq_f32(c21, b1, a0, 2), c22 = vfmaq_laneq_f32(c22, b2, a0, 2);
-        c30 = vfmaq_laneq_f32(c30, b0, a0, 3), c31 = vfmaq_laneq_f32(c31, b1, a0, 3), c32 = vfmaq_laneq_f32(c32, b2, a0, 3);
-        c40 = vfmaq_laneq_f32(c40, b0, a1, 0), c41 = vfmaq_laneq_f32(c41, b1, a1, 0), c42 = vfmaq_laneq_f32(c42, b2, a1, 0);
-        c50 = vfmaq_laneq_f32(c50, b0, a1, 1), c51 = vfmaq_laneq_f32(c51, b1, a1, 1), c52 = vfmaq_laneq_f32(c52, b2, a1, 1);
-        c60 = vfmaq_laneq_f32(c60, b0, a1, 2), c61 = vfmaq_laneq_f32(c61, b1, a1, 2), c62 = vfmaq_laneq_f32(c62, b2, a1, 2);
-        c70 = vfmaq_laneq_f32(c70, b0, a1, 3), c71 = vfmaq_laneq_f32(c71, b1, a1, 3), c72 = vfmaq_laneq_f32(c72, b2, a1, 3);
+    for (int k = 0; k < GT_PACKED_K(kc); k++) {
+        const gt_opv b0 = GT_LD(b), b1 = GT_LD(b + 4), b2 = GT_LD(b + 8);
+        const gt_opv a0 = GT_LD(a), a1 = GT_LD(a + 4);
+        c00 = GT_MAC(c00, b0, a0, 0), c01 = GT_MAC(c01, b1, a0, 0), c02 = GT_MAC(c02, b2, a0, 0);
+        c10 = GT_MAC(c10, b0, a0, 1), c11 = GT_MAC(c11, b1, a0, 1), c12 = GT_MAC(c12, b2, a0, 1);
+        c20 = GT_MAC(c20, b0, a0, 2), c21 = GT_MAC(c21, b1, a0, 2), c22 = GT_MAC(c22, b2, a0, 2);
+        c30 = GT_MAC(c30, b0, a0, 3), c31 = GT_MAC(c31, b1, a0, 3), c32 = GT_MAC(c32, b2, a0, 3);
+        c40 = GT_MAC(c40, b0, a1, 0), c41 = GT_MAC(c41, b1, a1, 0), c42 = GT_MAC(c42, b2, a1, 0);
+        c50 = GT_MAC(c50, b0, a1, 1), c51 = GT_MAC(c51, b1, a1, 1), c52 = GT_MAC(c52, b2, a1, 1);
+        c60 = GT_MAC(c60, b0, a1, 2), c61 = GT_MAC(c61, b1, a1, 2), c62 = GT_MAC(c62, b2, a1, 2);
+        c70 = GT_MAC(c70, b0, a1, 3), c71 = GT_MAC(c71, b1, a1, 3), c72 = GT_MAC(c72, b2, a1, 3);
         a += GT_MR;
         b += GT_NR;
     }
@@ -122,6 +150,7 @@ static void gt_ukernel(int kc, const float *restrict a, const float *restrict b,
 
 /* ---- packing ------------------------------------------------------------------------ */
 
+#ifndef JK_GEMM_BF16X   /* the bf16 tier packs pairs instead: gemm_pairs.h */
 static void gt_pack_a(float *p, const float *x, size_t ldx, int mc, int kc) {
     for (int i0 = 0; i0 < mc; i0 += GT_MR, p += (size_t)GT_MR * kc) {
         const float *r[GT_MR];
@@ -130,6 +159,7 @@ static void gt_pack_a(float *p, const float *x, size_t ldx, int mc, int kc) {
             for (int i = 0; i < GT_MR; i++) p[(size_t)k * GT_MR + i] = r[i][k];
     }
 }
+#endif
 
 /* 8 weights of a row from element k on, as f32 in two vectors (k % 8 == 0 for the block
  * formats). */
@@ -182,6 +212,11 @@ static ALWAYS_INLINE void transpose4(float32x4_t r[4]) {
     r[3] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
 }
 
+#ifdef JK_GEMM_BF16X
+#include "kernels/arm/gemm_pairs.h"
+#define GEMM_NEON_PACK_B pack_b_pairs
+#else
+#define GEMM_NEON_PACK_B pack_b
 /* W rows -> p[panel][k][12], 4 rows x 8 k at a time, converted and transposed. */
 static ALWAYS_INLINE void pack_b(enum jk_dtype t, float *p, const uint8_t *w, size_t ldw, int nc,
                                  int k0, int kc) {
@@ -205,6 +240,7 @@ static ALWAYS_INLINE void pack_b(enum jk_dtype t, float *p, const uint8_t *w, si
             for (int j = 0; j < GT_NR; j++) p[(size_t)k * GT_NR + j] = gt_weight1(t, r[j], k0 + k);
     }
 }
+#endif
 
 /* ---- small M: stream the weights ---------------------------------------------------- */
 
@@ -276,24 +312,30 @@ static ALWAYS_INLINE void row_to_f32(enum jk_dtype t, const uint8_t *row, float 
 
 /* ---- the slots ---------------------------------------------------------------------- */
 
+/* jk_gemm_<name>_<isa>, isa a macro's value (GEMM_ISA) */
+#define GEMM_NEON_SLOT(name, isa) GEMM_NEON_SLOT_(name, isa)
+#define GEMM_NEON_SLOT_(name, isa) jk_gemm_##name##_##isa
 #define GEMM_NEON_DTYPE(name, T)                                                               \
     static void pack_b_##name(float *p, const uint8_t *w, size_t ldw, int nc, int k0, int kc) { \
-        pack_b(T, p, w, ldw, nc, k0, kc);                                                      \
+        GEMM_NEON_PACK_B(T, p, w, ldw, nc, k0, kc);                                            \
     }                                                                                          \
     static void small_##name(const struct jk_gemm_args *a, int n0, int n1, float *scratch,      \
                              size_t nscratch) {                                                \
         small_m(a, T, n0, n1, scratch, nscratch);                                              \
     }                                                                                          \
-    void jk_gemm_##name##_neon(const struct jk_gemm_args *a) { gt_run(a, T, pack_b_##name, small_##name); }
+    void GEMM_NEON_SLOT(name, GEMM_ISA)(const struct jk_gemm_args *a) {                         \
+        gt_run(a, T, pack_b_##name, small_##name);                                             \
+    }
 
 #define GEMM_NEON_ROW(a, name, NAME, ...) GEMM_NEON_DTYPE(name, JK_##NAME)
 JR_WEIGHT_TYPES(GEMM_NEON_ROW, )   /* every weight type of runtime/weight_types.h */
 #undef GEMM_NEON_ROW
 
-size_t jk_gemm_prepack_floats_neon(int N, int K) { return gt_prepack_floats(N, K); }
-void jk_gemm_prepack_neon(enum jk_dtype t, float *dst, const void *w, size_t ldw, int N, int K) {
+size_t GEMM_NEON_SLOT(prepack_floats, GEMM_ISA)(int N, int K) { return gt_prepack_floats(N, K); }
+void GEMM_NEON_SLOT(prepack, GEMM_ISA)(enum jk_dtype t, float *dst, const void *w, size_t ldw,
+                                       int N, int K) {
     static const gt_pack_b_fn by_type[JK_NDTYPES] = GT_PACK_B_BY_TYPE;
     gt_prepack(by_type[t], dst, w, ldw, N, K);
 }
 
-size_t jk_gemm_ws_neon(int nthreads, int K) { return gt_ws(nthreads, K); }
+size_t GEMM_NEON_SLOT(ws, GEMM_ISA)(int nthreads, int K) { return gt_ws(nthreads, K); }

@@ -9,10 +9,7 @@
 void jk_init_arm(struct jk_kernels *k, unsigned cpu_flags) {
     if (!(cpu_flags & JEPA_CPU_NEON)) return;
     k->isa = "neon";
-    JK_GEMM_INSTALL(neon);
-    k->gemm_ws = jk_gemm_ws_neon;
-    k->gemm_prepack = jk_gemm_prepack_neon;
-    k->gemm_prepack_floats = jk_gemm_prepack_floats_neon;
+    JK_INSTALL_GEMM(k, neon);
     k->attn = jk_attn_neon;
     k->attn_ws = jk_attn_ws_neon;
     k->rope = jk_rope_neon;
@@ -21,4 +18,11 @@ void jk_init_arm(struct jk_kernels *k, unsigned cpu_flags) {
     k->silu = jk_silu_neon;
     k->add = jk_add_neon;
     k->patchify = jk_patchify_neon;
+}
+
+/* The bf16 tier wants BFDOT (FEAT_BF16) on top of the NEON level the table is at; the high
+ * tier has no kernels without 16-bit matrix units and stays exact. */
+void jk_init_arm_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_precision p) {
+    if (p == JK_PREC_BF16 && (cpu_flags & JEPA_CPU_NEON) && (cpu_flags & JEPA_CPU_BF16))
+        JK_INSTALL_GEMM(k, neon_bf16);
 }

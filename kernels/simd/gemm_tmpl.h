@@ -83,6 +83,19 @@ static inline __attribute__((always_inline)) float gt_weight1(enum jk_dtype t, c
     }
 }
 
+/* The bf16 precision tier's operand (kernels/x86/gemm_pairs.h, kernels/arm/gemm_pairs.h):
+ * two values rounded to bf16 as runtime/dtype.h's f32_to_bf16 does, lo in the low half of
+ * the uint32, hi in the high half. The scalar tail of the vector packings. */
+static inline __attribute__((always_inline)) uint32_t gt_pair1(float lo, float hi) {
+    return (uint32_t)f32_to_bf16(lo) | (uint32_t)f32_to_bf16(hi) << 16;
+}
+
+/* Weights k and k + 1 of a row as one pair (k + 1 == kend: 0 in the high half). */
+static inline __attribute__((always_inline)) uint32_t gt_weight_pair(enum jk_dtype t,
+                                                                     const uint8_t *row, int k,
+                                                                     int kend) {
+    return gt_pair1(gt_weight1(t, row, k), k + 1 < kend ? gt_weight1(t, row, k + 1) : 0.0f);
+}
 
 #endif /* JEPA_KERNELS_GEMM_TMPL_H */
 

@@ -18,7 +18,8 @@
  * carries), in two panels of the layout above, hi then lo, each GT_NR np (B) or GT_MR np
  * (A) pairs: a panel of either operand is then 2 np pairs per column / row (GT_PACKED_K).
  * Only AVX2 and the intrinsics SIMDe implements are used here (kernels/x86/simd.h).
- * Include after gemm_x86.h (ld8, gt_weight1, transpose8, gt_ahead).
+ * Include after gemm_x86.h (ld8, transpose8, gt_ahead); gt_pair1 and gt_weight_pair are
+ * gemm_tmpl.h's.
  */
 #ifndef JEPA_KERNELS_X86_GEMM_PAIRS_H
 #define JEPA_KERNELS_X86_GEMM_PAIRS_H
@@ -55,10 +56,6 @@ static ALWAYS_INLINE __m256i pairs8(__m256 v) {
     return _mm256_permute4x64_epi64(pairs_of(bf16_hi8(v)), 0xd8);
 }
 
-static ALWAYS_INLINE uint32_t pair1(float lo, float hi) {
-    return (uint32_t)f32_to_bf16(lo) | (uint32_t)f32_to_bf16(hi) << 16;
-}
-
 /* The term `part` of the high tier's split of v (0: v itself, rounded by the packing to
  * hi; 1: v - hi, rounded to lo; NaN residuals -> 0), 8 lanes and one value. */
 static ALWAYS_INLINE __m256 part8(__m256 v, int part) {
@@ -87,8 +84,8 @@ static ALWAYS_INLINE void pack_a_part(uint32_t *p, const float *x, size_t ldx, i
                 _mm256_storeu_si256((__m256i *)(void *)(d + k / 2),
                                     pairs16(part8(_mm256_loadu_ps(r + k), part),
                                             part8(_mm256_loadu_ps(r + k + 8), part)));
-            for (; k + 1 < kc; k += 2) d[k / 2] = pair1(part1(r[k], part), part1(r[k + 1], part));
-            if (k < kc) d[k / 2] = pair1(part1(r[k], part), 0.0f);
+            for (; k + 1 < kc; k += 2) d[k / 2] = gt_pair1(part1(r[k], part), part1(r[k + 1], part));
+            if (k < kc) d[k / 2] = gt_pair1(part1(r[k], part), 0.0f);
         }
     }
 }
@@ -109,7 +106,7 @@ static void gt_pack_a(float *pf, const float *x, size_t ldx, int mc, int kc) {
 /* The term `part` of weights k and k + 1 of a row as one pair (k + 1 == kend: 0 in the
  * high half). */
 static ALWAYS_INLINE uint32_t weight_pair(enum jk_dtype t, const uint8_t *row, int k, int kend, int part) {
-    return pair1(part1(gt_weight1(t, row, k), part),
+    return gt_pair1(part1(gt_weight1(t, row, k), part),
                  k + 1 < kend ? part1(gt_weight1(t, row, k + 1), part) : 0.0f);
 }
 

@@ -9,20 +9,10 @@
 #include "kernels/x86/x86.h"
 #include "runtime/cpu.h"
 
-/* The matmul slots of one gemm build (the exact ones above, or a tier's). */
-#define JK_X86_INSTALL_GEMM(k, name)                 \
-    do {                                             \
-        (k)->gemm_isa = #name;                       \
-        JK_GEMM_INSTALL(name);                       \
-        (k)->gemm_ws = jk_gemm_ws_##name;            \
-        (k)->gemm_prepack = jk_gemm_prepack_##name;  \
-        (k)->gemm_prepack_floats = jk_gemm_prepack_floats_##name; \
-    } while (0)
-
 #define JK_X86_INSTALL(k, name)                      \
     do {                                             \
         (k)->isa = #name;                            \
-        JK_X86_INSTALL_GEMM(k, name);                \
+        JK_INSTALL_GEMM(k, name);                \
         (k)->attn = jk_attn_##name;                  \
         (k)->attn_ws = jk_attn_ws_##name;            \
         (k)->rope = jk_rope_##name;                  \
@@ -39,12 +29,12 @@
  * tiles' rate); without them it stays exact. */
 void jk_init_x86_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_precision p) {
     if (!(cpu_flags & JEPA_CPU_AVX512)) return;
-    if (p == JK_PREC_HIGH && (cpu_flags & JEPA_CPU_AMX_BF16)) JK_X86_INSTALL_GEMM(k, amx_high);
+    if (p == JK_PREC_HIGH && (cpu_flags & JEPA_CPU_AMX_BF16)) JK_INSTALL_GEMM(k, amx_high);
     if (p != JK_PREC_BF16) return;
     if (cpu_flags & JEPA_CPU_AMX_BF16)
-        JK_X86_INSTALL_GEMM(k, amx_bf16);
+        JK_INSTALL_GEMM(k, amx_bf16);
     else if (cpu_flags & JEPA_CPU_AVX512_BF16)
-        JK_X86_INSTALL_GEMM(k, avx512_bf16);
+        JK_INSTALL_GEMM(k, avx512_bf16);
 }
 
 void jk_init_x86(struct jk_kernels *k, unsigned cpu_flags) {

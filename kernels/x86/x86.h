@@ -13,18 +13,8 @@
 
 #include "kernels/kernels.h"
 
-/* The matmul slots of one gemm build: the exact ones of each ISA, and the bf16 precision
- * tier's (kernels.h, JK_PREC_BF16: gemm_avx512.c built once more with -DJK_GEMM_BF16X
- * -mavx512bf16, and the tile kernel gemm_amx.c), and the high tier's (gemm_amx.c with
- * -DJK_GEMM_HIGH). */
-#define JK_X86_DECLARE_GEMM(isa)                                                           \
-    JK_GEMM_DECLARE(isa)                                                                   \
-    jk_gemm_ws_fn jk_gemm_ws_##isa;                                                        \
-    jk_gemm_prepack_fn jk_gemm_prepack_##isa;                                              \
-    jk_gemm_prepack_floats_fn jk_gemm_prepack_floats_##isa;
-
 #define JK_X86_DECLARE(isa)                                                                \
-    JK_X86_DECLARE_GEMM(isa)                                                               \
+    JK_DECLARE_GEMM(isa)                                                                   \
     jk_attn_fn jk_attn_##isa;                                                              \
     jk_attn_ws_fn jk_attn_ws_##isa;                                                        \
     jk_rope_fn jk_rope_##isa;                                                              \
@@ -36,8 +26,11 @@
 JK_X86_DECLARE(avx2)
 JK_X86_DECLARE(avx512)
 
-JK_X86_DECLARE_GEMM(avx512_bf16)
-JK_X86_DECLARE_GEMM(amx_bf16)
-JK_X86_DECLARE_GEMM(amx_high)
+/* The matmul builds of the precision tiers (kernels.h, JK_DECLARE_GEMM): the bf16 tier's
+ * (gemm_avx512.c built once more with -DJK_GEMM_BF16X -mavx512bf16, and the tile kernel
+ * gemm_amx.c), and the high tier's (gemm_amx.c with -DJK_GEMM_HIGH). */
+JK_DECLARE_GEMM(avx512_bf16)
+JK_DECLARE_GEMM(amx_bf16)
+JK_DECLARE_GEMM(amx_high)
 
 #endif

@@ -11,6 +11,8 @@
  *    checkasm_gemm_amx_model (-DCHECKASM_TILE_MODEL too): the same kernel source built on
  *    the C model of the tile instructions (kernels/x86/amx_model.h) and SIMDe, on any
  *    x86-64 machine.
+ *  - on aarch64, checkasm_gemm_tier runs the FEAT_BF16 kernels (gemm_neon.c,
+ *    -DJK_GEMM_BF16X: BFDOT), natively or under qemu-aarch64 (whose CPU "max" has it).
  *
  * What runs, per weight type:
  *  - ragged shapes: M in {1, 2, 5, 14, 15, 17, 29, 65, 200} x N in {1, 3, 17, 33, 65, 100} x
@@ -26,9 +28,13 @@
  * Tolerance: the products of two bf16 values are exact in f32, so the kernel's result is
  * a summation, in some order, of the K + 2 terms x~_k w~_k, bias, y_old (x~, w~: the bf16
  * operands, which the reference uses too), each addition rounded once (VDPBF16PS rounds
- * after each product, or after the pair: either way at most one rounding per term):
- *     |y - y_ref| <= 1.01 (K + 4) u S + u |y_ref| + 1e-37,  S = sum |x~ w~| + |b| + |y_old|
+ * after each product, or after the pair: either way at most one rounding per term), with a
+ * relative error of at most e: u = 2^-24 where the dot product rounds to nearest even
+ * (VDPBF16PS), 2u where it rounds to odd (BFDOT with FPCR.EBF = 0, the Arm ARM's BFDotAdd):
+ *     |y - y_ref| <= 1.01 (K + 4) e S + u |y_ref| + 1e-37,  S = sum |x~ w~| + |b| + |y_old|
  * and for GELU outputs 1.13 times that + 8e-7 |y_ref| (kernels/simd/math.h's erf-GELU).
+ * (Both flush subnormal operands and sums to zero: 1e-37 covers the outputs, and no
+ * operand here is subnormal.)
  * A lost pair costs about S / K, above the bound; so does an operand not rounded (2^-9
  * relative per term, for K below ~2^14).
  *
@@ -98,6 +104,10 @@ struct shape {
     int bias;
 };
 
+/* e of the bound above, per addition: u, or 2u for the aarch64 kernels, whose BFDOT rounds
+ * its additions to odd (Arm ARM, BFDotAdd with FPCR.EBF = 0); set per rung in main. */
+static double add_error = 0x1p-24;
+
 /* The split error factor c of the high tier's bound (above) for weights of type t. */
 static double high_c(enum jk_dtype t) { return t == JK_BF16 ? 1.01 : t == JK_F16 ? 2.03 : 3.1; }
 
@@ -106,7 +116,7 @@ static double high_c(enum jk_dtype t) { return t == JK_BF16 ? 1.01 : t == JK_F16
 static int check_y(const char *what, enum jk_precision p, enum jk_dtype t, const struct shape *s,
                    const float *x, const float *wf, const float *bias, const float *y0, const float *y,
                    const float *ref) {
-    const double u = 0x1p-24, c = p == JK_PREC_HIGH ? high_c(t) * 0x1p-16 : 0.0;
+    const double u = 0x1p-24, e = add_error, c = p == JK_PREC_HIGH ? high_c(t) * 0x1p-16 : 0.0;
     const int sums = p == JK_PREC_HIGH ? 3 * s->K : s->K;
     int bad = 0;
     double worst = 0.0;
@@ -122,7 +132,7 @@ static int check_y(const char *what, enum jk_precision p, enum jk_dtype t, const
             if (bias) S += fabs(bias[j]);
             if (s->epi == JK_EPI_ADD) S += fabs(y0[(size_t)i * s->ldy + j]);
             const double r = ref[(size_t)i * s->ldy + j], g = y[(size_t)i * s->ldy + j];
-            double lim = 1.01 * (sums + 4) * u * S + split + u * fabs(r) + 1e-37;
+            double lim = 1.01 * (sums + 4) * e * S + split + u * fabs(r) + 1e-37;
             if (s->epi == JK_EPI_GELU) lim = 1.13 * lim + 8e-7 * fabs(r);
             const double d = fabs(g - r);
             if (!(d <= lim)) bad++;
@@ -243,6 +253,9 @@ struct rung {
 #ifdef CHECKASM_GEMM_AMX
 static const struct rung rungs[] = {{JK_PREC_BF16, "amx_bf16"}, {JK_PREC_HIGH, "amx_high"}};
 #define TEST_NAME "checkasm_gemm_amx"
+#elif defined(__aarch64__)
+static const struct rung rungs[] = {{JK_PREC_BF16, "neon_bf16"}};
+#define TEST_NAME "checkasm_gemm_tier"
 #else
 static const struct rung rungs[] = {{JK_PREC_BF16, "avx512_bf16"}};
 #define TEST_NAME "checkasm_gemm_tier"
@@ -299,6 +312,7 @@ int main(void) {
                    jk_precision_name(rungs[r].p), k.gemm_isa ? k.gemm_isa : "?");
             return 77;
         }
+        add_error = strcmp(k.gemm_isa, "neon_bf16") ? 0x1p-24 : 0x1p-23;
         check_rounds(&k, rungs[r].p);
         const int cases = run_grid(&k, rungs[r].p);
         printf("%s: %d cases on %s\n", TEST_NAME, cases, k.gemm_isa);
