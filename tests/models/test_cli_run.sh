@@ -283,6 +283,11 @@ expect 2 "classify --precision fp8" jepa classify -m "$V2/model.gguf" --input-te
 expect 0 "jepa cpu --precision bf16" jepa cpu --precision bf16
 grep -q "^  bf16 .*<- in force" "$WORK/out.txt" && ok "jepa cpu shows the tier in force" || bad "jepa cpu shows the tier in force"
 expect 2 "jepa cpu --precision fp8" jepa cpu --precision fp8
+if jepa serve --help >/dev/null 2>&1; then   # a build with the server
+    expect 2 "serve --precision fp8" jepa serve -m "$V2/model.gguf" --port 0 --precision fp8
+else
+    echo "skip serve --precision: this build has no server"
+fi
 
 # GPUs: without one, -g N fails with one line (exit 1) on every command
 if jepa cpu | grep -q "^cuda devices: none"; then
