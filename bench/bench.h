@@ -49,8 +49,9 @@ int bench_encoder(const struct bench_opts *o, const struct bench_encoder_opts *e
 /* Peak f32 FMA throughput in GFLOP/s of `threads` threads running a register-only FMA
  * loop of the widest vector unit in `cpu` (bench/peak.c). */
 double bench_fma_peak(unsigned cpu, int threads, const char **isa);
-/* The same for the bf16 dot product the bf16 tier's matmul runs on (VDPBF16PS, 64 FLOP per
- * 512-bit instruction), or 0 where `cpu` has none. */
+/* The same for the bf16 dot product the bf16 tier's matmul runs on: TDPBF16PS on AMX tiles
+ * (16384 FLOP an instruction) where `cpu` has them, else VDPBF16PS (64 FLOP per 512-bit
+ * instruction), or 0 where `cpu` has neither. */
 double bench_bf16_peak(unsigned cpu, int threads, const char **isa);
 
 /* Monotonic seconds. */

@@ -378,7 +378,8 @@ int bench_kernels(const struct bench_opts *o) {
     const char *peak_isa, *dot_isa;
     const double peak = bench_fma_peak(o->cpu, o->threads, &peak_isa);
     /* the bf16 tier's matmul is measured against its own instruction's peak */
-    const double dot_peak = strcmp(k.gemm_isa, "avx512_bf16") ? 0.0 : bench_bf16_peak(o->cpu, o->threads, &dot_isa);
+    const int tier_kernels = !strcmp(k.gemm_isa, "avx512_bf16") || !strncmp(k.gemm_isa, "amx_", 4);
+    const double dot_peak = tier_kernels ? bench_bf16_peak(o->cpu, o->threads, &dot_isa) : 0.0;
 
     /* context lines: stdout for the table, stderr with --json (stdout is JSON only) */
     FILE *info = o->json ? stderr : stdout;
@@ -390,7 +391,7 @@ int bench_kernels(const struct bench_opts *o) {
             o->threads, o->threads == 1 ? "" : "s", peak);
     fprintf(info, "precision: %s (matmul %s)\n", jk_precision_name((enum jk_precision)prec), k.gemm_isa);
     if (dot_peak > 0)
-        fprintf(info, "bf16 dot peak (%s register loop, %d thread%s): %.1f GFLOP/s = %.2f x the FMA peak; "
+        fprintf(info, "bf16 peak (%s register loop, %d thread%s): %.1f GFLOP/s = %.2f x the FMA peak; "
                 "the matmul rows' peak column is of it\n", dot_isa, o->threads, o->threads == 1 ? "" : "s",
                 dot_peak, dot_peak / peak);
 #ifdef JEPA_HAVE_OPENBLAS

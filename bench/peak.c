@@ -24,6 +24,9 @@
 #endif
 
 #include "bench/bench.h"
+#if defined(__x86_64__)
+#include "kernels/x86/amx_cfg.h"
+#endif
 #include "runtime/cpu.h"
 
 double bench_now(void) {
@@ -79,6 +82,39 @@ __attribute__((target("avx512f,avx512bf16"))) static float dp_loop_avx512bf16(lo
     FMA12(__m512, DPBF16, m, c, _mm512_set1_ps, _mm512_add_ps, s);
     return _mm512_reduce_add_ps(s);
 }
+/* TDPBF16PS on tiles only: four 16 x 16 f32 accumulators (tiles 0-3) fed by two A tiles
+ * (4, 5) and two B tiles (6, 7) of 16 rows x 32 bf16, each instruction 16 x 16 x 32 products
+ * and sums (16384 FLOP). Four independent accumulators cover the instruction's latency. Run
+ * only where the OS granted the tile state (JEPA_CPU_AMX_BF16, runtime/cpu.c). Not yet run
+ * on AMX hardware. */
+__attribute__((target("amx-tile,amx-bf16"))) static float tile_loop(long iters) {
+    struct jk_tilecfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+    _tile_loadconfig(&cfg);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_zero(4);
+    _tile_zero(5);
+    _tile_zero(6);
+    _tile_zero(7);
+    for (long it = 0; it < iters; it++) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    float out[16 * 16];
+    __asm__ volatile("" ::: "memory");
+    _tile_stored(0, out, 64);
+    __asm__ volatile("" ::: "memory");
+    _tile_release();
+    return out[0];
+}
+#define TILE_FLOPS_PER_ITER (4.0 * 16 * 16 * 32 * 2)
 #elif defined(__aarch64__)
 #define NEON_FMA(a, m, c) vfmaq_f32(c, a, m)
 static float fma_loop_neon(long iters) {
@@ -127,6 +163,10 @@ static double loop_peak(float (*loop)(long), double flops_per_iter, long iters, 
 double bench_bf16_peak(unsigned cpu, int threads, const char **isa) {
     *isa = "none";
 #if defined(__x86_64__)
+    if (cpu & JEPA_CPU_AMX_BF16) {
+        *isa = "amx_bf16 tiles";
+        return loop_peak(tile_loop, TILE_FLOPS_PER_ITER, ITERS / 16, threads);
+    }
     if ((cpu & JEPA_CPU_AVX512) && (cpu & JEPA_CPU_AVX512_BF16)) {
         *isa = "avx512_bf16";
         return loop_peak(dp_loop_avx512bf16, 4.0 * NACC * 16, ITERS, threads);
