@@ -153,16 +153,21 @@ static void print_result(const struct bench_opts *o, const struct bench_encoder_
                "\"threads\": %d, \"reps\": %d, \"load_ms\": %.3f, \"first_ms\": %.3f, \"warm_ms\": %.3f, "
                "\"after_idle_ms\": %.3f, \"t1_best_ms\": %.3f, \"t1_median_ms\": %.3f, \"peak1_gflops\": %.2f, "
                "\"pct_peak1\": %.2f, \"tn_best_ms\": %.3f, \"tn_median_ms\": %.3f, \"peakn_gflops\": %.2f, "
-               "\"pct_peakn\": %.2f, \"scaling\": %.4f, \"arena_mib\": %.2f, \"visible_pairs\": %.4f}\n",
+               "\"pct_peakn\": %.2f, \"scaling\": %.4f, \"arena_mib\": %.2f, \"visible_pairs\": %.4f, "
+               "\"precision\": \"%s\", \"matmul\": \"%s\"}\n",
                e->model, in->family, r->n, r->flops * 1e-9, jepa_ctx_isa(c), o->threads, r->R, r->t_load * 1e3,
                r->first * 1e3, r->warm * 1e3, r->after_idle * 1e3, r->b1 * 1e3, r->m1 * 1e3, r->pk1,
                100 * g1 / r->pk1, r->bn * 1e3, r->mn * 1e3, o->threads > 1 ? r->pkn : r->pk1,
-               100 * gn / (o->threads > 1 ? r->pkn : r->pk1), r->bn / r->b1, r->arena, r->visible);
+               100 * gn / (o->threads > 1 ? r->pkn : r->pk1), r->bn / r->b1, r->arena, r->visible,
+               jepa_ctx_precision(c), jepa_ctx_matmul_isa(c));
         return;
     }
     printf("bench encoder: %s (%s), %d x %d x %d -> %d tokens, %.2f GFLOP per encode, kernels %s, "
            "arena %.1f MiB\n",
            e->model, in->family, r->T, r->H, r->W, r->n, r->flops * 1e-9, jepa_ctx_isa(c), r->arena);
+    if (strcmp(jepa_ctx_precision(c), "exact"))
+        printf("precision %s: the matmuls run the %s kernels (%% of peak stays of the FMA peak)\n",
+               jepa_ctx_precision(c), jepa_ctx_matmul_isa(c));
     if (r->visible < 1.0)
         printf("block-causal attention: %.1f %% of the query-key pairs are visible; only they are counted\n",
                100 * r->visible);
