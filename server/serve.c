@@ -12,7 +12,6 @@
 #include "server/serve.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -150,7 +149,9 @@ static bool key_matches(const char *given, size_t gl, const char *key, size_t kl
  * at, so the next header's name starts 1 (LF) or 2 (CRLF) bytes after it, and the byte
  * after it is a NUL (CRLF's LF, or the empty line that ends the headers). Any other
  * layout is a NUL inside the value: its length is then reported as SIZE_MAX (no key
- * matches). Later versions refuse a NUL in a header themselves (400). */
+ * matches). What this cannot tell from a line end: a NUL followed by LF, and, in the
+ * last header, NUL NUL then anything (both read as CRLF). Later versions lay headers out
+ * otherwise and are not read this way: the key is compared over the length they give. */
 struct auth_scan {
     const char *value;       /* the Authorization value */
     size_t len;
