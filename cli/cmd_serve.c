@@ -5,7 +5,7 @@
  *
  *   jepa serve -m MODEL [--model-id ID] [--host 127.0.0.1] [--port 8080] [--workers N] [--threads T]
  *              [--max-batch B] [--batch-wait-ms W] [--queue Q] [--max-body-mb S]
- *              [--timeout-s X] [--max-connections C] [--idle-timeout-s I]
+ *              [--timeout-s X] [--max-connections C] [--idle-timeout-s I] [--decode-budget-mb D]
  *              [--api-key KEY | env JEPA_API_KEY] [-g N] [--cpu ISA] [-q]
  *
  * Tested by tests/server/test_server.py.
@@ -36,9 +36,14 @@ static void serve_usage(void) {
            "  --batch-wait-ms W      how long the oldest clip waits for others (default 5)\n"
            "  --queue Q              clips queued at most; beyond it 429 + Retry-After (default 64)\n"
            "  --max-body-mb S        request body cap, 413 above it (default 32)\n"
-           "  --timeout-s X          a request's time limit, 504 after it (default 60)\n"
-           "  --max-connections C    open connections at most (default 64)\n"
+           "  --timeout-s X          a request's time limit, 504 after it (default 60); its headers\n"
+           "                         and its body must each arrive within X s too (408)\n"
+           "  --max-connections C    open connections at most (default 64; C/8, at least 2, more are\n"
+           "                         taken while slow clients are closed to make room)\n"
            "  --idle-timeout-s I     close a connection silent for I s (default 15)\n"
+           "  --decode-budget-mb D   decoded input (frames x pixels as float32) all requests may hold\n"
+           "                         at once, 429 past it; one request 413 past min(D, 512)\n"
+           "                         (default: 2 x --queue clips of the model's size, >= 256)\n"
            "  --api-key KEY          require 'Authorization: Bearer KEY' on every route but\n"
            "                         /health (default: the JEPA_API_KEY environment variable)\n"
            "  -g, --gpu N            run on CUDA GPU N\n"
@@ -64,7 +69,7 @@ int cmd_serve(int argc, char **argv) {
         {"--max-batch", &o.max_batch, 1, 128}, {"--batch-wait-ms", &o.batch_wait_ms, 0, 10000},
         {"--queue", &o.queue, 1, 1 << 20}, {"--max-body-mb", &o.max_body_mb, 1, 4096},
         {"--timeout-s", &o.timeout_s, 1, 86400}, {"--max-connections", &o.max_connections, 1, 65536},
-        {"--idle-timeout-s", &o.idle_timeout_s, 1, 86400}, {"-g", &o.gpu, 0, 1024}, {"--gpu", &o.gpu, 0, 1024},
+        {"--idle-timeout-s", &o.idle_timeout_s, 1, 86400}, {"--decode-budget-mb", &o.decode_budget_mb, 1, 1 << 22}, {"-g", &o.gpu, 0, 1024}, {"--gpu", &o.gpu, 0, 1024},
         {"-t", &o.threads, 1, 4096},
     };
     for (int i = 1; i < argc; i++) {

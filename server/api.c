@@ -179,6 +179,8 @@ struct item {
 
 /* What a request's clips point at, freed with its group. */
 struct req_data {
+    struct sv_api *api;
+    size_t held;             /* bytes of the decode budget reserved for the items */
     struct item *items;
     int n_items;
     float *outs;             /* every clip's output, clip after clip */
@@ -187,6 +189,7 @@ struct req_data {
 static void req_data_free(void *p) {
     struct req_data *d = p;
     if (!d) return;
+    if (d->held) atomic_fetch_sub(&d->api->held, d->held);
     for (int i = 0; i < d->n_items; i++) free(d->items[i].bytes), free(d->items[i].x);
     free(d->items);
     free(d->outs);
@@ -250,16 +253,46 @@ static bool decode_payload(const char *str, size_t n, const char *name, enum ite
     return true;
 }
 
+size_t api_default_decode_budget(const struct sv_api *a) {
+    const uint64_t frames = a->info.n_frames > 0 ? (uint64_t)a->info.n_frames : 1;
+    const uint64_t clip = 3 * frames * (uint64_t)a->pre.crop * (uint64_t)a->pre.crop * sizeof(float);
+    const uint64_t b = 2 * clip * (uint64_t)a->queue, least = (uint64_t)256 << 20;
+    return b < least ? (size_t)least : b > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)b;
+}
+
+/* Reserve n more bytes of decoded input for d, before they are decoded: false after
+ * answering 413 (past what one request may decode) or 429 (other requests hold the
+ * decode budget now). */
+static bool reserve_input(struct req_data *d, uint64_t n, const char *name, struct sv_response *r) {
+    struct sv_api *a = d->api;
+    const size_t cap = a->decode_budget < SV_MAX_CLIP_BYTES ? a->decode_budget : SV_MAX_CLIP_BYTES;
+    if (n > cap - d->held) {
+        api_error(r, 413, "request_too_large", "%s: the inputs decode to %llu MiB (frames x height x width x 3 "
+                  "float32), more than the %zu MiB one request may decode (--decode-budget-mb)", name,
+                  (unsigned long long)((d->held + n) >> 20), cap >> 20);
+        r->reject = REJ_DECODE_BUDGET;
+        return false;
+    }
+    size_t cur = atomic_load(&a->held);
+    do {
+        if (n > a->decode_budget - cur) {
+            api_error(r, 429, "rate_limit_error", "%s: the decode budget (%zu MiB, --decode-budget-mb) is held by "
+                      "other requests now; retry later", name, a->decode_budget >> 20);
+            r->retry_after = 1, r->reject = REJ_DECODE_BUDGET;
+            return false;
+        }
+    } while (!atomic_compare_exchange_weak(&a->held, &cur, cur + (size_t)n));
+    d->held += (size_t)n;
+    return true;
+}
+
 /* Read clips of one input into it->x. false after answering. */
 static bool read_clips(struct clip_reader *rd, const char *name, struct item *it,
-                       size_t *clip_bytes, struct sv_response *r) {
+                       struct req_data *d, struct sv_response *r) {
     it->nb = clips_count(rd);
     clips_shape(rd, &it->T, &it->H, &it->W);
     const size_t clip = (size_t)3 * it->T * it->H * it->W;
-    if ((uint64_t)it->nb * clip * sizeof(float) > SV_MAX_CLIP_BYTES - *clip_bytes)   /* nb <= 64, clip < 2^28 */
-        return BAD("%s: its clips are more than the %zu MiB of preprocessed input a request may have", name,
-                   SV_MAX_CLIP_BYTES >> 20), false;
-    *clip_bytes += (size_t)it->nb * clip * sizeof(float);
+    if (!reserve_input(d, (uint64_t)it->nb * clip * sizeof(float), name, r)) return false;   /* nb <= 64, clip < 2^28 */
     if (!(it->x = malloc(sizeof(float) * clip * (size_t)it->nb)))
         return api_error(r, 500, "server_error", "%s: out of memory", name), false;
     for (int k = 0; k < it->nb; k++) {
@@ -274,7 +307,7 @@ static bool read_clips(struct clip_reader *rd, const char *name, struct item *it
 }
 
 static bool load_tensor(const struct sv_api *a, cJSON *shape, const char *name, struct item *it,
-                        size_t *clip_bytes, struct sv_response *r) {
+                        struct req_data *req, struct sv_response *r) {
     if (!cJSON_IsArray(shape) || (size_t)cJSON_GetArraySize(shape) < 3 || (size_t)cJSON_GetArraySize(shape) > 5)
         return BAD("%s: 'shape' must be [C, H, W], [C, T, H, W] or [B, C, T, H, W]", name), false;
     it->ndim = (int)(size_t)cJSON_GetArraySize(shape);
@@ -299,9 +332,7 @@ static bool load_tensor(const struct sv_api *a, cJSON *shape, const char *name, 
     it->stacked = c0;
     it->T = it->ndim == 3 ? 1 : (int)it->shape[c0 + 1];
     it->H = (int)it->shape[it->ndim - 2], it->W = (int)it->shape[it->ndim - 1];
-    if ((size_t)count * sizeof(float) > SV_MAX_CLIP_BYTES - *clip_bytes)
-        return BAD("%s: the inputs are more than the %zu MiB a request may have", name, SV_MAX_CLIP_BYTES >> 20), false;
-    *clip_bytes += (size_t)count * sizeof(float);
+    if (!reserve_input(req, (uint64_t)count * sizeof(float), name, r)) return false;
     it->x = (float *)(void *)it->bytes;   /* little-endian float32 as sent; malloc'ed, so aligned */
     it->bytes = NULL, it->n_bytes = 0;
     for (int64_t i = 0; i < count; i++)
@@ -311,7 +342,7 @@ static bool load_tensor(const struct sv_api *a, cJSON *shape, const char *name, 
 
 /* One element of "input" into it (decoded, preprocessed). false after answering. */
 static bool load_item(const struct sv_api *a, cJSON *v, int idx, const struct clip_opts *defaults,
-                      struct item *it, size_t *clip_bytes, struct sv_response *r) {
+                      struct item *it, struct req_data *req, struct sv_response *r) {
     char name[48];
     snprintf(name, sizeof name, "input[%d]", idx);
     struct clip_opts co = *defaults;
@@ -347,11 +378,11 @@ static bool load_item(const struct sv_api *a, cJSON *v, int idx, const struct cl
     struct clip_reader *rd = NULL;
     bool ok;
     if (kind == IT_TENSOR) {
-        ok = load_tensor(a, shape, name, it, clip_bytes, r);
+        ok = load_tensor(a, shape, name, it, req, r);
     } else if (kind == IT_IMAGE) {
         if (clips_open_image_memory(&rd, name, it->bytes, it->n_bytes, &a->pre, &e))
             return BAD("%s", e.msg), false;
-        ok = read_clips(rd, name, it, clip_bytes, r);
+        ok = read_clips(rd, name, it, req, r);
     } else {
         const struct clip_sampling s = clips_sampling_defaults(
             (struct clip_sampling){.frames_per_clip = co.fpc, .frame_step = co.fstp, .num_clips = co.num_clips},
@@ -361,7 +392,7 @@ static bool load_item(const struct sv_api *a, cJSON *v, int idx, const struct cl
                       e.status == JEPA_ERR_NOMEM ? "server_error" : "invalid_request_error", "%s", e.msg);
             return false;
         }
-        ok = read_clips(rd, name, it, clip_bytes, r);
+        ok = read_clips(rd, name, it, req, r);
         it->stacked = it->nb > 1;
     }
     clips_close(rd);
@@ -511,11 +542,10 @@ static bool load_items(const struct sv_api *a, const struct run_req *q, struct r
         return false;
     }
     d->n_items = q->n_in;
-    size_t clip_bytes = 0;
     cJSON *elem = q->one ? q->input : q->input->child;
     for (int i = 0; i < q->n_in; i++, elem = q->one ? NULL : elem->next) {
         struct item *it = &d->items[i];
-        if (!load_item(a, elem, i, &q->defaults, it, &clip_bytes, r)) return false;
+        if (!load_item(a, elem, i, &q->defaults, it, d, r)) return false;
         *n_clips += it->nb;
         if (*n_clips > a->queue)
             return BAD("the inputs make more than the %d clips the queue holds (--queue); send them in smaller "
@@ -546,10 +576,20 @@ static void fill_jobs(const jepa_model_info *in, const struct req_data *d, enum 
     }
 }
 
+/* The client closed its connection: true after setting r (499, which nobody reads; the
+ * log and /metrics count it). */
+static bool client_left(const struct sv_client *cl, struct sv_response *r) {
+    if (!cl || !cl->gone || !cl->gone(cl->fd)) return false;
+    api_error(r, 499, "client_closed_request", "the client closed the connection; its work was dropped");
+    r->reject = REJ_CLIENT_GONE;
+    return true;
+}
+
 /* Queue g's n_clips jobs, wait for them until the request's deadline, and check what they
  * wrote; false with r set when they did not all give finite outputs. */
 static bool run_jobs(const struct sv_api *a, struct sv_group *g, int n_clips, enum sv_want want,
-                     double t0_ms, struct sv_response *r) {
+                     double t0_ms, const struct sv_client *cl, struct sv_response *r) {
+    if (client_left(cl, r)) return false;   /* no batch for a closed connection */
     const enum sv_submit_result sr = sv_submit(a->batcher, g);
     if (sr == SV_QUEUE_FULL) {
         api_error(r, 429, "rate_limit_error", "the queue is full (%d clips); retry later", n_clips);
@@ -561,11 +601,13 @@ static bool run_jobs(const struct sv_api *a, struct sv_group *g, int n_clips, en
         r->retry_after = 1, r->reject = REJ_SHUTTING_DOWN;
         return false;
     }
-    if (!sv_wait(a->batcher, g, t0_ms + a->timeout_ms)) {
+    const enum sv_wait_result wr = sv_wait(a->batcher, g, t0_ms + a->timeout_ms, cl);
+    if (wr == SV_TIMED_OUT) {
         api_error(r, 504, "timeout", "the request did not finish within %.0f s", a->timeout_ms / 1e3);
         r->reject = REJ_TIMEOUT;
         return false;
     }
+    if (wr == SV_CLIENT_GONE) return client_left(cl, r), false;
     for (int k = 0; k < n_clips; k++) {
         const struct sv_job *j = &g->jobs[k];
         if (j->batch > r->batch) r->batch = j->batch;
@@ -653,8 +695,8 @@ static void respond_outputs(const struct sv_api *a, const struct run_req *q, con
     respond(r, 200, &s);
 }
 
-void api_run(const struct sv_api *a, const char *body, size_t len, bool classify, double t0_ms,
-             struct sv_response *r) {
+void api_run(struct sv_api *a, const char *body, size_t len, bool classify, double t0_ms,
+             const struct sv_client *cl, struct sv_response *r) {
     struct sv_group *g = NULL;
     struct req_data *d = NULL;
     cJSON *root = NULL;
@@ -668,7 +710,8 @@ void api_run(const struct sv_api *a, const char *body, size_t len, bool classify
         api_error(r, 500, "server_error", "out of memory");
         goto done;
     }
-    if (!load_items(a, &q, d, &n_clips, &tokens, &out_floats, r)) goto done;
+    d->api = a;
+    if (client_left(cl, r) || !load_items(a, &q, d, &n_clips, &tokens, &out_floats, r)) goto done;
     cJSON_Delete(root), root = NULL, q.input = NULL;   /* the items hold all the inputs now */
     if (!(d->outs = malloc(sizeof(float) * (out_floats ? out_floats : 1))) || !(g = sv_group_new(n_clips))) {
         api_error(r, 500, "server_error", "out of memory");
@@ -678,7 +721,7 @@ void api_run(const struct sv_api *a, const char *body, size_t len, bool classify
     g->free_user = req_data_free, g->user = d;
     d = NULL;   /* the group owns it now */
     r->clips = n_clips;
-    if (run_jobs(a, g, n_clips, q.want, t0_ms, r)) respond_outputs(a, &q, g->user, classify, tokens, r);
+    if (run_jobs(a, g, n_clips, q.want, t0_ms, cl, r)) respond_outputs(a, &q, g->user, classify, tokens, r);
 done:
     cJSON_Delete(root);
     req_data_free(d);

@@ -7,6 +7,7 @@
 #ifndef JEPA_SERVER_API_H
 #define JEPA_SERVER_API_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -19,7 +20,7 @@
 #define SV_MAX_INPUTS 256                        /* inputs in one request */
 #define SV_MAX_CLIPS_PER_INPUT 64                /* a video's num_clips */
 #define SV_MAX_FRAMES_PER_CLIP 1024
-#define SV_MAX_CLIP_BYTES ((size_t)512 << 20)    /* preprocessed clips of one request */
+#define SV_MAX_CLIP_BYTES ((size_t)512 << 20)    /* preprocessed clips of one request, at most */
 #define SV_MAX_OUTPUT_BYTES ((size_t)128 << 20)  /* outputs of one request (before JSON) */
 
 struct sv_api {
@@ -30,6 +31,13 @@ struct sv_api {
     struct sv_batcher *batcher;
     double timeout_ms;           /* per request, from its first byte */
     int queue;                   /* the queue's size in clips: a request may have no more */
+    /* The decode budget: bytes of decoded, preprocessed input (clips of 3 x T x H x W
+     * float32, tensors) that all requests together may hold, from their decoding to their
+     * answer. A request's own inputs are checked against min(it, SV_MAX_CLIP_BYTES) from
+     * their frame count and size before anything is decoded (413 past it); what the
+     * requests in flight hold is reserved in `held` (429 while it is taken). */
+    size_t decode_budget;
+    atomic_size_t held;
 };
 
 struct sv_response {
@@ -43,9 +51,14 @@ struct sv_response {
     int clips;
 };
 
-/* POST /v1/embeddings (classify false) and /v1/classify. t0_ms: when the request began. */
-void api_run(const struct sv_api *a, const char *body, size_t len, bool classify, double t0_ms,
-             struct sv_response *r);
+/* The decode budget the options give (serve.c's --decode-budget-mb 0): twice the queue's
+ * clips at the model's own input size (3 x n_frames x crop^2 float32), at least 256 MiB. */
+size_t api_default_decode_budget(const struct sv_api *a);
+
+/* POST /v1/embeddings (classify false) and /v1/classify. t0_ms: when the request began;
+ * cl: its client, asked whether it is still there before and while its clips wait. */
+void api_run(struct sv_api *a, const char *body, size_t len, bool classify, double t0_ms,
+             const struct sv_client *cl, struct sv_response *r);
 void api_health(bool draining, struct sv_response *r);
 void api_models(const struct sv_api *a, struct sv_response *r);
 void api_metrics(const struct sv_api *a, int in_flight, struct sv_response *r);

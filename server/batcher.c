@@ -123,30 +123,48 @@ enum sv_submit_result sv_submit(struct sv_batcher *b, struct sv_group *g) {
     return SV_SUBMITTED;
 }
 
-bool sv_wait(struct sv_batcher *b, struct sv_group *g, double deadline_ms) {
-    pthread_mutex_lock(&b->mu);
-    const struct timespec ts = abs_time(deadline_ms);
-    while (g->pending > 0) {
-        if (pthread_cond_timedwait(&g->done, &b->mu, &ts) == ETIMEDOUT && g->pending > 0) {
-            /* take back what has not started; what runs finishes into the group, which
-               its worker's reference keeps alive */
-            struct sv_job *prev = NULL, *j = b->head;
-            while (j) {
-                struct sv_job *next = j->next;
-                if (j->group == g) {
-                    unlink_job(b, prev, j);
-                    g->pending--;
-                } else {
-                    prev = j;
-                }
-                j = next;
-            }
-            pthread_mutex_unlock(&b->mu);
-            return false;
+/* With b->mu held: take g's clips that no worker has started out of the queue. */
+static void take_back(struct sv_batcher *b, struct sv_group *g) {
+    struct sv_job *prev = NULL, *j = b->head;
+    while (j) {
+        struct sv_job *next = j->next;
+        if (j->group == g) {
+            unlink_job(b, prev, j);
+            g->pending--;
+        } else {
+            prev = j;
         }
+        j = next;
     }
+}
+
+enum sv_wait_result sv_wait(struct sv_batcher *b, struct sv_group *g, double deadline_ms, const struct sv_client *cl) {
+    const bool ask = cl && cl->gone;
+    enum sv_wait_result res = SV_DONE;
+    pthread_mutex_lock(&b->mu);
+    while (g->pending > 0) {
+        const double now = sv_now_ms();
+        if (now >= deadline_ms) {
+            res = SV_TIMED_OUT;
+            break;
+        }
+        if (ask) {
+            pthread_mutex_unlock(&b->mu);
+            const bool gone = cl->gone(cl->fd);
+            pthread_mutex_lock(&b->mu);
+            if (gone && g->pending > 0) {
+                res = SV_CLIENT_GONE;
+                break;
+            }
+        }
+        const double until = ask && now + SV_GONE_POLL_MS < deadline_ms ? now + SV_GONE_POLL_MS : deadline_ms;
+        const struct timespec ts = abs_time(until);
+        pthread_cond_timedwait(&g->done, &b->mu, &ts);
+    }
+    /* what runs finishes into the group, which its worker's reference keeps alive */
+    if (res != SV_DONE) take_back(b, g), g->abandoned = true;
     pthread_mutex_unlock(&b->mu);
-    return true;
+    return res;
 }
 
 void sv_batcher_stats(struct sv_batcher *b, struct sv_stats *s) {
@@ -255,6 +273,22 @@ static void *worker_main(void *arg) {
             const struct timespec ts = abs_time(deadline);
             pthread_cond_timedwait(&b->work, &b->mu, &ts);
         }
+        /* a clip whose request stopped waiting while the batch formed is not run */
+        int kept = 0;
+        for (int k = 0; k < g; k++) {
+            struct sv_group *gr = batch[k]->group;
+            if (!gr->abandoned) {
+                batch[kept++] = batch[k];
+                continue;
+            }
+            --gr->pending;
+            if (group_unref_locked(gr)) {
+                pthread_mutex_unlock(&b->mu);
+                group_free(gr);
+                pthread_mutex_lock(&b->mu);
+            }
+        }
+        if (!(g = kept)) continue;
         b->running += g;
         pthread_mutex_unlock(&b->mu);
         run_batch(w, batch, g);

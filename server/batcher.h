@@ -10,8 +10,9 @@
  * come; it runs them as one jepa_ctx_embed batch and copies each clip's requested output
  * (and, for classification, its logits) into the clip's own buffer.
  *
- * A group whose deadline passes is taken back: its clips still queued leave the queue,
- * and a clip already running finishes into memory that the worker frees with the group
+ * A group whose deadline passes, or whose client closes its connection, is taken back:
+ * its clips still queued leave the queue, those a worker holds for a batch it is still
+ * forming are dropped from it, and a clip already running finishes into memory that the worker frees with the group
  * (sv_group_release), so a timed-out request never waits for the compute it started.
  * Stopping (sv_batcher_stop) lets the workers finish every queued clip first.
  */
@@ -55,6 +56,7 @@ struct sv_group {
     int n;
     int pending;             /* clips not finished yet */
     int refs;                /* the submitter + the workers running its clips */
+    bool abandoned;          /* its request stopped waiting: clips not started yet are dropped */
     pthread_cond_t done;
     void (*free_user)(void *user);   /* frees what the jobs point at, with the group */
     void *user;
@@ -97,9 +99,20 @@ void sv_group_release(struct sv_batcher *b, struct sv_group *g);
 enum sv_submit_result { SV_SUBMITTED, SV_QUEUE_FULL, SV_STOPPING };
 /* Queue every clip of g, or none: SV_QUEUE_FULL when they do not all fit. */
 enum sv_submit_result sv_submit(struct sv_batcher *b, struct sv_group *g);
-/* Wait for g until deadline_ms (CLOCK_MONOTONIC): true when every clip finished; false
- * on the deadline, with its queued clips taken back. */
-bool sv_wait(struct sv_batcher *b, struct sv_group *g, double deadline_ms);
+
+/* Who waits for a group: gone(fd) is true once that client has closed its connection
+ * (gone NULL: never asked). */
+struct sv_client {
+    bool (*gone)(int fd);
+    int fd;
+};
+#define SV_GONE_POLL_MS 100.0   /* how often a waiting request asks whether its client left */
+
+enum sv_wait_result { SV_DONE, SV_TIMED_OUT, SV_CLIENT_GONE };
+/* Wait for g until deadline_ms (CLOCK_MONOTONIC) or until cl's client is gone (asked every
+ * SV_GONE_POLL_MS; cl may be NULL): SV_DONE when every clip finished; otherwise its
+ * queued clips are taken back (no worker starts them) and the reason is returned. */
+enum sv_wait_result sv_wait(struct sv_batcher *b, struct sv_group *g, double deadline_ms, const struct sv_client *cl);
 
 double sv_now_ms(void);
 

@@ -7,10 +7,10 @@
 
 static const char *const ROUTE_PATH[R_COUNT] = {"/health", "/v1/models", "/metrics", "/v1/embeddings",
                                                 "/v1/classify", "other"};
-static const int STATUSES[] = {200, 400, 401, 404, 405, 413, 429, 431, 500, 503, 504};
+static const int STATUSES[] = {200, 400, 401, 404, 405, 408, 413, 429, 431, 499, 500, 503, 504};
 #define N_STATUS ((int)(sizeof STATUSES / sizeof STATUSES[0]))
 static const char *const REJECT[REJ_COUNT] = {"queue_full", "timeout", "body_too_large", "unauthorized",
-                                              "shutting_down"};
+                                              "shutting_down", "slow_client", "decode_budget", "client_gone"};
 /* request latency buckets (s) and batch size buckets (clips) */
 static const double LAT_LE[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
 #define N_LAT ((int)(sizeof LAT_LE / sizeof LAT_LE[0]))

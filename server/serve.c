@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -39,7 +40,8 @@
 #define MHD_FUNCS(X)                                                                                   \
     X(MHD_start_daemon) X(MHD_stop_daemon) X(MHD_quiesce_daemon) X(MHD_get_daemon_info)               \
     X(MHD_lookup_connection_value) X(MHD_create_response_from_buffer) X(MHD_add_response_header)     \
-    X(MHD_queue_response) X(MHD_destroy_response)
+    X(MHD_queue_response) X(MHD_destroy_response) X(MHD_get_connection_info) X(MHD_get_connection_values)        \
+    X(MHD_get_version)
 
 static struct {
 #define MHD_MEMBER(name) __typeof__(name) *name;
@@ -61,6 +63,41 @@ static int mhd_load(char *err, size_t n) {
     return -1;
 }
 
+/* Slow clients. libmicrohttpd's --idle-timeout-s only closes a connection that sends
+ * nothing; one that trickles a byte now and then would hold its thread and its slot for
+ * ever. So every connection is in the server's list (conn_notify) with the phase it is
+ * in, and a watchdog thread (watchdog_main) closes it when
+ *   - its headers are not all in within --timeout-s of the connection's opening (or of
+ *     the previous answer on it), or its body within --timeout-s of its headers;
+ *   - the server is full (more than --max-connections C open: a reserved slot is in use)
+ *     and it has been in its headers for more than SV_PRESSURE_GRACE_MS, or in its body
+ *     for as long while sending less than SV_MIN_BODY_RATE bytes a second: slow clients
+ *     make room.
+ * libmicrohttpd itself takes SV_RESERVE(C) connections more than C, so that a client
+ * still gets in while slow ones fill the C slots, and the watchdog then makes room.
+ * A connection in the middle of its first request is answered 408 before it is closed
+ * (nothing else writes to the socket before the headers are in, or while the body is
+ * read); an idle keep-alive one is closed as the idle timeout closes it. Closing is a
+ * shutdown() of the socket, done under conn_mu: libmicrohttpd reports the connection
+ * closed (MHD_CONNECTION_NOTIFY_CLOSED, which takes conn_mu) before it closes the
+ * descriptor, so the watchdog never touches a descriptor that was reused. */
+#define SV_PRESSURE_GRACE_MS 2000.0
+#define SV_MIN_BODY_RATE 16384.0
+#define SV_WATCHDOG_TICK_US (100 * 1000)
+#define SV_RESERVE(c) ((c) / 8 > 2 ? (c) / 8 : 2)
+
+enum conn_phase { PH_HEADERS, PH_BODY, PH_ANSWER };
+
+struct conn {
+    struct conn *prev, *next;
+    int fd;
+    enum conn_phase phase;
+    double t_phase;          /* ms: when the phase began */
+    size_t got;              /* body bytes in this phase */
+    int requests;            /* answered on this connection */
+    bool cut;                /* closed by the watchdog: the handler answers nothing more */
+};
+
 struct server {
     struct sv_api api;
     const struct serve_opts *o;
@@ -68,11 +105,17 @@ struct server {
     atomic_int in_flight;
     atomic_bool draining;
     pthread_mutex_t log_mu;
+    pthread_mutex_t conn_mu;
+    struct conn *conns;      /* every open connection, under conn_mu */
+    int n_conns;
+    bool stop_watchdog;      /* under conn_mu */
+    pthread_t watchdog;
 };
 
 /* One HTTP request's state, from its headers to its completion. */
 struct request {
     double t0;
+    struct conn *cn;         /* its connection (NULL: unknown) */
     enum sv_route route;
     bool post;
     char *body;
@@ -88,19 +131,71 @@ static enum sv_route route_of(const char *url) {
 
 static bool route_is_post(enum sv_route r) { return r == R_EMBEDDINGS || r == R_CLASSIFY; }
 
-/* The key compared in time that depends on its length only, not on where they differ. */
-static bool key_matches(const char *given, const char *key) {
-    const size_t gl = strlen(given), kl = strlen(key);
+/* given (gl bytes, any bytes) equals key (kl bytes), compared in time that depends on the
+ * lengths only, not on where they differ: every byte of the longer one is read, a length
+ * mismatch included. */
+static bool key_matches(const char *given, size_t gl, const char *key, size_t kl) {
+    const size_t n = gl > kl ? gl : kl;
     unsigned diff = gl != kl;
-    for (size_t i = 0; i < kl; i++) diff |= (unsigned char)key[i] ^ (unsigned char)(i < gl ? given[i] : 0);
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned)(i < kl ? (unsigned char)key[i] : 0) ^ (unsigned)(i < gl ? (unsigned char)given[i] : 0);
     return diff == 0;
+}
+
+/* The Authorization header as the client sent it. libmicrohttpd keeps header values as
+ * C strings in its read buffer, the line's CR and LF overwritten by NULs, so a value
+ * with a NUL in it ("Bearer KEY\0junk") reads as the part before the NUL. Up to 0.9.75
+ * (Debian 12's), the bytes that follow show it: the line's end is the NUL the value stops
+ * at, so the next header's name starts 1 (LF) or 2 (CRLF) bytes after it, and the byte
+ * after it is a NUL (CRLF's LF, or the empty line that ends the headers). Any other
+ * layout is a NUL inside the value: its length is then reported as SIZE_MAX (no key
+ * matches). What this cannot tell from a line end: a NUL followed by LF, and, in the
+ * last header, NUL NUL then anything (both read as CRLF). Later versions lay headers out
+ * otherwise and are not read this way: the key is compared over the length they give. */
+struct auth_scan {
+    const char *value;       /* the Authorization value */
+    size_t len;
+    const char *next_key;    /* the header after it (NULL: it is the last) */
+    int seen;                /* 0: not yet, 1: found (the next one is looked for), 2: done */
+};
+
+static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    struct auth_scan *a = cls;
+    if (a->seen == 1) {
+        a->next_key = key, a->seen = 2;
+        return MHD_NO;
+    }
+    if (!a->seen && !strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION)) a->value = value, a->len = strlen(value), a->seen = 1;
+    return MHD_YES;
+}
+
+static bool mhd_keeps_nul_lines(void) {
+    const char *v = mhd.MHD_get_version();
+    unsigned maj = 0, min = 0, pat = 0;
+    return v && sscanf(v, "%u.%u.%u", &maj, &min, &pat) == 3 && maj == 0 && min == 9 && pat <= 75;
+}
+
+static const char *authorization(struct MHD_Connection *c, size_t *len) {
+    struct auth_scan a = {0};
+    mhd.MHD_get_connection_values(c, MHD_HEADER_KIND, scan_header, &a);
+    if (!a.value) return NULL;
+    *len = a.len;
+    if (mhd_keeps_nul_lines()) {
+        const char *end = a.value + a.len;   /* the NUL the value stops at */
+        const bool lf_next = a.next_key && a.next_key == end + 1;
+        const bool crlf_next = a.next_key && a.next_key == end + 2 && !end[1];
+        if (!(lf_next || crlf_next || (!a.next_key && !end[1]))) *len = SIZE_MAX;
+    }
+    return a.value;
 }
 
 static bool authorized(const struct server *sv, struct MHD_Connection *c) {
     if (!sv->o->api_key) return true;
-    const char *h = mhd.MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (!h || strncmp(h, "Bearer ", 7)) return false;
-    return key_matches(h + 7, sv->o->api_key);
+    size_t hl = 0;
+    const char *h = authorization(c, &hl);
+    if (!h || hl == SIZE_MAX || hl < 7 || strncmp(h, "Bearer ", 7)) return false;
+    return key_matches(h + 7, hl - 7, sv->o->api_key, strlen(sv->o->api_key));
 }
 
 static void log_request(struct server *sv, const char *method, const char *url, const struct sv_response *r,
@@ -149,6 +244,103 @@ static bool expects_continue(struct MHD_Connection *c) {
     return e && !strcasecmp(e, "100-continue");
 }
 
+/* ---- connections and the watchdog ---- */
+
+/* The connection's entry in the server's list (set by conn_notify), or NULL. */
+static struct conn *conn_of(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = mhd.MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* cn enters phase ph; false when the watchdog has closed it (the handler then answers
+ * nothing: libmicrohttpd closes the connection). */
+static bool conn_enter(struct server *sv, struct conn *cn, enum conn_phase ph) {
+    if (!cn) return true;
+    pthread_mutex_lock(&sv->conn_mu);
+    const bool live = !cn->cut;
+    if (live && cn->phase != ph) cn->phase = ph, cn->t_phase = sv_now_ms(), cn->got = 0;
+    pthread_mutex_unlock(&sv->conn_mu);
+    return live;
+}
+
+/* With conn_mu held: close cn, first answering 408 when a request is under way on it. */
+static void conn_cut(struct server *sv, struct conn *cn, const char *why) {
+#define SV_408_BODY "{\"error\":{\"message\":\"the request was not sent in time; closed\",\"type\":\"request_timeout\"}}"
+    _Static_assert(sizeof SV_408_BODY - 1 == 89, "the 408's Content-Length");
+    static const char resp[] = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                               "Content-Length: 89\r\n\r\n" SV_408_BODY;
+    cn->cut = true;
+    if (cn->phase == PH_BODY || !cn->requests) (void)!send(cn->fd, resp, sizeof resp - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    shutdown(cn->fd, SHUT_RDWR);
+    metrics_reject(REJ_SLOW_CLIENT);
+    if (!sv->o->quiet) {
+        pthread_mutex_lock(&sv->log_mu);
+        fprintf(stderr, "jepa serve: closed a slow connection (%s)\n", why);
+        pthread_mutex_unlock(&sv->log_mu);
+    }
+}
+
+static void *watchdog_main(void *arg) {
+    struct server *sv = arg;
+    const double limit = sv->o->timeout_s * 1e3;
+    pthread_mutex_lock(&sv->conn_mu);
+    while (!sv->stop_watchdog) {
+        pthread_mutex_unlock(&sv->conn_mu);
+        usleep(SV_WATCHDOG_TICK_US);
+        pthread_mutex_lock(&sv->conn_mu);
+        const double now = sv_now_ms();
+        const bool full = sv->n_conns > sv->o->max_connections;   /* a reserved slot is taken */
+        for (struct conn *cn = sv->conns; cn; cn = cn->next) {
+            const double t = now - cn->t_phase;
+            if (cn->cut || cn->phase == PH_ANSWER) continue;
+            if (t > limit) {
+                conn_cut(sv, cn, cn->phase == PH_HEADERS ? "headers past --timeout-s" : "body past --timeout-s");
+            } else if (full && t > SV_PRESSURE_GRACE_MS &&
+                       (cn->phase == PH_HEADERS || (double)cn->got < t / 1e3 * SV_MIN_BODY_RATE)) {
+                conn_cut(sv, cn, cn->phase == PH_HEADERS ? "headers, the server full"
+                                                         : "body under 16 KiB/s, the server full");
+            }
+        }
+    }
+    pthread_mutex_unlock(&sv->conn_mu);
+    return NULL;
+}
+
+static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                        enum MHD_ConnectionNotificationCode code) {
+    struct server *sv = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = mhd.MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        struct conn *cn = ci ? calloc(1, sizeof *cn) : NULL;
+        if (!cn) return;   /* not watched (out of memory): the idle timeout still applies */
+        cn->fd = ci->connect_fd, cn->phase = PH_HEADERS, cn->t_phase = sv_now_ms();
+        pthread_mutex_lock(&sv->conn_mu);
+        cn->next = sv->conns;
+        if (sv->conns) sv->conns->prev = cn;
+        sv->conns = cn;
+        sv->n_conns++;
+        pthread_mutex_unlock(&sv->conn_mu);
+        *socket_context = cn;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        struct conn *cn = *socket_context;
+        pthread_mutex_lock(&sv->conn_mu);
+        if (cn->prev) cn->prev->next = cn->next;
+        else sv->conns = cn->next;
+        if (cn->next) cn->next->prev = cn->prev;
+        sv->n_conns--;
+        pthread_mutex_unlock(&sv->conn_mu);
+        free(cn);
+        *socket_context = NULL;
+    }
+}
+
+/* The client of connection fd has closed its side (api.c drops the work of a request
+ * whose client is gone). */
+static bool client_gone(int fd) {
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **req_cls) {
     (void)version;
@@ -160,6 +352,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *req_cls = q;
         atomic_fetch_add(&sv->in_flight, 1);
         q->t0 = sv_now_ms();
+        q->cn = conn_of(c);
+        if (!conn_enter(sv, q->cn, PH_BODY)) return MHD_NO;
         q->route = route_of(url);
         q->post = !strcmp(method, MHD_HTTP_METHOD_POST);
         const bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
@@ -196,12 +390,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 q->cap = n;
             }
         }
-        if (r.status) return reply(sv, c, q, method, url, &r);
+        if (r.status) return conn_enter(sv, q->cn, PH_ANSWER) ? reply(sv, c, q, method, url, &r) : MHD_NO;
         return MHD_YES;
     }
     if (*upload_size) {   /* a piece of the body */
         const size_t n = *upload_size;
         *upload_size = 0;
+        if (q->cn) {
+            pthread_mutex_lock(&sv->conn_mu);
+            const bool cut = q->cn->cut;
+            q->cn->got += n;
+            pthread_mutex_unlock(&sv->conn_mu);
+            if (cut) return MHD_NO;
+        }
         if (!q->post || q->too_large) return MHD_YES;
         if (n > sv->max_body - q->len) {
             q->too_large = true;
@@ -220,6 +421,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     /* the whole request is in */
+    if (!conn_enter(sv, q->cn, PH_ANSWER)) return MHD_NO;
     if (q->too_large) {
         api_error(&r, 413, "request_too_large", "the body is more than the %zu bytes this server takes (--max-body-mb)",
                   sv->max_body);
@@ -233,7 +435,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     } else if (!q->len) {
         api_error(&r, 400, "invalid_request_error", "an empty body; send a JSON object");
     } else {
-        api_run(&sv->api, q->body, q->len, q->route == R_CLASSIFY, q->t0, &r);
+        const struct sv_client cl = {.gone = client_gone, .fd = q->cn ? q->cn->fd : -1};
+        api_run(&sv->api, q->body, q->len, q->route == R_CLASSIFY, q->t0, &cl, &r);
     }
     return reply(sv, c, q, method, url, &r);
 }
@@ -243,6 +446,11 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls, en
     struct server *sv = cls;
     struct request *q = *req_cls;
     if (!q) return;
+    if (q->cn) {   /* the next request's headers are timed from here */
+        pthread_mutex_lock(&sv->conn_mu);
+        q->cn->phase = PH_HEADERS, q->cn->t_phase = sv_now_ms(), q->cn->got = 0, q->cn->requests++;
+        pthread_mutex_unlock(&sv->conn_mu);
+    }
     free(q->body);
     free(q);
     *req_cls = NULL;
@@ -298,6 +506,8 @@ static int start_api(struct server *sv, const struct serve_opts *o, char *id, si
     a->model_id = id;
     a->timeout_ms = o->timeout_s * 1e3;
     a->queue = o->queue;
+    a->decode_budget = o->decode_budget_mb ? (size_t)o->decode_budget_mb << 20 : api_default_decode_budget(a);
+    atomic_init(&a->held, 0);
     struct jerr pe = {0};
     jepa_preprocess_recipe recipe;
     jepa_model_get_preprocess(m, &recipe);
@@ -330,10 +540,11 @@ static struct MHD_Daemon *start_daemon(struct server *sv, const struct serve_opt
     return mhd.MHD_start_daemon(
         flags, (uint16_t)o->port, NULL, NULL, on_request, sv,
         MHD_OPTION_SOCK_ADDR, &addr->sa,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(o->max_connections + SV_RESERVE(o->max_connections)),
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, sv,
+        MHD_OPTION_NOTIFY_CONNECTION, conn_notify, sv,
         MHD_OPTION_END);
 }
 
@@ -346,9 +557,9 @@ static void announce(const struct server *sv, struct MHD_Daemon *d, const char *
     char desc[256], hb[INET6_ADDRSTRLEN + 2];
     snprintf(hb, sizeof hb, v6 ? "[%s]" : "%s", host);
     fprintf(stderr, "jepa serve: %s (%s, %s) on http://%s:%d/ with %s; batches of up to %d clips (wait %d ms), "
-            "queue %d clips%s\n", a->model_id, a->info.family, a->info.modality, hb, port,
+            "queue %d clips, decode budget %zu MiB%s\n", a->model_id, a->info.family, a->info.modality, hb, port,
             sv_batcher_describe(a->batcher, desc, sizeof desc), o->max_batch, o->batch_wait_ms, o->queue,
-            o->api_key ? ", API key required" : "");
+            a->decode_budget >> 20, o->api_key ? ", API key required" : "");
     if (a->info.name && !strncmp(a->info.name, "random-", 7))
         fprintf(stderr, "jepa serve: note: %s has RANDOM weights (written by jepa synth)\n", o->model);
     fflush(stderr);
@@ -375,6 +586,7 @@ int serve_run(const struct serve_opts *o) {
     if (mhd_load(why, sizeof why)) return cli_fail("serve", "%s", why);
     struct server sv = {.o = o, .max_body = (size_t)o->max_body_mb << 20};
     pthread_mutex_init(&sv.log_mu, NULL);
+    pthread_mutex_init(&sv.conn_mu, NULL);
     atomic_init(&sv.in_flight, 0);
     atomic_init(&sv.draining, false);
     /* every thread started from here on inherits the mask: the signals reach sigwait only */
@@ -399,11 +611,19 @@ int serve_run(const struct serve_opts *o) {
         return cli_fail("serve", "cannot listen on %s port %d (in use, or not an address of this machine?)", o->host,
                         o->port);
     }
+    const bool watched = !pthread_create(&sv.watchdog, NULL, watchdog_main, &sv);
     announce(&sv, d, host, v6);
     wait_and_drain(&sv, d, &sigs);
+    if (watched) {
+        pthread_mutex_lock(&sv.conn_mu);
+        sv.stop_watchdog = true;
+        pthread_mutex_unlock(&sv.conn_mu);
+        pthread_join(sv.watchdog, NULL);
+    }
     sv_batcher_stop(sv.api.batcher);
     jepa_model_free(m);
     pthread_mutex_destroy(&sv.log_mu);
+    pthread_mutex_destroy(&sv.conn_mu);
     fprintf(stderr, "jepa serve: stopped\n");
     return 0;
 }

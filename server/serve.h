@@ -17,7 +17,8 @@ struct serve_opts {
     int prepack;               /* --prepack: each worker keeps its weights packed */
     int max_batch, batch_wait_ms, queue;
     int max_body_mb;
-    int timeout_s;             /* per request */
+    int timeout_s;             /* per request; also the headers' and the body's deadline */
+    int decode_budget_mb;      /* decoded input all requests may hold (0: api_default_decode_budget) */
     int max_connections;
     int idle_timeout_s;        /* a connection that sends nothing for this long is closed */
     const char *api_key;       /* NULL: none */

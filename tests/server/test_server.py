@@ -18,6 +18,7 @@ import http.client
 import json
 import math
 import os
+import select
 import signal
 import socket
 import struct
@@ -536,6 +537,168 @@ def main():
     check(Cs.alive(), "server C is up after the abandoned clips ran")
     rc, log = Cs.stop()
     check(rc == 0, "server C: exit 0")
+
+    # ===== server E: hostile clients: keys with a NUL, slow clients, decode budgets, clients gone =====
+    E = Server("e", V2, "--timeout-s", "3", "--max-connections", "8", "--idle-timeout-s", "30", "--max-batch", "2",
+               "--batch-wait-ms", "2000", "--queue", "8", "--decode-budget-mb", "1", key=KEY)
+
+    def raw(data, timeout=10):
+        """data sent on a new connection; everything the server answers until it closes."""
+        s = socket.create_connection(("127.0.0.1", E.port), timeout=timeout)
+        s.sendall(data)
+        got = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+        except OSError:
+            pass
+        s.close()
+        return got
+
+    # the whole Authorization value is the key, not the part before a NUL (libmicrohttpd's C string)
+    for what, head in (("CRLF, then another header", b"Authorization: Bearer %s\r\nConnection: close\r\n\r\n"),
+                       ("CRLF, the last header", b"Connection: close\r\nAuthorization: Bearer %s\r\n\r\n"),
+                       ("LF, then another header", b"Authorization: Bearer %s\nConnection: close\n\n"),
+                       ("LF, the last header", b"Connection: close\nAuthorization: Bearer %s\n\n")):
+        eol = b"\r\n" if b"\r\n" in head else b"\n"
+        line = b"GET /v1/models HTTP/1.1" + eol + b"Host: x" + eol
+        good = raw(line + head % KEY.encode())
+        nul = raw(line + head % (KEY.encode() + b"\x00junk"))
+        check(good.startswith(b"HTTP/1.1 200") and nul.startswith(b"HTTP/1.1 401"),
+              "the key (%s): 200; the key + NUL + junk: 401 (%r, %r)" % (what, good[:12], nul[:12]))
+
+    def trickle(head, data, period, limit):
+        """Send head, then data a byte every period s, until the server closes the connection or
+        limit s pass: (seconds until closed or None, what the server sent)."""
+        s = socket.create_connection(("127.0.0.1", E.port), timeout=limit)
+        t0, got = time.time(), b""
+        try:
+            s.sendall(head)
+            for i in range(len(data)):
+                if time.time() - t0 > limit:
+                    break
+                s.send(data[i:i + 1])
+                r, _, _ = select.select([s], [], [], period)
+                if r:
+                    chunk = s.recv(65536)
+                    got += chunk
+                    if not chunk:
+                        s.close()
+                        return time.time() - t0, got
+        except OSError:
+            s.close()
+            return time.time() - t0, got
+        s.close()
+        return None, got
+
+    # --timeout-s 3 bounds the headers and the body whatever the client's pace (a liveness bar: 3 s + 6 s)
+    slow_head = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 200 + b"\r\n\r\n"
+    t, got = trickle(b"", slow_head, 0.5, 20)
+    check(t is not None and t < 9 and got.startswith(b"HTTP/1.1 408"),
+          "headers trickled a byte every 0.5 s: 408 and closed within --timeout-s 3 + 6 s (%s s, %r)" % (t, got[:12]))
+    body = b'{"input": "' + b"A" * 400 + b'"}'
+    t, got = trickle(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n"
+                     % (KEY.encode(), len(body)), body, 0.5, 20)
+    check(t is not None and t < 9 and got.startswith(b"HTTP/1.1 408"),
+          "a body trickled a byte every 0.5 s: 408 and closed within --timeout-s 3 + 6 s (%s s, %r)" % (t, got[:12]))
+
+    # slow clients hold every slot: /health still answers (reserved slots, then the slow ones are closed)
+    def hold(n):
+        socks = []
+        for _ in range(n):
+            s = socket.create_connection(("127.0.0.1", E.port), timeout=10)
+            try:
+                s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")   # and nothing more
+            except OSError:
+                pass
+            socks.append(s)
+        return socks
+
+    def health(tries):
+        for _ in range(tries):
+            try:
+                st, _, data = E.request("GET", "/health", key=False)
+                return st
+            except OSError:
+                time.sleep(0.25)
+        return None
+
+    socks = hold(8)
+    time.sleep(0.2)
+    st = health(1)
+    alive = 0
+    for s in socks:   # still open: a read would block (select says nothing to read)
+        alive += not select.select([s], [], [], 0)[0]
+    check(st == 200 and alive == 8, "8 slow clients at --max-connections 8: /health answers 200 while they are "
+          "connected (%s, %d still open)" % (st, alive))
+    socks += hold(2)   # 10: every slot libmicrohttpd has (8 + the 2 reserved)
+    t0 = time.time()
+    st = health(40)
+    check(st == 200 and time.time() - t0 < 8, "10 slow clients, every slot: the slow ones are closed to make room, "
+          "/health answers (%s after %.1f s)" % (st, time.time() - t0))
+    closed = 0
+    for s in socks:   # each reads to its end (a 408, or nothing) within 10 s
+        s.settimeout(10)
+        try:
+            while s.recv(4096):
+                pass
+            closed += 1
+        except socket.timeout:
+            pass
+        except OSError:   # reset: closed too
+            closed += 1
+        s.close()
+    check(closed == 10, "every slow client was closed (%d of 10)" % closed)
+
+    # decode budgets: frames x pixels bounded before decoding, per request (413) and across requests (429)
+    big = struct.pack("<f", 0.5) * (3 * 2 * 128 * 128)   # 384 KiB decoded each
+    one = {"tensor": base64.b64encode(big).decode(), "shape": [3, 2, 128, 128]}
+    error_shape(*E.post("/v1/embeddings", {"input": [one] * 3, "pool": "mean"})[::2], 413,
+                "3 x 384 KiB of decoded input past --decode-budget-mb 1")
+    if have_video:
+        error_shape(*E.post("/v1/embeddings", {"input": [{"video": b64file(VIDEO), "frames_per_clip": 1024,
+                                                          "num_clips": 4}]})[::2],
+                    413, "a video asking for 4 clips of 1024 frames, refused before decoding")
+    res = {}
+
+    def embed(k, req):
+        try:
+            res[k] = E.post("/v1/embeddings", req)
+        except OSError as e:
+            res[k] = (repr(e), {}, {})
+
+    t1 = threading.Thread(target=embed, args=("first", {"input": [one], "pool": "mean"}))   # waits 2 s for a partner
+    t1.start()
+    time.sleep(0.5)
+    st, h, body = E.post("/v1/embeddings", {"input": [one, one], "pool": "mean"})
+    error_shape(st, body, 429, "the decode budget held by a request in flight")
+    t1.join(timeout=30)
+    check(res.get("first", (0,))[0] == 200, "the request holding the budget: 200 (%s)" % (res.get("first", ("?",))[0],))
+
+    # a client that leaves while its clips wait: the clips leave the queue, no batch runs them
+    def clips_total():
+        st, _, data = E.request("GET", "/metrics")
+        line = [l for l in data.decode().split("\n") if l.startswith("jepa_clips_total")]
+        gone = [l for l in data.decode().split("\n") if l.startswith('jepa_rejected_total{reason="client_gone"}')]
+        return int(line[0].split()[-1]), int(gone[0].split()[-1])
+
+    c0, g0 = clips_total()
+    req = json.dumps({"input": [one], "pool": "mean"}).encode()
+    s = socket.create_connection(("127.0.0.1", E.port), timeout=10)
+    s.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n"
+              % (KEY.encode(), len(req)) + req)
+    time.sleep(0.5)   # its clip waits for a partner (--batch-wait-ms 2000)
+    s.close()
+    time.sleep(2.5)   # past the batch wait: had the clip stayed queued, a worker would have run it
+    c1, g1 = clips_total()
+    check(c1 == c0 and g1 == g0 + 1, "a client gone while its clip waits: no clip run (%d -> %d), counted as "
+          "client_gone (%d -> %d)" % (c0, c1, g0, g1))
+    check(E.alive(), "server E is up after the hostile clients")
+    rc, log = E.stop()
+    check(rc == 0, "server E: exit 0 (%s)" % rc)
 
     # ===== V-JEPA 2.1: hierarchical outputs =====
     D = Server("d", V21, "--max-batch", "1", "--model-id", "v21-tiny")
