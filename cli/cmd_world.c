@@ -21,7 +21,8 @@
  *       iteration and the plan's energy on stderr.
  *
  * Inputs are float32 .npy; shapes are checked against the file before anything runs,
- * and the output is written whole or not at all (runtime/outfile.h via npy_save_f32).
+ * and the outputs are written whole or not at all, all of them or none (runtime/outfile.h via
+ * npy_save_f32_all).
  */
 #include <math.h>
 #include <stdio.h>
@@ -197,9 +198,10 @@ static int run_ac(enum world_cmd cmd, const struct world_opts *o, jepa_model *m,
     if (cli_check_finite_output(o->model, out, n_out)) goto done;
     int64_t shape[3] = {B, out_frames * N, info->pred_out_dim}, sshape[3] = {B, out_frames, Sw};
     const int nd = Tk.ndim == 3 ? 3 : 2;
-    if (npy_save_f32(o->out, out, nd, nd == 3 ? shape : shape + 1, &e) ||
-        (o->traj_states && npy_save_f32(o->traj_states, ost, nd, nd == 3 ? sshape : sshape + 1, &e))) {
-        cli_fail(NULL, "%s", e.msg);
+    if (npy_save_f32_all(2, (const char *[]){o->out, o->traj_states}, (const float *[]){out, ost},
+                         (const int[]){nd, nd}, (const int64_t *[]){nd == 3 ? shape : shape + 1, nd == 3 ? sshape : sshape + 1},
+                         &e)) {
+        cli_fail(NULL, "%s", e.msg);   /* TRAJ and TS both or neither */
         goto done;
     }
     if (o->verbose)
@@ -539,6 +541,8 @@ static int load_start(const struct plan_args *o, jepa_ctx *c, const jepa_model *
     if (o->start_tok) {
         if (npy_load_f32(&in->S, o->start_tok, &e)) return cli_fail(NULL, "%s", e.msg);
         const struct npy *S = &in->S;
+        if (S->ndim < 1)   /* a scalar: no width to read */
+            return cli_fail(o->start_tok, "a 0-d array; expected %s", ac ? "[T N, D] tokens" : "[T, D] or [D] embeddings");
         const int64_t rows = S->ndim == 2 ? S->shape[0] : 1, w = S->shape[S->ndim - 1];
         if (S->ndim > 2 || w != D || rows % N || rows / N < 1 || rows / N > 4096)
             return cli_fail(o->start_tok, ac ? "expected [T %d, %d] tokens (%d per frame)"
@@ -601,9 +605,9 @@ static int plan_and_write(const struct plan_args *o, jepa_ctx *c, int ac, int A,
         const char *msg = jepa_ctx_error(c);
         cli_fail(strstr(msg, "goal") ? (o->goal_tok ? o->goal_tok : o->goal) : strstr(msg, "plan") ? "plan" : o->model,
                  "%s", msg);
-    } else if (npy_save_f32(o->out, acts, 2, shape, &e) ||
-               (o->energies_out && npy_save_f32(o->energies_out, en, 1, eshape, &e))) {
-        cli_fail(NULL, "%s", e.msg);
+    } else if (npy_save_f32_all(2, (const char *[]){o->out, o->energies_out}, (const float *[]){acts, en},
+                                (const int[]){2, 1}, (const int64_t *[]){shape, eshape}, &e)) {
+        cli_fail(NULL, "%s", e.msg);   /* the actions and the energies both or neither */
     } else {
         if (o->verbose)
             fprintf(stderr, "plan: %d actions -> %s; energy of the plan %.6f (%d iterations of %d candidates, %s)\n",

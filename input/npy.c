@@ -314,3 +314,25 @@ jepa_status npy_save_f32(const char *path, const float *data, int ndim, const in
     jepa_status st = npy_write_f32(&o, path, data, ndim, shape, err);
     return st ? st : jr_outfile_commit(&o, err);
 }
+
+jepa_status npy_save_f32_all(int n, const char *const *paths, const float *const *data, const int *ndim,
+                             const int64_t *const *shapes, struct jerr *err) {
+    struct jr_outfile o[4] = {{0}};
+    if (n < 0 || n > 4) return jr_err_set(err, JEPA_ERR_ARG, "%d outputs at once; at most 4", n);
+    jepa_status st = JEPA_OK;
+    int i = 0;
+    for (; i < n && !st; i++) {
+        if (!paths[i]) continue;
+        st = npy_write_f32(&o[i], paths[i], data[i], ndim[i], shapes[i], err);
+        if (!st && fflush(o[i].f) != 0) {
+            st = jr_err_set(err, JEPA_ERR_IO, "cannot write '%s': %s", paths[i], strerror(errno));
+            jr_outfile_abort(&o[i]);
+        }
+    }
+    for (int j = 0; j < i; j++) {
+        if (!paths[j] || !o[j].path) continue;   /* skipped, or removed by its own failure */
+        if (st) jr_outfile_abort(&o[j]);
+        else st = jr_outfile_commit(&o[j], err);   /* the rest are aborted once one fails */
+    }
+    return st;
+}

@@ -50,6 +50,11 @@ jepa_status npy_save_f32(const char *path, const float *data, int ndim, const in
  * the temporary of o (runtime/outfile.h), then jr_outfile_commit or jr_outfile_abort. */
 jepa_status npy_write_f32(struct jr_outfile *o, const char *path, const float *data, int ndim,
                           const int64_t *shape, struct jerr *err);
+/* n outputs, all or none (paths[i] NULL: none there): each written whole to its temporary
+ * and flushed, then all renamed into place. A failure before the renames (a folder that
+ * does not exist, a full disk) removes every temporary and leaves every target as it was. */
+jepa_status npy_save_f32_all(int n, const char *const *paths, const float *const *data, const int *ndim,
+                             const int64_t *const *shapes, struct jerr *err);
 /* The header alone (float32, shape), the data to follow through o->f (shape's product of
  * floats), then jr_outfile_commit or jr_outfile_abort: for outputs assembled in pieces. */
 jepa_status npy_write_f32_begin(struct jr_outfile *o, const char *path, int ndim, const int64_t *shape,

@@ -84,10 +84,13 @@ jepa_status jm_encoder_input(const struct jepa_model *m, int T, int H, int W, je
     }
     in->frames = in->repeat ? in->repeat : T;
     in->gt = in->frames / in->tubelet, in->gh = H / P, in->gw = W / P;
-    const int64_t n = (int64_t)in->gt * in->gh * in->gw;
+    /* gt gh < 2^62, and bounded before it is multiplied again: (2^30)^3 pixels must not
+     * wrap past 2^63 to a small count */
+    int64_t n = (int64_t)in->gt * in->gh;
+    if (n <= JM_MAX_CLIP_TOKENS) n *= in->gw;
     if (n > JM_MAX_CLIP_TOKENS)
-        return jr_err_set(err, JEPA_ERR_ARG, "input %dx%dx%d: %lld tokens, at most %d per clip", T, H, W,
-                          (long long)n, JM_MAX_CLIP_TOKENS);
+        return jr_err_set(err, JEPA_ERR_ARG, "input %dx%dx%d: %d x %d x %d tokens, at most %d per clip", T, H,
+                          W, in->gt, in->gh, in->gw, JM_MAX_CLIP_TOKENS);
     in->n_patch = (int)n;
     return JEPA_OK;
 }

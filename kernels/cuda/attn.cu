@@ -347,8 +347,10 @@ __global__ void JKC_LAUNCH_BOUNDS(32 * W) attn_mma(const attn_params p) {
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    const float inv0 = l0 > 0.0f ? 1.0f / l0 : 0.0f;   /* no visible key: zero row */
-    const float inv1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+    /* no visible key (l = 0): zero row; a NaN score or value (l NaN): NaN row, as the CPU
+     * kernels give (kernels/simd/attn_tmpl.h) */
+    const float inv0 = l0 > 0.0f ? 1.0f / l0 : l0;
+    const float inv1 = l1 > 0.0f ? 1.0f / l1 : l1;
     float *o0 = p.o + (size_t)r0 * p.ldo + hoff + 2 * t;
     float *o1 = p.o + (size_t)r1 * p.ldo + hoff + 2 * t;
     JKC_UNROLL
@@ -428,7 +430,10 @@ __global__ void JKC_LAUNCH_BOUNDS(32 * f32_max_warps<NPL>()) attn_f32(const attn
             if (!vis[u]) s[u] = -INFINITY;
             mx = fmaxf(mx, s[u]);
         }
-        const float alpha = exp2f(m - mx);   /* m = -inf: 0; mx is finite (any) */
+        /* mx stays -inf when every visible score is -inf or NaN (fmaxf drops NaN): subtract
+         * 0 then, as the block path does, so that those give P = 0 and NaN, not inf - inf */
+        const float mu = mx == -INFINITY ? 0.0f : mx;
+        const float alpha = exp2f(m - mu);   /* m = -inf: 0 */
         m = mx;
         l *= alpha;
         JKC_UNROLL
@@ -436,7 +441,7 @@ __global__ void JKC_LAUNCH_BOUNDS(32 * f32_max_warps<NPL>()) attn_f32(const attn
         JKC_UNROLL
         for (int u = 0; u < U; u++) {
             if (!vis[u]) continue;
-            const float pu = exp2f(s[u] - mx);
+            const float pu = exp2f(s[u] - mu);
             l += pu;
             const float *vr = vh + (size_t)(j0 + u) * p.ldv;
             JKC_UNROLL
@@ -455,16 +460,17 @@ __global__ void JKC_LAUNCH_BOUNDS(32 * f32_max_warps<NPL>()) attn_f32(const attn
     __syncthreads();
     float mall = -INFINITY;
     for (int w = 0; w < nw; w++) mall = fmaxf(mall, s_m[w]);
+    mall = mall == -INFINITY ? 0.0f : mall;
     float *o = p.o + (size_t)i * p.ldo + hoff;
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
         float lsum = 0.0f, a = 0.0f;
         for (int w = 0; w < nw; w++) {
-            if (s_m[w] == -INFINITY) continue;   /* that warp saw no key */
+            if (s_m[w] == -INFINITY && s_l[w] == 0.0f) continue;   /* that warp saw no key (or P = 0) */
             const float f = exp2f(s_m[w] - mall);
             lsum = fmaf(s_l[w], f, lsum);
             a = fmaf(s_acc[w][d], f, a);
         }
-        o[d] = lsum > 0.0f ? a / lsum : 0.0f;   /* no visible key: zero row */
+        o[d] = lsum > 0.0f ? a / lsum : lsum;   /* 0: no visible key, zero row; NaN: NaN row */
     }
 }
 

@@ -2,7 +2,9 @@
  * attn_ref.c — reference attention: for each head and query, the exact softmax over
  * the visible keys, in double, in three passes over the keys (max, normaliser, then
  * the weighted sum of V), recomputing q.k each time so no score row is stored.
- * Parallel over (head, query); the bits do not depend on the thread count.
+ * Parallel over (head, query); the bits do not depend on the thread count. Non-finite
+ * inputs follow the formula: a NaN score, an inf - inf or a NaN in a visible V row makes
+ * the row NaN (every ISA level's kernel does the same: tests/checkasm/test_ops.c).
  */
 #include <math.h>
 
@@ -28,7 +30,8 @@ void jk_attn_ref(const struct jk_attn_args *a) {
             for (int j = 0; j < a->nkv; j++) {
                 if (masked && a->q_pos[i] < a->k_pos[j]) continue;
                 double s = a->scale * dot(q, a->k + (size_t)j * a->ldk + (size_t)h * hd, hd);
-                if (s > mx) mx = s;
+                if (s > mx || s != s) mx = s;   /* a NaN score makes the row NaN */
+                if (mx != mx) break;
             }
             double acc[512];   /* head_dim <= 512 (checked by the model loader) */
             for (int d = 0; d < hd; d++) acc[d] = 0.0;
@@ -42,7 +45,8 @@ void jk_attn_ref(const struct jk_attn_args *a) {
                     for (int d = 0; d < hd; d++) acc[d] += p * v[d];
                 }
             }
-            for (int d = 0; d < hd; d++) o[d] = l > 0.0 ? (float)(acc[d] / l) : 0.0f;
+            /* l = 0: no visible key, zeros; l NaN: a NaN score or value, NaN out */
+            for (int d = 0; d < hd; d++) o[d] = l > 0.0 ? (float)(acc[d] / l) : (float)l;
         }
     }
 }

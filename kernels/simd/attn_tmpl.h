@@ -35,12 +35,22 @@
  *     Ot[d][i] = alpha_i Ot[d][i] + sum_j V[j][d] P[j][i]   (ATTN_KG dims x ATTN_QV vectors;
  *                                                           V read in place, broadcast)
  *     m_i = m'_i
- *   o_i[d] = l_i > 0 ? Ot[d][i] / l_i : 0        (a query that sees no key gets zeros)
+ *   o_i[d] = l_i > 0 ? Ot[d][i] / l_i : l_i      (a query that sees no key gets zeros, one
+ *                                                 with a NaN score or value NaN)
  *
  * All statistics and accumulations are f32. The [nq, nkv] score matrix never exists:
  * St is one BK x ATTN_BQ tile in the thread's workspace. m' is clamped to -FLT_MAX
  * before it is subtracted, so a query whose keys are all hidden so far gets alpha = 0
  * and P = 0, never -inf - -inf.
+ *
+ * Non-finite inputs give what the reference's formula gives (tests/checkasm/test_ops.c):
+ * a NaN score makes its P NaN (vf_exp2 keeps NaN on every ISA, whatever the running
+ * maxima made of it), so l and the row's outputs are NaN; +inf scores give inf - inf = NaN;
+ * -inf scores give P = 0. One difference is left: a key hidden from a query by the mask
+ * but inside a tile that query computes takes part in P.V with P = 0, so a NaN or inf in
+ * its V row makes that query's output NaN where the reference skips the key. Such a row
+ * comes from a token whose own output is non-finite at every level, so whether a forward's
+ * output is finite does not depend on the ISA.
  *
  * Few queries (nq <= ATTN_ROW_NQ, e.g. the attentive pooler's single query over all the
  * tokens) would waste most lanes of the query vectors, so they take a row path instead:
@@ -381,7 +391,9 @@ static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, con
                 vhi * VW, qmin < kmax /* some key hidden from some query */);
     }
 
-    /* o = Ot / l, transposed back as Qt was; zeros where l = 0 */
+    /* o = Ot / l, transposed back as Qt was; where l is not > 0 it is 0 (no visible key:
+     * zeros) or NaN (a NaN score or value: NaN out, as the reference gives) and is the
+     * output itself */
     const vf zero = vf_zero();
     for (int i = 0; i < nqt; i += VW) {
         const vf l = vf_load(lrow + i);
@@ -390,13 +402,13 @@ static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, con
         for (int d0 = 0; d0 < hdv; d0 += VW) {
             vf blk[VW];
             for (int k = 0; k < VW; k++)
-                blk[k] = vf_lt_sel(zero, l, vf_div(vf_load(ot + (size_t)(d0 + k) * BQ + i), l), zero);
+                blk[k] = vf_lt_sel(zero, l, vf_div(vf_load(ot + (size_t)(d0 + k) * BQ + i), l), l);
             vf_transpose(blk);
             for (int r = 0; r < nr; r++) vf_store(o0 + (size_t)r * a->ldo + d0, blk[r]);
         }
         for (int d = hdv; d < hd; d++) {
             float *x = ot + (size_t)d * BQ + i;
-            vf_store(x, vf_lt_sel(zero, l, vf_div(vf_load(x), l), zero));
+            vf_store(x, vf_lt_sel(zero, l, vf_div(vf_load(x), l), l));
             for (int r = 0; r < nr; r++) o0[(size_t)r * a->ldo + d] = x[r];
         }
     }
@@ -486,7 +498,7 @@ static OPS_ALWAYS void at_row(const struct jk_attn_args *a, int h, int i, const 
         if (d < hd) at_pv_row(oacc + d, sb, v0 + d, ldv, nk, al[0], 1);
     }
     float *o = a->o + (size_t)i * a->ldo + (size_t)h * hd;
-    for (int d = 0; d < hd; d++) o[d] = l > 0.0f ? oacc[d] / l : 0.0f;
+    for (int d = 0; d < hd; d++) o[d] = l > 0.0f ? oacc[d] / l : l;   /* l 0 or NaN: as the block path */
 }
 
 /* ---- the slot ---------------------------------------------------------------------------- */

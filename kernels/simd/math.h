@@ -37,7 +37,9 @@ static OPS_ALWAYS void vf_store_n(float *p, vf v, int n) {
  * 2^-150 down (x = -160 gives f = 0, 1 * 2^-160 rounds to 0). 10 operations.
  * Elsewhere x is clamped to [-127, 127] and n = rint(x) by adding 1.5 * 2^23; 2^n is
  * built in the exponent (vf_pow2i), which makes 2^x = 0 below 2^-126.5 (n = -127).
- * 14 operations. The two agree bit for bit wherever 2^x >= 2^-126. */
+ * 14 operations. The two agree bit for bit wherever 2^x >= 2^-126. A NaN x gives NaN on
+ * every ISA (x is the clamps' second operand, the one x86's max / min return when either
+ * is NaN), so a NaN score reaches the attention's sums instead of becoming 0 or 2^127. */
 static OPS_ALWAYS vf vf_exp2_poly(vf f) {
     vf h = vf_fma(vf_set1(1.5453162945e-4f), f, vf_set1(1.3390863365e-3f));
     h = vf_fma(h, f, vf_set1(9.6180825573e-3f));
@@ -48,14 +50,14 @@ static OPS_ALWAYS vf vf_exp2_poly(vf f) {
 }
 #ifdef VF_LDEXP_ANY
 static OPS_ALWAYS vf vf_exp2(vf x) {
-    x = vf_max(x, vf_set1(-160.0f));
+    x = vf_max(vf_set1(-160.0f), x);   /* x second: a NaN x stays NaN on x86 too */
     const vf n = vf_rint(x);
     return vf_ldexp(vf_exp2_poly(vf_sub(x, n)), n);
 }
 #else
 static OPS_ALWAYS vf vf_exp2(vf x) {
     const vf magic = vf_set1(0x1.8p23f);
-    x = vf_max(vf_min(x, vf_set1(127.0f)), vf_set1(-127.0f));
+    x = vf_max(vf_set1(-127.0f), vf_min(vf_set1(127.0f), x));   /* a NaN x stays NaN */
     vf t = vf_add(x, magic);
     return vf_mul(vf_exp2_poly(vf_sub(x, vf_sub(t, magic))), vf_pow2i(t));
 }

@@ -15,17 +15,21 @@
  *               pool of contexts per model, so threads compute at once.
  *   ClipReader  a clip source (images forming one clip, or a video cut into clips) that
  *               writes clip k into a caller's buffer; decodes forward, never seeking.
- * Errors raise jepa.Error (module attribute Error) with the library's one-line reason.
+ * Errors raise jepa.Error (module attribute Error) with the library's one-line reason. A
+ * method of an object whose __init__ never ran or failed raises too. The predictors' calls
+ * raise on a non-finite output, as the CLI refuses to write one (finite_out).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "input/clips.h"
 #include "input/image.h"
 #include "jepa.h"
+#include "runtime/dtype.h"
 
 static PyObject *JepaError;   /* jepa.Error, a subclass of RuntimeError */
 
@@ -351,6 +355,17 @@ static PyObject *ctx_done(ContextObject *self, jepa_status st, PyObject *ret) {
     return ret;
 }
 
+/* ret, or jepa.Error (ret released) when y [n] holds a NaN or an infinity: the message of
+ * the CLI's cli_check_finite_output. y NULL: nothing to check. */
+static PyObject *finite_out(PyObject *ret, const char *what, const float *y, int64_t n) {
+    if (!ret || !y) return ret;
+    const size_t i = f32_first_nonfinite(y, (size_t)n);
+    if (i == (size_t)n) return ret;
+    Py_DECREF(ret);
+    return PyErr_Format(JepaError, "%s: output element %zu is %s (non-finite weights in the model?)", what, i,
+                        isnan(y[i]) ? "NaN" : "infinite");
+}
+
 static PyObject *Context_get_isa(ContextObject *self, void *unused) {
     (void)unused;
     return self->c ? PyUnicode_FromString(jepa_ctx_isa(self->c)) : raise_error("no context");
@@ -534,18 +549,19 @@ static PyObject *Context_predict(ContextObject *self, PyObject *args) {
     st = jepa_ctx_predict(self->c, t, &pp, p, x);
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
-    ret = ctx_done(self, st, Py_None);
+    ret = finite_out(ctx_done(self, st, Py_None), "predict", p, PROD(n_tgt, od));
+    ret = finite_out(ret, "predict (ctx_out)", x, PROD(n_ctx, od));
 done:
     buf_release(&bt), buf_release(&bc), buf_release(&bg), buf_release(&bp), buf_release(&bx);
     return ret;
 }
 
 static int need_predictor(ContextObject *self, const char *which) {
-    const char *p = self->model->info.predictor;
-    if (!self->c) {
+    if (!self->c || !self->model) {   /* before anything of the model is read */
         raise_error("no context");
         return 0;
     }
+    const char *p = self->model->info.predictor;
     if (!p || strcmp(p, which)) {
         PyErr_Format(JepaError, "this model file has no %s predictor (family '%s')",
                      !strcmp(which, "ac") ? "V-JEPA 2-AC" : "LeWM", self->model->info.family);
@@ -573,7 +589,7 @@ static PyObject *Context_lewm_predict(ContextObject *self, PyObject *args) {
     st = jepa_ctx_lewm_predict(self->c, e, a, B, T, p);
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
-    ret = ctx_done(self, st, Py_None);
+    ret = finite_out(ctx_done(self, st, Py_None), "lewm_predict", p, PROD(B, T, in->pred_out_dim));
 done:
     buf_release(&be), buf_release(&ba), buf_release(&bp);
     return ret;
@@ -600,7 +616,7 @@ static PyObject *Context_lewm_rollout(ContextObject *self, PyObject *args) {
     st = jepa_ctx_lewm_rollout(self->c, e, B, T, a, steps, t);
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
-    ret = ctx_done(self, st, Py_None);
+    ret = finite_out(ctx_done(self, st, Py_None), "lewm_rollout", t, PROD(B, steps, in->emb_dim));
 done:
     buf_release(&be), buf_release(&ba), buf_release(&bt);
     return ret;
@@ -627,7 +643,7 @@ static PyObject *Context_ac_predict(ContextObject *self, PyObject *args) {
     st = jepa_ctx_ac_predict(self->c, t, a, s, B, F, p);
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
-    ret = ctx_done(self, st, Py_None);
+    ret = finite_out(ctx_done(self, st, Py_None), "ac_predict", p, PROD(B, F, N, in->pred_out_dim));
 done:
     buf_release(&bt), buf_release(&ba), buf_release(&bs), buf_release(&bp);
     return ret;
@@ -659,7 +675,8 @@ static PyObject *Context_ac_rollout(ContextObject *self, PyObject *args) {
     st = jepa_ctx_ac_rollout(self->c, t, s, B, T, a, steps, normalize, r, rs);
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
-    ret = ctx_done(self, st, Py_None);
+    ret = finite_out(ctx_done(self, st, Py_None), "ac_rollout", r, PROD(B, steps, N, D));
+    ret = finite_out(ret, "ac_rollout (traj_states)", rs, PROD(B, steps, in->state_dim));
 done:
     buf_release(&bt), buf_release(&bs), buf_release(&ba), buf_release(&br), buf_release(&brs);
     return ret;
@@ -723,6 +740,12 @@ static PyObject *Context_plan(ContextObject *self, PyObject *args) {
     const jepa_model_info *in = &self->model->info;
     jepa_plan_params p = ac ? jepa_plan_ac_default_params() : jepa_plan_default_params();
     if (plan_params(settings, &p)) return NULL;
+    if (p.lo > p.hi) {   /* lo == hi is the C API's "no bounds"; lo > hi a mistake */
+        char msg[160];
+        snprintf(msg, sizeof msg, "plan: lo %g is above hi %g (lo < hi bounds the actions, lo == hi: none)",
+                 (double)p.lo, (double)p.hi);
+        return raise_error(msg);
+    }
     if (T < 1) return raise_error("plan: a history of at least one frame");
     const int64_t N = in->pred_tokens_per_frame, D = in->embed_dim, A = in->action_dim;
     struct buf bh, bs, bpa, bg, ba, ben;

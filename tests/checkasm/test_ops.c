@@ -310,6 +310,107 @@ static void check_attn(const struct jk_kernels *kt, const char *level) {
     printf("  %s attn: %d cases, %d failed\n", level, n, fails);
 }
 
+/* ---- non-finite inputs: one element of q, k or v set to NaN or +-inf ----
+ * What each output element must be follows from the formula (softmax over the visible
+ * keys, then P V), not from any kernel, and every level, the reference included, must give
+ * it: the inputs' non-finite values must reach the outputs they feed the same way at every
+ * ISA level, so that a forward's non-finite-output check fires on every CPU or on none. */
+enum { NF_Q_NAN, NF_K_NAN, NF_V_NAN, NF_Q_INF, NF_K_NEGINF, NF_V_INF, NF_KINDS };
+static const char *const nf_name[NF_KINDS] = {"NaN in q", "NaN in k", "NaN in v", "+inf in q", "-inf in k",
+                                             "+inf in v"};
+enum { NF_FINITE, NF_ISNAN, NF_PLUSINF };
+
+struct nf_site { int kind, i0, j0, h0, d0; };
+
+static int nf_nvis(const struct attn_data *t, int i) {
+    int n = 0;
+    for (int j = 0; j < t->c.nkv; j++) n += visible(t, i, j);
+    return n;
+}
+
+/* The class of o[i][h hd + e] (q, k, v already hold the non-finite value). */
+static int nf_expect(const struct attn_data *t, const struct nf_site *s, int i, int h, int e) {
+    const int hd = t->c.hd, col = s->h0 * hd + s->d0;
+    if (h != s->h0 || !nf_nvis(t, i)) return NF_FINITE;   /* other heads; no key: zeros */
+    switch (s->kind) {
+    case NF_Q_NAN: return i == s->i0 ? NF_ISNAN : NF_FINITE;
+    case NF_K_NAN: return visible(t, i, s->j0) ? NF_ISNAN : NF_FINITE;
+    case NF_V_NAN: return visible(t, i, s->j0) && e == s->d0 ? NF_ISNAN : NF_FINITE;
+    case NF_V_INF: return visible(t, i, s->j0) && e == s->d0 ? NF_PLUSINF : NF_FINITE;
+    case NF_K_NEGINF:   /* -inf q: +inf score, inf - inf; 0 q: NaN; else P = 0 */
+        return visible(t, i, s->j0) && !(t->q[(size_t)i * t->ldq + col] > 0) ? NF_ISNAN : NF_FINITE;
+    default:            /* +inf in q: a visible key with k >= 0 there gives +inf or NaN */
+        if (i != s->i0) return NF_FINITE;
+        for (int j = 0; j < t->c.nkv; j++)
+            if (visible(t, i, j) && !(t->k[(size_t)j * t->ldk + col] < 0)) return NF_ISNAN;
+        return NF_FINITE;   /* every score -inf: zeros */
+    }
+}
+
+/* Put the site's value in; j0 is the key of the lowest position, seen by every query that
+ * sees any key (a key hidden from a query may reach it through P = 0 at the SIMD levels:
+ * attn_tmpl.h). */
+static void nf_plant(struct attn_data *t, struct nf_site *s) {
+    const int col = s->h0 * t->c.hd + s->d0;
+    s->j0 = t->c.nkv / 2;
+    if (t->kpos)
+        for (int j = 0; j < t->c.nkv; j++)
+            if (t->kpos[j] <= t->kpos[s->j0]) s->j0 = j;
+    float *q = &t->q[(size_t)s->i0 * t->ldq + col], *k = &t->k[(size_t)s->j0 * t->ldk + col];
+    float *v = &t->v[(size_t)s->j0 * t->ldv + col];
+    switch (s->kind) {
+    case NF_Q_NAN: *q = NAN; break;
+    case NF_K_NAN: *k = NAN; break;
+    case NF_V_NAN: *v = NAN; break;
+    case NF_Q_INF: *q = INFINITY; break;
+    case NF_K_NEGINF: *k = -INFINITY; break;
+    default: *v = INFINITY; break;
+    }
+}
+
+static void check_attn_nonfinite(const struct jk_kernels *kt, const char *level) {
+    static const struct attn_case cases[] = {
+        {17, 17, 2, 64, MASK_NONE, 1, 3, 0},    {3, 3, 2, 64, MASK_CAUSAL, 1, 3, 0},
+        {1, 577, 2, 32, MASK_NONE, 0, 3, 0},    {1, 3137, 2, 64, MASK_FRAMES, 0, 3, 0},
+        {257, 257, 1, 64, MASK_FRAMES, 1, 3, 16}, {20, 45, 2, 34, MASK_RANDOM, 0, 3, 0},
+        {49, 130, 2, 7, MASK_NONE, 0, 3, 0},    {144, 1600, 2, 64, MASK_CAUSAL, 0, 3, 0},
+        {577, 577, 1, 64, MASK_FRAMES, 1, 3, 0},
+    };
+    int fails = 0, n = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
+        for (int kind = 0; kind < NF_KINDS; kind++, n++) {
+            const struct attn_case *c = &cases[ci];
+            struct attn_data t;
+            attn_make(&t, c);
+            /* a query of the middle (block path) or the last (the row tail), the last head,
+             * the first or the last dim */
+            struct nf_site s = {kind, kind & 1 ? c->nq - 1 : c->nq / 3, 0, c->n_head - 1, kind % 3 ? c->hd - 1 : 0};
+            nf_plant(&t, &s);
+            const int D = c->n_head * c->hd;
+            float *o = ca_alloc_guarded((size_t)c->nq * t.ldo);
+            char *ws = (char *)xmalloc(kt->attn_ws(1, c->n_head, c->hd, c->nkv) + 4);
+            struct jk_attn_args a = attn_args(&t, o, 1, ws + 4);
+            kt->attn(&a);
+            int bad = 0, bi = 0, be = 0, bwant = 0;
+            for (int i = 0; i < c->nq; i++)
+                for (int e = 0; e < D; e++) {
+                    const float x = o[(size_t)i * t.ldo + e];
+                    const int want = nf_expect(&t, &s, i, e / c->hd, e % c->hd);
+                    const int ok = want == NF_ISNAN ? isnan(x) : want == NF_PLUSINF ? x == INFINITY : isfinite(x);
+                    if (!ok && !bad++) bi = i, be = e, bwant = want;
+                }
+            CHECK(!bad, "%s attn %s (nq %d nkv %d hd %d %s, query %d key %d): %d outputs wrong, first [%d][%d] = %g, "
+                  "expected %s", level, nf_name[kind], c->nq, c->nkv, c->hd, mask_name[c->mask], s.i0, s.j0, bad, bi,
+                  be, bad ? (double)o[(size_t)bi * t.ldo + be] : 0.0,
+                  bwant == NF_ISNAN ? "NaN" : bwant == NF_PLUSINF ? "+inf" : "finite");
+            fails += bad != 0;
+            free(ws);
+            ca_free_guarded(o);
+            attn_free(&t);
+        }
+    printf("  %s attn, non-finite inputs: %d cases, %d failed\n", level, n, fails);
+}
+
 /* ======================================================================================
  * the row and element-wise slots: each case (inputs, reference, checks) is ops_check.h's;
  * here the slot runs with 1 and then 2 threads, which must give the same bits
@@ -331,6 +432,36 @@ static void check_rope(const struct jk_kernels *kt, const char *level) {
         ca_free_guarded(x1), ca_free_guarded(x2);
     }
     printf("  %s rope: %d cases, %d failed\n", level, cases, fails);
+}
+
+/* LayerNorm with one non-finite weight, bias or input element (d = 77: whole vectors and a
+ * tail; the element in the tail or not): a NaN w_j or b_j makes column j NaN in every row,
+ * a NaN or +inf x_ij makes row i NaN (its mean is NaN, or inf - inf); the rest stays finite.
+ * By the formula, at every level and in the reference. */
+static void check_layernorm_nonfinite(const struct jk_kernels *kt, const char *level) {
+    enum { N = 5, D = 77, KINDS = 4 };
+    static const char *const what[KINDS] = {"NaN weight", "NaN bias", "NaN input", "+inf input"};
+    int fails = 0, cases = 0;
+    for (int kind = 0; kind < KINDS; kind++)
+        for (int j0 = 3; j0 < D; j0 += 70, cases++) {
+            float x[N * D], y[N * D], w[D], b[D];
+            ca_fill(x, N * D, 1.0f), ca_fill(w, D, 1.0f), ca_fill(b, D, 1.0f);
+            const int i0 = 2;
+            if (kind == 0) w[j0] = NAN;
+            else if (kind == 1) b[j0] = NAN;
+            else x[i0 * D + j0] = kind == 2 ? NAN : INFINITY;
+            kt->layernorm(y, D, x, D, w, b, N, D, 1e-6f, 1);
+            int bad = 0;
+            for (int i = 0; i < N; i++)
+                for (int j = 0; j < D; j++) {
+                    const int nan = kind < 2 ? j == j0 : i == i0;
+                    bad += nan ? !isnan(y[i * D + j]) : !isfinite(y[i * D + j]);
+                }
+            CHECK(!bad, "%s layernorm, %s at column %d: %d outputs not as the formula gives", level, what[kind], j0,
+                  bad);
+            fails += bad != 0;
+        }
+    printf("  %s layernorm, non-finite inputs: %d cases, %d failed\n", level, cases, fails);
 }
 
 /* LayerNorm: the mean is known to about u (|mean| + sigma) after the corrected two-pass
@@ -727,6 +858,8 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < sizeof refcases / sizeof *refcases; i++) check_attn_ref(&refcases[i]);
         printf("  jk_attn_ref: %zu cases against the naive double formula\n", sizeof refcases / sizeof *refcases);
     }
+    if (ca_run("attn", "ref")) check_attn_nonfinite(&ref, "ref");
+    if (ca_run("layernorm", "ref")) check_layernorm_nonfinite(&ref, "ref");
 #ifndef CHECKASM_AVX512_EMU
     if (ca_run("rope", "ref")) {   /* the tables the rope slot is given */
         check_rope_tables();
@@ -757,9 +890,10 @@ int main(int argc, char **argv) {
         }
         if (nref == nslot) continue;
         tested++;
-        if (kt.attn != ref.attn && ca_run("attn", n)) check_attn(&kt, n);
+        if (kt.attn != ref.attn && ca_run("attn", n)) check_attn(&kt, n), check_attn_nonfinite(&kt, n);
         if (kt.rope != ref.rope && ca_run("rope", n)) check_rope(&kt, n);
-        if (kt.layernorm != ref.layernorm && ca_run("layernorm", n)) check_layernorm(&kt, n);
+        if (kt.layernorm != ref.layernorm && ca_run("layernorm", n))
+            check_layernorm(&kt, n), check_layernorm_nonfinite(&kt, n);
         check_unary(&kt, &ref, n);
         check_act_accuracy(&kt, &ref, n);
         if (kt.add != ref.add && ca_run("add", n)) check_add(&kt, n);

@@ -292,6 +292,40 @@ static int run_case(const struct tcase *c) {
     return (int)(w1.bad + w2.bad);
 }
 
+/* NaN in one q element (query i0, head 0) and, in a second call, in one k element (key j0,
+ * head 0, seen by every query: no mask): the row i0 of head 0, then every row of head 0,
+ * must come out NaN and everything else finite, as the C reference and every CPU level give
+ * (tests/checkasm/test_ops.c); a kernel that turns a NaN l into a zero row fails. nq 64 takes
+ * the tensor cores (hd 64), nq 1 and 2 the f32 kernel, over one warp's keys or many. */
+static void check_nonfinite(int nq, int nkv, int hd) {
+    const int NH = 2, D = NH * hd;
+    const size_t ldo = (size_t)D, nqb = (size_t)nq * D, nkb = (size_t)nkv * D;
+    float *q = (float *)xmalloc(nqb * sizeof(float)), *k = (float *)xmalloc(nkb * sizeof(float));
+    float *v = (float *)xmalloc(nkb * sizeof(float)), *o = (float *)xmalloc(nqb * sizeof(float));
+    ca_fill(q, nqb, 1.0f), ca_fill(k, nkb, 1.0f), ca_fill(v, nkb, 1.0f);
+    const int i0 = nq - 1, j0 = nkv / 2;
+    for (int which = 0; which < 2; which++) {
+        if (which == 0) q[(size_t)i0 * D + 3] = NAN;
+        else q[(size_t)i0 * D + 3] = 0.5f, k[(size_t)j0 * D + 3] = NAN;
+        float *qd = ct_upload_f(q, nqb), *kd = ct_upload_f(k, nkb), *vd = ct_upload_f(v, nkb);
+        float *od = ct_upload_f(o, nqb);
+        struct jk_attn_args a = {od, ldo, qd, (size_t)D, kd, (size_t)D, vd, (size_t)D, nq, nkv, NH, hd,
+                                 1.0f / sqrtf((float)hd), NULL, NULL, 1, NULL};
+        kt.attn(&a);
+        ct_download(o, od, nqb * sizeof(float));
+        int bad = 0;
+        for (int i = 0; i < nq; i++)
+            for (int e = 0; e < D; e++) {
+                const int nan = e < hd && (which == 1 || i == i0);
+                bad += nan ? !isnan(o[(size_t)i * D + e]) : !isfinite(o[(size_t)i * D + e]);
+            }
+        CHECK(!bad, "attn nq %d nkv %d hd %d, NaN in %s: %d outputs not as the formula gives", nq, nkv, hd,
+              which ? "k" : "q", bad);
+        ct_free(qd), ct_free(kd), ct_free(vd), ct_free(od);
+    }
+    free(q), free(k), free(v), free(o);
+}
+
 /* A random case of the given kind: nq, nkv ragged in their range. */
 static struct tcase rnd(int nq_lo, int nq_hi, int hd, int mask, int fused) {
     struct tcase c;
@@ -378,6 +412,10 @@ int main(void) {
             g_staged = 0;
         }
     }
+    check_nonfinite(64, 64, 64);
+    check_nonfinite(1, 200, 64);
+    check_nonfinite(2, 2100, 64);
+    printf("  NaN in q and in k: 3 shapes\n");
     ct_close();
     return ca_finish("test_cuda_attn");
 }

@@ -13,6 +13,7 @@
  *
  * usage: test_api DATA_DIR
  */
+#include <limits.h>
 #include <pthread.h>
 #include <math.h>
 #include <stdio.h>
@@ -100,6 +101,12 @@ int main(int argc, char **argv) {
           "a grid whose token count overflows int is refused");
     CHECK(jepa_model_grid(m, 64, 16384, 16384, NULL, NULL, NULL, &n) == JEPA_ERR_ARG,
           "more than 2^20 tokens per clip are refused");
+    /* 2^29 x 2^26 x 2^26 = 2^81 tokens: wraps to 0 in 64 bits if multiplied unchecked */
+    n = -1;
+    CHECK(jepa_model_grid(m, 1 << 30, 1 << 30, 1 << 30, NULL, NULL, NULL, &n) == JEPA_ERR_ARG && n == -1,
+          "a 2^30-cubed clip (2^81 tokens) is refused, no count written");
+    CHECK(jepa_model_grid(m, INT_MAX, INT_MAX, INT_MAX, NULL, NULL, NULL, &n) == JEPA_ERR_ARG,
+          "an INT_MAX-cubed clip is refused");
     /* NULL where a model or a context goes: a status, a NULL / empty answer, no crash */
     jepa_model_info none;
     jepa_model_get_info(NULL, &none);

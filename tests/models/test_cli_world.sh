@@ -151,6 +151,29 @@ expect 1 "ac plan: a goal of the wrong size" jepa plan -m "$AC/model_a.gguf" --s
 expect 1 "ac plan: a 4-d action model" jepa plan -m "$AC/model_b.gguf" --start-tokens "$AC/tokens_b.npy" --start-states "$AC/states_b.npy" \
     --goal-tokens "$AC/tokens_b.npy" -o "$WORK/o.npy"
 
+# several outputs: all written or none. The second's folder missing leaves no first output
+# (refused before anything is renamed), and the first's the second.
+expect 1 "plan: --energies in a missing folder" jepa plan -q -m "$M" --start-tokens "$W/plan_hist_a.npy" --start-actions "$W/plan_past_a.npy" \
+    --goal-tokens "$W/plan_goal_a.npy" $P -o "$WORK/o.npy" --energies "$WORK/nodir/en.npy"
+has "nodir"
+expect 1 "plan: -o in a missing folder" jepa plan -q -m "$M" --start-tokens "$W/plan_hist_a.npy" --start-actions "$W/plan_past_a.npy" \
+    --goal-tokens "$W/plan_goal_a.npy" $P -o "$WORK/nodir/o.npy" --energies "$WORK/o.npy"
+expect 1 "ac rollout: --traj-states in a missing folder" jepa rollout -m "$AC/model_a.gguf" --tokens "$AC/rollout_tokens_a.npy" \
+    --states "$AC/rollout_states_a.npy" --actions "$AC/rollout_actions_a.npy" --steps 4 -o "$WORK/o.npy" --traj-states "$WORK/nodir/s.npy"
+has "nodir"
+expect 1 "ac rollout: -o in a missing folder" jepa rollout -m "$AC/model_a.gguf" --tokens "$AC/rollout_tokens_a.npy" \
+    --states "$AC/rollout_states_a.npy" --actions "$AC/rollout_actions_a.npy" --steps 4 -o "$WORK/nodir/t.npy" --traj-states "$WORK/o.npy"
+left=$(find "$WORK" -name '.*.npy.*' | wc -l)
+[ "$left" -eq 0 ] && ok "  no temporary left beside the outputs" || bad "  $left temporaries left beside the outputs"
+# a 0-d array as the start or the goal: one line each
+# (a 0-d float32 .npy holding 1.0: the 10-byte preamble, a 118-byte header, 4 bytes)
+printf '\223NUMPY\001\000v\000%s' "{'descr': '<f4', 'fortran_order': False, 'shape': (), }" >"$WORK/zero_d.npy"
+head -c 62 /dev/zero | tr '\000' ' ' >>"$WORK/zero_d.npy"
+printf '\n\000\000\200\077' >>"$WORK/zero_d.npy"
+expect 1 "plan: a 0-d --start-tokens" jepa plan -m "$M" --start-tokens "$WORK/zero_d.npy" --goal-tokens "$W/plan_goal_a.npy" -o "$WORK/o.npy"
+has "0-d"
+expect 1 "plan: a 0-d --goal-tokens" jepa plan -m "$M" --start-tokens "$W/plan_goal_a.npy" --goal-tokens "$WORK/zero_d.npy" -o "$WORK/o.npy"
+
 # the benchmark runs on both kinds (its figures are not checked here: docs/world-models.md)
 expect 0 "bench world, LeWM" jepa bench world -m "$M" --samples 8 --horizon 2 --quick --json -t 1
 grep -q '"bench": "world"' "$WORK/out.txt" && ok "  one JSON line" || bad "  one JSON line"
