@@ -385,12 +385,13 @@ def main():
     check(resp.startswith(b"HTTP/1.1 200") and b'"family":"vjepa2"' in resp, "headers sent byte by byte: a whole answer")
     s = socket.create_connection(("127.0.0.1", A.port), timeout=10)
     s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")   # never finishes its headers
-    t0 = time.time()
-    try:
+    try:   # closed (EOF or reset) by the server, or still open when this socket's 10 s ran out
         left = s.recv(100)
+    except socket.timeout:
+        left = None
     except OSError:
         left = b""
-    check(left == b"" and time.time() - t0 < 10, "a client that stops mid-headers is closed by the idle timeout")
+    check(left == b"", "a client that stops mid-headers is closed by the idle timeout")
     s.close()
     body = json.dumps({"input": ["data:image/png;base64," + png]}).encode()
     s = socket.create_connection(("127.0.0.1", A.port), timeout=10)
