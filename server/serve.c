@@ -506,8 +506,6 @@ static int start_api(struct server *sv, const struct serve_opts *o, char *id, si
     a->model_id = id;
     a->timeout_ms = o->timeout_s * 1e3;
     a->queue = o->queue;
-    a->decode_budget = o->decode_budget_mb ? (size_t)o->decode_budget_mb << 20 : api_default_decode_budget(a);
-    atomic_init(&a->held, 0);
     struct jerr pe = {0};
     jepa_preprocess_recipe recipe;
     jepa_model_get_preprocess(m, &recipe);
@@ -515,6 +513,9 @@ static int start_api(struct server *sv, const struct serve_opts *o, char *id, si
         jepa_model_free(m);
         return cli_fail(o->model, "the model's preprocessing (jepa.pre.*): %s", pe.msg);
     }
+    /* after the recipe: the default budget is counted in the model's own clips */
+    a->decode_budget = o->decode_budget_mb ? (size_t)o->decode_budget_mb << 20 : api_default_decode_budget(a);
+    atomic_init(&a->held, 0);
     int threads = o->threads;   /* 0: the cores shared among the workers */
     if (!threads && o->workers > 1) {
         const long cores = sysconf(_SC_NPROCESSORS_ONLN);

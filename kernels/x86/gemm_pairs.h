@@ -24,6 +24,8 @@
 #ifndef JEPA_KERNELS_X86_GEMM_PAIRS_H
 #define JEPA_KERNELS_X86_GEMM_PAIRS_H
 
+#include <math.h>
+
 /* 8 lanes rounded to bf16 (nearest even; NaN quieted), each in the high half of its lane
  * (the low half is left over from the rounding and is dropped by pairs_of). */
 static ALWAYS_INLINE __m256i bf16_hi8(__m256 v) {
@@ -56,17 +58,53 @@ static ALWAYS_INLINE __m256i pairs8(__m256 v) {
     return _mm256_permute4x64_epi64(pairs_of(bf16_hi8(v)), 0xd8);
 }
 
-/* The term `part` of the high tier's split of v (0: v itself, rounded by the packing to
- * hi; 1: v - hi, rounded to lo; NaN residuals -> 0), 8 lanes and one value. */
+/* The high tier's hi of v: v rounded to bf16 (as the packing rounds), except where that
+ * rounding overflows a finite v (|v| > 3.3961e38) to inf: there v truncated to bf16, which
+ * is finite and leaves the residual lo finite too (an inf hi would make hi - inf - ... NaN
+ * where the exact tier is finite). NaN and inf stay themselves. 8 lanes and one value. */
+static ALWAYS_INLINE __m256 hi8(__m256 v) {
+    const __m256i keep = _mm256_set1_epi32((int)0xffff0000u), abs = _mm256_set1_epi32(0x7fffffff);
+    const __m256i inf = _mm256_set1_epi32(0x7f800000), u = _mm256_castps_si256(v);
+    const __m256i r = _mm256_and_si256(bf16_hi8(v), keep);
+    const __m256i over = _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_and_si256(u, abs), inf),
+                                             _mm256_cmpeq_epi32(_mm256_and_si256(r, abs), inf));
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(r, _mm256_and_si256(u, keep), over));
+}
+static ALWAYS_INLINE float hi1(float v) {
+    const float r = bf16_to_f32(f32_to_bf16(v));
+    if (isinf(r) && !isinf(v)) {
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        u &= 0xffff0000u;
+        memcpy(&v, &u, 4);
+        return v;
+    }
+    return r;
+}
+
+/* The term `part` of the high tier's split of v (0: hi, which the packing's rounding keeps
+ * as it is; 1: v - hi, rounded to lo by the packing; NaN residuals -> 0), 8 lanes and one
+ * value. The bf16 tier packs v itself (its rounding, overflow to inf included, is the
+ * tier's definition: jk_gemm_bf16x_ref). */
 static ALWAYS_INLINE __m256 part8(__m256 v, int part) {
-    if (!part) return v;
-    const __m256 hi = _mm256_castsi256_ps(_mm256_and_si256(bf16_hi8(v), _mm256_set1_epi32((int)0xffff0000u)));
+#ifndef JK_GEMM_HIGH
+    (void)part;
+    return v;
+#endif
+    const __m256 hi = hi8(v);
+    if (!part) return _mm256_blendv_ps(hi, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));   /* NaN: as it is */
     const __m256 d = _mm256_sub_ps(v, hi);
     return _mm256_and_ps(d, _mm256_cmp_ps(d, d, _CMP_ORD_Q));
 }
 static ALWAYS_INLINE float part1(float v, int part) {
-    if (!part) return v;
-    const float d = v - bf16_to_f32(f32_to_bf16(v));
+#ifndef JK_GEMM_HIGH
+    (void)part;
+    return v;
+#endif
+    if (v != v) return part ? 0.0f : v;
+    const float hi = hi1(v);
+    if (!part) return hi;
+    const float d = v - hi;
     return d == d ? d : 0.0f;
 }
 

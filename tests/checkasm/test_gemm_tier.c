@@ -242,6 +242,16 @@ static void check_rounds(const struct jk_kernels *k, enum jk_precision p) {
     free(wsp);
     const float want = p == JK_PREC_HIGH ? 1.0f + 0x1p-9f : 1.0f;
     CHECK(y == want, "%s: x = 1 + 2^-9 gives %.9g, not %.9g", k->gemm_isa, (double)y, (double)want);
+    if (p != JK_PREC_HIGH) return;
+    /* a finite x whose bf16 rounding overflows (3.4e38 > 3.3961e38): its hi is truncated,
+     * not inf, so x . w stays finite and f32-grade as the exact tier's (no inf - inf) */
+    float xb[2] = {3.4e38f, 0.0f}, wb[2] = {1e-3f, 1.0f};
+    wsp = malloc(k->gemm_ws(1, 2) + 64);
+    a.x = xb, a.w = wb, a.ws = wsp, y = NAN;
+    k->gemm[JK_F32](&a);
+    free(wsp);
+    const double r = 3.4e38 * (double)1e-3f;
+    CHECK(fabs((double)y - r) <= 1e-4 * r, "%s: x = 3.4e38 gives %.9g, not %.9g", k->gemm_isa, (double)y, r);
 }
 
 /* The rungs this executable tests (see the top), one per tier, and the CPU flags it is
