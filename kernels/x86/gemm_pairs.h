@@ -87,25 +87,27 @@ static ALWAYS_INLINE float hi1(float v) {
  * value. The bf16 tier packs v itself (its rounding, overflow to inf included, is the
  * tier's definition: jk_gemm_bf16x_ref). */
 static ALWAYS_INLINE __m256 part8(__m256 v, int part) {
-#ifndef JK_GEMM_HIGH
-    (void)part;
-    return v;
-#endif
+#ifdef JK_GEMM_HIGH
     const __m256 hi = hi8(v);
     if (!part) return _mm256_blendv_ps(hi, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));   /* NaN: as it is */
     const __m256 d = _mm256_sub_ps(v, hi);
     return _mm256_and_ps(d, _mm256_cmp_ps(d, d, _CMP_ORD_Q));
-}
-static ALWAYS_INLINE float part1(float v, int part) {
-#ifndef JK_GEMM_HIGH
+#else
     (void)part;
     return v;
 #endif
+}
+static ALWAYS_INLINE float part1(float v, int part) {
+#ifdef JK_GEMM_HIGH
     if (v != v) return part ? 0.0f : v;
     const float hi = hi1(v);
     if (!part) return hi;
     const float d = v - hi;
     return d == d ? d : 0.0f;
+#else
+    (void)part;
+    return v;
+#endif
 }
 
 /* mc rows of X (row stride ldx) over kc -> the term `part` of GT_MR-row panels of pairs,
