@@ -51,5 +51,12 @@ int cmd_quantize(int argc, char **argv);
 int cmd_cpu(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+/* `jepa pull` (cmd_pull.c). cli_resolve_model: a -m argument naming a repository,
+ * OWNER/NAME[:FILE], becomes the path of its file in the cache (downloaded first when
+ * missing, only with --pull); a file path is left as it is. 0, or the exit code with the
+ * error printed. cli_take_pull_flag: --pull taken out of argv (main.c), argc returned. */
+int cmd_pull(int argc, char **argv);
+int cli_resolve_model(const char *cmd, const char **model);
+int cli_take_pull_flag(int argc, char **argv);
 
 #endif

@@ -128,6 +128,8 @@ int cmd_bench(int argc, char **argv) {
     if (cpu < 0) return cli_usage_error("bench", "unknown cpu level '%s'", cap);
     o.cpu = (unsigned)cpu;
     o.cpu_name = cap;
+    const int mrc = cli_resolve_model("bench", &model);   /* -m REPO: the cached file */
+    if (mrc) return mrc;
     if (enc_cmd) {
         if (!model) return cli_usage_error("bench", "bench encoder needs -m MODEL");
         eo.model = model;

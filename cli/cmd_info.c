@@ -126,6 +126,8 @@ int cmd_info(int argc, char **argv) {
         }
     }
     if (!path) return cli_usage_error("info", "no model file given");
+    const int mrc = cli_resolve_model("info", &path);   /* a repository name: the cached file */
+    if (mrc) return mrc;
 
     struct jerr err = {0};
     struct gguf_file *g = NULL;

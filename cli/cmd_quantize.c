@@ -38,6 +38,8 @@ int cmd_quantize(int argc, char **argv) {
         else return cli_usage_error("quantize", "unexpected argument '%s'", argv[i]);
     }
     if (!in || !out || !type) return cli_usage_error("quantize", "needs IN.gguf OUT.gguf --type TYPE");
+    const int mrc = cli_resolve_model("quantize", &in);   /* a repository name: the cached file */
+    if (mrc) return mrc;
     const int t = jk_dtype_by_name(type);
     if (t < 0) {
         char types[160];

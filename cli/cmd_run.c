@@ -348,6 +348,8 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
         if (rc) return rc;
     }
     if (!o->model) return cli_usage_error(cmd_name(c), "missing -m MODEL");
+    const int mrc = cli_resolve_model(cmd_name(c), &o->model);   /* -m REPO: the cached file */
+    if (mrc) return mrc;
     const bool many = c != RUN_PREDICT && (o->out_dir || o->inputs_list || o->resume || has_dir_arg(o));
     const int rc = many ? check_many(c, o) : check_one_input(c, o);
     if (!rc && o->hier && strcmp(o->pool, "none"))

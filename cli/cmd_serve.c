@@ -107,6 +107,8 @@ int cmd_serve(int argc, char **argv) {
         i++;
     }
     if (!o.model) return cli_usage_error("serve", "missing -m MODEL");
+    const int mrc = cli_resolve_model("serve", &o.model);   /* -m REPO: the cached file */
+    if (mrc) return mrc;
     if (!o.api_key) o.api_key = getenv("JEPA_API_KEY");
     if (o.api_key && !*o.api_key) return cli_usage_error("serve", "the API key is empty");
     if (o.model_id && (!*o.model_id || strlen(o.model_id) > 200))

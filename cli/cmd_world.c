@@ -112,6 +112,8 @@ static int parse(enum world_cmd c, int argc, char **argv, struct world_opts *o) 
     if (!o->model || (!o->emb == !o->tokens) || !o->actions || !o->out || (c == WORLD_ROLLOUT && !o->steps))
         return cli_usage_error(name, c == WORLD_PREDICT ? "needs -m, --emb (LeWM) or --tokens and --states (V-JEPA 2-AC), --actions and -o"
                                                        : "needs -m, --emb (LeWM) or --tokens and --states (V-JEPA 2-AC), --actions, --steps and -o");
+    const int mrc = cli_resolve_model(name, &o->model);   /* -m REPO: the cached file */
+    if (mrc) return mrc;
     if (!o->tokens != !o->states) return cli_usage_error(name, "--tokens and --states go together (V-JEPA 2-AC)");
     if (o->emb && (o->traj_states || o->raw))
         return cli_usage_error(name, "--traj-states and --no-normalize are V-JEPA 2-AC's (with --tokens / --states)");
@@ -479,6 +481,7 @@ static int parse_plan_args(int argc, char **argv, struct plan_args *o) {
     }
     if (!o->model || !o->out || (!o->start == !o->start_tok) || (!o->goal == !o->goal_tok))
         return cli_usage_error("plan", "needs -m, one of --start / --start-tokens, one of --goal / --goal-tokens, and -o");
+    if ((rc = cli_resolve_model("plan", &o->model))) return rc;   /* -m REPO: the cached file */
     const char *ins[] = {o->model, o->start, o->start_tok, o->start_act, o->start_st, o->goal, o->goal_tok};
     const char *outs[] = {o->out, o->energies_out};
     if ((rc = cli_check_outputs("plan", ins, 7, outs, 2))) return rc;

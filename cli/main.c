@@ -24,6 +24,7 @@ static const struct {
     {"plan", cmd_plan, "plan the actions from a start to a goal with a world model (CEM; LeWM, V-JEPA 2-AC)"},
     {"classify", cmd_classify, "classify a clip with the model's head (top-k labels)"},
     {"serve", cmd_serve, "serve embeddings and classes over HTTP (OpenAI-style /v1/embeddings)"},
+    {"pull", cmd_pull, "download a model from the Hugging Face hub into the cache (-m REPO, --pull)"},
     {"info", cmd_info, "describe a model file (--kv, --tensors)"},
     {"quantize", cmd_quantize, "convert a model's matmul weights to f32, f16, bf16, q8_0 or a 4-6 bit type (q4_0 .. q6_K)"},
     {"synth", cmd_synth, "write a random-weight model of a real architecture (for runs and benchmarks)"},
@@ -118,6 +119,7 @@ int main(int argc, char **argv) {
         printf("jepa.c %s\n", jepa_version());
         return 0;
     }
+    argc = cli_take_pull_flag(argc, argv);   /* --pull: -m REPO downloads when missing */
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "jepa: unknown command '%s'\n", argv[1]);

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 from dataclasses import dataclass, fields
 from typing import Iterator, List, Optional, Sequence, Tuple, Union
@@ -33,7 +34,7 @@ import numpy as np
 
 from . import _jepa
 
-__all__ = ["Model", "ModelInfo", "Classification", "Plan", "Error", "__version__", "version"]
+__all__ = ["Model", "ModelInfo", "Classification", "Plan", "Error", "__version__", "version", "pull"]
 
 Error = _jepa.Error
 __version__: str = _jepa.version()
@@ -51,6 +52,27 @@ _NORM = {"fused": 0, "sequential": 1}
 def version() -> str:
     """The engine's version, as `jepa --version` prints it."""
     return __version__
+
+
+def pull(repo: str, type: Optional[str] = None, *, endpoint: Optional[str] = None,
+         retries: Optional[int] = None, stall_timeout: Optional[int] = None,
+         progress: Optional[bool] = None) -> str:
+    """Download a GGUF file from the Hugging Face hub into the cache, as `jepa pull` does,
+    and return its path: ``jepa.Model(jepa.pull("OWNER/NAME"))``.
+
+    repo is "OWNER/NAME" or "OWNER/NAME:FILE"; type picks the file by its quantization
+    suffix ("f16", "q8_0", ...; default: the only GGUF, or the f16 one). The cache is
+    $JEPA_CACHE, else $XDG_CACHE_HOME/jepa, else ~/.cache/jepa; the hub is endpoint, else
+    $HF_ENDPOINT, else https://huggingface.co. The file's sha256 is checked against the
+    hub's before it is put in place, a partial download is resumed, and a cached copy with
+    the hub's sha256 is not downloaded again. retries (default 4) and stall_timeout
+    (seconds below 1 KiB/s, default 30) bound each try; progress (default: stderr is a
+    terminal) draws a bar on stderr. Raises ValueError for a bad name, jepa.Error for
+    what failed (one line: a 404, a checksum mismatch, the network). docs/pull.md."""
+    if progress is None:
+        progress = sys.stderr is not None and sys.stderr.isatty()
+    return _jepa.pull(os.fspath(repo), type, endpoint, -1 if retries is None else int(retries),
+                      0 if stall_timeout is None else int(stall_timeout), bool(progress))
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/hub.h"
 #include "input/clips.h"
 #include "input/image.h"
 #include "jepa.h"
@@ -984,7 +985,31 @@ static PyObject *version(PyObject *mod, PyObject *unused) {
     return PyUnicode_FromString(jepa_version());
 }
 
+/* jepa.pull(ref, type, endpoint, retries, stall_timeout, progress): a model file from the
+ * Hugging Face hub into the cache (common/hub.h), its path; the GIL released meanwhile. */
+static PyObject *pull(PyObject *mod, PyObject *args, PyObject *kw) {
+    (void)mod;
+    static char *kwlist[] = {"ref", "type", "endpoint", "retries", "stall_timeout", "progress", NULL};
+    const char *ref, *type = NULL, *endpoint = NULL;
+    int retries = -1, progress = 0;
+    long stall = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zzilp", kwlist, &ref, &type, &endpoint, &retries, &stall, &progress))
+        return NULL;
+    struct jh_ref r;
+    char err[JH_ERR_LEN], path[JH_PATH_LEN];
+    if (jh_ref_parse(ref, &r, err)) return PyErr_Format(PyExc_ValueError, "%s", err);
+    const struct jh_pull_opts o = {.endpoint = endpoint, .type = type, .retries = retries, .stall_timeout_s = stall,
+                                   .progress = progress ? jh_progress_stderr : NULL};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = jh_pull(&r, &o, path, sizeof path, err);
+    Py_END_ALLOW_THREADS
+    if (rc) return PyErr_Format(rc == JH_ERR_USAGE ? PyExc_ValueError : JepaError, "%s", err);
+    return PyUnicode_DecodeFSDefault(path);
+}
+
 static PyMethodDef module_methods[] = {
+    {"pull", (PyCFunction)(void (*)(void))pull, METH_VARARGS | METH_KEYWORDS, "a model file from the hub into the cache"},
     {"version", version, METH_NOARGS, "the library's version"},
     {"is_image_file", is_image_file, METH_VARARGS, "whether a file starts with a PNG, JPEG or WebP signature"},
     {"plan_defaults", plan_defaults, METH_VARARGS, "plan_defaults('lewm' | 'ac') -> dict"},
