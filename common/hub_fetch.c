@@ -445,7 +445,7 @@ static void hex(const unsigned char *d, char out[65]) {
 static int file_sha256(const char *path, char out[65]) {
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
-    struct stat st;
+    struct stat st = {0};
     struct dl d = {.fd = fd, .md = dl.md_new()};
     int rc = d.md && !fstat(fd, &st) && dl.digest_init(d.md, dl.sha256(), NULL) ? 0 : -1;
     d.have = st.st_size;
@@ -462,18 +462,22 @@ static int file_sha256(const char *path, char out[65]) {
 static int fetch_file(const struct ctx *c, const struct meta *m, const char *final, const char *what, char *err) {
     char part[JH_PATH_LEN + 8];
     snprintf(part, sizeof part, "%s.part", final);
-    struct dl d = {.fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC, 0644), .size = m->size, .c = c, .file = final};
+    /* never through a link planted at the part's name: its target would be written */
+    struct dl d = {.fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644), .size = m->size, .c = c,
+                   .file = final};
     if (d.fd < 0) return FAIL("%s: %s", part, strerror(errno));
     if (flock(d.fd, LOCK_EX | LOCK_NB)) {
         close(d.fd);
         return FAIL("%s: another process is downloading it (%s is locked)", what, part);
     }
-    struct stat st;
+    struct stat st = {0};
     struct statvfs vs;
     int rc = JH_OK;
     d.md = dl.md_new();
     if (!d.md || !dl.digest_init(d.md, dl.sha256(), NULL) || fstat(d.fd, &st))
         rc = FAIL("%s: cannot start the sha256 or read %s", what, part);
+    else if (!S_ISREG(st.st_mode))
+        rc = FAIL("%s: %s is not a regular file", what, part);
     d.have = rc ? 0 : st.st_size;
     if (!rc && d.have > d.size && ftruncate(d.fd, 0) == 0) d.have = 0;
     if (!rc && hash_prefix(&d)) rc = FAIL("%s: cannot read %s: %s", what, part, strerror(errno));
