@@ -29,6 +29,7 @@ int inputs_parse(struct inputs_opts *o, const char *cmd, bool clips_ok, int argc
     if (multi && !clips_ok) return 0;   /* not an option of this command */
     if (!strcmp(a, "--dense")) { o->dense = 1; o->sampling_given = 1; return 1; }
     if (!strcmp(a, "--no-antialias")) { o->no_antialias = 1; o->pre_given = 1; return 1; }
+    if (!strcmp(a, "--exif-rotate")) { image_exif_rotate = true; return 1; }   /* every image decoded after this */
     if (!strcmp(a, "-i") || !strcmp(a, "--image") || !strcmp(a, "--frames-npy") || !strcmp(a, "--norm") ||
         !strcmp(a, "--frames-per-clip") || !strcmp(a, "--frame-step") || !strcmp(a, "--num-clips") ||
         !strcmp(a, "--stride") || !strcmp(a, "--resize-short")) {
@@ -109,8 +110,11 @@ int inputs_check(const struct inputs_opts *o, const char *cmd) {
 void inputs_usage(bool clips_ok) {
     printf("  -i IMAGE              an image (repeat -i: the images form one clip, in order)\n"
            "  --frames-npy F.npy    uint8 [T, H, W, 3] RGB frames, one clip\n"
-           "  VIDEO                 a video file (decoded in order, never seeking); a PNG or\n"
-           "                        JPEG named this way is read as -i reads it\n"
+           "  VIDEO                 a video file (decoded in order, never seeking); an image\n"
+           "                        named this way is read as -i reads it (PNG, JPEG, WebP,\n"
+           "                        BMP, GIF, TGA, TIFF: the decoder goes by the file's bytes)\n"
+           "  --exif-rotate         turn images by their EXIF orientation, as PIL's\n"
+           "                        ImageOps.exif_transpose (default: as stored, as HF does)\n"
            "  --frames-per-clip F   frames per clip (default: the model's jepa.enc.n_frames)\n"
            "  --frame-step S        a clip spans F*S frames, sampled with np.linspace (default 4)\n");
     if (clips_ok)

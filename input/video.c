@@ -7,9 +7,24 @@
  */
 #include "input/video.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "input/image.h"
+
+/* A path that names a local file (not a URL, a pipe or stdin) that cannot be opened:
+ * image.c's message, the same whichever decoder the file was meant for. */
+static jepa_status local_file_missing(const char *path, struct jerr *e) {
+    if (!strcmp(path, "-") || strstr(path, "://") || !strncmp(path, "pipe:", 5)) return JEPA_OK;
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        fclose(f);
+        return JEPA_OK;
+    }
+    return image_open_error(path, e);
+}
 
 /* numpy rounds each step of linspace separately: no fused multiply-add here. */
 #pragma STDC FP_CONTRACT OFF
@@ -256,7 +271,8 @@ static jepa_status open_input(AVFormatContext **fc, AVIOContext **pb, int *strea
                               struct jerr *e) {
     const char *path = src->name;
     *fc = NULL, *pb = NULL;
-    jepa_status st = ff_load(path, e);
+    jepa_status st = src->mem.data ? JEPA_OK : local_file_missing(path, e);
+    if (!st) st = ff_load(path, e);
     if (st) return st;
     quiet_ffmpeg();
     int r;
@@ -282,6 +298,8 @@ static jepa_status open_input(AVFormatContext **fc, AVIOContext **pb, int *strea
     }
     if (r < 0) {
         close_input(fc, pb);
+        if (!src->mem.data && r == AVERROR_INVALIDDATA)   /* a file, neither a still image nor a video */
+            return jr_err_set(e, JEPA_ERR_FORMAT, "%s: %s", path, IMAGE_NOT_MEDIA);
         return av_fail(e, JEPA_ERR_IO, path, src->mem.data ? "cannot read as an MP4 or WebM video"
                                                           : "cannot open as a video", r);
     }
@@ -541,12 +559,14 @@ static jepa_status no_video(const char *path, struct jerr *e) {
 
 jepa_status video_probe(const char *path, int64_t *n_frames, int *h, int *w, struct jerr *e) {
     *n_frames = 0, *h = *w = 0;
-    return no_video(path, e);
+    jepa_status st = local_file_missing(path, e);
+    return st ? st : no_video(path, e);
 }
 
 jepa_status video_open(struct video_reader **out, const char *path, struct jerr *e) {
     *out = NULL;
-    return no_video(path, e);
+    jepa_status st = local_file_missing(path, e);
+    return st ? st : no_video(path, e);
 }
 
 jepa_status video_probe_memory(const char *name, const void *data, size_t size, int64_t *n_frames, int *h,

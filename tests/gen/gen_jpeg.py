@@ -8,7 +8,7 @@ Image.open(f).convert("RGB"), the decode every Hugging Face image processor star
 
 Each case is one JPEG written by PIL's encoder (chroma subsampling 4:2:0 / 4:2:2 / 4:4:4,
 baseline and progressive, grayscale, restart markers, sizes that are not a multiple of
-the MCU, an optimised Huffman table) plus a CMYK file the decoder must refuse;
+the MCU, an optimised Huffman table) plus a CMYK file (decoded; its pixels are checked by gen_formats.py's cases);
 `<name>.npy` holds PIL's RGB pixels (uint8 [H, W, 3]); manifest.txt lists them with
 PIL's and its libjpeg-turbo's versions.
 """
@@ -83,7 +83,7 @@ def main():
         px = picture(h, w, i)
         im = Image.fromarray(px if mode == "RGB" else px[..., 1], mode)
         lines.append(write_case(out, name, im, "jpg", "JPEG", opts, lambda f: f.convert("RGB")))
-    # CMYK: decoded by PIL with its own inversion conventions (Adobe); refused by jepa.c
+    # CMYK: decoded by PIL with its own inversion conventions (Adobe); decoded by jepa.c the same way
     Image.fromarray(picture(16, 16, 99)).convert("CMYK").save(os.path.join(out, "cmyk.jpg"), "JPEG", quality=90)
     write_manifest(out, lines, len(CASES))
     return 0
