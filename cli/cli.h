@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "common/messages.h"
 
@@ -69,6 +70,8 @@ int cmd_classify(int argc, char **argv);
 /* World models (cmd_world.c): `jepa predict` with --emb / --actions, `jepa rollout`. */
 int cli_is_world_predict(int argc, char **argv);
 int cmd_world_predict(int argc, char **argv);
+/* The world-model forms of `jepa predict`, for its --help. */
+void cli_world_predict_usage(FILE *f);
 int cmd_rollout(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_synth(int argc, char **argv);

@@ -115,6 +115,22 @@ static int find_command(const char *name) {
     return -1;
 }
 
+/* jepa help --options CMD: the option table of CMD (cli/options.c), one per line: the
+ * name, its other spelling or '-', what it takes (flag, value, in: a file or '-' for
+ * stdin, out: a file or '-' for stdout, file: a file) and the value's name (or choices
+ * a|b|c; '-' for a flag). For the shell completion (tools/gen_completion.sh) and tests. */
+static int print_options(const char *cmd) {
+    if (find_command(cmd) < 0) {
+        fprintf(stderr, "jepa: unknown command '%s'\n", cmd);
+        return CLI_EXIT_USAGE;
+    }
+    static const char *const kinds[] = {"flag", "value", "in", "out", "file"};
+    const struct cli_option *o;
+    for (int k = 0; (o = cli_option_at(cmd, k)); k++)
+        printf("%s %s %s %s\n", o->name, o->alias ? o->alias : "-", kinds[o->arg], o->meta ? o->meta : "-");
+    return 0;
+}
+
 int main(int argc, char **argv) {
     /* a write past RLIMIT_FSIZE fails with EFBIG (one error line, the temporary removed)
      * instead of killing the process half-way through an output */
@@ -123,6 +139,8 @@ int main(int argc, char **argv) {
         usage(stderr);
         return CLI_EXIT_USAGE;
     }
+    if (!strcmp(argv[1], "help") && argc == 4 && !strcmp(argv[2], "--options"))
+        return print_options(argv[3]);
     if (!strcmp(argv[1], "help") && argc > 2) {   /* jepa help CMD: CMD --help */
         const int k = find_command(argv[2]);
         if (k < 0) {

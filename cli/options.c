@@ -62,7 +62,7 @@ static const struct {
     {RUN3 | WORLD | SRV | BEN | CPU, {"--precision", NULL, CLI_ARG_VALUE, "exact|high|bf16"}},
     {RUN3 | WORLD | SRV, {"-q", "--quiet", CLI_ARG_FLAG, NULL}},
     {RUN3 | SRV | BEN, {"--prepack", NULL, CLI_ARG_FLAG, NULL}},
-    {RUN3 | WORLD, {"-o", "--out", CLI_ARG_OUT_NPY, "OUT.npy"}},
+    {EMB | WORLD, {"-o", "--out", CLI_ARG_OUT_NPY, "OUT.npy"}},
     /* embed, predict, classify */
     {RUN3, {"--input-tensor", NULL, CLI_ARG_IN, "X.npy"}},
     {RUN3, {"--test-pattern", NULL, CLI_ARG_VALUE, "TxHxW"}},
