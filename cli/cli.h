@@ -7,7 +7,9 @@
 #ifndef JEPA_CLI_H
 #define JEPA_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "common/messages.h"
 
@@ -37,6 +39,30 @@ int cli_ctx_new(const char *cmd, const struct jepa_model *m, int threads, const 
                 const char *precision, int gpu,
                 struct jepa_ctx **out);
 
+/* The options of every command (cli/options.c), one table for the command-line conventions
+ * (--name=value, `-` as stdin / stdout), the shell completion and the help test. */
+enum cli_arg {
+    CLI_ARG_FLAG,       /* takes no value */
+    CLI_ARG_VALUE,      /* a value */
+    CLI_ARG_IN,         /* an input file: `-` is stdin */
+    CLI_ARG_OUT_NPY,    /* a .npy output: `-` is stdout */
+    CLI_ARG_OUT_FILE,   /* another output file: `-` is refused */
+};
+struct cli_option {
+    const char *name, *alias;   /* "-o", "--out" (alias NULL: none) */
+    enum cli_arg arg;
+    const char *meta;           /* the value's name, or its choices a|b|c; NULL for a flag */
+};
+/* The k-th option of cmd (NULL past the last, or for an unknown command), and the option
+ * of cmd named name (either spelling; NULL: none). */
+const struct cli_option *cli_option_at(const char *cmd, int k);
+const struct cli_option *cli_option_find(const char *cmd, const char *name);
+/* The conventions applied before a command parses argv (cli/options.c): --name=value
+ * split, `-` as stdin (read into memory, replaced by a path) or stdout (stdout moved to
+ * stderr, the .npy bytes to the original). *argc / *argv replaced; 0 or the exit code
+ * after printing the reason. */
+int cli_normalize_argv(int *argc, char ***argv);
+
 int cmd_info(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
@@ -44,6 +70,8 @@ int cmd_classify(int argc, char **argv);
 /* World models (cmd_world.c): `jepa predict` with --emb / --actions, `jepa rollout`. */
 int cli_is_world_predict(int argc, char **argv);
 int cmd_world_predict(int argc, char **argv);
+/* The world-model forms of `jepa predict`, for its --help. */
+void cli_world_predict_usage(FILE *f);
 int cmd_rollout(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
@@ -56,6 +84,10 @@ int cmd_serve(int argc, char **argv);
  * missing, only with --pull); a file path is left as it is. 0, or the exit code with the
  * error printed. cli_take_pull_flag: --pull taken out of argv (main.c), argc returned. */
 int cmd_pull(int argc, char **argv);
+/* The help line of --pull, for every command that takes a model. */
+#define CLI_PULL_HELP \
+    "  --pull                a model named OWNER/NAME[:FILE] (a hub repository, `jepa pull`)\n" \
+    "                        is downloaded when it is not in the cache\n"
 int cli_resolve_model(const char *cmd, const char **model);
 int cli_take_pull_flag(int argc, char **argv);
 

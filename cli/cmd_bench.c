@@ -38,7 +38,9 @@ static void usage(FILE *f) {
             "on pseudo-random pixels of the model's size (or T frames of H x W).\n"
             "\n"
             "  --json      one JSON object per line on stdout (context lines go to stderr)\n"
-            "  -t N        threads (default: the online CPUs)\n"
+            "  -t, --threads N  threads (default: the online CPUs)\n"
+            "  -m, --model MODEL  the model (world, encoder), or OWNER/NAME[:FILE] from the cache\n"
+            CLI_PULL_HELP
             "  --quick     fewer shapes (M = 1, 576; 577 tokens) and shorter timing\n"
             "  --full      also M = 4608 and 18432\n"
             "  --cold      matmul: every call reads another copy of the weights (256 MiB in all),\n"

@@ -65,7 +65,7 @@ static void usage(FILE *f) {
             "  --retries N      further attempts after a network failure, 408, 429 or 5xx (default 4,\n"
             "                   waiting 1, 2, 4, 8 s; a partial file is resumed)\n"
             "  --stall-timeout S  give an attempt up below 1 KiB/s for S seconds (default 30)\n"
-            "  -q               no progress bar (it is drawn only when stderr is a terminal)\n"
+            "  -q, --quiet      no progress bar (it is drawn only when stderr is a terminal)\n"
             "\n"
             "The cache is $JEPA_CACHE, else $XDG_CACHE_HOME/jepa, else ~/.cache/jepa; the hub is\n"
             "$HF_ENDPOINT (default https://huggingface.co); HF_TOKEN is sent to the hub (gated repos);\n"

@@ -23,7 +23,9 @@ int cmd_quantize(int argc, char **argv) {
                    "(docs/gguf-schema.md); patch and action embeddings keep their type; norms, biases,\n"
                    "tokens and tables stay F32. Per tensor, rows not a multiple of 256 take q4_0, q5_0\n"
                    "or q8_0 for q4_K, q5_K, q6_K, and rows not a multiple of 32 take f16.\n"
-                   "general.file_type and general.name (suffix -TYPE) are updated.\n");
+                   "general.file_type and general.name (suffix -TYPE) are updated.\n"
+                   "IN.gguf may be OWNER/NAME[:FILE] from the cache (`jepa pull`).\n"
+                   CLI_PULL_HELP);
             return 0;
         }
         if (!strcmp(argv[i], "--type")) {

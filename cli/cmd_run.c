@@ -57,6 +57,7 @@ struct run_opts {
     int batch;             /* --batch N (embed); 0: not given */
     int repeat;            /* --repeat N (embed): N more timed encodes */
     int prepack;           /* --prepack: the weights packed once (jepa_ctx_set_prepack) */
+    int json;              /* --json: the results on stdout as JSON lines (embed, classify) */
     jepa_modality modality;
     struct inputs_opts in;   /* -i / --frames-npy / VIDEO and their options (cli/inputs.h) */
     /* many inputs (embed, classify): --out-dir D, the inputs from the positional FILE / DIR
@@ -90,7 +91,7 @@ static const char *cmd_name(enum run_cmd c) {
 }
 
 static void run_usage(enum run_cmd c) {
-    printf("usage: jepa %s -m MODEL ", cmd_name(c));
+    printf("usage: jepa %s -m MODEL ", cmd_name(c));   /* -m, --model: the common options below */
     switch (c) {
     case RUN_EMBED:
         printf("INPUT [--pool mean|cls|lewm|none] [--hier] [--batch N] [-o OUT.npy]\n"
@@ -130,10 +131,12 @@ static void run_usage(enum run_cmd c) {
            "  --input-tensor X.npy  float32 [C, T, H, W] clip or [C, H, W] image, preprocessed%s\n",
            c == RUN_EMBED ? ";\n                        [B, C, T, H, W]: B clips (outputs stacked)" : "");
     inputs_usage(c != RUN_PREDICT);
-    printf(
-           "  --test-pattern TxHxW  a synthetic moving pattern of T frames of H x W (no file needed)\n"
+    printf("  --test-pattern TxHxW  a synthetic moving pattern of T frames of H x W (no file needed)\n"
+           "  -m, --model MODEL     the model file (.gguf), or OWNER/NAME[:FILE] from the cache\n"
+           CLI_PULL_HELP
+           "%s"
            "  -g, --gpu N           run on CUDA GPU N (exit 1 with the reason when there is none)\n"
-           "  -t N                  threads (default: all cores)\n"
+           "  -t, --threads N       threads (default: all cores)\n"
            "  --cpu ISA             cap the kernels: scalar, avx2, avx512, neon\n"
            "  --precision T         the CPU matmul's tier: exact (default: f32 products), high\n"
            "                        (f32-grade on matrix units; exact without them), bf16 (bf16\n"
@@ -143,8 +146,15 @@ static void run_usage(enum run_cmd c) {
            "                        their first use: later clips skip that packing (4-9 %% of a\n"
            "                        small model's time), same outputs; costs 4 bytes per weight\n"
            "  --time                print timings to stderr\n"
-           "  -v                    describe the run on stderr (grid, kernels, threads)\n"
-           "  -q                    print nothing but errors\n");
+           "  -v, --verbose         describe the run on stderr (grid, kernels, threads)\n"
+           "  -q, --quiet           print nothing but errors\n"
+           "%s"
+           "'-' as a file reads stdin (an image or a .npy, found from its bytes) or, for a .npy\n"
+           "output, writes stdout (everything else printed then goes to stderr); --name=value is\n"
+           "--name value (docs/cli.md).\n",
+           c == RUN_CLASSIFY ? "" : "  -o, --out OUT.npy     the output (-o -: stdout)\n",
+           c == RUN_PREDICT ? "" : "  --json                the results on stdout as JSON lines (docs/cli.md)\n");
+    if (c == RUN_PREDICT) cli_world_predict_usage(stdout);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -189,7 +199,7 @@ static const struct run_option run_options[] = {
     {"-m", "--model", FOR_ALL, OPT_STR, FIELD(model), 0, 0},
     {"--input-tensor", NULL, FOR_ALL, OPT_STR, FIELD(input_tensor), 0, 0},
     {"--test-pattern", NULL, FOR_ALL, OPT_STR, FIELD(test_pattern), 0, 0},
-    {"-o", "--out", FOR_ALL, OPT_STR, FIELD(out), 0, 0},
+    {"-o", "--out", FOR_EMBED | FOR_PREDICT, OPT_STR, FIELD(out), 0, 0},
     {"-t", "--threads", FOR_ALL, OPT_INT, FIELD(threads), 1, 4096},
     {"--cpu", NULL, FOR_ALL, OPT_STR, FIELD(cpu), 0, 0},
     {"--precision", NULL, FOR_ALL, OPT_STR, FIELD(precision), 0, 0},
@@ -212,6 +222,7 @@ static const struct run_option run_options[] = {
     {"--out-dir", NULL, FOR_MANY, OPT_STR, FIELD(out_dir), 0, 0},
     {"--inputs", NULL, FOR_MANY, OPT_STR, FIELD(inputs_list), 0, 0},
     {"--resume", NULL, FOR_MANY, OPT_FLAG, FIELD(resume), 0, 0},
+    {"--json", NULL, FOR_MANY, OPT_FLAG, FIELD(json), 0, 0},
 };
 
 static const struct run_option *find_option(enum run_cmd c, const char *a) {
@@ -705,13 +716,25 @@ static int embed_alloc(struct run *r) {
     return r->o->out && !r->b.all ? -1 : 0;
 }
 
-/* Without -o, clip k's line: the norm and first values of its mean-pooled vector. */
+/* Without -o, clip k's line: the norm and first values of its mean-pooled vector; with
+ * --json, one object: {"input", "clip", "frames": [first, last] (a video's clips),
+ * "norm", "pooled_mean": [D floats, %.9g: the float32 value exactly]}. */
 static void print_clip_summary(const struct run *r, int j, int k) {
     const int D = r->info->embed_dim;
     const float *pv = r->b.enc.pooled + (size_t)j * D;
     double nrm = 0;
     for (int q = 0; q < D; q++) nrm += (double)pv[q] * pv[q];
     long long f0, f1;
+    if (r->o->json) {
+        printf("{\"input\": ");
+        cli_json_str(stdout, r->src.name);
+        printf(", \"clip\": %d", k);
+        if (clip_frames(r, k, &f0, &f1)) printf(", \"frames\": [%lld, %lld]", f0, f1);
+        printf(", \"norm\": %.9g, \"pooled_mean\": [", sqrt(nrm));
+        for (int q = 0; q < D; q++) printf("%s%.9g", q ? ", " : "", (double)pv[q]);
+        printf("]}\n");
+        return;
+    }
     if (r->src.stacked) printf("clip %d ", k);
     if (clip_frames(r, k, &f0, &f1)) printf("frames %lld..%lld ", f0, f1);
     printf("pooled mean: |v| = %.6g, v[0..3] = %.6g %.6g %.6g %.6g\n", sqrt(nrm), pv[0], pv[1 % D], pv[2 % D],
@@ -852,12 +875,27 @@ static int classify_alloc(struct run *r) {
     return !r->b.logits || !r->b.prob || !r->b.mean || !r->b.order ? -1 : 0;
 }
 
-/* The -k best classes of p as ranked in r->b.order, one line each; with clip >= 0 (--dense)
- * led by the clip and its first and last frames. */
+/* The -k best classes of p as ranked in r->b.order, one line each, tab-separated: class,
+ * probability, label; with clip >= 0 (--dense) led by the clip and its first and last
+ * frames. With --json, one object: {"input", "clip" and "frames" (--dense), "topk":
+ * [{"class", "p", "label"}, ...]}. */
 static void print_topk(const struct run *r, const double *p, int clip) {
     const int K = r->info->n_classes, shown = r->o->topk < K ? r->o->topk : K;
     long long f0 = 0, f1 = 0;
     if (clip >= 0) clip_frames(r, clip, &f0, &f1);
+    if (r->o->json) {
+        printf("{\"input\": ");
+        cli_json_str(stdout, r->src.name);
+        if (clip >= 0) printf(", \"clip\": %d, \"frames\": [%lld, %lld]", clip, f0, f1);
+        printf(", \"topk\": [");
+        for (int q = 0; q < shown; q++) {
+            printf("%s{\"class\": %d, \"p\": %.9g, \"label\": ", q ? ", " : "", r->b.order[q], p[r->b.order[q]]);
+            cli_json_str(stdout, jepa_model_label(r->m, r->b.order[q]));
+            printf("}");
+        }
+        printf("]}\n");
+        return;
+    }
     for (int q = 0; q < shown; q++) {
         const int cls = r->b.order[q];
         char lb[4 * 256 + 1];

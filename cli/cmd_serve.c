@@ -25,13 +25,15 @@ static void serve_usage(void) {
            "  an HTTP server: POST /v1/embeddings (OpenAI's request shape; images, videos and\n"
            "  tensors in base64), POST /v1/classify, GET /v1/models, /health, /metrics\n"
            "  (docs/server.md). Stops on SIGTERM / SIGINT after finishing what it has read.\n"
+           "  -m, --model MODEL      the model file (.gguf), or OWNER/NAME[:FILE] from the cache\n"
+           CLI_PULL_HELP
            "  --model-id ID          the model's name in /v1/models and requests (default: the\n"
            "                         file's name without .gguf)\n"
            "  --host ADDR            numeric IPv4 / IPv6 address to listen on (default 127.0.0.1:\n"
            "                         this machine only; 0.0.0.0 for every interface)\n"
            "  --port N               TCP port (default 8080; 0: any free port, printed at start)\n"
            "  --workers N            compute contexts on the one mapped model (default 1)\n"
-           "  --threads T            threads per worker (default: all cores / workers)\n"
+           "  -t, --threads T        threads per worker (default: all cores / workers)\n"
            "  --max-batch B          clips of one shape run as one forward, up to B (default 8)\n"
            "  --batch-wait-ms W      how long the oldest clip waits for others (default 5)\n"
            "  --queue Q              clips queued at most; beyond it 429 + Retry-After (default 64)\n"
@@ -53,7 +55,7 @@ static void serve_usage(void) {
            "  --prepack              each worker keeps the matmul weights packed after their\n"
            "                         first use (4-9 %% faster on small models; 4 bytes per\n"
            "                         weight per worker)\n"
-           "  -q                     no log line per request\n");
+           "  -q, --quiet            no log line per request\n");
 }
 
 int cmd_serve(int argc, char **argv) {

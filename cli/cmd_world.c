@@ -64,12 +64,20 @@ static void world_usage(enum world_cmd c, FILE *f) {
                    "  --traj-states TS.npy   write the K derived states [K, 7] (V-JEPA 2-AC)\n"
                    "  --no-normalize         keep the predicted tokens as the predictor gives them\n");
     fprintf(f, "options:\n"
-               "  -t N                  threads (default: all cores)\n"
+               "  -m, --model MODEL     the world model (.gguf), or OWNER/NAME[:FILE] from the cache\n"
+               CLI_PULL_HELP
+               "  -o, --out OUT.npy     the output (-o -: stdout)\n"
+               "  -t, --threads N       threads (default: all cores)\n"
                "  --cpu LEVEL           cap the kernels: scalar, avx2, avx512, neon\n"
                "  --precision T         the CPU matmul's tier: exact (default), high, bf16\n"
                "                        (docs/precision.md; JEPA_PRECISION does the same)\n"
                "  -g, --gpu N           run on CUDA GPU N\n"
-               "  -q                    no summary line on stderr\n");
+               "  -q, --quiet           no summary line on stderr\n");
+}
+
+void cli_world_predict_usage(FILE *f) {
+    fprintf(f, "\nWith a world model (LeWM, V-JEPA 2-AC):\n");
+    world_usage(WORLD_PREDICT, f);
 }
 
 static int parse(enum world_cmd c, int argc, char **argv, struct world_opts *o) {
@@ -340,7 +348,9 @@ static void plan_usage(FILE *f) {
                "  --maxnorm X      V-JEPA 2-AC: the xyz box +-X and its initial std (%g)\n"
                "  --seed R         the random stream's seed (%llu)\n"
                "  --energies E.npy write the best energy of every iteration\n"
-               "  -t N, --cpu L, --precision T, -g N, -q   as for `jepa predict`\n",
+               "  -m, --model MODEL, -o, --out ACTIONS.npy (-o -: stdout), -t, --threads N,\n"
+               "  --cpu L, --precision T, -g, --gpu N, -q, --quiet   as for `jepa predict`\n"
+               CLI_PULL_HELP,
             d.horizon, a.horizon, d.samples, a.samples, d.iterations, a.iterations, d.elites, a.elites,
             (double)d.momentum_mean, (double)a.momentum_mean, (double)d.init_std, (double)a.components[0].hi,
             (unsigned long long)d.seed);

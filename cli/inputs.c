@@ -108,7 +108,7 @@ int inputs_check(const struct inputs_opts *o, const char *cmd) {
 }
 
 void inputs_usage(bool clips_ok) {
-    printf("  -i IMAGE              an image (repeat -i: the images form one clip, in order)\n"
+    printf("  -i, --image IMAGE     an image (repeat -i: the images form one clip, in order)\n"
            "  --frames-npy F.npy    uint8 [T, H, W, 3] RGB frames, one clip\n"
            "  VIDEO                 a video file (decoded in order, never seeking); an image\n"
            "                        named this way is read as -i reads it (PNG, JPEG, WebP,\n"

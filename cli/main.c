@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "jepa.h"
+#include "kernels/kernels.h"
 #include "runtime/dtype.h"
 
 static const struct {
@@ -26,7 +27,7 @@ static const struct {
     {"serve", cmd_serve, "serve embeddings and classes over HTTP (OpenAI-style /v1/embeddings)"},
     {"pull", cmd_pull, "download a model from the Hugging Face hub into the cache (-m REPO, --pull)"},
     {"info", cmd_info, "describe a model file (--kv, --tensors)"},
-    {"quantize", cmd_quantize, "convert a model's matmul weights to f32, f16, bf16, q8_0 or a 4-6 bit type (q4_0 .. q6_K)"},
+    {"quantize", cmd_quantize, "convert a model's matmul weights to another type (--type: "},
     {"synth", cmd_synth, "write a random-weight model of a real architecture (for runs and benchmarks)"},
     {"cpu", cmd_cpu, "show the CPU features and the kernel chosen for each slot"},
     {"bench", cmd_bench, "time the CPU or GPU kernels, a world model or an encoder (bench kernels|gpu|world|encoder)"},
@@ -97,10 +98,38 @@ int cli_parse_u64(const char *cmd, const char *opt, const char *v, unsigned long
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: jepa <command> [options]\n\ncommands:\n");
+    char types[192];
+    jk_dtype_list(types, sizeof types, ", ");
+    fprintf(f, "usage: jepa <command> [options]\n       jepa help <command> | jepa -V\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
-    fprintf(f, "\n'jepa <command> --help' describes each command.\n");
+        fprintf(f, "  %-10s %s%s%s\n", commands[i].name, commands[i].help,
+                commands[i].fn == cmd_quantize ? types : "", commands[i].fn == cmd_quantize ? ")" : "");
+    fprintf(f, "\n'jepa <command> --help' (or 'jepa help <command>') lists every option of a command.\n"
+               "Conventions: --name=value is --name value; '-o -' writes the .npy to stdout (messages\n"
+               "stay on stderr); '-' as an input (-i -, --input-tensor -, ...) reads stdin. Exit\n"
+               "status: 0 success, 1 a runtime error, 2 a usage error (docs/cli.md).\n");
+}
+
+static int find_command(const char *name) {
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(name, commands[i].name)) return (int)i;
+    return -1;
+}
+
+/* jepa help --options CMD: the option table of CMD (cli/options.c), one per line: the
+ * name, its other spelling or '-', what it takes (flag, value, in: a file or '-' for
+ * stdin, out: a file or '-' for stdout, file: a file) and the value's name (or choices
+ * a|b|c; '-' for a flag). For the shell completion (tools/gen_completion.sh) and tests. */
+static int print_options(const char *cmd) {
+    if (find_command(cmd) < 0) {
+        fprintf(stderr, "jepa: unknown command '%s'\n", cmd);
+        return CLI_EXIT_USAGE;
+    }
+    static const char *const kinds[] = {"flag", "value", "in", "out", "file"};
+    const struct cli_option *o;
+    for (int k = 0; (o = cli_option_at(cmd, k)); k++)
+        printf("%s %s %s %s\n", o->name, o->alias ? o->alias : "-", kinds[o->arg], o->meta ? o->meta : "-");
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -111,17 +140,34 @@ int main(int argc, char **argv) {
         usage(stderr);
         return CLI_EXIT_USAGE;
     }
+    if (!strcmp(argv[1], "help") && argc == 4 && !strcmp(argv[2], "--options"))
+        return print_options(argv[3]);
+    if (!strcmp(argv[1], "help") && argc > 2) {   /* jepa help CMD: CMD --help */
+        const int k = find_command(argv[2]);
+        if (k < 0) {
+            fprintf(stderr, "jepa: unknown command '%s'\n", argv[2]);
+            usage(stderr);
+            return CLI_EXIT_USAGE;
+        }
+        char *args[] = {argv[2], "--help", NULL};
+        return commands[k].fn(2, args);
+    }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;
     }
-    if (!strcmp(argv[1], "--version")) {
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
         printf("jepa.c %s\n", jepa_version());
         return 0;
     }
-    argc = cli_take_pull_flag(argc, argv);   /* --pull: -m REPO downloads when missing */
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    const int k = find_command(argv[1]);
+    if (k >= 0) {
+        const int rc = cli_normalize_argv(&argc, &argv);
+        if (rc) return rc;
+        if (cli_option_find(argv[1], "--pull"))   /* -m REPO downloads when missing */
+            argc = cli_take_pull_flag(argc, argv);
+        return commands[k].fn(argc - 1, argv + 1);
+    }
     fprintf(stderr, "jepa: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return CLI_EXIT_USAGE;

@@ -6,6 +6,22 @@
 
 const char *cli_escape(const char *s, char *buf, size_t n) { return jr_escape(s, buf, n); }
 
+void cli_json_str(FILE *f, const char *s) {
+    static const char hex[] = "0123456789abcdef";
+    putc('"', f);
+    for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++) {
+        if (*c == '"' || *c == '\\') {
+            putc('\\', f);
+            putc(*c, f);
+        } else if (*c < 0x20 || *c == 0x7f) {
+            fprintf(f, "\\u00%c%c", hex[*c >> 4], hex[*c & 15]);
+        } else {
+            putc(*c, f);
+        }
+    }
+    putc('"', f);
+}
+
 /* The last message printed by cli_fail / cli_usage_error (for the index of a many-input
  * run). */
 static char last_error[4 * 2048 + 1];

@@ -10,6 +10,7 @@
 #define JEPA_COMMON_MESSAGES_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "runtime/error.h"
 
@@ -29,5 +30,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) JEPA_PRINTF(2, 3);
 /* s with every control character (< 0x20, 0x7f) written as \xHH, into buf (n bytes,
  * truncated if it must be): for text from a file printed to stdout (names, labels). */
 const char *cli_escape(const char *s, char *buf, size_t n);
+
+/* s as a JSON string, quotes included, into f (NULL: ""): '"', '\\' and the control
+ * characters escaped, other bytes as they are (the CLI's --json output). */
+void cli_json_str(FILE *f, const char *s);
 
 #endif

@@ -265,6 +265,26 @@ void npy_free(struct npy *a) {
     a->data = NULL;
 }
 
+static int stdout_fd = STDOUT_FILENO;
+
+void npy_set_stdout(int fd) { stdout_fd = fd; }
+
+/* o for "-": a copy of the stdout descriptor, written directly (tmp NULL: commit flushes
+ * and closes it, abort closes it). */
+static jepa_status open_stdout(struct jr_outfile *o, struct jerr *err) {
+    memset(o, 0, sizeof *o);
+    const int fd = dup(stdout_fd);
+    o->path = strdup("stdout");
+    if (fd < 0 || !o->path || !(o->f = fdopen(fd, "wb"))) {
+        jepa_status st = jr_err_set(err, JEPA_ERR_IO, "cannot write stdout: %s", strerror(errno));
+        if (fd >= 0) close(fd);
+        free(o->path);
+        o->path = NULL;
+        return st;
+    }
+    return JEPA_OK;
+}
+
 jepa_status npy_write_f32_begin(struct jr_outfile *o, const char *path, int ndim, const int64_t *shape,
                                 struct jerr *err) {
     char hdr[256], shp[160] = "";
@@ -279,7 +299,7 @@ jepa_status npy_write_f32_begin(struct jr_outfile *o, const char *path, int ndim
     int pad = (64 - total % 64) % 64;
     /* beside and renamed into place (runtime/outfile.h); a device or pipe (/dev/stdout, a
      * FIFO) is written directly */
-    jepa_status st = jr_outfile_open(o, path, true, err);
+    jepa_status st = strcmp(path, "-") ? jr_outfile_open(o, path, true, err) : open_stdout(o, err);
     if (st) return st;
     FILE *f = o->f;
     unsigned hlen = (unsigned)(hl + pad + 1);

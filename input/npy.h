@@ -44,6 +44,11 @@ void npy_free(struct npy *a);
 /* The same from memory (a copy of the data is made). */
 jepa_status npy_parse(struct npy *a, const void *data, size_t size, struct jerr *err);
 
+/* The writers below take the path "-" for stdout, written directly (no temporary, no
+ * rename: a reader sees the bytes as they come); npy_set_stdout gives the descriptor that
+ * "-" means (default STDOUT_FILENO), for a caller that moved stdout elsewhere. */
+void npy_set_stdout(int fd);
+
 jepa_status npy_save_f32(const char *path, const float *data, int ndim, const int64_t *shape,
                          struct jerr *err);
 /* The same in two steps, for a command with several outputs (all or none): write into
