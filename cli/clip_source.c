@@ -96,7 +96,7 @@ int source_open(struct clip_source *s, const struct clip_request *rq, const jepa
         if (inputs_open(&s->rdr, rq->in, m, rq->verbose)) return CLI_EXIT_FAIL;
         clips_shape(s->rdr, &s->T, &s->H, &s->W);
         s->nb = clips_count(s->rdr);
-        s->stacked = s->nb > 1;
+        s->stacked = s->nb > 1 || rq->in->images_npy;   /* an array of items gives an array */
         if (s->nb == 1) {   /* one clip: held like a tensor, read by source_load */
             s->mem.dtype = NPY_F32, s->mem.ndim = 4;
             s->mem.count = (int64_t)3 * s->T * s->H * s->W;

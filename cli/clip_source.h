@@ -1,7 +1,8 @@
 /*
  * clip_source.h — where `jepa embed / predict / classify` take their clips from: nb clips
  * held in memory (a preprocessed input tensor, test patterns, a one-clip pixel input), or
- * a reader streaming a video's clips (input/clips.h). The run loop of cli/cmd_run.c asks
+ * a reader streaming a video's clips or the items of several images, one clip each
+ * (input/clips.h). The run loop of cli/cmd_run.c asks
  * for them in passes of g clips (source_clips).
  *
  * A single clip (of a pixel input, a test pattern or an input tensor) is only sized by
@@ -42,7 +43,7 @@ struct clip_source {
     struct clip_reader *rdr;   /* streams clips when they are more than one */
     struct npy mem;            /* the clips in memory [nb, C, T, H, W] */
     int nb, T, H, W;
-    bool stacked;              /* the outputs get a leading clip axis */
+    bool stacked;              /* the outputs get a leading clip (or item) axis */
     const char *name;          /* for messages */
     bool pending;              /* mem is sized, its one clip not made yet (source_load) */
     struct clip_reader *one;   /* the reader of a pending pixel input */

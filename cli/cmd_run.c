@@ -13,12 +13,15 @@
  *                 [--modality auto|video|image] -o PRED.npy [--ctx-out CTX.npy]
  *   jepa classify -m MODEL INPUT [-k 5] [--logits-out L.npy]
  *   INPUT: --input-tensor X.npy (float32 [C,T,H,W] or [C,H,W], already preprocessed),
- *          --test-pattern TxHxW, or pixels: -i IMAGE..., --frames-npy F.npy, VIDEO
+ *          --test-pattern TxHxW, or pixels: IMAGE... (-i or positional: one item and
+ *          one output row each), --images-npy (N items), [--as-clip] IMAGE... | DIR (one
+ *          clip of frames), --frames-npy F.npy, VIDEO
  *          (cli/inputs.c: the options; input/clips.c: decoding, the clip plan, the
  *          model's preprocessing)
  *   common: -g N (CUDA GPU N), -t N threads, --cpu ISA, --precision T, --time, -v, -q
  *   --batch N (embed): N clips per forward pass, outputs stacked on a leading axis: N test
- *          patterns, the clips of a 5-D [B, C, T, H, W] input tensor, or a video's clips
+ *          patterns, the clips of a 5-D [B, C, T, H, W] input tensor, a video's clips, or
+ *          items (embed, classify)
  *   --repeat N (embed): N more timed encodes of the same input, median on stderr
  *   --prepack: the matmul weights packed once and kept (CPU; 4 bytes per weight)
  *
@@ -103,7 +106,8 @@ static void run_usage(enum run_cmd c) {
                "                        --test-pattern, N patterns (each its own phase); with a\n"
                "                        5-D --input-tensor [B, C, T, H, W], its B clips N at a time\n"
                "                        (a 5-D tensor alone runs all B at once); with a video's\n"
-               "                        clips (--num-clips, --dense), N at a time (same outputs)\n"
+               "                        clips (--num-clips, --dense), N at a time (same outputs);\n"
+               "                        with several images (items), N at a time\n"
                "  --repeat N            encode the input N more times and print the median time\n");
         break;
     case RUN_PREDICT:
@@ -113,7 +117,10 @@ static void run_usage(enum run_cmd c) {
                "  target ids: PRED [N_tgt, out_dim], CTX [N_ctx, out_dim] (V-JEPA 2.1)\n");
         break;
     case RUN_CLASSIFY:
-        printf("INPUT [-k 5] [--logits-out L.npy]\n");
+        printf("INPUT [-k 5] [--logits-out L.npy]\n"
+               "  prints the top k classes (class, p, label), of the mean softmax of a video's\n"
+               "  clips; with several images (items), k lines per item led by the item's index\n"
+               "  and path (item, path, class, p, label), and logits [B, K]\n");
         break;
     }
     if (c != RUN_PREDICT)
@@ -310,12 +317,12 @@ static int check_many(enum run_cmd c, struct run_opts *o) {
     if (o->out_dir && stack)
         return cli_usage_error(name, "--out-dir writes one file per input; %s stacks them into one: not both",
                                c == RUN_EMBED ? "-o" : "--logits-out");
-    if (o->input_tensor || o->test_pattern || o->in.n_images || o->in.frames_npy ||
-        (c == RUN_EMBED && o->logits_out) || (c == RUN_CLASSIFY && o->out) || o->repeat)
+    if (o->input_tensor || o->test_pattern || o->in.n_images || o->in.frames_npy || o->in.images_npy ||
+        o->in.as_clip || (c == RUN_EMBED && o->logits_out) || (c == RUN_CLASSIFY && o->out) || o->repeat)
         return cli_usage_error(name, "many inputs come as FILE / DIR arguments or --inputs LIST.txt (images, "
                                      "videos, uint8 frame arrays .npy), one output each: not with "
-                                     "--input-tensor, --test-pattern, -i, --frames-npy or --repeat%s",
-                               c == RUN_EMBED ? ", --logits-out" : ", -o");
+                                     "--input-tensor, --test-pattern, -i, --images-npy, --frames-npy, --as-clip or "
+                                     "--repeat%s", c == RUN_EMBED ? ", --logits-out" : ", -o");
     if (!o->n_pos && !o->inputs_list) return cli_usage_error(name, "many inputs: give FILE, DIR or --inputs");
     o->many = true;
     return 0;
@@ -326,22 +333,22 @@ static int check_many(enum run_cmd c, struct run_opts *o) {
 static int check_one_input(enum run_cmd c, struct run_opts *o) {
     const char *name = cmd_name(c);
     int rc;
-    if (c == RUN_CLASSIFY && o->batch)
-        return cli_usage_error(name, "--batch N groups many inputs (--out-dir, --inputs, a DIR); one input's clips "
-                                     "run together already");
     for (int k = 0; k < o->n_pos; k++)
         if ((rc = inputs_positional(&o->in, name, o->pos[k]))) return rc;
     if ((rc = inputs_check(&o->in, name))) return rc;
+    if (c == RUN_CLASSIFY && o->batch && !inputs_are_items(&o->in))
+        return cli_usage_error(name, "--batch N groups items (several images) or many inputs (--out-dir, --inputs, "
+                                     "a DIR); one input's clips run together already");
     if (!!o->input_tensor + !!o->test_pattern + !!inputs_given(&o->in) != 1)
-        return cli_usage_error(name, "give one input: --input-tensor X.npy, --test-pattern TxHxW, -i IMAGE, "
-                                     "--frames-npy F.npy or a VIDEO");
+        return cli_usage_error(name, "give one input: --input-tensor X.npy, --test-pattern TxHxW, images (-i "
+                                     "IMAGE, FILE), --images-npy, --frames-npy F.npy or a VIDEO");
     if (c == RUN_PREDICT && (!o->ctx || !o->tgt || !o->out))
         return cli_usage_error(name, "predict needs --ctx, --tgt and -o");
     const char *outs[] = {o->out, o->ctx_out, o->logits_out};
-    const char *ins[CLIPS_MAX_IMAGES + 6] = {o->model, o->input_tensor, o->ctx, o->tgt, o->in.frames_npy,
-                                              o->in.video};
-    for (int k = 0; k < o->in.n_images; k++) ins[6 + k] = o->in.images[k];
-    return cli_check_outputs(name, ins, 6 + o->in.n_images, outs, 3);
+    const char *ins[CLIPS_MAX_IMAGES + 7] = {o->model, o->input_tensor, o->ctx, o->tgt, o->in.frames_npy,
+                                              o->in.video, o->in.images_npy};
+    for (int k = 0; k < o->in.n_images; k++) ins[7 + k] = o->in.images[k];
+    return cli_check_outputs(name, ins, 7 + o->in.n_images, outs, 3);
 }
 
 /* The command line into o (o->pos allocated: the caller frees it). 0, -1 after the help,
@@ -361,7 +368,8 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
     if (!o->model) return cli_usage_error(cmd_name(c), "missing -m MODEL");
     const int mrc = cli_resolve_model(cmd_name(c), &o->model);   /* -m REPO: the cached file */
     if (mrc) return mrc;
-    const bool many = c != RUN_PREDICT && (o->out_dir || o->inputs_list || o->resume || has_dir_arg(o));
+    const bool many = c != RUN_PREDICT && (o->out_dir || o->inputs_list || o->resume ||
+                                           (has_dir_arg(o) && !o->in.as_clip));
     const int rc = many ? check_many(c, o) : check_one_input(c, o);
     if (!rc && o->hier && strcmp(o->pool, "none"))
         return cli_usage_error(cmd_name(c), "--hier writes every token of every level; drop --pool");
@@ -517,24 +525,46 @@ static void note_dropped_edges(const struct run *r) {
                 "embedding drops them\n", r->src.name, T - tf, H - r->gh * P, W - r->gw * P, T, H, W);
 }
 
+/* A model of still images (modality "image") takes a video's frames one by one, and only
+ * when the command line says which: its default sampling would be one frame, the first,
+ * taken silently. 0, or CLI_EXIT_USAGE after printing. */
+static int check_image_model_video(const struct run *r) {
+    const struct run_opts *o = r->o;
+    if (!o->in.video || strcmp(r->info->modality, "image")) return 0;
+    if (!o->in.sampling_given)
+        return cli_usage_error(cmd_name(r->cmd), "%s is a video and this model (family '%s') takes still images: "
+                               "say which frames, one output row each: --frames-per-clip 1 --num-clips C (C "
+                               "frames spread over the video) or --frames-per-clip 1 --dense --frame-step S (every "
+                               "S-th frame)", o->in.video, r->info->family);
+    if (o->in.fpc > 1)
+        return cli_usage_error(cmd_name(r->cmd), "--frames-per-clip %d: this model (family '%s') takes still images, "
+                               "one frame per clip", o->in.fpc, r->info->family);
+    return 0;
+}
+
 /* The input's clips (r->src) and the token grid of one clip. */
 static int open_clips(struct run *r) {
     const struct run_opts *o = r->o;
     struct clip_source *s = &r->src;
+    int rc = check_image_model_video(r);
+    if (rc) return rc;
     if (o->pre) {   /* encoded already: only its geometry is needed */
         source_open_encoded(s, inputs_name(&o->in), o->pre->T, o->pre->H, o->pre->W);
     } else {
         const struct clip_request rq = {.in = &o->in, .input_tensor = o->input_tensor,
                                         .test_pattern = o->test_pattern, .batch = o->batch,
                                         .batch_ok = r->cmd == RUN_EMBED, .verbose = o->verbose};
-        const int rc = source_open(s, &rq, r->m, r->info->in_chans);
-        if (rc) return rc;
+        if ((rc = source_open(s, &rq, r->m, r->info->in_chans))) return rc;
     }
     r->nb = s->nb, r->T = s->T, r->H = s->H, r->W = s->W;
     if (o->batch > 1 && !s->stacked && !o->test_pattern)
         return cli_usage_error("embed", "--batch %d: %s is one clip; batches come from --test-pattern, a "
-                               "5-D --input-tensor [B, C, T, H, W] or a video's clips (--num-clips, --dense)",
-                               o->batch, s->name);
+                               "5-D --input-tensor [B, C, T, H, W], a video's clips (--num-clips, --dense) or "
+                               "several images", o->batch, s->name);
+    if (inputs_given(&o->in) && r->T > 1 && !strcmp(r->info->modality, "image"))
+        return cli_usage_error(cmd_name(r->cmd), "%s: a clip of %d frames, and this model (family '%s') takes still "
+                               "images: give %s (one output row each)", s->name, r->T, r->info->family,
+                               o->in.frames_npy ? "the array as --images-npy" : "the images without --as-clip");
     if (o->repeat > 0 && s->rdr)
         return cli_usage_error("embed", "--repeat times clips held in memory; %s streams %d clips", s->name, r->nb);
     if (jepa_model_grid(r->m, r->T, r->H, r->W, &r->gt, &r->gh, &r->gw, &r->n)) {
@@ -551,7 +581,12 @@ static int open_clips(struct run *r) {
 /* Buffers for G clips per forward pass (embed --batch; in memory: all at once). */
 static int alloc_bufs(struct run *r) {
     const int nb = r->nb, batch = r->o->batch;
-    r->G = r->cmd == RUN_EMBED && batch > 0 ? (batch < nb ? batch : nb) : r->src.rdr ? 1 : nb;
+    const bool items = inputs_are_items(&r->o->in);
+    /* items: one per forward unless --batch says (batching moves the last bits on the CPU),
+     * 8 on a GPU, as for many inputs */
+    const int g = (r->cmd == RUN_EMBED || items) && batch > 0 ? batch : items ? (r->o->gpu >= 0 ? 8 : 1)
+                : r->src.rdr ? 1 : nb;
+    r->G = g < nb ? g : nb;
     const size_t clip_floats = (size_t)r->info->in_chans * r->T * r->H * r->W;
     const int enc_failed = enc_outs_alloc(&r->b.enc, r->cmd, r->o, r->info, r->G, r->n);
     r->b.xs = r->src.rdr ? malloc(sizeof(float) * (size_t)r->G * clip_floats) : NULL;
@@ -619,12 +654,12 @@ static int encode_pass(struct run *r, int k0, int g) {
 static bool clip_progress_wanted(const struct run *r) {
     const struct run_opts *o = r->o;
     if (r->nb < 2 || o->quiet || o->results_quiet) return false;
-    return (r->cmd == RUN_EMBED && r->b.all) || (r->cmd == RUN_CLASSIFY && !o->in.dense);
+    return (r->cmd == RUN_EMBED && r->b.all) || (r->cmd == RUN_CLASSIFY && !o->in.dense && !inputs_are_items(&o->in));
 }
 
 /* Every clip encoded, G at a time, and handed to the command as its pass ends. */
 static int run_clips(struct run *r) {
-    cli_progress_start(&r->pg, clip_progress_wanted(r), "clips");
+    cli_progress_start(&r->pg, clip_progress_wanted(r), inputs_are_items(&r->o->in) ? "items" : "clips");
     for (int k0 = 0; k0 < r->nb; k0 += r->G) {
         const int g = r->nb - k0 < r->G ? r->nb - k0 : r->G;
         cli_progress_show(&r->pg, k0, r->nb, false);
@@ -725,17 +760,20 @@ static void print_clip_summary(const struct run *r, int j, int k) {
     double nrm = 0;
     for (int q = 0; q < D; q++) nrm += (double)pv[q] * pv[q];
     long long f0, f1;
+    char path[4 * 4096 + 1];
+    const bool items = inputs_are_items(&r->o->in);
     if (r->o->json) {
         printf("{\"input\": ");
-        cli_json_str(stdout, r->src.name);
-        printf(", \"clip\": %d", k);
+        cli_json_str(stdout, items ? inputs_item_name(&r->o->in, k) : r->src.name);
+        printf(items ? ", \"item\": %d" : ", \"clip\": %d", k);
         if (clip_frames(r, k, &f0, &f1)) printf(", \"frames\": [%lld, %lld]", f0, f1);
         printf(", \"norm\": %.9g, \"pooled_mean\": [", sqrt(nrm));
         for (int q = 0; q < D; q++) printf("%s%.9g", q ? ", " : "", (double)pv[q]);
         printf("]}\n");
         return;
     }
-    if (r->src.stacked) printf("clip %d ", k);
+    if (items) printf("item %d %s ", k, cli_escape(inputs_item_name(&r->o->in, k), path, sizeof path));
+    else if (r->src.stacked) printf("clip %d ", k);
     if (clip_frames(r, k, &f0, &f1)) printf("frames %lld..%lld ", f0, f1);
     printf("pooled mean: |v| = %.6g, v[0..3] = %.6g %.6g %.6g %.6g\n", sqrt(nrm), pv[0], pv[1 % D], pv[2 % D],
            pv[3 % D]);
@@ -766,11 +804,11 @@ static int describe_embed_file(const struct run *r, int64_t *shape, char *what, 
     if (r->o->hier) snprintf(what, size, "%d hierarchical outputs of %d tokens", r->info->n_hier, n);
     else if (r->pool_lewm) snprintf(what, size, "the LeWM embedding");
     else if (r->pool_cls) snprintf(what, size, "the CLS token");
-    else if (r->pool_mean) snprintf(what, size, "the mean of %d tokens", n);
+    else if (r->pool_mean) snprintf(what, size, "the mean of %d patch tokens", n - (r->info->has_cls ? 1 : 0));
     else snprintf(what, size, "%d tokens", n);
     if (r->src.stacked) {
         const size_t k = strlen(what);
-        snprintf(what + k, size - k, ", for each of %d clips", r->nb);
+        snprintf(what + k, size - k, ", for each of %d %s", r->nb, inputs_are_items(&r->o->in) ? "items" : "clips");
     }
     return nd;
 }
@@ -791,7 +829,9 @@ static int embed_write(struct run *r) {
 static int predict_check(struct run *r) {
     const struct run_opts *o = r->o;
     if (!r->info->has_predictor) return cli_fail(o->model, "this model file has no predictor");
-    if (r->nb != 1) return cli_usage_error("predict", "predict takes one clip");
+    if (r->nb != 1)
+        return cli_usage_error("predict", "predict takes one clip: one image, --as-clip IMAGE..., --frames-npy or "
+                                          "one clip of a video, not %d", r->nb);
     if (load_ids(o->ctx, &r->ctx_ids, r->n) || load_ids(o->tgt, &r->tgt_ids, r->n)) return CLI_EXIT_FAIL;
     return 0;
 }
@@ -876,17 +916,20 @@ static int classify_alloc(struct run *r) {
 }
 
 /* The -k best classes of p as ranked in r->b.order, one line each, tab-separated: class,
- * probability, label; with clip >= 0 (--dense) led by the clip and its first and last
- * frames. With --json, one object: {"input", "clip" and "frames" (--dense), "topk":
- * [{"class", "p", "label"}, ...]}. */
+ * probability, label; with clip >= 0 led by the item and its path (items), or by the clip
+ * and its first and last frames (--dense). With --json, one object: {"input", "item"
+ * (items) or "clip" and "frames" (--dense), "topk": [{"class", "p", "label"}, ...]}. */
 static void print_topk(const struct run *r, const double *p, int clip) {
     const int K = r->info->n_classes, shown = r->o->topk < K ? r->o->topk : K;
+    const bool items = clip >= 0 && inputs_are_items(&r->o->in);
     long long f0 = 0, f1 = 0;
+    char path[4 * 4096 + 1];
     if (clip >= 0) clip_frames(r, clip, &f0, &f1);
     if (r->o->json) {
         printf("{\"input\": ");
-        cli_json_str(stdout, r->src.name);
-        if (clip >= 0) printf(", \"clip\": %d, \"frames\": [%lld, %lld]", clip, f0, f1);
+        cli_json_str(stdout, items ? inputs_item_name(&r->o->in, clip) : r->src.name);
+        if (items) printf(", \"item\": %d", clip);
+        else if (clip >= 0) printf(", \"clip\": %d, \"frames\": [%lld, %lld]", clip, f0, f1);
         printf(", \"topk\": [");
         for (int q = 0; q < shown; q++) {
             printf("%s{\"class\": %d, \"p\": %.9g, \"label\": ", q ? ", " : "", r->b.order[q], p[r->b.order[q]]);
@@ -896,11 +939,13 @@ static void print_topk(const struct run *r, const double *p, int clip) {
         printf("]}\n");
         return;
     }
+    if (items) cli_escape(inputs_item_name(&r->o->in, clip), path, sizeof path);
     for (int q = 0; q < shown; q++) {
         const int cls = r->b.order[q];
         char lb[4 * 256 + 1];
         const char *label = cli_escape(jepa_model_label(r->m, cls), lb, sizeof lb);
-        if (clip >= 0) printf("%d\t%lld\t%lld\t%d\t%.4f\t%s\n", clip, f0, f1, cls, p[cls], label);
+        if (items) printf("%d\t%s\t%d\t%.4f\t%s\n", clip, path, cls, p[cls], label);
+        else if (clip >= 0) printf("%d\t%lld\t%lld\t%d\t%.4f\t%s\n", clip, f0, f1, cls, p[cls], label);
         else printf("%d\t%.4f\t%s\n", cls, p[cls], label);
     }
 }
@@ -921,7 +966,7 @@ static int classify_clip(struct run *r, int j, int k) {
     }
     topk_softmax(lg, K, r->b.prob);
     for (int i = 0; i < K; i++) r->b.mean[i] += r->b.prob[i] / r->nb;
-    if (r->o->in.dense && !r->o->results_quiet) {   /* one top-k per clip, with its frames */
+    if ((r->o->in.dense || inputs_are_items(&r->o->in)) && !r->o->results_quiet) {   /* one top-k per clip */
         topk_rank(r->b.prob, K, r->b.order);
         print_topk(r, r->b.prob, k);
     }
@@ -934,8 +979,8 @@ static int classify_write(struct run *r) {
     if (cli_check_finite_output(r->src.name, r->b.logits, (size_t)K * nb)) return CLI_EXIT_FAIL;
     topk_rank(r->b.mean, K, r->b.order);
     if (r->res) r->res->top1 = r->b.order[0], r->res->p1 = r->b.mean[r->b.order[0]];
-    if (!o->in.dense && !o->results_quiet)   /* one top-k: of the mean of the per-clip softmax (Meta's evaluation) */
-        print_topk(r, r->b.mean, -1);
+    if (!o->in.dense && !inputs_are_items(&o->in) && !o->results_quiet)
+        print_topk(r, r->b.mean, -1);   /* one top-k: of the mean of the per-clip softmax (Meta's evaluation) */
     if (!o->logits_out) return 0;
     const int64_t shape[2] = {nb, K};
     const int nd = r->src.stacked ? 2 : 1;
@@ -1116,6 +1161,7 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
     int rc = parse(cmd, argc, argv, &o);
     if (rc) {
         free(o.pos);
+        inputs_free(&o.in);
         return rc < 0 ? 0 : rc;
     }
     const char *name = cmd_name(cmd);
@@ -1125,7 +1171,7 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
     rc = CLI_EXIT_FAIL;
     const double t0 = now_ms();
     if (jepa_model_load(&m, o.model, err)) {
-        cli_fail(o.model, "%s", err);
+        cli_fail(strstr(err, o.model) ? NULL : o.model, "%s", err);   /* the path once */
     } else if (!(rc = cli_ctx_new(name, m, o.threads, o.cpu, o.precision, o.gpu, &c)) && o.prepack &&
                jepa_ctx_set_prepack(c, 1)) {
         rc = cli_fail(NULL, "--prepack: %s", jepa_ctx_error(c));
@@ -1157,6 +1203,7 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
     jepa_ctx_free(c);
     jepa_model_free(m);
     free(o.pos);
+    inputs_free(&o.in);
     return rc;
 }
 

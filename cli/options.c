@@ -78,6 +78,8 @@ static const struct {
     {RUN3, {"--resize-short", NULL, CLI_ARG_VALUE, "N"}},
     {RUN3, {"--norm", NULL, CLI_ARG_VALUE, "fused|sequential"}},
     {RUN3, {"--exif-rotate", NULL, CLI_ARG_FLAG, NULL}},
+    {RUN3, {"--as-clip", NULL, CLI_ARG_FLAG, NULL}},
+    {RUN3, {"--images-npy", NULL, CLI_ARG_IN, "F.npy"}},
     {EMB | CLS, {"--num-clips", NULL, CLI_ARG_VALUE, "C"}},
     {EMB | CLS, {"--dense", NULL, CLI_ARG_FLAG, NULL}},
     {EMB | CLS, {"--stride", NULL, CLI_ARG_VALUE, "K"}},

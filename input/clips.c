@@ -22,6 +22,7 @@ struct clip_reader {
     const char *name;     /* the video, the .npy, or the first image */
     int T, H, W;          /* every clip's geometry */
     int n_clips, next_clip;
+    bool items;           /* images / frames: clip k is the k-th image or row (T = 1) */
     /* images: files, or one image in memory (img_data) */
     const char *const *paths;
     const void *img_data;
@@ -138,8 +139,10 @@ jepa_status clips_open_inputs(struct clip_reader **r, const struct clip_inputs *
         const struct clip_sampling s = clips_sampling_defaults(in->sampling, model_frames);
         return clips_open_video(r, in->video, &cfg, &s, e);
     }
-    if (in->frames_npy) return clips_open_frames(r, in->frames_npy, &cfg, e);
-    return clips_open_images(r, in->images, in->n_images, &cfg, e);
+    if (in->frames_npy)
+        return in->items ? clips_open_frame_items(r, in->frames_npy, &cfg, e) : clips_open_frames(r, in->frames_npy, &cfg, e);
+    return in->items ? clips_open_image_items(r, in->images, in->n_images, &cfg, e)
+                     : clips_open_images(r, in->images, in->n_images, &cfg, e);
 }
 
 /* ---- images and frame arrays ---- */
@@ -156,6 +159,15 @@ jepa_status clips_open_images(struct clip_reader **r, const char *const *paths, 
     return JEPA_OK;
 }
 
+jepa_status clips_open_image_items(struct clip_reader **r, const char *const *paths, int n,
+                                   const struct pre_cfg *cfg, struct jerr *e) {
+    jepa_status st = clips_open_images(r, paths, n > 0 ? 1 : 0, cfg, e);
+    if (st) return st;
+    (*r)->items = true;
+    (*r)->n_clips = n;
+    return JEPA_OK;
+}
+
 jepa_status clips_open_image_memory(struct clip_reader **r, const char *name, const void *data, size_t size,
                                     const struct pre_cfg *cfg, struct jerr *e) {
     jepa_status st = reader_new(r, SRC_IMAGES, name, cfg, e);
@@ -165,7 +177,7 @@ jepa_status clips_open_image_memory(struct clip_reader **r, const char *name, co
     return JEPA_OK;
 }
 
-static jepa_status next_images(struct clip_reader *r, float *x, struct jerr *e) {
+static jepa_status next_images(struct clip_reader *r, int k, float *x, struct jerr *e) {
     if (r->img_data) {
         uint8_t *rgb = NULL;
         int h, w;
@@ -179,16 +191,18 @@ static jepa_status next_images(struct clip_reader *r, float *x, struct jerr *e) 
     for (int i = 0; i < r->T; i++) {
         uint8_t *rgb = NULL;
         int h, w;
-        jepa_status st = image_load_rgb(r->paths[i], &rgb, &h, &w, e);
-        if (!st) st = put_frame(r, r->paths[i], rgb, h, w, x, r->T, i, e);
+        const char *path = r->paths[r->items ? k : i];
+        jepa_status st = image_load_rgb(path, &rgb, &h, &w, e);
+        if (!st) st = put_frame(r, path, rgb, h, w, x, r->T, i, e);
         free(rgb);
         if (st) return st;
     }
     return JEPA_OK;
 }
 
-jepa_status clips_open_frames(struct clip_reader **r, const char *path, const struct pre_cfg *cfg,
-                              struct jerr *e) {
+/* A uint8 [T, H, W, 3] array: the frames of one clip, or with items T clips of one frame. */
+static jepa_status open_frames(struct clip_reader **r, const char *path, const struct pre_cfg *cfg, bool items,
+                               struct jerr *e) {
     jepa_status st = reader_new(r, SRC_FRAMES, path, cfg, e);
     if (st) return fail_open(r, st);
     struct npy *a = &(*r)->frames;
@@ -196,18 +210,32 @@ jepa_status clips_open_frames(struct clip_reader **r, const char *path, const st
     if ((st = npy_load(a, path, &le))) return fail_open(r, jr_err_set(e, st, "%s: %s", path, le.msg));
     if (a->dtype != NPY_U8 || a->ndim != 4 || a->shape[3] != 3 || a->shape[0] < 1 || a->shape[1] < 1 ||
         a->shape[2] < 1 || a->shape[0] > 100000 || a->shape[1] > 65536 || a->shape[2] > 65536)
-        return fail_open(r, jr_err_set(e, JEPA_ERR_ARG, "%s: expected uint8 RGB frames [T, H, W, 3]", path));
-    (*r)->T = (int)a->shape[0];
+        return fail_open(r, jr_err_set(e, JEPA_ERR_ARG, "%s: expected uint8 RGB %s [%c, H, W, 3]", path,
+                                       items ? "images" : "frames", items ? 'N' : 'T'));
+    (*r)->items = items;
+    (*r)->T = items ? 1 : (int)a->shape[0];
+    (*r)->n_clips = items ? (int)a->shape[0] : 1;
     if ((st = check_clip_size(*r, (*r)->T, e))) return fail_open(r, st);
     return JEPA_OK;
 }
 
-static jepa_status next_frames(struct clip_reader *r, float *x, struct jerr *e) {
+jepa_status clips_open_frames(struct clip_reader **r, const char *path, const struct pre_cfg *cfg,
+                              struct jerr *e) {
+    return open_frames(r, path, cfg, false, e);
+}
+
+jepa_status clips_open_frame_items(struct clip_reader **r, const char *npy_path, const struct pre_cfg *cfg,
+                                   struct jerr *e) {
+    return open_frames(r, npy_path, cfg, true, e);
+}
+
+static jepa_status next_frames(struct clip_reader *r, int k, float *x, struct jerr *e) {
     const struct npy *a = &r->frames;
     const int h = (int)a->shape[1], w = (int)a->shape[2];
     const size_t fsz = (size_t)h * w * 3;
     for (int t = 0; t < r->T; t++) {
-        jepa_status st = put_frame(r, r->name, (const uint8_t *)a->data + t * fsz, h, w, x, r->T, t, e);
+        const size_t row = (size_t)(r->items ? k : t);
+        jepa_status st = put_frame(r, r->name, (const uint8_t *)a->data + row * fsz, h, w, x, r->T, t, e);
         if (st) return st;
     }
     return JEPA_OK;
@@ -369,8 +397,8 @@ jepa_status clips_next(struct clip_reader *r, float *x, struct jerr *e) {
     if (r->next_clip >= r->n_clips) return jr_err_set(e, JEPA_ERR_ARG, "%s: no more clips", r->name);
     const int k = r->next_clip++;
     switch (r->kind) {
-    case SRC_IMAGES: return next_images(r, x, e);
-    case SRC_FRAMES: return next_frames(r, x, e);
+    case SRC_IMAGES: return next_images(r, k, x, e);
+    case SRC_FRAMES: return next_frames(r, k, x, e);
     default: return next_video(r, k, x, e);
     }
 }

@@ -5,8 +5,10 @@
  *
  *   images   the files form one clip, in order, each resized and cropped on its own
  *            (one image is one frame: the model fills a tubelet, takes V-JEPA 2.1's
- *            image path or repeats it as its family says)
- *   frames   a uint8 [T, H, W, 3] RGB array, one clip
+ *            image path or repeats it as its family says); as items, each file is a
+ *            clip of its own (one frame), clip k the k-th file
+ *   frames   a uint8 [T, H, W, 3] RGB array, one clip; as items, [N, H, W, 3] is N
+ *            clips of one frame each
  *   video    decoded once, in order, never seeking (input/video.h). The clip plan (the
  *            frame indices of every clip: Meta's partitioned sampling, or dense windows
  *            over the whole video) is made up front from the packet count; decoding then
@@ -58,17 +60,25 @@ jepa_status clips_open_images(struct clip_reader **r, const char *const *paths, 
                               const struct pre_cfg *cfg, struct jerr *e);
 jepa_status clips_open_frames(struct clip_reader **r, const char *npy_path, const struct pre_cfg *cfg,
                               struct jerr *e);
+/* The same as items: n images, or the N rows of a uint8 [N, H, W, 3] array, as n (N)
+ * clips of one frame each, read in order. */
+jepa_status clips_open_image_items(struct clip_reader **r, const char *const *paths, int n,
+                                   const struct pre_cfg *cfg, struct jerr *e);
+jepa_status clips_open_frame_items(struct clip_reader **r, const char *npy_path, const struct pre_cfg *cfg,
+                                   struct jerr *e);
 jepa_status clips_open_video(struct clip_reader **r, const char *path, const struct pre_cfg *cfg,
                              const struct clip_sampling *s, struct jerr *e);
 /* What a caller names to read, the CLI's -i / --frames-npy / VIDEO and the Python
- * package's paths: a video, else a frame array, else the images (one clip). Sampling
- * fields at 0 take clips_sampling_defaults. */
+ * package's paths: a video, else a frame array, else the images (one clip, or with
+ * items one clip per image). Sampling fields at 0 take clips_sampling_defaults. */
 struct clip_inputs {
     const char *video;
     const char *frames_npy;
     const char *const *images;   /* kept by the reader: valid until clips_close */
     int n_images;
     struct clip_sampling sampling;
+    bool items;                  /* the images, or the frame array's rows, are items: one
+                                    clip of one frame each (not the frames of one clip) */
 };
 
 /* Open in with the model's preprocessing recipe and the caller's overrides pp (NULL:

@@ -2,7 +2,8 @@
 # test_cli_input.sh — `jepa embed / classify` on pixel inputs (cli/inputs.c, input/clips.c): every path
 # must give outputs byte-identical to --input-tensor on the tensor torchvision / the HF
 # processor made from the same pixels (tests/gen/gen_preprocess.py), plus the multi-clip
-# and dense runs, the per-family rules and the usage errors (exit 2, one stderr line).
+# and dense runs, items (one output row per image), --as-clip, the per-family rules and the
+# usage errors (exit 2, one stderr line).
 # usage: test_cli_input.sh JEPA INPUT_DATA_DIR FIXTURES_DIR WORK_DIR NPY_COMPARE
 set -u
 JEPA=$1 D=$2 FIX=$3 WORK=$4/cli_input NPC=$5
@@ -155,7 +156,7 @@ mkdir -p "$WORK/inout" && cp "$D/png/rgb8.png" "$WORK/inout/" && cp "$D/e2e_fram
 expect 2 "an output that would replace an input" jepa embed -m "$V21" --out-dir "$WORK/inout" "$WORK/inout/rgb8.png" \
     "$WORK/inout/rgb8.png.npy"
 expect 2 "the output directory is an input directory" jepa embed -m "$V21" --out-dir "$WORK/inout" "$WORK/inout"
-expect 0 "two images form a clip" jepa embed -m "$V2" -i "$D/e2e.png" -i "$D/e2e.png" -o "$WORK/a.npy"
+expect 0 "two images form a clip with --as-clip" jepa embed -m "$V2" --as-clip -i "$D/e2e.png" -i "$D/e2e.png" -o "$WORK/a.npy"
 grep -aq "'shape': (16, 128)" "$WORK/a.npy" && ok "two images: one tubelet, 1x4x4 tokens" || bad "two images: one tubelet, 1x4x4 tokens"
 
 # uint8 frames
@@ -238,8 +239,8 @@ expect 1 "missing image" jepa embed -m "$V2" -i "$WORK/none.png"
 expect 1 "not an image" jepa embed -m "$V2" -i "$D/manifest.txt"
 expect 1 "float frames array" jepa embed -m "$V2" --frames-npy "$D/e2e_png_input.npy"
 # three frames for a tubelet of 2: the third is dropped, as the reference's Conv3d drops it
-jepa embed -q -m "$V2" -i "$D/e2e.png" -i "$D/e2e.png" -i "$D/e2e.png" -o "$WORK/three.npy" &&
-    jepa embed -q -m "$V2" -i "$D/e2e.png" -i "$D/e2e.png" -o "$WORK/two.npy" &&
+jepa embed -q -m "$V2" --as-clip -i "$D/e2e.png" -i "$D/e2e.png" -i "$D/e2e.png" -o "$WORK/three.npy" &&
+    jepa embed -q -m "$V2" --as-clip -i "$D/e2e.png" -i "$D/e2e.png" -o "$WORK/two.npy" &&
     cmp -s "$WORK/three.npy" "$WORK/two.npy" && ok "a 3-frame clip for a tubelet-2 model = its first 2 frames" ||
     bad "a 3-frame clip for a tubelet-2 model = its first 2 frames"
 
@@ -322,6 +323,139 @@ if [ "$lim_ok" = 1 ] && command -v python3 >/dev/null && [ -s "$D/video_601.mp4"
     done
 else
     echo "skip the memory-ceiling checks: no address-space limit, python3 or video decoder in this build"
+fi
+
+# ---- inputs are items: each image, named with or without -i, and each row of --images-npy
+# gives one output row, on image and video models alike, bit-identical to that image alone;
+# --as-clip (images or a DIR) makes one clip, bit-identical to the same pixels as
+# --frames-npy; an image-only model refuses a video until its frames are said. Rows are
+# compared byte for byte past each .npy header.
+check() { if "$@" 2>/dev/null; then ok "$what"; else bad "$what"; fi; }
+# npy_data F: the array's bytes (past the version 1 header: 10 bytes + its length)
+npy_data() {
+    hl=$(od -An -tu2 -j8 -N2 "$1" | tr -d ' ')
+    tail -c +$((10 + hl + 1)) "$1"
+}
+# rows_are DESCRIPTION STACKED.npy ROW0.npy ROW1.npy ...: the stacked array's data is the
+# rows' data, in order, byte for byte
+rows_are() {
+    what=$1 st=$2
+    shift 2
+    : >"$WORK/rows.bin"
+    for f in "$@"; do npy_data "$f" >>"$WORK/rows.bin"; done
+    npy_data "$st" >"$WORK/st.bin"
+    if [ -s "$WORK/st.bin" ] && cmp -s "$WORK/rows.bin" "$WORK/st.bin"; then ok "$what"; else bad "$what"; fi
+}
+shape_is() {   # shape_is DESCRIPTION F.npy "(2, 16, 128)"
+    if grep -aq "'shape': $3" "$2"; then ok "$1"; else bad "$1 (expected $3)"; head -c 120 "$2"; echo; fi
+}
+# u8_npy OUT "(N, H, W, 3)" A.npy B.npy ...: a uint8 array of the arrays' data, stacked
+u8_npy() {
+    out=$1 shape=$2
+    shift 2
+    dict="{'descr': '|u1', 'fortran_order': False, 'shape': $shape, }"
+    pad=$((118 - ${#dict} - 1))
+    { printf '\223NUMPY\001\000\166\000%s' "$dict"; printf "%${pad}s\n" ""; for f in "$@"; do npy_data "$f"; done; } >"$out"
+}
+VIT=$FIX/hf_vit/model_ls.gguf
+A=$D/e2e.png B=$D/png/rgb8.png   # 90x120 and 13x17: two sizes, each preprocessed on its own
+
+# a video model (V-JEPA 2), two photos of different sizes: two rows, each the image alone
+expect 0 "embed A alone" jepa embed -m "$V2" "$A" -o "$WORK/a.npy"
+expect 0 "embed B alone" jepa embed -m "$V2" -i "$B" -o "$WORK/b.npy"
+shape_is "one image: no item axis, as before" "$WORK/a.npy" "(16, 128)"
+expect 0 "embed A B (positional)" jepa embed -m "$V2" "$A" "$B" -o "$WORK/ab.npy"
+shape_is "two images: two rows of tokens" "$WORK/ab.npy" "(2, 16, 128)"
+rows_are "two images: each row == the image alone (bit-identical)" "$WORK/ab.npy" "$WORK/a.npy" "$WORK/b.npy"
+expect 0 "embed -i A -i B" jepa embed -m "$V2" -i "$A" -i "$B" -o "$WORK/ab_i.npy"
+what="-i A -i B == A B"; check cmp -s "$WORK/ab.npy" "$WORK/ab_i.npy"
+expect 0 "embed B A --pool mean" jepa embed -m "$V2" "$B" "$A" --pool mean -o "$WORK/ba_mean.npy"
+what="  said: for each of 2 items"; check grep -q "for each of 2 items" "$WORK/err.txt"
+expect 0 "embed A --pool mean" jepa embed -m "$V2" "$A" --pool mean -o "$WORK/a_mean.npy"
+expect 0 "embed B --pool mean" jepa embed -m "$V2" "$B" --pool mean -o "$WORK/b_mean.npy"
+shape_is "pooled items: [2, D]" "$WORK/ba_mean.npy" "(2, 128)"
+rows_are "pooled rows in the order given" "$WORK/ba_mean.npy" "$WORK/b_mean.npy" "$WORK/a_mean.npy"
+expect 0 "embed A B A --batch 3" jepa embed -m "$V2" "$A" "$B" "$A" --batch 3 --pool mean -o "$WORK/aba_b3.npy"
+expect 0 "embed A B A one by one" jepa embed -m "$V2" "$A" "$B" "$A" --pool mean -o "$WORK/aba.npy"
+what="--batch 3: one forward, the rows within rounding"
+check "$NPC" "$WORK/aba_b3.npy" "$WORK/aba.npy" 0.99999 1e-4
+expect 0 "-v says one pass of 3" jepa embed -v -m "$V2" "$A" "$B" "$A" --batch 3 --pool mean -o "$WORK/aba_b3.npy"
+what="  B = 3 clips, 3 per forward pass"; check grep -q "B = 3 clips, 3 per forward pass" "$WORK/err.txt"
+expect 0 "no -o: one summary line per item" jepa embed -m "$V2" "$A" "$B"
+what="  item 0 and item 1 named"
+check grep -q "^item 1 .*rgb8.png pooled mean" "$WORK/out.txt"
+
+# --as-clip: the images are the frames of one clip, as -i A -i B was before; the same
+# pixels as a uint8 frame array give the same bytes (PIL's pixels of png/*.png are .npy)
+C=$D/png/palette8.png
+u8_npy "$WORK/frames.npy" "(2, 13, 17, 3)" "$D/png/rgb8.npy" "$D/png/palette8.npy"
+expect 0 "--as-clip B C" jepa embed -m "$V2" --as-clip "$B" "$C" -o "$WORK/clip.npy"
+expect 0 "--frames-npy [B, C]" jepa embed -m "$V2" --frames-npy "$WORK/frames.npy" -o "$WORK/clip_ref.npy"
+shape_is "--as-clip: one clip, one tubelet" "$WORK/clip.npy" "(16, 128)"
+what="--as-clip B C == --frames-npy of their pixels (bit-identical)"; check cmp -s "$WORK/clip.npy" "$WORK/clip_ref.npy"
+expect 0 "--as-clip -i B -i C" jepa embed -m "$V2" -i "$B" --as-clip -i "$C" -o "$WORK/clip_i.npy"
+what="--as-clip with -i == positional"; check cmp -s "$WORK/clip.npy" "$WORK/clip_i.npy"
+expect 0 "--as-clip C B" jepa embed -m "$V2" --as-clip "$C" "$B" -o "$WORK/clip_cb.npy"
+cmp -s "$WORK/clip.npy" "$WORK/clip_cb.npy" && bad "--as-clip keeps the order (C B != B C)" ||
+    ok "--as-clip keeps the order (C B != B C)"
+mkdir -p "$WORK/frames_dir" && cp "$C" "$WORK/frames_dir/2.png" && cp "$B" "$WORK/frames_dir/1.png" &&
+    echo "not an image" >"$WORK/frames_dir/notes.txt"
+expect 0 "--as-clip DIR" jepa embed -m "$V2" --as-clip "$WORK/frames_dir" -o "$WORK/clip_dir.npy"
+what="--as-clip DIR: its images by name == --as-clip 1.png 2.png"; check cmp -s "$WORK/clip.npy" "$WORK/clip_dir.npy"
+
+# --images-npy: N items, stacked (also N = 1), each == that image alone
+u8_npy "$WORK/images.npy" "(2, 13, 17, 3)" "$D/png/rgb8.npy" "$D/png/palette8.npy"
+u8_npy "$WORK/image1.npy" "(1, 13, 17, 3)" "$D/png/rgb8.npy"
+expect 0 "embed C alone" jepa embed -m "$V2" "$C" -o "$WORK/c.npy"
+expect 0 "--images-npy [2, H, W, 3]" jepa embed -m "$V2" --images-npy "$WORK/images.npy" -o "$WORK/imgs.npy"
+rows_are "--images-npy rows == each image alone" "$WORK/imgs.npy" "$WORK/b.npy" "$WORK/c.npy"
+expect 0 "--images-npy [1, H, W, 3]" jepa embed -m "$V2" --images-npy "$WORK/image1.npy" -o "$WORK/img1.npy"
+shape_is "--images-npy of one image: still stacked" "$WORK/img1.npy" "(1, 16, 128)"
+
+# an image-only model (HF ViT, 17 tokens with the CLS): items work, rows == alone
+expect 0 "image model: A alone" jepa embed -m "$VIT" "$A" -o "$WORK/va.npy"
+expect 0 "image model: B alone" jepa embed -m "$VIT" "$B" -o "$WORK/vb.npy"
+expect 0 "image model: two images" jepa embed -m "$VIT" "$A" "$B" -o "$WORK/vab.npy"
+shape_is "image model: [2, 17, 64]" "$WORK/vab.npy" "(2, 17, 64)"
+rows_are "image model: rows == each image alone" "$WORK/vab.npy" "$WORK/va.npy" "$WORK/vb.npy"
+expect 0 "image model: --pool mean" jepa embed -m "$VIT" "$A" --pool mean -o "$WORK/vm.npy"
+what="the mean is of the 16 patch rows, said so"; check grep -q "the mean of 16 patch tokens" "$WORK/err.txt"
+expect 2 "image model: --as-clip is refused, naming items" jepa embed -m "$VIT" --as-clip "$A" "$B"
+what="  says to give them without --as-clip"; check grep -q "without --as-clip" "$WORK/err.txt"
+expect 2 "image model: a frame array is refused, naming --images-npy" jepa embed -m "$VIT" --frames-npy "$WORK/frames.npy"
+
+# classify items: k lines per item, led by its index and path; logits [2, K] == each alone
+expect 0 "classify A B" jepa classify -m "$V2" "$A" "$B" -k 2 --logits-out "$WORK/lab.npy"
+[ "$(wc -l <"$WORK/out.txt")" -eq 4 ] && [ "$(grep -c "^1	.*rgb8.png	[0-9]*	0\.[0-9]*	" "$WORK/out.txt")" -eq 2 ] &&
+    ok "classify items: k = 2 lines each, led by item and path" ||
+    { bad "classify items: k = 2 lines each, led by item and path"; cat "$WORK/out.txt"; }
+expect 0 "classify A" jepa classify -m "$V2" "$A" --logits-out "$WORK/la.npy"
+expect 0 "classify B" jepa classify -m "$V2" "$B" --logits-out "$WORK/lb.npy"
+rows_are "classify items: logits rows == each alone" "$WORK/lab.npy" "$WORK/la.npy" "$WORK/lb.npy"
+expect 2 "predict takes one clip" jepa predict -m "$V2" "$A" "$B" --ctx "$WORK/x.npy" --tgt "$WORK/y.npy" -o "$WORK/p.npy"
+
+# usage
+expect 2 "--as-clip without images" jepa embed -m "$V2" --as-clip --frames-npy "$WORK/frames.npy"
+expect 2 "--as-clip with --images-npy" jepa embed -m "$V2" --as-clip --images-npy "$WORK/images.npy"
+expect 2 "images and --images-npy" jepa embed -m "$V2" "$A" --images-npy "$WORK/images.npy"
+expect 2 "a DIR for predict without --as-clip" jepa predict -m "$V2" "$WORK/frames_dir" --ctx x --tgt y -o p
+expect 2 "--as-clip with --out-dir" jepa embed -m "$V2" --as-clip --out-dir "$WORK/od" "$WORK/frames_dir"
+expect 1 "--images-npy of float data" jepa embed -m "$V2" --images-npy "$WORK/a.npy"
+expect 1 "a bad model path" jepa embed -m "$WORK/none.gguf" "$A"
+what="  the path printed once"; check [ "$(grep -o "none.gguf" "$WORK/err.txt" | wc -l)" -eq 1 ]
+
+# a video on an image-only model: refused until the frames are said, then one row each
+if jepa embed -q -m "$V2" "$D/video_601.mp4" --frames-per-clip 4 -o "$WORK/v.npy" 2>"$WORK/err.txt"; then
+    expect 2 "image model: a video without a frame choice" jepa embed -m "$VIT" "$D/video_601.mp4"
+    what="  says how to pick frames"; check grep -q -- "--frames-per-clip 1 --num-clips C" "$WORK/err.txt"
+    expect 0 "image model: --frames-per-clip 1 --num-clips 3" jepa embed -m "$VIT" "$D/video_601.mp4" \
+        --frames-per-clip 1 --num-clips 3 --pool cls -o "$WORK/vv.npy"
+    shape_is "  three frames, three rows" "$WORK/vv.npy" "(3, 64)"
+    expect 2 "image model: --frames-per-clip 4" jepa embed -m "$VIT" "$D/video_601.mp4" --frames-per-clip 4
+    expect 2 "a video and an image" jepa embed -m "$V2" "$D/video_601.mp4" "$A"
+else
+    grep -q "no video decoding" "$WORK/err.txt" && echo "note: no video decoding in this build: the video cases are not run" ||
+        { bad "embed VIDEO"; cat "$WORK/err.txt"; }
 fi
 
 echo "$fails failed"
