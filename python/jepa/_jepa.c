@@ -683,8 +683,10 @@ done:
     return ret;
 }
 
-/* The planner's settings from a dict (absent keys keep the defaults). */
-static int plan_params(PyObject *d, jepa_plan_params *p) {
+/* The planner's settings from a dict (absent keys keep the defaults). "maxnorm" (V-JEPA
+ * 2-AC, `jepa plan --maxnorm`): the xyz components of p's action box span +-maxnorm with that
+ * initial std, in box (p->components is pointed at it). */
+static int plan_params(PyObject *d, jepa_plan_params *p, jepa_plan_component *box) {
     if (!d || d == Py_None) return 0;
     if (!PyDict_Check(d)) {
         raise_error("plan: the settings are a dict");
@@ -715,6 +717,16 @@ static int plan_params(PyObject *d, jepa_plan_params *p) {
             const double x = PyFloat_AsDouble(v);
             if (x == -1.0 && PyErr_Occurred()) return -1;
             *fp = (float)x;
+        } else if (!strcmp(key, "maxnorm")) {
+            const double x = PyFloat_AsDouble(v);
+            if (x == -1.0 && PyErr_Occurred()) return -1;
+            if (!p->components || !(x >= 0 && x <= 1e6)) {
+                PyErr_Format(JepaError, "plan: maxnorm %g: V-JEPA 2-AC's xyz box, in [0, 1e6]", x);
+                return -1;
+            }
+            memcpy(box, p->components, sizeof(jepa_plan_component) * 7);
+            for (int j = 0; j < 3; j++) box[j].lo = (float)-x, box[j].hi = (float)x, box[j].init_std = (float)x;
+            p->components = box;
         } else if (!strcmp(key, "seed")) {
             const unsigned long long x = PyLong_AsUnsignedLongLong(v);
             if (x == (unsigned long long)-1 && PyErr_Occurred()) return -1;
@@ -740,7 +752,11 @@ static PyObject *Context_plan(ContextObject *self, PyObject *args) {
     if (!need_predictor(self, which)) return NULL;
     const jepa_model_info *in = &self->model->info;
     jepa_plan_params p = ac ? jepa_plan_ac_default_params() : jepa_plan_default_params();
-    if (plan_params(settings, &p)) return NULL;
+    jepa_plan_component box[7];
+    if (ac && in->action_dim != 7)
+        return PyErr_Format(JepaError, "the V-JEPA 2-AC planner moves Meta's 7-d Franka action; this predictor "
+                                       "takes %d-d actions", in->action_dim);
+    if (plan_params(settings, &p, box)) return NULL;
     if (p.lo > p.hi) {   /* lo == hi is the C API's "no bounds"; lo > hi a mistake */
         char msg[160];
         snprintf(msg, sizeof msg, "plan: lo %g is above hi %g (lo < hi bounds the actions, lo == hi: none)",
@@ -781,10 +797,17 @@ static PyObject *plan_defaults(PyObject *mod, PyObject *args) {
     const int ac = !strcmp(which, "ac");
     if (!ac && strcmp(which, "lewm")) return raise_error("plan: 'lewm' or 'ac'");
     const jepa_plan_params p = ac ? jepa_plan_ac_default_params() : jepa_plan_default_params();
-    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:d,s:d,s:d,s:K,s:d,s:d}", "horizon", p.horizon, "samples", p.samples,
-                         "iterations", p.iterations, "elites", p.elites, "init_std", (double)p.init_std, "lo",
-                         (double)p.lo, "hi", (double)p.hi, "seed", (unsigned long long)p.seed, "momentum_mean",
-                         (double)p.momentum_mean, "momentum_std", (double)p.momentum_std);
+    PyObject *d = Py_BuildValue("{s:i,s:i,s:i,s:i,s:d,s:d,s:d,s:K,s:d,s:d}", "horizon", p.horizon, "samples",
+                                p.samples, "iterations", p.iterations, "elites", p.elites, "init_std",
+                                (double)p.init_std, "lo", (double)p.lo, "hi", (double)p.hi, "seed",
+                                (unsigned long long)p.seed, "momentum_mean", (double)p.momentum_mean,
+                                "momentum_std", (double)p.momentum_std);
+    if (d && ac) {   /* the xyz box's half-width, `jepa plan --maxnorm`'s default */
+        PyObject *x = PyFloat_FromDouble((double)p.components[0].hi);
+        if (!x || PyDict_SetItemString(d, "maxnorm", x) < 0) Py_CLEAR(d);
+        Py_XDECREF(x);
+    }
+    return d;
 }
 
 static PyGetSetDef Context_getset[] = {

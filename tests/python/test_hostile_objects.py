@@ -221,9 +221,16 @@ def test_plan_bounds_the_wrong_way_round_raise():
     m = jepa.Model(WM, threads=1)
     h, p = np.load(data("lewm_wm", "plan_hist_a.npy")), np.load(data("lewm_wm", "plan_past_a.npy"))
     g = np.load(data("lewm_wm", "plan_goal_a.npy"))
-    small = dict(horizon=2, samples=8, iterations=2, elites=2)
-    with pytest.raises(jepa.Error, match="lo 1 is above hi -1"):
-        m.plan(h, g, past_actions=p, lo=1.0, hi=-1.0, **small)
-    plan = m.plan(h, g, past_actions=p, lo=-0.5, hi=0.5, **small)
+    small = dict(horizon=2, samples=8, iters=2, elites=2)
+    with pytest.raises(jepa.Error, match="bounds takes \\(lo, hi\\) with lo < hi"):
+        m.plan(h, g, past_actions=p, bounds=(1.0, -1.0), **small)
+    plan = m.plan(h, g, past_actions=p, bounds=(-0.5, 0.5), **small)
     assert plan.actions.min() >= -0.5 and plan.actions.max() <= 0.5
-    m.plan(h, g, past_actions=p, lo=0.0, hi=0.0, **small)   # lo == hi: no bounds, as documented
+    # the names before the CLI's: lo > hi refused, lo == hi no bounds, as documented
+    with pytest.warns(DeprecationWarning), pytest.raises(jepa.Error, match="lo 1 is above hi -1"):
+        m.plan(h, g, past_actions=p, lo=1.0, hi=-1.0, **small)
+    with pytest.warns(DeprecationWarning):
+        old = m.plan(h, g, past_actions=p, lo=-0.5, hi=0.5, **small)
+    assert np.array_equal(old.actions, plan.actions)
+    with pytest.warns(DeprecationWarning):
+        m.plan(h, g, past_actions=p, lo=0.0, hi=0.0, **small)

@@ -80,7 +80,7 @@ def test_world_models_match_their_references():
                            np.load(data("lewm_wm", "rollout_actions_a.npy")), traj.shape[1]), traj)
     p = lw.plan(np.load(data("lewm_wm", "plan_hist_a.npy")), np.load(data("lewm_wm", "plan_goal_a.npy")),
                 past_actions=np.load(data("lewm_wm", "plan_past_a.npy")),
-                horizon=2, samples=24, iterations=4, elites=6, init_std=1.0, seed=77)
+                horizon=2, samples=24, iters=4, elites=6, std=1.0, seed=77)
     assert np.abs(p.actions - np.load(data("lewm_wm", "plan_actions_a.npy"))).max() <= 1e-4
     ref_e = np.load(data("lewm_wm", "plan_energies_a.npy"))
     assert (np.abs(p.energies - ref_e) / ref_e).max() <= 1e-4
@@ -123,19 +123,24 @@ def test_image_files_equal_the_cli(v2, cli, image):
 
 
 def test_images_forming_one_clip_and_preprocessing_options(v2, cli):
+    """as_clip=True: the images are the frames of one clip, in order (each image read alone
+    gives its frame: the reference)."""
     a, b = media("e2e.png"), media("jpeg/q90_420.jpg")
-    assert np.array_equal(v2.embed([a, b, a, b]), cli("embed", "-t", "2", "-m", V2, "-i", a, "-i", b, "-i", a,
-                                                      "-i", b, "-o", "out", outs=["out"]))
+    fa, fb = _read_all(v2, a)[0][0], _read_all(v2, b)[0][0]          # [3, 1, H, W] each
+    clip = np.concatenate([fa, fb, fa, fb], axis=1)
+    assert np.array_equal(v2.embed([a, b, a, b], as_clip=True), v2.embed(clip))
+    assert v2.embed([a, b, a, b]).shape == (4, 16, 128)                # without it: 4 items
     got = v2.embed(a, antialias=False, resize_short=64, norm="sequential")
     assert np.array_equal(got, cli("embed", "-t", "2", "-m", V2, "-i", a, "--no-antialias", "--resize-short", "64",
                                    "--norm", "sequential", "-o", "out", outs=["out"]))
 
 
 def test_uint8_frames_equal_the_cli(v2, cli):
+    """uint8 [T, H, W, 3] with as_clip=True is one clip, as `jepa embed --frames-npy`."""
     frames = np.load(media("e2e_frames.npy"))
     assert frames.dtype == np.uint8 and frames.ndim == 4
-    assert np.array_equal(v2.embed(frames), cli("embed", "-t", "2", "-m", V2, "--frames-npy",
-                                                media("e2e_frames.npy"), "-o", "out", outs=["out"]))
+    assert np.array_equal(v2.embed(frames, as_clip=True), cli("embed", "-t", "2", "-m", V2, "--frames-npy",
+                                                              media("e2e_frames.npy"), "-o", "out", outs=["out"]))
 
 
 def test_video_equals_the_cli(v2, cli):
@@ -254,7 +259,7 @@ def test_world_calls_equal_the_cli(cli):
     (lambda m: m.embed(np.zeros((3, 4, 64, 64), np.float32), layout="NCHW"), "layout"),
     (lambda m: m.embed(np.zeros((5, 5, 3), np.uint16)), "5 channels"),
     (lambda m: m.embed(np.array(["a"])), "not <U1"),
-    (lambda m: m.embed(np.zeros((2, 8, 8, 4), np.uint8)), "[T, H, W, 3]"),
+    (lambda m: m.embed(np.zeros((2, 8, 8, 4), np.uint8)), "[N, H, W, 3]"),
     (lambda m: m.embed("/nonexistent/clip.mp4"), "no such file"),
     (lambda m: m.embed(media("e2e.png"), num_clips=2), "sample a video"),
     (lambda m: m.embed(data("vjepa2_tiny", "input.npy")), "video"),   # not a video file: FFmpeg's reason
@@ -370,7 +375,7 @@ def _in_flight(reader):
 def test_two_threads_compute_at_once(monkeypatch):
     """One Model serves two threads at once, and neither call holds the GIL nor a lock of the
     Model's, proven by what the main thread observes, not by timing. Two threads each embed
-    64 image files (a reader of one clip; read and encoded in one GIL-free stretch of
+    64 image files as one clip (as_clip: one reader; read and encoded in one GIL-free stretch of
     Context.embed). The main thread, holding the GIL, polls the readers (_in_flight): first
     call busy, second call busy, first call busy again. The first call is one stretch (one
     clip, one call), so it was in flight through the whole poll, the second call in flight in
@@ -381,7 +386,7 @@ def test_two_threads_compute_at_once(monkeypatch):
     from jepa import _jepa
     m = jepa.Model(V2, threads=1)
     paths = [media("e2e.png")] * 64
-    ref = m.embed(paths, pool="mean")
+    ref = m.embed(paths, pool="mean", as_clip=True)
     real = _jepa.ClipReader
     readers = {}
 
@@ -392,7 +397,7 @@ def test_two_threads_compute_at_once(monkeypatch):
     monkeypatch.setattr(_jepa, "ClipReader", recording)
 
     def work(out):
-        out.append(m.embed(paths, pool="mean"))
+        out.append(m.embed(paths, pool="mean", as_clip=True))
     results, tries = [], 0
     for tries in range(1, 51):
         readers.clear()
@@ -421,10 +426,10 @@ def test_no_leak_over_1000_calls(v2):
     x = np.load(data("vjepa2_tiny", "input.npy"))
     frames = np.load(media("e2e_frames.npy"))
     for _ in range(50):
-        v2.embed(x), v2.embed(frames, pool="mean")
+        v2.embed(x), v2.embed(frames, pool="mean", as_clip=True)
     before = _rss_kib()
     for k in range(1000):
-        v2.embed(x) if k % 2 else v2.embed(frames, pool="mean")
+        v2.embed(x) if k % 2 else v2.embed(frames, pool="mean", as_clip=True)
         if k % 100 == 0:
             try:
                 v2.embed(np.zeros((3, 4, 8, 8), np.float32))
