@@ -67,6 +67,7 @@ struct run_opts {
      * arguments and --inputs LIST.txt, one output per input (run_many) */
     const char *out_dir, *inputs_list;
     int resume, quiet;
+    int recursive;           /* --recursive: DIR arguments' subfolders too */
     bool many;               /* many inputs (run_many): --out-dir, --inputs, --resume or a DIR */
     const char **pos;        /* the positional arguments, in order (parse allocates) */
     int n_pos;
@@ -124,12 +125,16 @@ static void run_usage(enum run_cmd c) {
         break;
     }
     if (c != RUN_PREDICT)
-        printf("  many inputs: --out-dir D [--inputs LIST.txt] [--resume] FILE|DIR ... (images and videos;\n"
-               "  a DIR stands for its image and video files, LIST.txt for one path per line): the model\n"
-               "  is loaded once; each input's output goes to D/<its file name>%s, written whole or not\n"
+        printf("  many inputs: --out-dir D [--inputs LIST.txt] [--resume] [-r] FILE|DIR ... (images and\n"
+               "  videos; a DIR stands for its image and video files, with -r/--recursive those of its\n"
+               "  subfolders too; LIST.txt for one path per line): the model is loaded once; each\n"
+               "  input's output goes to D/<its path under DIR, or file name>%s, written whole or not\n"
                "  at all; a bad input is reported on its own line and skipped (exit 1 at the end);\n"
-               "  D/index.jsonl has one line per input (source, output, status, clips%s, error);\n"
-               "  --resume skips inputs whose output exists; progress on stderr unless -q;\n"
+               "  D/index.jsonl gets a row per input as it finishes (source, output, status, clips%s,\n"
+               "  class: the first folder under DIR, error, the fingerprint of the model and options);\n"
+               "  --resume keeps an output only when its row matches this model, these options, the\n"
+               "  input and the file; Ctrl-C stops after the current input (exit 130);\n"
+               "  progress on stderr unless -q;\n"
                "  --batch N encodes inputs of one shape N per forward (default 1 on the CPU, where it\n"
                "  gains ~5 %% and moves the last bits; 8 with -g), each output as one input's within\n"
                "  rounding\n",
@@ -230,6 +235,7 @@ static const struct run_option run_options[] = {
     {"--inputs", NULL, FOR_MANY, OPT_STR, FIELD(inputs_list), 0, 0},
     {"--resume", NULL, FOR_MANY, OPT_FLAG, FIELD(resume), 0, 0},
     {"--json", NULL, FOR_MANY, OPT_FLAG, FIELD(json), 0, 0},
+    {"--recursive", "-r", FOR_MANY, OPT_FLAG, FIELD(recursive), 0, 0},
 };
 
 static const struct run_option *find_option(enum run_cmd c, const char *a) {
@@ -368,7 +374,7 @@ static int parse(enum run_cmd c, int argc, char **argv, struct run_opts *o) {
     if (!o->model) return cli_usage_error(cmd_name(c), "missing -m MODEL");
     const int mrc = cli_resolve_model(cmd_name(c), &o->model);   /* -m REPO: the cached file */
     if (mrc) return mrc;
-    const bool many = c != RUN_PREDICT && (o->out_dir || o->inputs_list || o->resume ||
+    const bool many = c != RUN_PREDICT && (o->out_dir || o->inputs_list || o->resume || o->recursive ||
                                            (has_dir_arg(o) && !o->in.as_clip));
     const int rc = many ? check_many(c, o) : check_one_input(c, o);
     if (!rc && o->hier && strcmp(o->pool, "none"))
@@ -1186,7 +1192,9 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
                 .args = (const char *const *)o.pos, .n_args = o.n_pos, .resume = o.resume, .quiet = o.quiet,
                 .verbose = o.verbose, .suffix = cmd == RUN_EMBED ? ".npy" : ".logits.npy",
                 .batch = o.batch ? (o.batch < MANY_BATCH_MAX ? o.batch : MANY_BATCH_MAX) : o.gpu >= 0 ? 8 : 1,
-                .prefetch = many_prefetch};
+                .prefetch = many_prefetch, .recursive = o.recursive, .ctx = c,
+                .numbers = {.cmd = name, .model = o.model, .pool = o.pool, .hier = o.hier,
+                            .precision = jepa_ctx_precision(c), .in = &o.in}};
             struct many_user *u = calloc(1, sizeof *u);
             if (!u) {
                 rc = cli_fail(NULL, "out of memory");

@@ -87,6 +87,7 @@ static const struct {
     {EMB | CLS, {"--out-dir", NULL, CLI_ARG_VALUE, "DIR"}},
     {EMB | CLS, {"--inputs", NULL, CLI_ARG_VALUE, "LIST.txt"}},
     {EMB | CLS, {"--resume", NULL, CLI_ARG_FLAG, NULL}},
+    {EMB | CLS, {"-r", "--recursive", CLI_ARG_FLAG, NULL}},
     {EMB | CLS | INF | BEN, {"--json", NULL, CLI_ARG_FLAG, NULL}},
     {EMB, {"--pool", NULL, CLI_ARG_VALUE, "mean|cls|lewm|none"}},
     {EMB, {"--hier", NULL, CLI_ARG_FLAG, NULL}},
