@@ -40,6 +40,7 @@
 #include "cli/inputs.h"
 #include "cli/progress.h"
 #include "cli/run_many.h"
+#include "cli/stream.h"
 #include "common/topk.h"
 #include "input/clips.h"
 #include "input/image.h"
@@ -1120,7 +1121,9 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
     return rc;
 }
 
-int cmd_embed(int argc, char **argv) { return run(RUN_EMBED, argc, argv); }
+int cmd_embed(int argc, char **argv) {
+    return cli_stream_requested(argc, argv) ? cmd_embed_stream(argc, argv) : run(RUN_EMBED, argc, argv);
+}
 int cmd_predict(int argc, char **argv) {
     return cli_is_world_predict(argc, argv) ? cmd_world_predict(argc, argv) : run(RUN_PREDICT, argc, argv);
 }
