@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,12 +115,19 @@ static void on_stop(int sig) { stop_signal = sig; }
 
 struct saved_signals {
     struct sigaction intr, term;
+    sigset_t mask;
 };
 
 /* SIGINT and SIGTERM set stop_signal (no SA_RESTART: a blocking call returns); the
- * handler is reset by its first delivery, so a second signal ends the process. */
+ * handler is reset by its first delivery, so a second signal ends the process. They are
+ * unblocked too: a parent may hand down a mask that holds them. */
 static void catch_stop(struct saved_signals *s) {
     struct sigaction sa;
+    sigset_t both;
+    sigemptyset(&both);
+    sigaddset(&both, SIGINT);
+    sigaddset(&both, SIGTERM);
+    pthread_sigmask(SIG_UNBLOCK, &both, &s->mask);
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
     sa.sa_flags = SA_RESETHAND;
@@ -132,6 +140,7 @@ static void catch_stop(struct saved_signals *s) {
 static void release_stop(const struct saved_signals *s) {
     sigaction(SIGINT, &s->intr, NULL);
     sigaction(SIGTERM, &s->term, NULL);
+    pthread_sigmask(SIG_SETMASK, &s->mask, NULL);
 }
 
 /* Sleep ms, in slices, unless a stop comes first: false when it did. */

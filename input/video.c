@@ -600,7 +600,7 @@ jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rg
         if (ret != AVERROR(EAGAIN)) return av_fail(e, JEPA_ERR_FORMAT, r->path, "decoding failed", ret);
         if (r->draining) return av_fail(e, JEPA_ERR_FORMAT, r->path, "decoder stalled", ret);
         /* feed the next packet of our stream, or the end-of-stream marker */
-        if (l) l->deadline_us = mono_us() + (int64_t)l->cfg.read_timeout_ms * 1000;
+        if (l) l->deadline_us = mono_us() + (int64_t)l->cfg.read_timeout_ms * 1000, l->timed_out = false;
         ret = ff.av_read_frame(r->fc, r->pkt);
         if (ret < 0 && l && l->stopped) break;
         if (ret < 0 && l && l->timed_out)
