@@ -43,6 +43,7 @@
 #include "cli/inputs.h"
 #include "cli/progress.h"
 #include "cli/run_many.h"
+#include "cli/stream.h"
 #include "common/topk.h"
 #include "input/clips.h"
 #include "input/image.h"
@@ -167,6 +168,10 @@ static void run_usage(enum run_cmd c) {
            c == RUN_CLASSIFY ? "" : "  -o, --out OUT.npy     the output (-o -: stdout)\n",
            c == RUN_PREDICT ? "" : "  --json                the results on stdout as JSON lines (docs/cli.md)\n");
     if (c == RUN_PREDICT) cli_world_predict_usage(stdout);
+    if (c == RUN_EMBED) {
+        printf("\n");
+        cli_embed_stream_usage();
+    }
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -1215,7 +1220,9 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
     return rc;
 }
 
-int cmd_embed(int argc, char **argv) { return run(RUN_EMBED, argc, argv); }
+int cmd_embed(int argc, char **argv) {
+    return cli_stream_requested(argc, argv) ? cmd_embed_stream(argc, argv) : run(RUN_EMBED, argc, argv);
+}
 int cmd_predict(int argc, char **argv) {
     return cli_is_world_predict(argc, argv) ? cmd_world_predict(argc, argv) : run(RUN_PREDICT, argc, argv);
 }

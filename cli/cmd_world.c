@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/stream.h"
 #include "input/image.h"
 #include "input/npy.h"
 #include "jepa.h"
@@ -350,10 +351,15 @@ static void plan_usage(FILE *f) {
                "  --energies E.npy write the best energy of every iteration\n"
                "  -m, --model MODEL, -o, --out ACTIONS.npy (-o -: stdout), -t, --threads N,\n"
                "  --cpu L, --precision T, -g, --gpu N, -q, --quiet   as for `jepa predict`\n"
-               CLI_PULL_HELP,
+               CLI_PULL_HELP
+               "live video: jepa plan -m MODEL --stream URL|-|PATH (--goal IMG | --goal-tokens G.npy)\n"
+               "  each new frame (every --stride K) is the start of a new plan (a history of that one\n"
+               "  frame; V-JEPA 2-AC: with the fixed --start-states [7]): one JSON line per plan on stdout,\n"
+               "  {\"index\", \"frame\", \"pts\", \"energy\", \"actions\": [[...] x horizon]}\n",
             d.horizon, a.horizon, d.samples, a.samples, d.iterations, a.iterations, d.elites, a.elites,
             (double)d.momentum_mean, (double)a.momentum_mean, (double)d.init_std, (double)a.components[0].hi,
             (unsigned long long)d.seed);
+    stream_usage(f, false);
 }
 
 static void plan_progress(void *user, int it, float e) {
@@ -373,6 +379,23 @@ static void normalize_rows(float *x, int rows, int d) {
     }
 }
 
+/* The state of a preprocessed frame clip [3, T, oh, ow] (T = 2 for V-JEPA 2-AC: the frame
+ * twice): encode, and for V-JEPA 2-AC layer-norm the n_tokens x D tokens. name is for
+ * messages. */
+static int encode_frames(jepa_ctx *c, const jepa_model *m, const char *name, const float *clip, int T, int oh,
+                         int ow, int n_tokens, int D, float *out) {
+    int gt = 0, gh = 0, gw = 0, nt = 0;
+    if (n_tokens && (jepa_model_grid(m, T, oh, ow, &gt, &gh, &gw, &nt) || nt != n_tokens))
+        return cli_fail(name, "the encoder makes %d tokens of a %dx%d frame; the predictor takes %d per frame", nt,
+                        oh, ow, n_tokens);
+    jepa_embed_out o = {0};
+    if (n_tokens) o.tokens = out;
+    else o.emb = out;
+    if (jepa_ctx_embed(c, clip, T, oh, ow, NULL, &o)) return cli_fail(name, "%s", jepa_ctx_error(c));
+    if (n_tokens) normalize_rows(out, n_tokens, D);
+    return 0;
+}
+
 /* The state of an image: decode, preprocess with the file's recipe, encode. LeWM: emb
  * [emb_dim]. V-JEPA 2-AC (n_tokens > 0): the frame twice (one tubelet, as Meta's
  * WorldModel.encode repeats it), its n_tokens x D tokens layer-normed. */
@@ -385,25 +408,13 @@ static int encode_image(jepa_ctx *c, const jepa_model *m, const char *path, int 
     int rc = CLI_EXIT_FAIL;
     const int T = n_tokens ? 2 : 1;
     float *clip = NULL;
-    int gt = 0, gh = 0, gw = 0, nt = 0;
     if (jepa_preprocess_size(m, NULL, &oh, &ow) || !(clip = malloc(sizeof(float) * 3 * T * (size_t)oh * ow))) {
         cli_fail(path, "cannot size the preprocessed image");
     } else if (jepa_preprocess_rgb(m, rgb, ih, iw, NULL, clip, T, 0, err) ||
                (T == 2 && jepa_preprocess_rgb(m, rgb, ih, iw, NULL, clip, T, 1, err))) {
         cli_fail(path, "%s", err);
-    } else if (n_tokens && (jepa_model_grid(m, T, oh, ow, &gt, &gh, &gw, &nt) || nt != n_tokens)) {
-        cli_fail(path, "the encoder makes %d tokens of a %dx%d frame; the predictor takes %d per frame", nt, oh, ow,
-                 n_tokens);
     } else {
-        jepa_embed_out o = {0};
-        if (n_tokens) o.tokens = out;
-        else o.emb = out;
-        if (jepa_ctx_embed(c, clip, T, oh, ow, NULL, &o)) {
-            cli_fail(path, "%s", jepa_ctx_error(c));
-        } else {
-            if (n_tokens) normalize_rows(out, n_tokens, D);
-            rc = 0;
-        }
+        rc = encode_frames(c, m, path, clip, T, oh, ow, n_tokens, D, out);
     }
     free(clip);
     free(rgb);
@@ -418,6 +429,7 @@ struct plan_args {
     int horizon, samples, iters, elites, has_seed, has_bounds;   /* 0: not given */
     double std, momentum, maxnorm, lo, hi;                        /* < 0 (lo, hi: !has_bounds): not given */
     unsigned long long seed;
+    struct stream_opts stream;   /* --stream: a plan from each new frame (cli/stream.h) */
 };
 
 /* --bounds LO,HI into o: 0 or CLI_EXIT_USAGE. */
@@ -484,11 +496,18 @@ static int parse_plan_args(int argc, char **argv, struct plan_args *o) {
             NEEDV();
             if ((rc = parse_bounds(v, o))) return rc;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->verbose = 0;
+        else if ((rc = stream_parse(&o->stream, "plan", false, argc, argv, &i))) { if (rc != 1) return rc; }
         else return cli_usage_error("plan", "unknown option '%s'", a);
 #undef REALOPT
 #undef INTOPT
 #undef NEEDV
     }
+    if (o->stream.url && (o->start || o->start_tok || o->start_act || o->out || o->energies_out))
+        return cli_usage_error("plan", "--stream takes the start from each new frame and writes JSON lines on stdout: "
+                                       "not with --start, --start-tokens, --start-actions, -o or --energies");
+    if (o->stream.url && (!o->model || (!o->goal == !o->goal_tok)))
+        return cli_usage_error("plan", "--stream needs -m and one of --goal / --goal-tokens");
+    if (o->stream.url) return -1;
     if (!o->model || !o->out || (!o->start == !o->start_tok) || (!o->goal == !o->goal_tok))
         return cli_usage_error("plan", "needs -m, one of --start / --start-tokens, one of --goal / --goal-tokens, and -o");
     if ((rc = cli_resolve_model("plan", &o->model))) return rc;   /* -m REPO: the cached file */
@@ -631,8 +650,68 @@ static int plan_and_write(const struct plan_args *o, jepa_ctx *c, int ac, int A,
     return rc;
 }
 
+/* --stream: each window (one frame) is the start of a new plan, printed as one JSON line. */
+struct plan_stream {
+    const struct plan_args *o;
+    jepa_ctx *c;
+    const jepa_model *m;
+    int ac, A, N, D;
+    struct plan_inputs *in;
+    jepa_plan_params *pp;
+    float *clip2, *acts, *en;   /* V-JEPA 2-AC: the frame twice [3, 2, H, W]; the plan */
+};
+
+static int plan_window(void *user, const struct stream_window *w) {
+    struct plan_stream *p = user;
+    const float *clip = w->clip;
+    const size_t plane = (size_t)w->H * w->W;
+    if (p->ac)   /* the frame twice: one tubelet, as encode_image makes it */
+        for (int ch = 0; ch < 3; ch++)
+            for (int t = 0; t < 2; t++) memcpy(p->clip2 + ((size_t)ch * 2 + t) * plane, w->clip + ch * plane, sizeof(float) * plane);
+    if (p->ac) clip = p->clip2;
+    if (encode_frames(p->c, p->m, p->o->stream.url, clip, p->ac ? 2 : 1, w->H, w->W, p->ac ? p->N : 0, p->D, p->in->hist))
+        return CLI_EXIT_FAIL;
+    float fin = 0;
+    const jepa_plan_params *pp = p->pp;
+    if (p->ac ? jepa_ctx_ac_plan(p->c, p->in->hist, p->in->ST.data, 1, NULL, p->in->gl, pp, p->acts, p->en, &fin)
+              : jepa_ctx_lewm_plan(p->c, p->in->hist, 1, NULL, p->in->gl, pp, p->acts, p->en, &fin))
+        return cli_fail(p->o->stream.url, "window %lld: %s", (long long)w->index, jepa_ctx_error(p->c));
+    printf("{\"index\": %lld, \"frame\": %lld, \"pts\": ", (long long)w->index, (long long)w->last);
+    if (isfinite(w->pts_last)) printf("%.6f", w->pts_last);
+    else printf("null");
+    printf(", \"energy\": %.9g, \"actions\": [", (double)fin);
+    for (int h = 0; h < pp->horizon; h++) {
+        printf(h ? ", [" : "[");
+        for (int j = 0; j < p->A; j++) printf(j ? ", %.9g" : "%.9g", (double)p->acts[(size_t)h * p->A + j]);
+        printf("]");
+    }
+    printf("]}\n");
+    return fflush(stdout) ? cli_fail("stdout", "cannot write") : 0;
+}
+
+static int plan_stream(const struct plan_args *o, jepa_ctx *c, const jepa_model *m, int ac, int A, int N, int D,
+                       struct plan_inputs *in, jepa_plan_params *pp) {
+    struct jerr e = {0};
+    int H = 0, W = 0;
+    if (jepa_preprocess_size(m, NULL, &H, &W)) return cli_fail(o->model, "cannot size the preprocessed frame");
+    if (o->start_st) {
+        if (npy_load_f32(&in->ST, o->start_st, &e)) return cli_fail(NULL, "%s", e.msg);
+        if (in->ST.count != 7 || in->ST.ndim > 2) return cli_fail(o->start_st, "expected the robot's state [7] or [1, 7]");
+    }
+    struct plan_stream p = {.o = o, .c = c, .m = m, .ac = ac, .A = A, .N = N, .D = D, .in = in, .pp = pp};
+    in->hist = malloc(sizeof(float) * (size_t)N * D);
+    p.acts = malloc(sizeof(float) * (size_t)pp->horizon * A);
+    p.en = malloc(sizeof(float) * (size_t)pp->iterations);
+    p.clip2 = ac ? malloc(sizeof(float) * 6 * (size_t)H * W) : NULL;
+    int rc = !in->hist || !p.acts || !p.en || (ac && !p.clip2) ? cli_fail(NULL, "out of memory")
+           : stream_run(&o->stream, m, 1, plan_window, &p);
+    free(p.acts), free(p.en), free(p.clip2);
+    return rc;
+}
+
 int cmd_plan(int argc, char **argv) {
     struct plan_args o = {.gpu = -1, .verbose = 1, .std = -1, .momentum = -1, .maxnorm = -1};
+    stream_opts_init(&o.stream);
     int rc = parse_plan_args(argc, argv, &o);
     if (rc >= 0) return rc;
     char err[JEPA_ERR_LEN];
@@ -653,6 +732,11 @@ int cmd_plan(int argc, char **argv) {
     if ((rc = plan_params(&o, &info, ac, box, &pp))) goto done;
     const int A = info.action_dim, N = ac ? info.pred_tokens_per_frame : 1, D = ac ? info.embed_dim : info.emb_dim;
     if ((rc = cli_ctx_new("plan", m, o.threads, o.cpu, o.precision, o.gpu, &c))) goto done;
+    if (o.stream.url) {
+        o.stream.quiet = !o.verbose;
+        if (!(rc = load_goal(&o, c, m, ac, N, D, &in))) rc = plan_stream(&o, c, m, ac, A, N, D, &in, &pp);
+        goto done;
+    }
     if ((rc = load_start(&o, c, m, ac, N, D, A, &in)) || (rc = load_goal(&o, c, m, ac, N, D, &in))) goto done;
     rc = plan_and_write(&o, c, ac, A, &in, &pp);
 done:

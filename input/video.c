@@ -8,9 +8,12 @@
 #include "input/video.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "input/image.h"
 
@@ -18,9 +21,10 @@
  * image.c's message, the same whichever decoder the file was meant for. */
 static jepa_status local_file_missing(const char *path, struct jerr *e) {
     if (!strcmp(path, "-") || strstr(path, "://") || !strncmp(path, "pipe:", 5)) return JEPA_OK;
-    FILE *f = fopen(path, "rb");
-    if (f) {
-        fclose(f);
+    /* non-blocking: opening a FIFO for reading would wait for its writer */
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
         return JEPA_OK;
     }
     return image_open_error(path, e);
@@ -89,6 +93,10 @@ jepa_status video_clip_indices(int64_t video_len, int fpc, int fstp, int num_cli
     return JEPA_OK;
 }
 
+void video_window_offsets(int fpc, int fstp, int64_t *off) {
+    window_clip((int64_t)fpc * fstp, fpc, 0, off);
+}
+
 int64_t video_dense_indices(int64_t video_len, int fpc, int fstp, int64_t stride, int64_t *idx) {
     if (video_len < 1 || fpc < 1 || fstp < 1 || (int64_t)fpc * fstp > ((int64_t)1 << 40)) return 0;
     const int64_t W = (int64_t)fpc * fstp;
@@ -119,7 +127,13 @@ int64_t video_dense_indices(int64_t video_len, int fpc, int fstp, int64_t stride
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "runtime/dynlib.h"
 
@@ -222,10 +236,70 @@ static int refuse_io_open(struct AVFormatContext *s, AVIOContext **pb, const cha
 
 /* Where a video comes from: a file, or bytes in memory (mem.data != NULL; *pb is the
  * AVIOContext made for them, freed by close_input). */
+struct live_io;
 struct video_src {
     const char *name;
     struct mem_io mem;
+    struct live_io *live;    /* a live stream (video_open_stream), else NULL */
 };
+
+/* A live stream's deadlines and local reader: fd >= 0 for standard input, a FIFO or a
+ * followed file (read by live_read), -1 for a URL FFmpeg opens (bounded by
+ * live_interrupt). Why a read ended: stopped (*stop set) or timed_out (a deadline). */
+struct live_io {
+    struct video_stream_cfg cfg;
+    int fd;
+    bool own_fd, follow;
+    int64_t deadline_us;
+    bool stopped, timed_out;
+};
+
+static int64_t mono_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* FFmpeg's interrupt callback (network sources): polled by its protocols every ~0.1 s. */
+static int live_interrupt(void *opaque) {
+    struct live_io *l = opaque;
+    if (l->cfg.stop && *l->cfg.stop) l->stopped = true;
+    else if (mono_us() >= l->deadline_us) l->timed_out = true;
+    else return 0;
+    return 1;
+}
+
+/* The read of a local live source: waits in poll(2) slices of at most 0.1 s, checking the
+ * stop flag and the deadline between them. A followed file at its end waits for it to
+ * grow; past the deadline that is its end (AVERROR_EOF), where a pipe has timed out. */
+static int live_read(void *opaque, uint8_t *buf, int n) {
+    struct live_io *l = opaque;
+    if (n <= 0) return AVERROR(EINVAL);
+    for (;;) {
+        if (l->cfg.stop && *l->cfg.stop) {
+            l->stopped = true;
+            return AVERROR_EXIT;
+        }
+        const int64_t left = l->deadline_us - mono_us();
+        if (left <= 0) {
+            if (l->follow) return AVERROR_EOF;
+            l->timed_out = true;
+            return AVERROR_EXIT;
+        }
+        const int slice = left < 100000 ? (int)(left / 1000) + 1 : 100;
+        if (!l->follow) {
+            struct pollfd p = {.fd = l->fd, .events = POLLIN};
+            const int k = poll(&p, 1, slice);
+            if (k < 0 && errno != EINTR) return AVERROR(errno);
+            if (k <= 0) continue;
+        }
+        const ssize_t got = read(l->fd, buf, (size_t)n);
+        if (got > 0) return (int)got;
+        if (got < 0 && errno != EINTR && errno != EAGAIN) return AVERROR(errno);
+        if (got == 0 && !l->follow) return AVERROR_EOF;
+        if (got == 0) nanosleep(&(struct timespec){0, (long)slice * 1000000L}, NULL);
+    }
+}
 
 struct video_reader {
     AVFormatContext *fc;
@@ -245,6 +319,7 @@ struct video_reader {
     bool draining, done;
     char path[256];
     struct video_src src;    /* src.mem: the bytes of a video in memory */
+    struct live_io live;     /* a live stream: src.live == &live */
 };
 
 static jepa_status av_fail(struct jerr *e, jepa_status s, const char *path, const char *what, int err) {
@@ -267,11 +342,36 @@ static void close_input(AVFormatContext **fc, AVIOContext **pb) {
 /* The demuxers a video in memory may use: MP4 / QuickTime and Matroska / WebM. */
 #define MEMORY_FORMATS "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm"
 
+/* A live source's format context before avformat_open_input: the open deadline, and
+ * either a reader of its own over fd (standard input, a FIFO, a followed file) or FFmpeg's
+ * protocols bounded by the interrupt callback. */
+static jepa_status open_live(AVFormatContext **fc, AVIOContext **pb, struct video_src *src, struct jerr *e) {
+    struct live_io *l = src->live;
+    l->deadline_us = mono_us() + (int64_t)l->cfg.open_timeout_ms * 1000;
+    if (!(*fc = ff.avformat_alloc_context())) return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", src->name);
+    if (l->fd < 0) {
+        (*fc)->interrupt_callback.callback = live_interrupt;
+        (*fc)->interrupt_callback.opaque = l;
+        return JEPA_OK;
+    }
+    enum { IO_BUF = 1 << 16 };
+    uint8_t *buf = ff.av_malloc(IO_BUF);
+    if (!buf || !(*pb = ff.avio_alloc_context(buf, IO_BUF, 0, l, live_read, NULL, NULL))) {
+        ff.av_free(buf);
+        ff.avformat_close_input(fc);
+        return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", src->name);
+    }
+    (*pb)->seekable = 0;
+    (*fc)->pb = *pb;
+    (*fc)->flags |= AVFMT_FLAG_CUSTOM_IO;
+    return JEPA_OK;
+}
+
 static jepa_status open_input(AVFormatContext **fc, AVIOContext **pb, int *stream, struct video_src *src,
                               struct jerr *e) {
     const char *path = src->name;
     *fc = NULL, *pb = NULL;
-    jepa_status st = src->mem.data ? JEPA_OK : local_file_missing(path, e);
+    jepa_status st = src->mem.data || src->live ? JEPA_OK : local_file_missing(path, e);
     if (!st) st = ff_load(path, e);
     if (st) return st;
     quiet_ffmpeg();
@@ -293,17 +393,27 @@ static jepa_status open_input(AVFormatContext **fc, AVIOContext **pb, int *strea
             return jr_err_set(e, JEPA_ERR_NOMEM, "%s: out of memory", path);
         }
         r = ff.avformat_open_input(fc, NULL, NULL, NULL);   /* frees *fc on failure */
+    } else if (src->live) {
+        if ((st = open_live(fc, pb, src, e))) return st;
+        r = ff.avformat_open_input(fc, src->live->fd >= 0 ? NULL : path, NULL, NULL);
     } else {
         r = ff.avformat_open_input(fc, path, NULL, NULL);
     }
-    if (r < 0) {
+    if (r >= 0) r = ff.avformat_find_stream_info(*fc, NULL);
+    if (r < 0 && src->live && (src->live->stopped || src->live->timed_out)) {
+        close_input(fc, pb);
+        return src->live->stopped ? jr_err_set(e, JEPA_ERR_IO, "%s: stopped while opening", path)
+                                  : jr_err_set(e, JEPA_ERR_IO, "%s: no video within %.3g s of opening", path,
+                                               src->live->cfg.open_timeout_ms / 1e3);
+    }
+    if (r < 0 && !*fc) {
         close_input(fc, pb);
         if (!src->mem.data && r == AVERROR_INVALIDDATA)   /* a file, neither a still image nor a video */
             return jr_err_set(e, JEPA_ERR_FORMAT, "%s: %s", path, IMAGE_NOT_MEDIA);
         return av_fail(e, JEPA_ERR_IO, path, src->mem.data ? "cannot read as an MP4 or WebM video"
                                                           : "cannot open as a video", r);
     }
-    if ((r = ff.avformat_find_stream_info(*fc, NULL)) < 0) {
+    if (r < 0) {
         close_input(fc, pb);
         return av_fail(e, JEPA_ERR_FORMAT, path, "cannot read the stream info", r);
     }
@@ -364,6 +474,7 @@ static jepa_status open_reader(struct video_reader **out, const struct video_src
     snprintf(r->path, sizeof r->path, "%s", path);
     r->src = *src;
     r->src.name = r->path;
+    if (src->live) r->live = *src->live, r->src.live = &r->live;
     jepa_status st = open_input(&r->fc, &r->pb, &r->stream, &r->src, e);
     if (st) {
         free(r);
@@ -418,6 +529,7 @@ void video_close(struct video_reader *r) {
     ff.av_packet_free(&r->pkt);
     ff.avcodec_free_context(&r->cc);
     close_input(&r->fc, &r->pb);
+    if (r->live.own_fd) close(r->live.fd);
     free(r->rgb);
     free(r);
 }
@@ -484,7 +596,10 @@ jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rg
                        int64_t *index, bool *eof, struct jerr *e) {
     *eof = false;
     if (rgb) *rgb = NULL;
+    struct live_io *l = r->src.live;
     while (!r->done) {
+        if (l && l->cfg.stop && *l->cfg.stop) l->stopped = true;
+        if (l && l->stopped) break;   /* what the decoder holds is dropped */
         int ret = ff.avcodec_receive_frame(r->cc, r->frame);
         if (ret >= 0) {
             jepa_status st = JEPA_OK;
@@ -506,7 +621,11 @@ jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rg
         if (ret != AVERROR(EAGAIN)) return av_fail(e, JEPA_ERR_FORMAT, r->path, "decoding failed", ret);
         if (r->draining) return av_fail(e, JEPA_ERR_FORMAT, r->path, "decoder stalled", ret);
         /* feed the next packet of our stream, or the end-of-stream marker */
+        if (l) l->deadline_us = mono_us() + (int64_t)l->cfg.read_timeout_ms * 1000, l->timed_out = false;
         ret = ff.av_read_frame(r->fc, r->pkt);
+        if (ret < 0 && l && l->stopped) break;
+        if (ret < 0 && l && l->timed_out)
+            return jr_err_set(e, JEPA_ERR_IO, "%s: nothing received for %.3g s", r->path, l->cfg.read_timeout_ms / 1e3);
         if (ret < 0) {
             if (ret != AVERROR_EOF) return av_fail(e, JEPA_ERR_IO, r->path, "cannot read", ret);
             r->draining = true;
@@ -536,6 +655,38 @@ jepa_status video_last(struct video_reader *r, const uint8_t **rgb, int *h, int 
     if (st) return st;
     *rgb = r->rgb, *h = r->last->height, *w = r->last->width, *index = r->last_index;
     return JEPA_OK;
+}
+
+jepa_status video_open_stream(struct video_reader **out, const char *url, const struct video_stream_cfg *cfg,
+                              struct jerr *e) {
+    *out = NULL;
+    if (cfg->open_timeout_ms < 1 || cfg->read_timeout_ms < 1)
+        return jr_err_set(e, JEPA_ERR_ARG, "%s: a stream needs open and read timeouts", url);
+    struct live_io l = {.cfg = *cfg, .fd = -1};
+    if (!strcmp(url, "-")) {
+        l.fd = 0;
+    } else if (!strstr(url, "://") && strncmp(url, "pipe:", 5) && strncmp(url, "file:", 5)) {
+        /* a local path: never through FFmpeg's file protocol, whose reads block */
+        struct stat sb;
+        if (stat(url, &sb)) return jr_err_set(e, JEPA_ERR_IO, "%s: %s", url, strerror(errno));
+        if (S_ISDIR(sb.st_mode)) return jr_err_set(e, JEPA_ERR_IO, "%s: a directory, not a stream", url);
+        l.follow = S_ISREG(sb.st_mode);
+        if ((l.fd = open(url, O_RDONLY | O_CLOEXEC | (l.follow ? 0 : O_NONBLOCK))) < 0)
+            return jr_err_set(e, JEPA_ERR_IO, "%s: %s", url, strerror(errno));
+        l.own_fd = true;
+    }
+    struct video_src src = {.name = url, .live = &l};
+    jepa_status st = open_reader(out, &src, e);
+    if (st && l.own_fd) close(l.fd);
+    return st;
+}
+
+bool video_stopped(const struct video_reader *r) { return r && r->src.live && r->live.stopped; }
+
+double video_last_seconds(const struct video_reader *r) {
+    if (!r->last->data[0] || r->last->best_effort_timestamp == AV_NOPTS_VALUE) return NAN;
+    const AVRational tb = r->fc->streams[r->stream]->time_base;
+    return tb.den ? (double)r->last->best_effort_timestamp * tb.num / tb.den : NAN;
 }
 
 #else /* !JEPA_HAVE_VIDEO */
@@ -600,4 +751,29 @@ jepa_status video_last(struct video_reader *r, const uint8_t **rgb, int *h, int 
 
 void video_close(struct video_reader *r) { (void)r; }
 
+jepa_status video_open_stream(struct video_reader **out, const char *url, const struct video_stream_cfg *cfg,
+                              struct jerr *e) {
+    (void)cfg;
+    *out = NULL;
+    return no_video(url, e);
+}
+
+bool video_stopped(const struct video_reader *r) { (void)r; return false; }
+
+double video_last_seconds(const struct video_reader *r) {
+    (void)r;
+    return NAN;
+}
+
 #endif
+
+/* A scheme other than file: and pipe: (built either way: the CLI's policy reads it). */
+bool video_is_network(const char *url) {
+    const char *p = strstr(url, "://");
+    if (!p || p == url) return false;
+    for (const char *q = url; q < p; q++)
+        if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '+' ||
+              *q == '-' || *q == '.'))
+            return false;
+    return strncmp(url, "file:", 5) != 0 && strncmp(url, "pipe:", 5) != 0;
+}

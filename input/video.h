@@ -23,6 +23,7 @@
 #ifndef JEPA_INPUT_VIDEO_H
 #define JEPA_INPUT_VIDEO_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,6 +46,11 @@ jepa_status video_clip_indices(int64_t video_len, int fpc, int fstp, int num_cli
  * (video_clip_indices with num_clips = 1). Returns the number of clips; with idx != NULL
  * also writes idx[n * fpc]. 0 on bad arguments. */
 int64_t video_dense_indices(int64_t video_len, int fpc, int fstp, int64_t stride, int64_t *idx);
+
+/* The fpc frame offsets a window of fpc * fstp frames samples, as each full window of
+ * video_dense_indices does (a live stream's windows, cli/cmd_stream.c): off[fpc], from 0 to
+ * at most fpc * fstp - 1. */
+void video_window_offsets(int fpc, int fstp, int64_t *off);
 
 /* ---- decoding ---- */
 
@@ -75,5 +81,35 @@ jepa_status video_next(struct video_reader *r, bool want_rgb, const uint8_t **rg
 jepa_status video_last(struct video_reader *r, const uint8_t **rgb, int *h, int *w, int64_t *index,
                        struct jerr *e);
 void video_close(struct video_reader *r);
+
+/* ---- live streams ---- */
+
+/* A source read as it arrives (`jepa embed --stream`): anything FFmpeg opens by URL
+ * (udp://, rtsp://, http://, tcp://, ...), "-" for standard input, or a local path: a
+ * regular file is followed as it grows (it ends when it has not grown for the read
+ * timeout), a FIFO or character device is read as a pipe. Local sources are read through
+ * poll(2), network ones through FFmpeg's interrupt callback, so that nothing blocks past
+ * a deadline: opening (and probing the stream) within open_timeout_ms, each packet
+ * within read_timeout_ms, and *stop (set by a signal handler) ends a read within ~0.1 s.
+ * Pipes and streams cannot seek: the container must be streamable (MPEG-TS, NUT,
+ * Matroska, Y4M, MJPEG, fragmented MP4; not an MP4 whose index is at its end). */
+struct video_stream_cfg {
+    int open_timeout_ms, read_timeout_ms;   /* >= 1 */
+    volatile sig_atomic_t *stop;            /* NULL: never stopped */
+};
+
+/* True for a URL that FFmpeg reaches over a network (a scheme other than file: / pipe:):
+ * the sources a reconnect policy applies to. */
+bool video_is_network(const char *url);
+jepa_status video_open_stream(struct video_reader **out, const char *url, const struct video_stream_cfg *cfg,
+                              struct jerr *e);
+/* How a stream's video_next ended with *eof: true when *cfg->stop was set (the frames
+ * still in the decoder are dropped), false at the source's own end. A read timeout is an
+ * error (JEPA_ERR_IO, "nothing received for ..."), except on a followed file, where it is
+ * the end. */
+bool video_stopped(const struct video_reader *r);
+/* The presentation time in seconds of the last frame video_next returned (its best-effort
+ * timestamp in the stream's time base); NAN when the stream has none. */
+double video_last_seconds(const struct video_reader *r);
 
 #endif

@@ -50,7 +50,7 @@ check() {   # check CMD FORM...: the accepted options against the help and the t
     [ "$fails" -eq "$before" ] && echo "ok   jepa $cmd: ${#acc[@]} options, each in its --help and the table"
 }
 
-check embed ""
+check embed "" "--stream __s__"      # a file's form and a live stream's
 check classify ""
 check predict "" "--emb __e__"          # the encoder's form and the world model's
 check rollout ""
