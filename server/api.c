@@ -44,13 +44,69 @@ void api_error(struct sv_response *r, int status, const char *type, const char *
 
 #define BAD(...) api_error(r, 400, "invalid_request_error", __VA_ARGS__)
 
-void api_health(bool draining, struct sv_response *r) {
+const char *api_natural_pool(const jepa_model_info *in) {
+    return in->emb_dim ? "lewm" : in->has_cls ? "cls" : "mean";
+}
+
+/* What the world-model routes run: "lewm", "ac", or NULL (no world model in the file). */
+const char *api_world_kind(const jepa_model_info *in) {
+    if (!in->predictor) return NULL;
+    return !strcmp(in->predictor, "lewm") ? "lewm" : !strcmp(in->predictor, "ac") ? "ac" : NULL;
+}
+
+void api_weight_types(const jepa_model *m, char *buf, size_t n) {
+    snprintf(buf, n, "unknown");
+    const size_t len = jepa_model_describe(m, NULL, 0);
+    char *d = len ? malloc(len + 1) : NULL;
+    if (!d) return;
+    jepa_model_describe(m, d, len + 1);
+    /* its line "weights     29 f32, 4 f16; 0.57 MiB ...": "COUNT TYPE" items before the ';' */
+    char *w = strstr(d, "\nweights "), *save = NULL;
+    char *end = w ? strpbrk(w + 1, ";\n") : NULL;
+    if (end) {
+        *end = 0;
+        size_t at = 0;
+        bool f32 = false;
+        for (char *item = strtok_r(w + 9, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+            char type[16];
+            long long count;
+            if (sscanf(item, "%lld %15s", &count, type) != 2) continue;
+            if (!strcmp(type, "f32")) f32 = true;
+            else if (at + strlen(type) + 2 < n) at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? "+" : "", type);
+        }
+        if (f32 && at + 5 < n) snprintf(buf + at, n - at, "%sf32", at ? "+" : "");
+    }
+    free(d);
+}
+
+void api_health(const struct sv_api *a, bool draining, struct sv_response *r) {
+    const jepa_model_info *in = &a->info;
+    const char *wk = api_world_kind(in);
     struct sbuf s = {0};
-    sb_puts(&s, draining ? "{\"status\":\"shutting down\"}" : "{\"status\":\"ok\"}");
+    sb_puts(&s, draining ? "{\"status\":\"shutting down\"" : "{\"status\":\"ok\"");
+    sb_puts(&s, ",\"model\":{\"family\":");
+    sb_json_str(&s, in->family);
+    sb_puts(&s, ",\"modality\":");
+    sb_json_str(&s, in->modality);
+    sb_printf(&s, ",\"architecture\":\"ViT, %d layers x %d, %d heads, patch %d, tubelet %d\"", in->n_layer,
+              in->embed_dim, in->n_head, in->patch_size, in->tubelet_size);
+    sb_printf(&s, ",\"width\":%d,\"embedding_dim\":%d,\"n_layer\":%d,\"image_size\":%d,\"input_size\":%d,"
+                  "\"frames\":%d,\"patch_size\":%d,\"tubelet_size\":%d,\"dtype\":",
+              in->embed_dim, in->emb_dim ? in->emb_dim : in->embed_dim, in->n_layer, in->img_size, a->pre.crop,
+              in->n_frames, in->patch_size, in->tubelet_size);
+    sb_json_str(&s, a->weight_types);
+    sb_printf(&s, ",\"natural_pool\":\"%s\",\"predictor\":", api_natural_pool(in));
+    if (in->predictor) sb_json_str(&s, in->predictor);
+    else sb_puts(&s, "null");
+    sb_printf(&s, ",\"has_predictor\":%s,\"world_model\":", in->has_predictor ? "true" : "false");
+    if (wk) sb_printf(&s, "\"%s\"", wk);
+    else sb_puts(&s, "null");
+    sb_printf(&s, ",\"action_dim\":%d,\"state_dim\":%d,\"has_classifier\":%s,\"n_classes\":%d}}",
+              in->action_dim, in->state_dim, in->has_head ? "true" : "false", in->n_classes);
     respond(r, draining ? 503 : 200, &s);
 }
 
-static const char *default_pool(void) { return "none"; }   /* jepa embed's --pool default */
+static const char *default_pool(const jepa_model_info *in) { return api_natural_pool(in); }
 
 void api_models(const struct sv_api *a, struct sv_response *r) {
     const jepa_model_info *in = &a->info;
@@ -68,7 +124,7 @@ void api_models(const struct sv_api *a, struct sv_response *r) {
                   "\"has_head\":%s,\"n_classes\":%d,\"default_pool\":\"%s\",\"pools\":[\"none\",\"mean\"%s%s]}]}",
               in->embed_dim, in->n_layer, in->n_head, in->patch_size, in->tubelet_size, in->img_size, in->n_frames,
               a->pre.crop, in->has_cls ? "true" : "false", in->n_hier, in->emb_dim, in->has_head ? "true" : "false",
-              in->n_classes, default_pool(), in->has_cls ? ",\"cls\"" : "", in->emb_dim ? ",\"lewm\"" : "");
+              in->n_classes, default_pool(in), in->has_cls ? ",\"cls\"" : "", in->emb_dim ? ",\"lewm\"" : "");
     respond(r, 200, &s);
 }
 
@@ -219,6 +275,18 @@ static bool get_clip_opts(cJSON *o, struct clip_opts *c, const char *where, stru
            get_int(o, "num_clips", 1, SV_MAX_CLIPS_PER_INPUT, &c->num_clips, where, r);
 }
 
+/* What an input may be, for the messages that refuse text and URLs. */
+#define SV_SUPPORTED "An input is the bytes of an image or video file in base64 (bare, or as a data:image/...;base64, " \
+                     "or data:video/...;base64, URL), an object {\"image\" | \"video\" | \"tensor\": base64, ...}, " \
+                     "or a list of those"
+
+/* A scheme and "://" (http://, https://, ftp://, s3://, file://...) at the start of a string. */
+static bool looks_like_url(const char *s, size_t n) {
+    size_t i = 0;
+    while (i < n && i < 16 && ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z'))) i++;
+    return i > 0 && i + 3 <= n && !memcmp(s + i, "://", 3);
+}
+
 /* A data URL's or bare base64 string's bytes, and the kind its media type (or, for bare
  * base64 and application/octet-stream, its first bytes) says. */
 static bool decode_payload(const char *str, size_t n, const char *name, enum item_kind *kind, bool kind_given,
@@ -241,12 +309,20 @@ static bool decode_payload(const char *str, size_t n, const char *name, enum ite
                    false;
         b64 = comma + 1, nb = n - hl - 1;
     }
+    if (mime_kind < 0 && b64 == str && looks_like_url(str, n))
+        return BAD("%s: a URL; this server does not fetch URLs. " SV_SUPPORTED, name), false;
     long long bad;
     if (!base64_decode(b64, nb, &it->bytes, &it->n_bytes, &bad)) {
         if (bad < 0) return api_error(r, 500, "server_error", "%s: out of memory", name), false;
-        return BAD("%s: bad base64 at character %lld", name, bad), false;
+        if (b64 == str)   /* not a data URL: most likely text (the OpenAI request shape's) */
+            return BAD("%s is not base64 (character %lld): this model embeds images and videos, not text. "
+                       SV_SUPPORTED, name, bad), false;
+        return BAD("%s: bad base64 at character %lld of the data URL's data", name, bad), false;
     }
     if (!it->n_bytes) return BAD("%s: empty", name), false;
+    if (b64 == str && !kind_given && it->n_bytes < 64 && !image_format(it->bytes, it->n_bytes))
+        return BAD("%s: %zu bytes, too few for an image or video file (text?). " SV_SUPPORTED, name, it->n_bytes),
+               false;
     /* an image format's signature (decoded, or named and refused by the decoder) */
     const bool is_image = image_format(it->bytes, it->n_bytes) != NULL;
     if (!kind_given) *kind = mime_kind >= 0 ? (enum item_kind)mime_kind : is_image ? IT_IMAGE : IT_VIDEO;
@@ -370,7 +446,8 @@ static bool load_item(const struct sv_api *a, cJSON *v, int idx, const struct cl
         if (te && !shape) return BAD("%s: a tensor needs 'shape'", name), false;
         if (!te && shape) return BAD("%s: 'shape' goes with 'tensor'", name), false;
     } else {
-        return BAD("%s: expected a base64 / data URL string or an object with 'image', 'video' or 'tensor'", name), false;
+        return BAD("%s: a %s. " SV_SUPPORTED, name, cJSON_IsArray(v) ? "list inside the list (token ids? this model "
+                   "embeds images and videos, not text)" : "number, boolean or null"), false;
     }
     if (!decode_payload(str, len, name, &kind, kind_given, it, r)) return false;
     it->kind = kind;
@@ -471,7 +548,7 @@ static bool check_model(const struct sv_api *a, const cJSON *root, struct sv_res
 static bool parse_embed_opts(const jepa_model_info *in, cJSON *root, struct run_req *q,
                              struct sv_response *r) {
     cJSON *pool = obj_get(root, "pool"), *hier = obj_get(root, "hier");
-    const char *p = default_pool();
+    const char *p = default_pool(in);
     if (pool) {
         if (!cJSON_IsString(pool) || (strcmp(pool->valuestring, "mean") && strcmp(pool->valuestring, "cls") &&
                                       strcmp(pool->valuestring, "lewm") && strcmp(pool->valuestring, "none")))

@@ -28,6 +28,7 @@ struct sv_api {
     jepa_model_info info;
     struct pre_cfg pre;          /* the model's preprocessing (jepa.pre.*) */
     const char *model_id;        /* what /v1/models calls it (the file's name) */
+    char weight_types[64];       /* /health's dtype (api_weight_types) */
     struct sv_batcher *batcher;
     double timeout_ms;           /* per request, from its first byte */
     int queue;                   /* the queue's size in clips: a request may have no more */
@@ -59,7 +60,14 @@ size_t api_default_decode_budget(const struct sv_api *a);
  * cl: its client, asked whether it is still there before and while its clips wait. */
 void api_run(struct sv_api *a, const char *body, size_t len, bool classify, double t0_ms,
              const struct sv_client *cl, struct sv_response *r);
-void api_health(bool draining, struct sv_response *r);
+/* GET /health: the status and the model's facts (no name, id or path: unauthenticated). */
+void api_health(const struct sv_api *a, bool draining, struct sv_response *r);
+/* What one vector per input is for this model (/v1/embeddings' default pool): "lewm" (LeWM's
+ * projector, its world model's state), "cls" (families with a CLS token), else "mean". */
+const char *api_natural_pool(const jepa_model_info *in);
+const char *api_world_kind(const jepa_model_info *in);
+/* The weights' types as jepa_model_describe lists them, f32 last ("f16+f32"), into buf. */
+void api_weight_types(const jepa_model *m, char *buf, size_t n);
 void api_models(const struct sv_api *a, struct sv_response *r);
 void api_metrics(const struct sv_api *a, int in_flight, struct sv_response *r);
 /* An error response: {"error": {"message": ..., "type": ...}}. */

@@ -427,7 +427,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                   sv->max_body);
         r.reject = REJ_TOO_LARGE;
     } else if (q->route == R_HEALTH) {
-        api_health(atomic_load(&sv->draining), &r);
+        api_health(&sv->api, atomic_load(&sv->draining), &r);
     } else if (q->route == R_MODELS) {
         api_models(&sv->api, &r);
     } else if (q->route == R_METRICS) {
@@ -501,6 +501,7 @@ static int start_api(struct server *sv, const struct serve_opts *o, char *id, si
     struct sv_api *a = &sv->api;
     a->model = m;
     jepa_model_get_info(m, &a->info);
+    api_weight_types(m, a->weight_types, sizeof a->weight_types);
     if (o->model_id) snprintf(id, id_len, "%s", o->model_id);
     else model_id(o->model, id, id_len);
     a->model_id = id;

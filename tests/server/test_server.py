@@ -206,7 +206,9 @@ def main():
     png = b64file(PNG)
 
     # -- every input kind against jepa embed, bit for bit --
-    cases = [("png tokens", {"input": ["data:image/png;base64," + png]}, ("-m", V2, "-i", PNG)),
+    cases = [("png tokens", {"input": ["data:image/png;base64," + png], "pool": "none"}, ("-m", V2, "-i", PNG)),
+             ("png, the natural pool by default (mean)", {"input": ["data:image/png;base64," + png]},
+              ("-m", V2, "-i", PNG, "--pool", "mean")),
              ("png mean", {"input": "data:image/png;base64," + png, "pool": "mean"}, ("-m", V2, "-i", PNG, "--pool", "mean")),
              ("png bare base64", {"input": [{"image": png}], "pool": "mean"}, ("-m", V2, "-i", PNG, "--pool", "mean"))]
     if have_jpeg:
@@ -221,14 +223,15 @@ def main():
     else:
         print("note: this build has no WebP decoder: the WebP case is not run")
     descr, shape, raw = npy_read(TENSOR)
-    cases.append(("tensor", {"input": [{"tensor": base64.b64encode(raw).decode(), "shape": list(shape)}]},
+    cases.append(("tensor", {"input": [{"tensor": base64.b64encode(raw).decode(), "shape": list(shape)}], "pool": "none"},
                   ("-m", V2, "--input-tensor", TENSOR)))
     if have_video:
         cases.append(("video 2 clips", {"input": [{"video": b64file(VIDEO), "frames_per_clip": 4, "num_clips": 2}],
                                         "pool": "mean"},
                       ("-m", V2, VIDEO, "--frames-per-clip", "4", "--num-clips", "2", "--pool", "mean")))
         cases.append(("video data URL, top-level clip options",
-                      {"input": ["data:video/mp4;base64," + b64file(VIDEO)], "frames_per_clip": 4, "frame_step": 2},
+                      {"input": ["data:video/mp4;base64," + b64file(VIDEO)], "frames_per_clip": 4, "frame_step": 2,
+                       "pool": "none"},
                       ("-m", V2, VIDEO, "--frames-per-clip", "4", "--frame-step", "2")))
     else:
         print("note: this build has no video decoding: the video cases are not run")
@@ -270,7 +273,18 @@ def main():
     check(st == 200 and m.get("id") == "model" and m.get("family") == "vjepa2" and m.get("embed_dim") == 128,
           "/v1/models: the loaded model")
     st, _, data = A.request("GET", "/health", key=False)
-    check(st == 200 and json.loads(data) == {"status": "ok"}, "/health without a key: 200")
+    h = json.loads(data) if st == 200 else {}
+    hm = h.get("model", {})
+    check(st == 200 and h.get("status") == "ok", "/health without a key: 200")
+    check(hm.get("family") == "vjepa2" and hm.get("width") == 128 and hm.get("embedding_dim") == 128 and
+          hm.get("image_size") == 64 and hm.get("frames") == 8 and hm.get("patch_size") == 16 and
+          hm.get("tubelet_size") == 2 and hm.get("dtype") == "f32" and hm.get("natural_pool") == "mean" and
+          hm.get("world_model") is None and hm.get("has_classifier") is True and hm.get("n_classes") == m.get("n_classes"),
+          "/health: the model's facts (%s)" % hm)
+    check(not any(k in hm for k in ("id", "name", "path")) and '"model"' not in data.decode().replace('"model":{', "") and
+          "fixture" not in data.decode(), "/health: no name, id or path of the model (it answers without the key)")
+    rc_info, info_out, _ = cli("info", V2)
+    check(rc_info == 0 and ("%d layers" % hm.get("n_layer", -1)) in info_out, "/health: n_layer as jepa info says")
 
     # -- errors: status, JSON shape, the server stays up --
     p = A.post
@@ -290,6 +304,14 @@ def main():
     error_shape(*p("/v1/embeddings", {"input": 5})[::2], 400, "input of the wrong type")
     error_shape(*p("/v1/embeddings", {"input": []})[::2], 400, "an empty input list")
     error_shape(*p("/v1/embeddings", {})[::2], 400, "no input")
+    for what, inp in (("plain text", "a photo of a cat"), ("an https URL", "https://example.com/cat.png"),
+                      ("an http URL in a list", ["http://example.com/cat.png"]), ("a short word", "cats"),
+                      ("token ids", [[101, 2023, 102]])):
+        st, _, body = p("/v1/embeddings", {"input": inp})
+        error_shape(st, body, 400, "%s as input" % what)
+        msg = body.get("error", {}).get("message", "") if isinstance(body, dict) else ""
+        check("image or video file in base64" in msg and "data:image/" in msg and "bad base64" not in msg,
+              "%s: the message says what is supported (%s)" % (what, msg))
     error_shape(*p("/v1/embeddings", {"input": [png], "pool": "max"})[::2], 400, "an unknown pool")
     error_shape(*p("/v1/embeddings", {"input": [png], "pool": "cls"})[::2], 400, "pool cls on a model without CLS")
     error_shape(*p("/v1/embeddings", {"input": [png], "hier": True})[::2], 400, "hier on a model without levels")
@@ -417,7 +439,8 @@ def main():
         good += st == 200
     c.close()
     check(good == 1000, "1000 requests on one keep-alive connection: %d answered 200" % good)
-    treq = {"input": [{"tensor": base64.b64encode(raw).decode(), "shape": list(shape)}], "encoding_format": "base64"}
+    treq = {"input": [{"tensor": base64.b64encode(raw).decode(), "shape": list(shape)}], "encoding_format": "base64",
+            "pool": "none"}
     for _ in range(50):
         A.post("/v1/embeddings", treq)
     rss0 = A.rss_kib()
