@@ -15,7 +15,7 @@
 
 /* ---- responses ---- */
 
-static void respond(struct sv_response *r, int status, struct sbuf *s) {
+void api_respond(struct sv_response *r, int status, struct sbuf *s) {
     r->status = status;
     r->content_type = "application/json";
     if (!(r->body = sb_take(s, &r->len))) {   /* out of memory for the text: a fixed answer */
@@ -39,7 +39,7 @@ void api_error(struct sv_response *r, int status, const char *type, const char *
     sb_puts(&s, ",\"type\":");
     sb_json_str(&s, type);
     sb_puts(&s, "}}");
-    respond(r, status, &s);
+    api_respond(r, status, &s);
 }
 
 #define BAD(...) api_error(r, 400, "invalid_request_error", __VA_ARGS__)
@@ -103,7 +103,7 @@ void api_health(const struct sv_api *a, bool draining, struct sv_response *r) {
     else sb_puts(&s, "null");
     sb_printf(&s, ",\"action_dim\":%d,\"state_dim\":%d,\"has_classifier\":%s,\"n_classes\":%d}}",
               in->action_dim, in->state_dim, in->has_head ? "true" : "false", in->n_classes);
-    respond(r, draining ? 503 : 200, &s);
+    api_respond(r, draining ? 503 : 200, &s);
 }
 
 static const char *default_pool(const jepa_model_info *in) { return api_natural_pool(in); }
@@ -125,7 +125,7 @@ void api_models(const struct sv_api *a, struct sv_response *r) {
               in->embed_dim, in->n_layer, in->n_head, in->patch_size, in->tubelet_size, in->img_size, in->n_frames,
               a->pre.crop, in->has_cls ? "true" : "false", in->n_hier, in->emb_dim, in->has_head ? "true" : "false",
               in->n_classes, default_pool(in), in->has_cls ? ",\"cls\"" : "", in->emb_dim ? ",\"lewm\"" : "");
-    respond(r, 200, &s);
+    api_respond(r, 200, &s);
 }
 
 void api_metrics(const struct sv_api *a, int in_flight, struct sv_response *r) {
@@ -133,7 +133,7 @@ void api_metrics(const struct sv_api *a, int in_flight, struct sv_response *r) {
     sv_batcher_stats(a->batcher, &st);
     struct sbuf s = {0};
     metrics_render(&s, st.queued, st.running, in_flight);
-    respond(r, 200, &s);
+    api_respond(r, 200, &s);
     r->content_type = "text/plain; version=0.0.4; charset=utf-8";
 }
 
@@ -142,9 +142,10 @@ void api_metrics(const struct sv_api *a, int in_flight, struct sv_response *r) {
 #define SV_MAX_JSON_VALUES 16384   /* values in one request body (a request needs a few per input) */
 #define SV_MAX_OBJECT_KEYS 64
 
-static cJSON *obj_get(const cJSON *o, const char *key) { return cJSON_GetObjectItemCaseSensitive(o, key); }
+cJSON *api_obj_get(const cJSON *o, const char *key) { return cJSON_GetObjectItemCaseSensitive(o, key); }
+#define obj_get api_obj_get
 
-static bool is_integer(const cJSON *j) {
+bool api_is_integer(const cJSON *j) {
     return cJSON_IsNumber(j) && j->valuedouble == floor(j->valuedouble) && fabs(j->valuedouble) < 9007199254740992.0;
 }
 
@@ -189,7 +190,7 @@ static bool keys_ok(const cJSON *j, char *why, size_t n) {
     return true;
 }
 
-static bool parse_json(const char *body, size_t len, cJSON **root, struct sv_response *r) {
+bool api_parse_json(const char *body, size_t len, cJSON **root, struct sv_response *r) {
     *root = NULL;
     if (count_values(body, len, SV_MAX_JSON_VALUES) > SV_MAX_JSON_VALUES)
         return BAD("the body has more than %d JSON values", SV_MAX_JSON_VALUES), false;
@@ -257,11 +258,11 @@ struct clip_opts {
 };
 
 /* An integer field of o in [lo, hi] (absent: *v unchanged). false after answering 400. */
-static bool get_int(cJSON *o, const char *key, long long lo, long long hi, int *v, const char *where,
+bool api_get_int(cJSON *o, const char *key, long long lo, long long hi, int *v, const char *where,
                     struct sv_response *r) {
     cJSON *j = obj_get(o, key);
     if (!j) return true;
-    if (!is_integer(j) || (long long)j->valuedouble < lo || (long long)j->valuedouble > hi) {
+    if (!api_is_integer(j) || (long long)j->valuedouble < lo || (long long)j->valuedouble > hi) {
         BAD("%s'%s' must be an integer in %lld..%lld", where, key, lo, hi);
         return false;
     }
@@ -270,9 +271,9 @@ static bool get_int(cJSON *o, const char *key, long long lo, long long hi, int *
 }
 
 static bool get_clip_opts(cJSON *o, struct clip_opts *c, const char *where, struct sv_response *r) {
-    return get_int(o, "frames_per_clip", 1, SV_MAX_FRAMES_PER_CLIP, &c->fpc, where, r) &&
-           get_int(o, "frame_step", 1, 1024, &c->fstp, where, r) &&
-           get_int(o, "num_clips", 1, SV_MAX_CLIPS_PER_INPUT, &c->num_clips, where, r);
+    return api_get_int(o, "frames_per_clip", 1, SV_MAX_FRAMES_PER_CLIP, &c->fpc, where, r) &&
+           api_get_int(o, "frame_step", 1, 1024, &c->fstp, where, r) &&
+           api_get_int(o, "num_clips", 1, SV_MAX_CLIPS_PER_INPUT, &c->num_clips, where, r);
 }
 
 /* What an input may be, for the messages that refuse text and URLs. */
@@ -390,7 +391,7 @@ static bool load_tensor(const struct sv_api *a, cJSON *shape, const char *name, 
     int64_t count = 1;
     for (int i = 0; i < it->ndim; i++) {
         cJSON *d = cJSON_GetArrayItem(shape, i);
-        if (!is_integer(d) || (long long)d->valuedouble < 1 || (long long)d->valuedouble > 65536)
+        if (!api_is_integer(d) || (long long)d->valuedouble < 1 || (long long)d->valuedouble > 65536)
             return BAD("%s: shape[%d] must be an integer in 1..65536", name, i), false;
         it->shape[i] = (long long)d->valuedouble;
         count *= it->shape[i];
@@ -530,7 +531,7 @@ struct run_req {
 };
 
 /* The body's "model", when given, must name the served model (its id or its name). */
-static bool check_model(const struct sv_api *a, const cJSON *root, struct sv_response *r) {
+bool api_check_model(const struct sv_api *a, const cJSON *root, struct sv_response *r) {
     const jepa_model_info *in = &a->info;
     cJSON *model = obj_get(root, "model");
     if (model && (!cJSON_IsString(model) ||
@@ -579,7 +580,7 @@ static bool parse_classify_opts(const jepa_model_info *in, cJSON *root, struct r
     if (lg && !cJSON_IsBool(lg)) return BAD("'logits' is true or false"), false;
     q->want_logits = cJSON_IsTrue(lg);
     if (q->top_k > in->n_classes) q->top_k = in->n_classes;   /* the default, 5, on a head of fewer classes */
-    if (!get_int(root, "top_k", 1, in->n_classes, &q->top_k, "", r)) return false;
+    if (!api_get_int(root, "top_k", 1, in->n_classes, &q->top_k, "", r)) return false;
     if (obj_get(root, "pool") || obj_get(root, "hier"))
         return BAD("'pool' and 'hier' belong to /v1/embeddings"), false;
     return true;
@@ -589,7 +590,7 @@ static bool parse_classify_opts(const jepa_model_info *in, cJSON *root, struct r
 static bool parse_request(const struct sv_api *a, cJSON *root, bool classify, struct run_req *q,
                           struct sv_response *r) {
     if (!cJSON_IsObject(root)) return BAD("the body must be a JSON object"), false;
-    if (!check_model(a, root, r)) return false;
+    if (!api_check_model(a, root, r)) return false;
     q->input = obj_get(root, "input");
     if (!q->input) return BAD("missing 'input'"), false;
     q->one = !cJSON_IsArray(q->input);
@@ -662,10 +663,8 @@ static bool client_left(const struct sv_client *cl, struct sv_response *r) {
     return true;
 }
 
-/* Queue g's n_clips jobs, wait for them until the request's deadline, and check what they
- * wrote; false with r set when they did not all give finite outputs. */
-static bool run_jobs(const struct sv_api *a, struct sv_group *g, int n_clips, enum sv_want want,
-                     double t0_ms, const struct sv_client *cl, struct sv_response *r) {
+bool api_submit_wait(const struct sv_api *a, struct sv_group *g, int n_clips, double t0_ms,
+                     const struct sv_client *cl, struct sv_response *r) {
     if (client_left(cl, r)) return false;   /* no batch for a closed connection */
     const enum sv_submit_result sr = sv_submit(a->batcher, g);
     if (sr == SV_QUEUE_FULL) {
@@ -685,6 +684,14 @@ static bool run_jobs(const struct sv_api *a, struct sv_group *g, int n_clips, en
         return false;
     }
     if (wr == SV_CLIENT_GONE) return client_left(cl, r), false;
+    return true;
+}
+
+/* Queue g's n_clips jobs, wait for them until the request's deadline, and check what they
+ * wrote; false with r set when they did not all give finite outputs. */
+static bool run_jobs(const struct sv_api *a, struct sv_group *g, int n_clips, enum sv_want want,
+                     double t0_ms, const struct sv_client *cl, struct sv_response *r) {
+    if (!api_submit_wait(a, g, n_clips, t0_ms, cl, r)) return false;
     for (int k = 0; k < n_clips; k++) {
         const struct sv_job *j = &g->jobs[k];
         if (j->batch > r->batch) r->batch = j->batch;
@@ -769,7 +776,7 @@ static void respond_outputs(const struct sv_api *a, const struct run_req *q, con
     sb_puts(&s, "],\"model\":");
     sb_json_str(&s, a->model_id);
     sb_printf(&s, ",\"usage\":{\"prompt_tokens\":%lld,\"total_tokens\":%lld}}", tokens, tokens);
-    respond(r, 200, &s);
+    api_respond(r, 200, &s);
 }
 
 void api_run(struct sv_api *a, const char *body, size_t len, bool classify, double t0_ms,
@@ -781,7 +788,7 @@ void api_run(struct sv_api *a, const char *body, size_t len, bool classify, doub
     int n_clips = 0;
     long long tokens = 0;
     size_t out_floats = 0;
-    if (!parse_json(body, len, &root, r)) return;
+    if (!api_parse_json(body, len, &root, r)) return;
     if (!parse_request(a, root, classify, &q, r)) goto done;
     if (!(d = calloc(1, sizeof *d))) {
         api_error(r, 500, "server_error", "out of memory");

@@ -70,6 +70,24 @@ const char *api_world_kind(const jepa_model_info *in);
 void api_weight_types(const jepa_model *m, char *buf, size_t n);
 void api_models(const struct sv_api *a, struct sv_response *r);
 void api_metrics(const struct sv_api *a, int in_flight, struct sv_response *r);
+/* ---- for the routes of other files (server/world.c) ---- */
+struct cJSON;
+/* body into *root (cJSON_Delete it), within the value and key bounds: false after a 400. */
+bool api_parse_json(const char *body, size_t len, struct cJSON **root, struct sv_response *r);
+/* The body's "model", when given, names the served model: false after a 404. */
+bool api_check_model(const struct sv_api *a, const struct cJSON *root, struct sv_response *r);
+struct cJSON *api_obj_get(const struct cJSON *o, const char *key);
+bool api_is_integer(const struct cJSON *j);
+/* An integer field of o in [lo, hi] (absent: *v unchanged); where prefixes the message. */
+bool api_get_int(struct cJSON *o, const char *key, long long lo, long long hi, int *v, const char *where,
+                 struct sv_response *r);
+/* Queue g's n jobs and wait for them until the request's deadline: false with r set (429
+ * queue full, 503 stopping, 504 past the deadline, 499 client gone). */
+bool api_submit_wait(const struct sv_api *a, struct sv_group *g, int n, double t0_ms, const struct sv_client *cl,
+                     struct sv_response *r);
+/* s as r's JSON body with this status (500 when s ran out of memory). */
+void api_respond(struct sv_response *r, int status, struct sbuf *s);
+
 /* An error response: {"error": {"message": ..., "type": ...}}. */
 void api_error(struct sv_response *r, int status, const char *type, const char *fmt, ...) JEPA_PRINTF(4, 5);
 
