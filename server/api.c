@@ -557,7 +557,7 @@ static bool parse_embed_opts(const jepa_model_info *in, cJSON *root, struct run_
         p = pool->valuestring;
     }
     if (hier && !cJSON_IsBool(hier)) return BAD("'hier' is true or false"), false;
-    q->want = parse_pool(p);
+    q->want = parse_pool(pool || !cJSON_IsTrue(hier) ? p : "none");   /* hier: every token, not the natural pool */
     if (q->want == SV_CLS && !in->has_cls)
         return BAD("pool \"cls\": family '%s' has no CLS token", in->family), false;
     if (q->want == SV_LEWM && !in->emb_dim)

@@ -414,14 +414,15 @@ def main():
     hm = h.get("model", {})
     check(st == 200 and h.get("status") == "ok", "/health without a key: 200")
     check(hm.get("family") == "vjepa2" and hm.get("width") == 128 and hm.get("embedding_dim") == 128 and
-          hm.get("image_size") == 64 and hm.get("frames") == 8 and hm.get("patch_size") == 16 and
+          hm.get("image_size") == 64 and hm.get("frames") == 4 and hm.get("patch_size") == 16 and
           hm.get("tubelet_size") == 2 and hm.get("dtype") == "f32" and hm.get("natural_pool") == "mean" and
           hm.get("world_model") is None and hm.get("has_classifier") is True and hm.get("n_classes") == m.get("n_classes"),
           "/health: the model's facts (%s)" % hm)
     check(not any(k in hm for k in ("id", "name", "path")) and '"model"' not in data.decode().replace('"model":{', "") and
           "fixture" not in data.decode(), "/health: no name, id or path of the model (it answers without the key)")
     rc_info, info_out, _ = cli("info", V2)
-    check(rc_info == 0 and ("%d layers" % hm.get("n_layer", -1)) in info_out, "/health: n_layer as jepa info says")
+    check(rc_info == 0 and ("%d layers" % hm.get("n_layer", -1)) in info_out and ("%d frames" % hm.get("frames", -1)) in
+          info_out, "/health: n_layer and frames as jepa info says")
 
     # -- errors: status, JSON shape, the server stays up --
     p = A.post
