@@ -23,7 +23,9 @@
 static void serve_usage(void) {
     printf("usage: jepa serve -m MODEL [options]\n"
            "  an HTTP server: POST /v1/embeddings (OpenAI's request shape; images, videos and\n"
-           "  tensors in base64), POST /v1/classify, GET /v1/models, /health, /metrics\n"
+           "  tensors in base64; one vector per input unless \"pool\": \"none\"), POST /v1/classify,\n"
+           "  POST /v1/predict, /v1/rollout, /v1/plan (LeWM, V-JEPA 2-AC), GET /v1/models,\n"
+           "  /health (the model's facts), /metrics\n"
            "  (docs/server.md). Stops on SIGTERM / SIGINT after finishing what it has read.\n"
            "  -m, --model MODEL      the model file (.gguf), or OWNER/NAME[:FILE] from the cache\n"
            CLI_PULL_HELP

@@ -15,7 +15,7 @@
 
 /* ---- responses ---- */
 
-static void respond(struct sv_response *r, int status, struct sbuf *s) {
+void api_respond(struct sv_response *r, int status, struct sbuf *s) {
     r->status = status;
     r->content_type = "application/json";
     if (!(r->body = sb_take(s, &r->len))) {   /* out of memory for the text: a fixed answer */
@@ -39,18 +39,74 @@ void api_error(struct sv_response *r, int status, const char *type, const char *
     sb_puts(&s, ",\"type\":");
     sb_json_str(&s, type);
     sb_puts(&s, "}}");
-    respond(r, status, &s);
+    api_respond(r, status, &s);
 }
 
 #define BAD(...) api_error(r, 400, "invalid_request_error", __VA_ARGS__)
 
-void api_health(bool draining, struct sv_response *r) {
-    struct sbuf s = {0};
-    sb_puts(&s, draining ? "{\"status\":\"shutting down\"}" : "{\"status\":\"ok\"}");
-    respond(r, draining ? 503 : 200, &s);
+const char *api_natural_pool(const jepa_model_info *in) {
+    return in->emb_dim ? "lewm" : in->has_cls ? "cls" : "mean";
 }
 
-static const char *default_pool(void) { return "none"; }   /* jepa embed's --pool default */
+/* What the world-model routes run: "lewm", "ac", or NULL (no world model in the file). */
+const char *api_world_kind(const jepa_model_info *in) {
+    if (!in->predictor) return NULL;
+    return !strcmp(in->predictor, "lewm") ? "lewm" : !strcmp(in->predictor, "ac") ? "ac" : NULL;
+}
+
+void api_weight_types(const jepa_model *m, char *buf, size_t n) {
+    snprintf(buf, n, "unknown");
+    const size_t len = jepa_model_describe(m, NULL, 0);
+    char *d = len ? malloc(len + 1) : NULL;
+    if (!d) return;
+    jepa_model_describe(m, d, len + 1);
+    /* its line "weights     29 f32, 4 f16; 0.57 MiB ...": "COUNT TYPE" items before the ';' */
+    char *w = strstr(d, "\nweights "), *save = NULL;
+    char *end = w ? strpbrk(w + 1, ";\n") : NULL;
+    if (end) {
+        *end = 0;
+        size_t at = 0;
+        bool f32 = false;
+        for (char *item = strtok_r(w + 9, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+            char type[16];
+            long long count;
+            if (sscanf(item, "%lld %15s", &count, type) != 2) continue;
+            if (!strcmp(type, "f32")) f32 = true;
+            else if (at + strlen(type) + 2 < n) at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? "+" : "", type);
+        }
+        if (f32 && at + 5 < n) snprintf(buf + at, n - at, "%sf32", at ? "+" : "");
+    }
+    free(d);
+}
+
+void api_health(const struct sv_api *a, bool draining, struct sv_response *r) {
+    const jepa_model_info *in = &a->info;
+    const char *wk = api_world_kind(in);
+    struct sbuf s = {0};
+    sb_puts(&s, draining ? "{\"status\":\"shutting down\"" : "{\"status\":\"ok\"");
+    sb_puts(&s, ",\"model\":{\"family\":");
+    sb_json_str(&s, in->family);
+    sb_puts(&s, ",\"modality\":");
+    sb_json_str(&s, in->modality);
+    sb_printf(&s, ",\"architecture\":\"ViT, %d layers x %d, %d heads, patch %d, tubelet %d\"", in->n_layer,
+              in->embed_dim, in->n_head, in->patch_size, in->tubelet_size);
+    sb_printf(&s, ",\"width\":%d,\"embedding_dim\":%d,\"n_layer\":%d,\"image_size\":%d,\"input_size\":%d,"
+                  "\"frames\":%d,\"patch_size\":%d,\"tubelet_size\":%d,\"dtype\":",
+              in->embed_dim, in->emb_dim ? in->emb_dim : in->embed_dim, in->n_layer, in->img_size, a->pre.crop,
+              in->n_frames, in->patch_size, in->tubelet_size);
+    sb_json_str(&s, a->weight_types);
+    sb_printf(&s, ",\"natural_pool\":\"%s\",\"predictor\":", api_natural_pool(in));
+    if (in->predictor) sb_json_str(&s, in->predictor);
+    else sb_puts(&s, "null");
+    sb_printf(&s, ",\"has_predictor\":%s,\"world_model\":", in->has_predictor ? "true" : "false");
+    if (wk) sb_printf(&s, "\"%s\"", wk);
+    else sb_puts(&s, "null");
+    sb_printf(&s, ",\"action_dim\":%d,\"state_dim\":%d,\"has_classifier\":%s,\"n_classes\":%d}}",
+              in->action_dim, in->state_dim, in->has_head ? "true" : "false", in->n_classes);
+    api_respond(r, draining ? 503 : 200, &s);
+}
+
+static const char *default_pool(const jepa_model_info *in) { return api_natural_pool(in); }
 
 void api_models(const struct sv_api *a, struct sv_response *r) {
     const jepa_model_info *in = &a->info;
@@ -68,8 +124,8 @@ void api_models(const struct sv_api *a, struct sv_response *r) {
                   "\"has_head\":%s,\"n_classes\":%d,\"default_pool\":\"%s\",\"pools\":[\"none\",\"mean\"%s%s]}]}",
               in->embed_dim, in->n_layer, in->n_head, in->patch_size, in->tubelet_size, in->img_size, in->n_frames,
               a->pre.crop, in->has_cls ? "true" : "false", in->n_hier, in->emb_dim, in->has_head ? "true" : "false",
-              in->n_classes, default_pool(), in->has_cls ? ",\"cls\"" : "", in->emb_dim ? ",\"lewm\"" : "");
-    respond(r, 200, &s);
+              in->n_classes, default_pool(in), in->has_cls ? ",\"cls\"" : "", in->emb_dim ? ",\"lewm\"" : "");
+    api_respond(r, 200, &s);
 }
 
 void api_metrics(const struct sv_api *a, int in_flight, struct sv_response *r) {
@@ -77,7 +133,7 @@ void api_metrics(const struct sv_api *a, int in_flight, struct sv_response *r) {
     sv_batcher_stats(a->batcher, &st);
     struct sbuf s = {0};
     metrics_render(&s, st.queued, st.running, in_flight);
-    respond(r, 200, &s);
+    api_respond(r, 200, &s);
     r->content_type = "text/plain; version=0.0.4; charset=utf-8";
 }
 
@@ -86,9 +142,10 @@ void api_metrics(const struct sv_api *a, int in_flight, struct sv_response *r) {
 #define SV_MAX_JSON_VALUES 16384   /* values in one request body (a request needs a few per input) */
 #define SV_MAX_OBJECT_KEYS 64
 
-static cJSON *obj_get(const cJSON *o, const char *key) { return cJSON_GetObjectItemCaseSensitive(o, key); }
+cJSON *api_obj_get(const cJSON *o, const char *key) { return cJSON_GetObjectItemCaseSensitive(o, key); }
+#define obj_get api_obj_get
 
-static bool is_integer(const cJSON *j) {
+bool api_is_integer(const cJSON *j) {
     return cJSON_IsNumber(j) && j->valuedouble == floor(j->valuedouble) && fabs(j->valuedouble) < 9007199254740992.0;
 }
 
@@ -133,7 +190,7 @@ static bool keys_ok(const cJSON *j, char *why, size_t n) {
     return true;
 }
 
-static bool parse_json(const char *body, size_t len, cJSON **root, struct sv_response *r) {
+bool api_parse_json(const char *body, size_t len, cJSON **root, struct sv_response *r) {
     *root = NULL;
     if (count_values(body, len, SV_MAX_JSON_VALUES) > SV_MAX_JSON_VALUES)
         return BAD("the body has more than %d JSON values", SV_MAX_JSON_VALUES), false;
@@ -201,11 +258,11 @@ struct clip_opts {
 };
 
 /* An integer field of o in [lo, hi] (absent: *v unchanged). false after answering 400. */
-static bool get_int(cJSON *o, const char *key, long long lo, long long hi, int *v, const char *where,
+bool api_get_int(cJSON *o, const char *key, long long lo, long long hi, int *v, const char *where,
                     struct sv_response *r) {
     cJSON *j = obj_get(o, key);
     if (!j) return true;
-    if (!is_integer(j) || (long long)j->valuedouble < lo || (long long)j->valuedouble > hi) {
+    if (!api_is_integer(j) || (long long)j->valuedouble < lo || (long long)j->valuedouble > hi) {
         BAD("%s'%s' must be an integer in %lld..%lld", where, key, lo, hi);
         return false;
     }
@@ -214,9 +271,21 @@ static bool get_int(cJSON *o, const char *key, long long lo, long long hi, int *
 }
 
 static bool get_clip_opts(cJSON *o, struct clip_opts *c, const char *where, struct sv_response *r) {
-    return get_int(o, "frames_per_clip", 1, SV_MAX_FRAMES_PER_CLIP, &c->fpc, where, r) &&
-           get_int(o, "frame_step", 1, 1024, &c->fstp, where, r) &&
-           get_int(o, "num_clips", 1, SV_MAX_CLIPS_PER_INPUT, &c->num_clips, where, r);
+    return api_get_int(o, "frames_per_clip", 1, SV_MAX_FRAMES_PER_CLIP, &c->fpc, where, r) &&
+           api_get_int(o, "frame_step", 1, 1024, &c->fstp, where, r) &&
+           api_get_int(o, "num_clips", 1, SV_MAX_CLIPS_PER_INPUT, &c->num_clips, where, r);
+}
+
+/* What an input may be, for the messages that refuse text and URLs. */
+#define SV_SUPPORTED "An input is the bytes of an image or video file in base64 (bare, or as a data:image/...;base64, " \
+                     "or data:video/...;base64, URL), an object {\"image\" | \"video\" | \"tensor\": base64, ...}, " \
+                     "or a list of those"
+
+/* A scheme and "://" (http://, https://, ftp://, s3://, file://...) at the start of a string. */
+static bool looks_like_url(const char *s, size_t n) {
+    size_t i = 0;
+    while (i < n && i < 16 && ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z'))) i++;
+    return i > 0 && i + 3 <= n && !memcmp(s + i, "://", 3);
 }
 
 /* A data URL's or bare base64 string's bytes, and the kind its media type (or, for bare
@@ -241,12 +310,20 @@ static bool decode_payload(const char *str, size_t n, const char *name, enum ite
                    false;
         b64 = comma + 1, nb = n - hl - 1;
     }
+    if (mime_kind < 0 && b64 == str && looks_like_url(str, n))
+        return BAD("%s: a URL; this server does not fetch URLs. " SV_SUPPORTED, name), false;
     long long bad;
     if (!base64_decode(b64, nb, &it->bytes, &it->n_bytes, &bad)) {
         if (bad < 0) return api_error(r, 500, "server_error", "%s: out of memory", name), false;
-        return BAD("%s: bad base64 at character %lld", name, bad), false;
+        if (b64 == str)   /* not a data URL: most likely text (the OpenAI request shape's) */
+            return BAD("%s is not base64 (character %lld): this model embeds images and videos, not text. "
+                       SV_SUPPORTED, name, bad), false;
+        return BAD("%s: bad base64 at character %lld of the data URL's data", name, bad), false;
     }
     if (!it->n_bytes) return BAD("%s: empty", name), false;
+    if (b64 == str && !kind_given && it->n_bytes < 64 && !image_format(it->bytes, it->n_bytes))
+        return BAD("%s: %zu bytes, too few for an image or video file (text?). " SV_SUPPORTED, name, it->n_bytes),
+               false;
     /* an image format's signature (decoded, or named and refused by the decoder) */
     const bool is_image = image_format(it->bytes, it->n_bytes) != NULL;
     if (!kind_given) *kind = mime_kind >= 0 ? (enum item_kind)mime_kind : is_image ? IT_IMAGE : IT_VIDEO;
@@ -314,7 +391,7 @@ static bool load_tensor(const struct sv_api *a, cJSON *shape, const char *name, 
     int64_t count = 1;
     for (int i = 0; i < it->ndim; i++) {
         cJSON *d = cJSON_GetArrayItem(shape, i);
-        if (!is_integer(d) || (long long)d->valuedouble < 1 || (long long)d->valuedouble > 65536)
+        if (!api_is_integer(d) || (long long)d->valuedouble < 1 || (long long)d->valuedouble > 65536)
             return BAD("%s: shape[%d] must be an integer in 1..65536", name, i), false;
         it->shape[i] = (long long)d->valuedouble;
         count *= it->shape[i];
@@ -370,7 +447,8 @@ static bool load_item(const struct sv_api *a, cJSON *v, int idx, const struct cl
         if (te && !shape) return BAD("%s: a tensor needs 'shape'", name), false;
         if (!te && shape) return BAD("%s: 'shape' goes with 'tensor'", name), false;
     } else {
-        return BAD("%s: expected a base64 / data URL string or an object with 'image', 'video' or 'tensor'", name), false;
+        return BAD("%s: a %s. " SV_SUPPORTED, name, cJSON_IsArray(v) ? "list inside the list (token ids? this model "
+                   "embeds images and videos, not text)" : "number, boolean or null"), false;
     }
     if (!decode_payload(str, len, name, &kind, kind_given, it, r)) return false;
     it->kind = kind;
@@ -453,7 +531,7 @@ struct run_req {
 };
 
 /* The body's "model", when given, must name the served model (its id or its name). */
-static bool check_model(const struct sv_api *a, const cJSON *root, struct sv_response *r) {
+bool api_check_model(const struct sv_api *a, const cJSON *root, struct sv_response *r) {
     const jepa_model_info *in = &a->info;
     cJSON *model = obj_get(root, "model");
     if (model && (!cJSON_IsString(model) ||
@@ -471,7 +549,7 @@ static bool check_model(const struct sv_api *a, const cJSON *root, struct sv_res
 static bool parse_embed_opts(const jepa_model_info *in, cJSON *root, struct run_req *q,
                              struct sv_response *r) {
     cJSON *pool = obj_get(root, "pool"), *hier = obj_get(root, "hier");
-    const char *p = default_pool();
+    const char *p = default_pool(in);
     if (pool) {
         if (!cJSON_IsString(pool) || (strcmp(pool->valuestring, "mean") && strcmp(pool->valuestring, "cls") &&
                                       strcmp(pool->valuestring, "lewm") && strcmp(pool->valuestring, "none")))
@@ -479,7 +557,7 @@ static bool parse_embed_opts(const jepa_model_info *in, cJSON *root, struct run_
         p = pool->valuestring;
     }
     if (hier && !cJSON_IsBool(hier)) return BAD("'hier' is true or false"), false;
-    q->want = parse_pool(p);
+    q->want = parse_pool(pool || !cJSON_IsTrue(hier) ? p : "none");   /* hier: every token, not the natural pool */
     if (q->want == SV_CLS && !in->has_cls)
         return BAD("pool \"cls\": family '%s' has no CLS token", in->family), false;
     if (q->want == SV_LEWM && !in->emb_dim)
@@ -502,7 +580,7 @@ static bool parse_classify_opts(const jepa_model_info *in, cJSON *root, struct r
     if (lg && !cJSON_IsBool(lg)) return BAD("'logits' is true or false"), false;
     q->want_logits = cJSON_IsTrue(lg);
     if (q->top_k > in->n_classes) q->top_k = in->n_classes;   /* the default, 5, on a head of fewer classes */
-    if (!get_int(root, "top_k", 1, in->n_classes, &q->top_k, "", r)) return false;
+    if (!api_get_int(root, "top_k", 1, in->n_classes, &q->top_k, "", r)) return false;
     if (obj_get(root, "pool") || obj_get(root, "hier"))
         return BAD("'pool' and 'hier' belong to /v1/embeddings"), false;
     return true;
@@ -512,7 +590,7 @@ static bool parse_classify_opts(const jepa_model_info *in, cJSON *root, struct r
 static bool parse_request(const struct sv_api *a, cJSON *root, bool classify, struct run_req *q,
                           struct sv_response *r) {
     if (!cJSON_IsObject(root)) return BAD("the body must be a JSON object"), false;
-    if (!check_model(a, root, r)) return false;
+    if (!api_check_model(a, root, r)) return false;
     q->input = obj_get(root, "input");
     if (!q->input) return BAD("missing 'input'"), false;
     q->one = !cJSON_IsArray(q->input);
@@ -585,10 +663,8 @@ static bool client_left(const struct sv_client *cl, struct sv_response *r) {
     return true;
 }
 
-/* Queue g's n_clips jobs, wait for them until the request's deadline, and check what they
- * wrote; false with r set when they did not all give finite outputs. */
-static bool run_jobs(const struct sv_api *a, struct sv_group *g, int n_clips, enum sv_want want,
-                     double t0_ms, const struct sv_client *cl, struct sv_response *r) {
+bool api_submit_wait(const struct sv_api *a, struct sv_group *g, int n_clips, double t0_ms,
+                     const struct sv_client *cl, struct sv_response *r) {
     if (client_left(cl, r)) return false;   /* no batch for a closed connection */
     const enum sv_submit_result sr = sv_submit(a->batcher, g);
     if (sr == SV_QUEUE_FULL) {
@@ -608,6 +684,14 @@ static bool run_jobs(const struct sv_api *a, struct sv_group *g, int n_clips, en
         return false;
     }
     if (wr == SV_CLIENT_GONE) return client_left(cl, r), false;
+    return true;
+}
+
+/* Queue g's n_clips jobs, wait for them until the request's deadline, and check what they
+ * wrote; false with r set when they did not all give finite outputs. */
+static bool run_jobs(const struct sv_api *a, struct sv_group *g, int n_clips, enum sv_want want,
+                     double t0_ms, const struct sv_client *cl, struct sv_response *r) {
+    if (!api_submit_wait(a, g, n_clips, t0_ms, cl, r)) return false;
     for (int k = 0; k < n_clips; k++) {
         const struct sv_job *j = &g->jobs[k];
         if (j->batch > r->batch) r->batch = j->batch;
@@ -692,7 +776,7 @@ static void respond_outputs(const struct sv_api *a, const struct run_req *q, con
     sb_puts(&s, "],\"model\":");
     sb_json_str(&s, a->model_id);
     sb_printf(&s, ",\"usage\":{\"prompt_tokens\":%lld,\"total_tokens\":%lld}}", tokens, tokens);
-    respond(r, 200, &s);
+    api_respond(r, 200, &s);
 }
 
 void api_run(struct sv_api *a, const char *body, size_t len, bool classify, double t0_ms,
@@ -704,7 +788,7 @@ void api_run(struct sv_api *a, const char *body, size_t len, bool classify, doub
     int n_clips = 0;
     long long tokens = 0;
     size_t out_floats = 0;
-    if (!parse_json(body, len, &root, r)) return;
+    if (!api_parse_json(body, len, &root, r)) return;
     if (!parse_request(a, root, classify, &q, r)) goto done;
     if (!(d = calloc(1, sizeof *d))) {
         api_error(r, 500, "server_error", "out of memory");

@@ -1,6 +1,8 @@
 /* batcher.c — see batcher.h. */
 #include "server/batcher.h"
 
+#include "server/world.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +88,7 @@ void sv_group_release(struct sv_batcher *b, struct sv_group *g) {
 /* ---- the queue ---- */
 
 static bool same_key(const struct sv_job *a, const struct sv_job *b) {
+    if (a->world || b->world) return a->world && b->world && sv_world_same(a->world, b->world);
     return a->T == b->T && a->H == b->H && a->W == b->W && (a->want == SV_HIER) == (b->want == SV_HIER);
 }
 
@@ -189,6 +192,11 @@ size_t sv_want_floats(const jepa_model_info *in, enum sv_want w, int n) {
 /* One forward over the g clips of batch[] (one key), each clip's output copied out. */
 static void run_batch(struct worker *w, struct sv_job **batch, int g) {
     const jepa_model_info *in = &w->b->info;
+    if (batch[0]->world) {
+        sv_world_run(w->ctx, in, batch, g);
+        if (w->b->p.on_batch) w->b->p.on_batch(w->b->p.user, g, 0);
+        return;
+    }
     const struct sv_job *j0 = batch[0];
     const int n = j0->n_tokens, D = in->embed_dim;
     const bool hier = j0->want == SV_HIER;

@@ -33,8 +33,11 @@ struct sv_group;
 /* Floats of one clip's output w for a clip of n tokens. */
 size_t sv_want_floats(const jepa_model_info *in, enum sv_want w, int n);
 
+struct sv_world;
+
 struct sv_job {
     /* set by the submitter */
+    struct sv_world *world;  /* a world-model job (server/world.h; x, T, H, W, out unused), or NULL */
     const float *x;          /* [3, T, H, W], valid until the group is released */
     int T, H, W, n_tokens;
     enum sv_want want;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 static const char *const ROUTE_PATH[R_COUNT] = {"/health", "/v1/models", "/metrics", "/v1/embeddings",
-                                                "/v1/classify", "other"};
+                                                "/v1/classify", "/v1/predict", "/v1/rollout", "/v1/plan", "other"};
 static const int STATUSES[] = {200, 400, 401, 404, 405, 408, 413, 429, 431, 499, 500, 503, 504};
 #define N_STATUS ((int)(sizeof STATUSES / sizeof STATUSES[0]))
 static const char *const REJECT[REJ_COUNT] = {"queue_full", "timeout", "body_too_large", "unauthorized",

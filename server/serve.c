@@ -29,6 +29,7 @@
 #include "runtime/dynlib.h"
 #include "server/api.h"
 #include "server/metrics.h"
+#include "server/world.h"
 
 /* libmicrohttpd is opened with dlopen when `jepa serve` starts, not linked (runtime/dynlib.h):
  * linked, it and the GnuTLS libraries it needs (p11-kit, nettle, gmp, ...) were mapped and
@@ -129,7 +130,7 @@ static enum sv_route route_of(const char *url) {
     return R_OTHER;
 }
 
-static bool route_is_post(enum sv_route r) { return r == R_EMBEDDINGS || r == R_CLASSIFY; }
+static bool route_is_post(enum sv_route r) { return r >= R_EMBEDDINGS && r <= R_PLAN; }
 
 /* given (gl bytes, any bytes) equals key (kl bytes), compared in time that depends on the
  * lengths only, not on where they differ: every byte of the longer one is read, a length
@@ -360,7 +361,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const char *cl = mhd.MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (q->route == R_OTHER) {
             api_error(&r, 404, "not_found_error", "no such route; the routes are /v1/embeddings, /v1/classify, "
-                      "/v1/models, /health and /metrics");
+                      "/v1/predict, /v1/rollout, /v1/plan, /v1/models, /health and /metrics");
         } else if (route_is_post(q->route) ? !q->post : !get) {
             api_error(&r, 405, "method_not_allowed", "%s takes %s", sv_route_path(q->route),
                       route_is_post(q->route) ? "POST" : "GET");
@@ -427,7 +428,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                   sv->max_body);
         r.reject = REJ_TOO_LARGE;
     } else if (q->route == R_HEALTH) {
-        api_health(atomic_load(&sv->draining), &r);
+        api_health(&sv->api, atomic_load(&sv->draining), &r);
     } else if (q->route == R_MODELS) {
         api_models(&sv->api, &r);
     } else if (q->route == R_METRICS) {
@@ -436,7 +437,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         api_error(&r, 400, "invalid_request_error", "an empty body; send a JSON object");
     } else {
         const struct sv_client cl = {.gone = client_gone, .fd = q->cn ? q->cn->fd : -1};
-        api_run(&sv->api, q->body, q->len, q->route == R_CLASSIFY, q->t0, &cl, &r);
+        if (q->route == R_EMBEDDINGS || q->route == R_CLASSIFY)
+            api_run(&sv->api, q->body, q->len, q->route == R_CLASSIFY, q->t0, &cl, &r);
+        else
+            api_world(&sv->api, q->body, q->len, q->route == R_PREDICT ? SW_ROUTE_PREDICT
+                      : q->route == R_ROLLOUT ? SW_ROUTE_ROLLOUT : SW_ROUTE_PLAN, q->t0, &cl, &r);
     }
     return reply(sv, c, q, method, url, &r);
 }
@@ -501,6 +506,7 @@ static int start_api(struct server *sv, const struct serve_opts *o, char *id, si
     struct sv_api *a = &sv->api;
     a->model = m;
     jepa_model_get_info(m, &a->info);
+    api_weight_types(m, a->weight_types, sizeof a->weight_types);
     if (o->model_id) snprintf(id, id_len, "%s", o->model_id);
     else model_id(o->model, id, id_len);
     a->model_id = id;

@@ -43,6 +43,8 @@ import numpy as np
 from . import _jepa
 
 __all__ = ["Model", "ModelInfo", "Classification", "Plan", "Error", "__version__", "version", "pull"]
+from .client import Client  # noqa: E402  jepa serve over HTTP with Model's methods
+__all__.append("Client")
 
 Error = _jepa.Error
 __version__: str = _jepa.version()

@@ -195,6 +195,143 @@ def cli_embed(name, *args):
     return npy_read(out)
 
 
+def npy_arg(path):
+    """A .npy file as the world routes' {"tensor": base64, "shape": [...]}."""
+    descr, shape, raw = npy_read(path)
+    assert descr == "<f4", path
+    return {"tensor": base64.b64encode(raw).decode(), "shape": list(shape)}
+
+
+def world_routes(png):
+    """/v1/predict, /v1/rollout, /v1/plan against `jepa predict / rollout / plan` on the same
+    .npy files: the same bits (one request alone, and requests merged into one call)."""
+    LW, AC = os.path.join(FIX, "lewm_wm"), os.path.join(FIX, "ac_wm")
+    f = lambda d, n: os.path.join(d, n + ".npy")
+    out = lambda n: os.path.join(WORK, "world_" + n + ".npy")
+    runs = [  # (what, model, route, body, CLI args, [(response key, shape key, CLI output)])
+        ("LeWM predict", LW, "/v1/predict", {"emb": f(LW, "emb_a"), "actions": f(LW, "actions_a")},
+         ["predict", "--emb", f(LW, "emb_a"), "--actions", f(LW, "actions_a"), "-o", out("lp")],
+         [("prediction", "shape", out("lp"))]),
+        ("LeWM rollout", LW, "/v1/rollout", {"emb": f(LW, "rollout_emb_a"), "actions": f(LW, "rollout_actions_a"), "steps": 4},
+         ["rollout", "--emb", f(LW, "rollout_emb_a"), "--actions", f(LW, "rollout_actions_a"), "--steps", "4", "-o", out("lr")],
+         [("trajectory", "shape", out("lr"))]),
+        ("LeWM plan", LW, "/v1/plan", {"history": f(LW, "plan_hist_a"), "goal": f(LW, "plan_goal_a"),
+                                       "past_actions": f(LW, "plan_past_a"), "samples": 64, "iters": 4, "elites": 8, "seed": 7},
+         ["plan", "--start-tokens", f(LW, "plan_hist_a"), "--goal-tokens", f(LW, "plan_goal_a"), "--start-actions",
+          f(LW, "plan_past_a"), "--samples", "64", "--iters", "4", "--elites", "8", "--seed", "7", "-o", out("la"),
+          "--energies", out("le")], [("actions", "shape", out("la")), ("energies", None, out("le"))]),
+        ("V-JEPA 2-AC predict", AC, "/v1/predict", {"tokens": f(AC, "tokens_a"), "actions": f(AC, "actions_a"),
+                                                    "states": f(AC, "states_a")},
+         ["predict", "--tokens", f(AC, "tokens_a"), "--actions", f(AC, "actions_a"), "--states", f(AC, "states_a"), "-o",
+          out("ap")], [("prediction", "shape", out("ap"))]),
+        ("V-JEPA 2-AC rollout", AC, "/v1/rollout", {"tokens": f(AC, "rollout_tokens_a"), "actions": f(AC, "rollout_actions_a"),
+                                                    "states": f(AC, "rollout_states_a"), "steps": 4},
+         ["rollout", "--tokens", f(AC, "rollout_tokens_a"), "--actions", f(AC, "rollout_actions_a"), "--states",
+          f(AC, "rollout_states_a"), "--steps", "4", "-o", out("ar"), "--traj-states", out("as")],
+         [("trajectory", "shape", out("ar")), ("states", "states_shape", out("as"))]),
+        ("V-JEPA 2-AC plan", AC, "/v1/plan", {"history": f(AC, "plan_tokens_a"), "goal": f(AC, "plan_goal_a"),
+                                              "states": f(AC, "plan_states_a"), "samples": 16, "iters": 2, "elites": 4},
+         ["plan", "--start-tokens", f(AC, "plan_tokens_a"), "--goal-tokens", f(AC, "plan_goal_a"), "--start-states",
+          f(AC, "plan_states_a"), "--samples", "16", "--iters", "2", "--elites", "4", "-o", out("aa"), "--energies", out("ae")],
+         [("actions", "shape", out("aa")), ("energies", None, out("ae"))]),
+    ]
+    servers = {}
+    for what, d, route, body, args, outs in runs:
+        model = os.path.join(d, "model_a.gguf")
+        if model not in servers:
+            servers[model] = Server("world_" + os.path.basename(d), model, "--max-batch", "8", "--batch-wait-ms", "300")
+        S = servers[model]
+        rc, _, err = cli(args[0], "-q", "-t", "2", "-m", model, *args[1:])
+        if not check(rc == 0, "%s: the CLI ran (%s)" % (what, err.strip())):
+            continue
+        req = {k: npy_arg(v) if isinstance(v, str) else v for k, v in body.items()}
+        for fmt in ("base64", "float"):
+            st, _, ans = S.post(route, dict(req, encoding_format=fmt))
+            if not check(st == 200, "%s (%s): 200 (%s)" % (what, fmt, ans.get("error") if st != 200 else "")):
+                continue
+            for key, shape_key, path in outs:
+                _, shape, ref = npy_read(path)
+                v = ans[key]
+                got = base64.b64decode(v) if isinstance(v, str) else struct.pack("<%df" % len(v), *v)
+                check(got == ref and (shape_key is None or tuple(ans[shape_key]) == shape),
+                      "%s (%s): %s bit-identical to the CLI's, shape %s" % (what, fmt, key, ans.get(shape_key)))
+        # the same request from 4 clients at once: merged into one call where the route merges
+        # (predict, rollout), each answer within the batch bar of the CLI's (a call over more
+        # sequences may block its matmuls otherwise: the bits of a merged call are its own)
+        answers, lock = [], threading.Lock()
+
+        def one():
+            r = S.post(route, dict(req, encoding_format="base64"))
+            with lock:
+                answers.append(r)
+        ths = [threading.Thread(target=one) for _ in range(4)]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join(timeout=120)
+        _, _, ref = npy_read(outs[0][2])
+        got = [base64.b64decode(a[outs[0][0]]) for st, _, a in answers if st == 200]
+        rows = len(ref) // 4 // npy_read(outs[0][2])[1][-1]
+        check(len(got) == 4 and all(close_enough(g, ref, rows)[0] for g in got),
+              "%s: 4 concurrent requests, every answer within the batch bar of the CLI's (%d bit-identical)" %
+              (what, sum(g == ref for g in got)))
+    # merged calls happened: the batch histogram of a server saw a batch of more than 1
+    S = servers[os.path.join(LW, "model_a.gguf")]
+    st, _, data = S.request("GET", "/metrics")
+    many = [l for l in data.decode().splitlines() if l.startswith("jepa_batch_size_bucket") and 'le="1"' in l]
+    total = [l for l in data.decode().splitlines() if l.startswith("jepa_batch_size_count")]
+    check(many and total and float(many[0].split()[-1]) < float(total[0].split()[-1]),
+          "concurrent world requests ran merged (a batch of more than 1: %s, %s)" % (many, total))
+    # the CLI's refusals, as 400s with the CLI's reason
+    L = servers[os.path.join(LW, "model_a.gguf")]
+    emb, act = npy_arg(f(LW, "emb_a")), npy_arg(f(LW, "actions_a"))
+    bad_cases = [
+        ("actions of the wrong width", "/v1/predict", {"emb": [[0.0] * 64] * 3, "actions": [[0.0] * 9] * 3}, "action_dim"),
+        ("fewer actions than frames", "/v1/predict", {"emb": [[0.0] * 64] * 2, "actions": [[0.0] * 10]}, "one per frame"),
+        ("more frames than the predictor takes", "/v1/predict", {"emb": [[0.0] * 64] * 4, "actions": [[0.0] * 10] * 4},
+         "at most 3"),
+        ("embeddings of the wrong width", "/v1/rollout", {"emb": [[0.0] * 63], "actions": [[0.0] * 10], "steps": 1}, "64 wide"),
+        ("rollout actions not T + steps - 1", "/v1/rollout", {"emb": emb, "actions": act, "steps": 3}, "T + steps - 1"),
+        ("steps 0", "/v1/rollout", {"emb": emb, "actions": act, "steps": 0}, "steps"),
+        ("a NaN", "/v1/predict", {"emb": {"tensor": base64.b64encode(struct.pack("<f", float("nan")) * 64).decode(),
+                                          "shape": [1, 64]}, "actions": [[0.0] * 10]}, "not finite"),
+        ("a ragged list", "/v1/predict", {"emb": [[0.0] * 64, [0.0] * 63], "actions": [[0.0] * 10] * 2}, "rectangular"),
+        ("an unknown field", "/v1/predict", {"emb": emb, "actions": act, "tokens": emb}, "unknown field"),
+        ("elites > samples", "/v1/plan", {"history": [[0.0] * 64], "goal": [0.0] * 64, "samples": 4, "elites": 5}, "elites"),
+        ("a history without its past actions", "/v1/plan", {"history": [[0.0] * 64] * 2, "goal": [0.0] * 64},
+         "past_actions"),
+        ("maxnorm on LeWM", "/v1/plan", {"history": [[0.0] * 64], "goal": [0.0] * 64, "maxnorm": 1}, "maxnorm"),
+        ("a plan past the server's bound", "/v1/plan", {"history": [[0.0] * 64], "goal": [0.0] * 64, "samples": 65536,
+                                                        "iters": 100000, "elites": 1}, "candidate rollouts"),
+    ]
+    for what, route, body, word in bad_cases:
+        st, _, ans = L.post(route, body)
+        error_shape(st, ans, 400, "LeWM, %s" % what)
+        check(word in ans.get("error", {}).get("message", ""), "LeWM, %s: the message says why (%s)" %
+              (what, ans.get("error", {}).get("message")))
+    A2 = servers[os.path.join(AC, "model_a.gguf")]
+    st, _, ans = A2.post("/v1/plan", {"history": npy_arg(f(AC, "plan_tokens_a")), "goal": npy_arg(f(AC, "plan_goal_a"))})
+    error_shape(st, ans, 400, "V-JEPA 2-AC plan without states")
+    st, _, ans = A2.post("/v1/predict", {"tokens": npy_arg(f(AC, "tokens_a")), "actions": npy_arg(f(AC, "actions_a")),
+                                         "states": [[0.0] * 7] * 3})
+    error_shape(st, ans, 400, "V-JEPA 2-AC predict with states for other frames")
+    st, _, data = A2.request("GET", "/health", key=False)
+    hm = json.loads(data)["model"]
+    check(hm["world_model"] == "ac" and hm["action_dim"] == 7 and hm["state_dim"] == 7 and hm["has_predictor"],
+          "/health of a V-JEPA 2-AC file: its world model")
+    for srv in servers.values():
+        rc, _ = srv.stop()
+        check(rc == 0, "world server %s: exit 0" % srv.name)
+    # a model without a world model: 400 on each route, saying so
+    N = Server("noworld", V2, "-q")
+    for route in ("/v1/predict", "/v1/rollout", "/v1/plan"):
+        st, _, ans = N.post(route, {"emb": [[0.0]], "actions": [[0.0]]})
+        error_shape(st, ans, 400, "%s on a model without a world model" % route)
+        check("world model" in ans.get("error", {}).get("message", ""), "%s: the message says there is no world model" % route)
+    rc, _ = N.stop()
+    check(rc == 0, "server noworld: exit 0")
+
+
 def main():
     have_video = cli("embed", "-q", "-m", V2, VIDEO, "--frames-per-clip", "4", "-o",
                      os.path.join(WORK, "probe.npy"))[0] == 0
@@ -206,7 +343,9 @@ def main():
     png = b64file(PNG)
 
     # -- every input kind against jepa embed, bit for bit --
-    cases = [("png tokens", {"input": ["data:image/png;base64," + png]}, ("-m", V2, "-i", PNG)),
+    cases = [("png tokens", {"input": ["data:image/png;base64," + png], "pool": "none"}, ("-m", V2, "-i", PNG)),
+             ("png, the natural pool by default (mean)", {"input": ["data:image/png;base64," + png]},
+              ("-m", V2, "-i", PNG, "--pool", "mean")),
              ("png mean", {"input": "data:image/png;base64," + png, "pool": "mean"}, ("-m", V2, "-i", PNG, "--pool", "mean")),
              ("png bare base64", {"input": [{"image": png}], "pool": "mean"}, ("-m", V2, "-i", PNG, "--pool", "mean"))]
     if have_jpeg:
@@ -221,14 +360,15 @@ def main():
     else:
         print("note: this build has no WebP decoder: the WebP case is not run")
     descr, shape, raw = npy_read(TENSOR)
-    cases.append(("tensor", {"input": [{"tensor": base64.b64encode(raw).decode(), "shape": list(shape)}]},
+    cases.append(("tensor", {"input": [{"tensor": base64.b64encode(raw).decode(), "shape": list(shape)}], "pool": "none"},
                   ("-m", V2, "--input-tensor", TENSOR)))
     if have_video:
         cases.append(("video 2 clips", {"input": [{"video": b64file(VIDEO), "frames_per_clip": 4, "num_clips": 2}],
                                         "pool": "mean"},
                       ("-m", V2, VIDEO, "--frames-per-clip", "4", "--num-clips", "2", "--pool", "mean")))
         cases.append(("video data URL, top-level clip options",
-                      {"input": ["data:video/mp4;base64," + b64file(VIDEO)], "frames_per_clip": 4, "frame_step": 2},
+                      {"input": ["data:video/mp4;base64," + b64file(VIDEO)], "frames_per_clip": 4, "frame_step": 2,
+                       "pool": "none"},
                       ("-m", V2, VIDEO, "--frames-per-clip", "4", "--frame-step", "2")))
     else:
         print("note: this build has no video decoding: the video cases are not run")
@@ -270,7 +410,19 @@ def main():
     check(st == 200 and m.get("id") == "model" and m.get("family") == "vjepa2" and m.get("embed_dim") == 128,
           "/v1/models: the loaded model")
     st, _, data = A.request("GET", "/health", key=False)
-    check(st == 200 and json.loads(data) == {"status": "ok"}, "/health without a key: 200")
+    h = json.loads(data) if st == 200 else {}
+    hm = h.get("model", {})
+    check(st == 200 and h.get("status") == "ok", "/health without a key: 200")
+    check(hm.get("family") == "vjepa2" and hm.get("width") == 128 and hm.get("embedding_dim") == 128 and
+          hm.get("image_size") == 64 and hm.get("frames") == 4 and hm.get("patch_size") == 16 and
+          hm.get("tubelet_size") == 2 and hm.get("dtype") == "f32" and hm.get("natural_pool") == "mean" and
+          hm.get("world_model") is None and hm.get("has_classifier") is True and hm.get("n_classes") == m.get("n_classes"),
+          "/health: the model's facts (%s)" % hm)
+    check(not any(k in hm for k in ("id", "name", "path")) and '"model"' not in data.decode().replace('"model":{', "") and
+          "fixture" not in data.decode(), "/health: no name, id or path of the model (it answers without the key)")
+    rc_info, info_out, _ = cli("info", V2)
+    check(rc_info == 0 and ("%d layers" % hm.get("n_layer", -1)) in info_out and ("%d frames" % hm.get("frames", -1)) in
+          info_out, "/health: n_layer and frames as jepa info says")
 
     # -- errors: status, JSON shape, the server stays up --
     p = A.post
@@ -290,6 +442,14 @@ def main():
     error_shape(*p("/v1/embeddings", {"input": 5})[::2], 400, "input of the wrong type")
     error_shape(*p("/v1/embeddings", {"input": []})[::2], 400, "an empty input list")
     error_shape(*p("/v1/embeddings", {})[::2], 400, "no input")
+    for what, inp in (("plain text", "a photo of a cat"), ("an https URL", "https://example.com/cat.png"),
+                      ("an http URL in a list", ["http://example.com/cat.png"]), ("a short word", "cats"),
+                      ("token ids", [[101, 2023, 102]])):
+        st, _, body = p("/v1/embeddings", {"input": inp})
+        error_shape(st, body, 400, "%s as input" % what)
+        msg = body.get("error", {}).get("message", "") if isinstance(body, dict) else ""
+        check("image or video file in base64" in msg and "data:image/" in msg and "bad base64" not in msg,
+              "%s: the message says what is supported (%s)" % (what, msg))
     error_shape(*p("/v1/embeddings", {"input": [png], "pool": "max"})[::2], 400, "an unknown pool")
     error_shape(*p("/v1/embeddings", {"input": [png], "pool": "cls"})[::2], 400, "pool cls on a model without CLS")
     error_shape(*p("/v1/embeddings", {"input": [png], "hier": True})[::2], 400, "hier on a model without levels")
@@ -417,7 +577,8 @@ def main():
         good += st == 200
     c.close()
     check(good == 1000, "1000 requests on one keep-alive connection: %d answered 200" % good)
-    treq = {"input": [{"tensor": base64.b64encode(raw).decode(), "shape": list(shape)}], "encoding_format": "base64"}
+    treq = {"input": [{"tensor": base64.b64encode(raw).decode(), "shape": list(shape)}], "encoding_format": "base64",
+            "pool": "none"}
     for _ in range(50):
         A.post("/v1/embeddings", treq)
     rss0 = A.rss_kib()
@@ -712,6 +873,8 @@ def main():
           tuple(body["data"][0]["shape"]) == ref[1], "V-JEPA 2.1 hier: bit-identical to jepa embed --hier")
     rc, _ = D.stop()
     check(rc == 0, "server D: exit 0")
+
+    world_routes(png)
 
     # ===== libmicrohttpd is opened when `jepa serve` starts (server/serve.c, mhd_load) =====
     env = dict(os.environ, LD_TRACE_LOADED_OBJECTS="1")   # what the loader maps at start-up, as ldd lists it

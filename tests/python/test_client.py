@@ -1,0 +1,96 @@
+"""jepa.Client against a live `jepa serve` (JEPA_BIN) started here: the same answers as
+jepa.Model and the CLI's .npy on the same inputs, and jepa.Error for what the server refuses."""
+import os
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+import jepa
+from conftest import data, media
+
+
+@pytest.fixture
+def serve(jepa_bin, tmp_path):
+    procs = []
+
+    def start(model, *opts):
+        log = open(tmp_path / f"serve{len(procs)}.log", "w+")
+        p = subprocess.Popen([jepa_bin, "serve", "-m", model, "--port", "0", "-t", "2", "-q", "--max-batch", "1", *opts],
+                             stdout=subprocess.DEVNULL, stderr=log)
+        procs.append(p)
+        for _ in range(300):
+            time.sleep(0.1)
+            log.seek(0)
+            text = log.read()
+            if "http://127.0.0.1:" in text:
+                return "http://127.0.0.1:" + text.split("http://127.0.0.1:")[1].split("/")[0]
+            if p.poll() is not None:
+                break
+        pytest.fail("jepa serve did not start:\n" + text)
+    yield start
+    for p in procs:
+        p.terminate()
+        assert p.wait(timeout=60) == 0
+
+
+def test_embed_like_model_and_cli(serve, cli):
+    model = data("vjepa2_tiny", "model.gguf")
+    c = jepa.Client(serve(model))
+    png = media("e2e.png")
+    want = cli("embed", "-q", "-t", "2", "-m", model, "-i", png, "--pool", "mean", "-o", "out", outs=("out",))
+    got = c.embed(png, pool="mean")
+    assert got.dtype == np.float32 and np.array_equal(got, want)
+    tok = c.embed(png)   # Model's default, pool "none": the token map
+    assert tok.shape == (16, 128)
+    rows = c.embed([png, png], pool="mean")
+    assert rows.shape == (2, 128) and np.array_equal(rows[1], want)
+    if hasattr(jepa, "Model") and hasattr(jepa.Model, "embed"):
+        m = jepa.Model(model, threads=2)
+        assert np.array_equal(m.embed(png, pool="mean"), got)
+        assert np.array_equal(m.embed(png), tok)
+
+
+def test_world_like_cli(serve, cli):
+    lw = data("lewm_wm", "model_a.gguf")
+    c = jepa.Client(serve(lw))
+    e, a = np.load(data("lewm_wm", "emb_a.npy")), np.load(data("lewm_wm", "actions_a.npy"))
+    want = cli("predict", "-q", "-t", "2", "-m", lw, "--emb", data("lewm_wm", "emb_a.npy"), "--actions",
+               data("lewm_wm", "actions_a.npy"), "-o", "out", outs=("out",))
+    assert np.array_equal(c.lewm_predict(e, a), want)
+    assert np.array_equal(c.lewm_predict(e[0], a[0]), want[0])
+    re_, ra = np.load(data("lewm_wm", "rollout_emb_a.npy")), np.load(data("lewm_wm", "rollout_actions_a.npy"))
+    want = cli("rollout", "-q", "-t", "2", "-m", lw, "--emb", data("lewm_wm", "rollout_emb_a.npy"), "--actions",
+               data("lewm_wm", "rollout_actions_a.npy"), "--steps", "4", "-o", "out", outs=("out",))
+    assert np.array_equal(c.lewm_rollout(re_, ra, 4), want)
+    p = c.plan(np.load(data("lewm_wm", "plan_hist_a.npy")), np.load(data("lewm_wm", "plan_goal_a.npy")),
+               past_actions=np.load(data("lewm_wm", "plan_past_a.npy")), samples=32, iters=3, elites=4, seed=5)
+    w = cli("plan", "-q", "-t", "2", "-m", lw, "--start-tokens", data("lewm_wm", "plan_hist_a.npy"), "--goal-tokens",
+            data("lewm_wm", "plan_goal_a.npy"), "--start-actions", data("lewm_wm", "plan_past_a.npy"), "--samples", "32",
+            "--iters", "3", "--elites", "4", "--seed", "5", "-o", "acts", "--energies", "en", outs=("acts", "en"))
+    assert np.array_equal(p.actions, w[0]) and np.array_equal(p.energies, w[1])
+    with pytest.raises(jepa.Error, match="action"):
+        c.lewm_predict(e, a[:, :, :9])
+    with pytest.raises(jepa.Error, match="world model"):
+        jepa.Client(serve(data("vjepa2_tiny", "model.gguf"))).lewm_predict(e, a)
+
+    ac = data("ac_wm", "model_a.gguf")
+    c = jepa.Client(serve(ac))
+    f = lambda n: data("ac_wm", n + ".npy")
+    tr, ts = c.ac_rollout(np.load(f("rollout_tokens_a")), np.load(f("rollout_states_a")), np.load(f("rollout_actions_a")), 4)
+    w = cli("rollout", "-q", "-t", "2", "-m", ac, "--tokens", f("rollout_tokens_a"), "--states", f("rollout_states_a"),
+            "--actions", f("rollout_actions_a"), "--steps", "4", "-o", "t", "--traj-states", "s", outs=("t", "s"))
+    assert np.array_equal(tr, w[0]) and np.array_equal(ts, w[1])
+    pred = c.ac_predict(np.load(f("tokens_a")), np.load(f("actions_a")), np.load(f("states_a")))
+    w = cli("predict", "-q", "-t", "2", "-m", ac, "--tokens", f("tokens_a"), "--actions", f("actions_a"), "--states",
+            f("states_a"), "-o", "p", outs=("p",))
+    assert np.array_equal(pred, w)
+
+
+def test_api_key(serve):
+    url = serve(data("lewm_wm", "model_a.gguf"), "--api-key", "k-123")
+    with pytest.raises(jepa.Error, match="401"):
+        jepa.Client(url).lewm_predict(np.zeros((1, 64)), np.zeros((1, 10)))
+    assert jepa.Client(url, api_key="k-123").lewm_predict(np.zeros((1, 64)), np.zeros((1, 10))).shape == (1, 64)
+    assert jepa.Client(url).health()["model"]["world_model"] == "lewm"
