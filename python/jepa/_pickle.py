@@ -37,6 +37,7 @@ import os
 import pickle
 import pickletools
 import stat
+import struct
 import zipfile
 import zlib
 from typing import Any, Dict, Tuple
@@ -57,11 +58,12 @@ _STORAGES: Dict[str, Tuple[str, int]] = {
 
 _MAX_NDIM = 8
 _MAX_PICKLE = 64 << 20    # the pickle holds structure, not tensor data
-_MAX_OPS = 1 << 21        # a checkpoint of 5,000 tensors has ~150,000
+_MAX_OPS = 1 << 20        # a checkpoint of 5,000 tensors has ~150,000
 _MAX_DEPTH = 64           # a checkpoint nests 4 or 5 deep
 _SLACK = 64 << 20         # tensors may overlap their storages by this much in all
+# what zipfile raises on a damaged archive (OSError: a seek to a negative offset it read)
 _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError, EOFError,
-               zlib.error, ValueError)
+               zlib.error, ValueError, OSError, struct.error, OverflowError)
 
 
 def show(name) -> str:
@@ -199,20 +201,52 @@ _ALLOWED = {
 
 
 _MARK = object()
-_BUILDS = {"TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "EMPTY_TUPLE", "LIST", "DICT", "FROZENSET"}
+_BUILDS = {"TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "LIST", "DICT", "FROZENSET"}
 _FILLS = {"APPEND", "APPENDS", "SETITEM", "SETITEMS", "ADDITEMS", "BUILD"}
 _CALLS = {"REDUCE", "NEWOBJ", "NEWOBJ_EX", "BINPERSID", "OBJ", "INST"}
+_EMPTIES = {"EMPTY_LIST", "EMPTY_DICT", "EMPTY_SET", "EMPTY_TUPLE"}
+
+
+class _Cell:
+    """A value of the model stack that may hold others: its depth and the cells holding it."""
+    __slots__ = ("depth", "parents")
+
+    def __init__(self, depth: int = 0):
+        self.depth, self.parents = depth, None
+
+
+_LEAF = _Cell()   # every value that holds nothing (a number, a string, a global) shares it
+
+
+def _hold(parent: _Cell, children, where: str):
+    """parent holds children: its depth is at least one more than theirs, and so on up every
+    cell that holds it (a list filled after it was put in another raises that one too)."""
+    work = [(parent, c) for c in children if c is not _LEAF]
+    for c in children:
+        if c is not _LEAF:
+            if c.parents is None:
+                c.parents = []
+            c.parents.append(parent)
+    if not work and parent.depth < 1:
+        parent.depth = 1
+    while work:
+        p, c = work.pop()
+        if p.depth <= c.depth:
+            p.depth = c.depth + 1
+            if p.depth > _MAX_DEPTH:
+                raise UnsafeCheckpoint(f"{where}: the pickle nests objects more than {_MAX_DEPTH} deep "
+                                       "(or holds a container in itself)")
+            work.extend((q, p) for q in p.parents or ())
 
 
 def _check_structure(pkl: bytes, where: str):
-    """Walk the pickle's opcodes with a model of the unpickler's stack in which each value is
-    its nesting depth (a one-item list, shared with the memo, so that a container filled after
-    being memoized is seen by every reference), without building anything. Refuses more than
-    _MAX_OPS opcodes, a memo index past the opcodes seen (the C unpickler sizes its memo by the
-    largest index), and a value deeper than _MAX_DEPTH. A tuple's depth is exact (tuples are
-    built whole); a list's or dict's grows as it is filled."""
+    """Walk the pickle's opcodes with a model of the unpickler's stack in which each value that
+    may hold others is a _Cell (shared with the memo: a container filled after it was memoized
+    is seen by every reference), without building anything. Refuses more than _MAX_OPS
+    opcodes, a memo index past the opcodes seen (the C unpickler sizes its memo by the largest
+    index), and a value nested deeper than _MAX_DEPTH (a container holding itself included)."""
     stack: list = []
-    memo: Dict[int, list] = {}
+    memo: Dict[int, _Cell] = {}
     try:
         for n, (op, arg, _pos) in enumerate(pickletools.genops(pkl)):
             if n >= _MAX_OPS:
@@ -239,35 +273,31 @@ def _check_structure(pkl: bytes, where: str):
             popped = [stack.pop() for _ in range(under)][::-1]
             if any(v is _MARK for v in popped):
                 raise UnsafeCheckpoint(f"{where}: the pickle uses a mark as a value")
-            items += popped[1:] if name in _FILLS else popped
-            deep = 1 + max((v[0] for v in items), default=0)
             if name in ("PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"):
                 idx = len(memo) if name == "MEMOIZE" else arg
-                if not stack or not isinstance(idx, int) or not 0 <= idx <= n:
+                if not stack or stack[-1] is _MARK or not isinstance(idx, int) or not 0 <= idx <= n:
                     raise UnsafeCheckpoint(f"{where}: a memo index {show(idx)} past the pickle's {n} opcodes")
                 memo[idx] = stack[-1]
-                continue
-            if name in ("GET", "BINGET", "LONG_BINGET"):
+            elif name in ("GET", "BINGET", "LONG_BINGET"):
                 if arg not in memo:
                     raise UnsafeCheckpoint(f"{where}: the pickle reads memo {show(arg)}, never written")
                 stack.append(memo[arg])
-                continue
-            if name == "DUP":
+            elif name == "DUP":
                 stack.extend(popped * 2)
-                continue
-            if name in _FILLS:
-                cell = popped[0]
-                cell[0] = max(cell[0], deep)
-                out = [cell]
-            elif name in _BUILDS:
-                out = [[deep]]
-            elif name in _CALLS:
-                out = [[max((v[0] for v in items), default=0)]]
+            elif name in _FILLS:
+                container = popped[0]
+                if container is _LEAF:   # filling a value that holds nothing: the unpickler refuses it
+                    container = _Cell()
+                _hold(container, items + popped[1:], where)
+                stack.append(container)
+            elif name in _BUILDS or name in _CALLS:
+                cell = _Cell()
+                _hold(cell, items + popped, where)
+                stack.append(cell)
+            elif name in _EMPTIES:
+                stack.append(_Cell())
             else:
-                out = [[0] for _ in op.stack_after]
-            if out and out[0][0] > _MAX_DEPTH:
-                raise UnsafeCheckpoint(f"{where}: the pickle nests objects more than {_MAX_DEPTH} deep")
-            stack.extend(out)
+                stack.extend(_LEAF for _ in op.stack_after)
     except (ValueError, TypeError, KeyError, IndexError) as e:
         raise UnsafeCheckpoint(f"{where}: a malformed checkpoint pickle ({type(e).__name__}: {show(str(e))})") \
             from None

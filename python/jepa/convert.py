@@ -36,7 +36,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _jepa, _pickle
+from . import _pickle
 from ._pickle import show
 
 __all__ = ["convert", "ConvertError", "main"]
@@ -577,8 +577,9 @@ def _meta_vjepa2_1(path: str, encoder_key: str, img_size: int, n_frames: int, en
     me = _Map(enc, f"V-JEPA 2.1 {encoder_key}: {path}")
     mp = _Map(pred, f"V-JEPA 2.1 predictor: {path}")
     w = me.get("patch_embed.proj.weight")
-    if w.ndim != 5 or w.shape[1] != 3 or w.shape[3] != w.shape[4]:
-        raise ConvertError(f"{path}: patch_embed.proj.weight has shape {list(w.shape)}, expected [D, 3, t, p, p]")
+    if w.ndim != 5 or w.shape[1] != 3 or w.shape[3] != w.shape[4] or 0 in w.shape:
+        raise ConvertError(f"{path}: patch_embed.proj.weight has shape {list(w.shape)}, expected [D, 3, t, p, p] "
+                           "(none 0)")
     D, tub, P = w.shape[0], w.shape[2], w.shape[3]
     L = _count(enc, r"blocks\.(\d+)\..*")
     n_hier = _count(enc, r"norms_block\.(\d+)\..*")
@@ -720,6 +721,7 @@ def _write(out: str, kv: _KV, tensors: List[Tuple[str, np.ndarray]], ftype: str)
         w.write_kv_data_to_file()
         w.write_tensors_to_file()
         w.close()
+        from . import _jepa   # here, so that the readers work without the extension (tests/fuzz)
         try:   # the loader's own rules: a file jepa.c refuses is never put in place
             _jepa.Model(tmp)
         except _jepa.Error as e:
