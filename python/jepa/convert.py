@@ -116,9 +116,10 @@ def _read_json(path: str, cap: int, seen: Optional[list]):
 
 def read_safetensors(path: str, seen: Optional[list] = None) -> Dict[str, np.ndarray]:
     """The tensors of a .safetensors file, memory-mapped (the format: an 8-byte little-endian
-    header length, a JSON header of {name: {dtype, shape, data_offsets}}, the data). Refuses a name twice, tensors whose bytes overlap, offsets outside
-    the file and a header over _MAX_HEADER bytes or nested deeper than _MAX_JSON_DEPTH. seen,
-    when given, collects (device, inode) of the file."""
+    header length, a JSON header of {name: {dtype, shape, data_offsets}}, the data). Refuses
+    a name twice, tensors whose bytes overlap, offsets outside the file and a header over
+    _MAX_HEADER bytes or nested deeper than _MAX_JSON_DEPTH. seen, when given, collects
+    (device, inode) of the file."""
     with _open(path, seen) as f:
         size = os.fstat(f.fileno()).st_size
         head = f.read(8)
@@ -269,8 +270,9 @@ class _Map:
             (dropped if any(re.fullmatch(p, k) for p in drop) else left).append(k)
         if left:
             more = f" (and {len(left) - 5} more)" if len(left) > 5 else ""
+            names = ", ".join(show(k) for k in sorted(left)[:5])
             raise ConvertError(f"{self.where}: unmapped tensor{'s' if len(left) > 1 else ''} "
-                               f"{', '.join(show(k) for k in sorted(left)[:5])}{more}: not part of a {self.where.split(':')[0]} "
+                               f"{names}{more}: not part of a {self.where.split(':')[0]} "
                                "model as schema v1 knows it")
         return self.out, sorted(dropped)
 
@@ -688,7 +690,10 @@ def _write(out: str, kv: _KV, tensors: List[Tuple[str, np.ndarray]], ftype: str)
     except ImportError:
         raise ConvertError("the gguf package is needed to write GGUF files: pip install gguf") from None
     types = {"F32": 0, "F16": 0, "BF16": 0}
-    folder = tempfile.mkdtemp(prefix=".jepa-convert-", dir=os.path.dirname(os.path.abspath(out)))
+    try:
+        folder = tempfile.mkdtemp(prefix=".jepa-convert-", dir=os.path.dirname(os.path.abspath(out)))
+    except OSError as e:
+        raise ConvertError(f"{out}: cannot write in its folder ({e.strerror})") from None
     tmp = os.path.join(folder, "model.gguf")
     w = gguf.GGUFWriter(tmp, arch="jepa")
     try:
@@ -809,15 +814,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                  "VJEPA2ForVideoClassification, IJepaModel, ViTModel, Dinov2Model) or a Meta "
                                  "V-JEPA 2.1 .pt checkpoint to a GGUF file of schema v1.")
     ap.add_argument("src", help="a Hugging Face model folder or a Meta V-JEPA 2.1 .pt file")
-    ap.add_argument("out", help="the GGUF file to write")
+    ap.add_argument("out", help="the GGUF file to write: made in a private temporary folder beside it, opened by "
+                    "jepa.c's loader, then renamed (refused when it is a file the conversion reads)")
     ap.add_argument("--ftype", default="f32", choices=["f32", "f16", "bf16"],
                     help="type of the matmul weights of the quantization set (default f32)")
     ap.add_argument("--name", help="general.name (default: the source's name)")
     meta = ap.add_argument_group("Meta V-JEPA 2.1 checkpoints (hyper-parameters the weights do not carry)")
     meta.add_argument("--encoder-key", default="ema_encoder",
                       help="the checkpoint entry of the encoder (default ema_encoder, as torch.hub loads)")
-    meta.add_argument("--img-size", type=int, default=384, help="the training crop (default 384)")
-    meta.add_argument("--n-frames", type=int, default=64, help="frames per training clip (default 64)")
+    meta.add_argument("--img-size", type=int, default=384, help="the training crop, 1 .. 65536 (default 384)")
+    meta.add_argument("--n-frames", type=int, default=64, help="frames per training clip, 1 .. 65536 (default 64)")
     meta.add_argument("--enc-heads", type=int, default=0, help="encoder heads (default embed_dim / 64)")
     meta.add_argument("--pred-heads", type=int, default=0, help="predictor heads (default pred_dim / 32)")
     a = ap.parse_args(argv)

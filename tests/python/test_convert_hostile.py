@@ -304,6 +304,13 @@ def test_output_is_a_file_of_the_model_folder(tmp_path):
     refused(d, d, "is a folder")
 
 
+def test_output_folder_missing(tmp_path):
+    r = run([os.path.join(CK, "hf_vit"), tmp_path / "no" / "o.gguf"])
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert "cannot write in its folder" in r.stderr and ".jepa-convert-" not in r.stderr
+    assert os.listdir(tmp_path) == []
+
+
 def test_symlink_at_the_old_temporary_name_is_not_followed(tmp_path):
     """OUT.tmp (the temporary name of earlier versions) a link to a victim: the conversion
     succeeds, the victim and the link are untouched (the temporary file is made in a private
