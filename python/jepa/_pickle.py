@@ -218,9 +218,11 @@ class _Cell:
 _LEAF = _Cell()   # every value that holds nothing (a number, a string, a global) shares it
 
 
-def _hold(parent: _Cell, children, where: str):
+def _hold(parent: _Cell, children, where: str, steps: list):
     """parent holds children: its depth is at least one more than theirs, and so on up every
-    cell that holds it (a list filled after it was put in another raises that one too)."""
+    cell that holds it (a list filled after it was put in another raises that one too).
+    steps[0] is what the walk may still spend: a container held by 10^5 others and deepened
+    63 times would otherwise take minutes."""
     work = [(parent, c) for c in children if c is not _LEAF]
     for c in children:
         if c is not _LEAF:
@@ -230,6 +232,9 @@ def _hold(parent: _Cell, children, where: str):
     if not work and parent.depth < 1:
         parent.depth = 1
     while work:
+        steps[0] -= 1
+        if steps[0] < 0:
+            raise UnsafeCheckpoint(f"{where}: the pickle shares containers among too many others to check")
         p, c = work.pop()
         if p.depth <= c.depth:
             p.depth = c.depth + 1
@@ -247,6 +252,7 @@ def _check_structure(pkl: bytes, where: str):
     index), and a value nested deeper than _MAX_DEPTH (a container holding itself included)."""
     stack: list = []
     memo: Dict[int, _Cell] = {}
+    steps = [2 * _MAX_OPS]
     try:
         for n, (op, arg, _pos) in enumerate(pickletools.genops(pkl)):
             if n >= _MAX_OPS:
@@ -288,11 +294,11 @@ def _check_structure(pkl: bytes, where: str):
                 container = popped[0]
                 if container is _LEAF:   # filling a value that holds nothing: the unpickler refuses it
                     container = _Cell()
-                _hold(container, items + popped[1:], where)
+                _hold(container, items + popped[1:], where, steps)
                 stack.append(container)
             elif name in _BUILDS or name in _CALLS:
                 cell = _Cell()
-                _hold(cell, items + popped, where)
+                _hold(cell, items + popped, where, steps)
                 stack.append(cell)
             elif name in _EMPTIES:
                 stack.append(_Cell())

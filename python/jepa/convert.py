@@ -92,7 +92,9 @@ def _parse_json(text: bytes, where: str):
     """json.loads with our bounds, checked on the bytes first: nesting at most _MAX_JSON_DEPTH
     (not Python's recursion limit), at most _MAX_JSON_CONTAINERS objects and arrays, no name
     twice in an object."""
-    brackets = re.sub(rb'[^\[\]{}]', b"", re.sub(rb'"(?:[^"\\]|\\.)*"', b"", text))
+    # a string's closing quote is optional in the pattern, so that every match succeeds and
+    # the scan stays linear (an unterminated string of escaped quotes made it quadratic)
+    brackets = re.sub(rb'[^\[\]{}]', b"", re.sub(rb'"(?:[^"\\]|\\.)*"?', b"", text, flags=re.S))
     if len(brackets) > 2 * _MAX_JSON_CONTAINERS:
         raise ConvertError(f"{where}: more than {_MAX_JSON_CONTAINERS} JSON objects and arrays")
     b = np.frombuffer(brackets, np.uint8)

@@ -66,7 +66,8 @@ def seeds(hf, np):
 
 
 INTERESTING = [0, 1, 0x7F, 0x80, 0xFF, ord("("), ord("t"), ord("u"), ord("R"), ord("Q"), ord("r"), ord("j"),
-               ord("]"), ord("}"), ord("\x85"), ord("["), ord("{"), ord('"'), ord("9"), ord("-")]
+               ord("]"), ord("}"), ord("\x85"), ord("["), ord("{"), ord('"'), ord("\\"), ord("9"),
+               ord("-")]
 
 
 def mutate(data: bytes, rng: random.Random) -> bytes:

@@ -193,6 +193,17 @@ def test_deep_pickle_lists_filled_after_memo(tmp_path):
     refused(pt, tmp_path / "o.gguf", "more than 64 deep", META_OPTS)
 
 
+def test_container_shared_by_many_then_deepened(tmp_path):
+    """One list held by 150,000 others, then deepened link by link: each link raises the depth
+    of every holder, so the depth walk has a budget of steps and refuses past it."""
+    body = hf.EMPTY_LIST + b"r" + struct.pack("<I", 0) + (hf.EMPTY_LIST + b"j" + struct.pack("<I", 0) + b"a0") * 150_000
+    for k in range(63):   # memo[k].append(new list as memo[k + 1])
+        body += b"j" + struct.pack("<I", k) + hf.EMPTY_LIST + b"r" + struct.pack("<I", k + 1) + b"a0"
+    pt = tmp_path / "w.pt"
+    hf.write_pt(pt, hf.PROTO + body + hf.NONE + hf.STOP, {})
+    refused(pt, tmp_path / "o.gguf", "too many others to check", META_OPTS)
+
+
 @pytest.mark.parametrize("name", ["config.json", "preprocessor_config.json"])
 def test_deep_json_configs(tmp_path, name):
     d = hf_copy(tmp_path)
@@ -256,6 +267,14 @@ def test_huge_safetensors_headers(tmp_path):
     refused(d, tmp_path / "o.gguf", "JSON objects and arrays")
     st.write_bytes((1 << 62).to_bytes(8, "little") + b"{}")                       # a header length of 2^62
     refused(d, tmp_path / "o.gguf", "a safetensors header of")
+
+
+def test_unterminated_string_of_escaped_quotes(tmp_path):
+    """A header that is one unterminated string of 3.5 M escaped quotes: a scan that retried
+    the string at each quote took hours; this one is linear."""
+    d = hf_copy(tmp_path)
+    hf.write_safetensors(d / "model.safetensors", {}, raw_header=b'"' + b'\\"' * (7 << 19))
+    refused(d, tmp_path / "o.gguf", "not JSON", timeout=30)
 
 
 def test_oversized_config(tmp_path):
