@@ -172,8 +172,8 @@ def child(a):
                 signal.setitimer(signal.ITIMER_REAL, 0)
             os.unlink(path)
             i += 1
-    print(f"fuzz_convert: seed {a.seed}: {ok['loaded'] + ok['refused']} cases in {a.seconds:g} s, "
-          f"{ok['loaded']} read, {ok['refused']} refused, 0 defects")
+    what = f"case {a.replay}" if a.replay is not None else f"{i} cases in {a.seconds:g} s"
+    print(f"fuzz_convert: seed {a.seed}: {what}, {ok['loaded']} read, {ok['refused']} refused, 0 defects")
     return 0
 
 
