@@ -310,9 +310,9 @@ def _check_structure(pkl: bytes, where: str):
 
 
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, f, zf: zipfile.ZipFile, root: str, budget: int):
+    def __init__(self, f, zf: zipfile.ZipFile, root: str, size: int):
         super().__init__(f)
-        self.zf, self.root, self.cache, self.budget = zf, root, {}, [budget]
+        self.zf, self.root, self.cache, self.size, self.budget = zf, root, {}, size, [size + _SLACK]
 
     def find_class(self, module: str, name: str):
         if module == "torch" and name in _STORAGES:
@@ -334,7 +334,7 @@ class _Unpickler(pickle.Unpickler):
                 info = self.zf.getinfo(name)
             except KeyError:
                 raise UnsafeCheckpoint(f"storage {show(key)} is missing from the archive") from None
-            _stored(info, f"storage {show(key)}")
+            _stored(info, f"storage {show(key)}", self.size)
             if not isinstance(numel, int) or isinstance(numel, bool) or info.file_size != numel * st.itemsize:
                 raise UnsafeCheckpoint(f"storage {show(key)}: {info.file_size} bytes for {show(numel)} elements "
                                        f"of {st.name}")
@@ -347,14 +347,20 @@ class _Unpickler(pickle.Unpickler):
         return self.cache[key]
 
 
-def _stored(info: zipfile.ZipInfo, what: str):
+def _stored(info: zipfile.ZipInfo, what: str, size: int):
     """Refuses a record torch.save would not write: compressed (or of an unknown method), or
-    encrypted. Reading it then needs no decompressor: its size is its size in the file."""
+    encrypted. Reading it then needs no decompressor: its size is its size in the file, which
+    must lie inside the archive of size bytes (zipfile reads the size the directory declares
+    in one allocation)."""
     if info.flag_bits & 1:
         raise UnsafeCheckpoint(f"{what} is encrypted")
     if info.compress_type != zipfile.ZIP_STORED:
         raise UnsafeCheckpoint(f"{what} is compressed (method {info.compress_type}); torch.save stores "
                                "records as they are")
+    if info.compress_size != info.file_size or info.header_offset + info.compress_size > size:
+        raise UnsafeCheckpoint(f"{what}: the archive's directory declares {info.compress_size} bytes "
+                               f"({info.file_size} uncompressed) at offset {info.header_offset} of a "
+                               f"{size}-byte file")
 
 
 def load(path: str, seen: list = None) -> Any:
@@ -383,17 +389,17 @@ def _load(f, path: str, size: int) -> Any:
         root = pkls[0].split("/")[0]
         bo = f"{root}/byteorder"
         if bo in names:
-            _stored(zf.getinfo(bo), "the byteorder record")
+            _stored(zf.getinfo(bo), "the byteorder record", size)
             if zf.getinfo(bo).file_size > 16 or zf.read(bo).strip() not in (b"little",):
                 raise UnsafeCheckpoint(f"{path}: a big-endian checkpoint")
         info = zf.getinfo(pkls[0])
-        _stored(info, "data.pkl")
+        _stored(info, "data.pkl", size)
         if info.file_size > _MAX_PICKLE:
             raise UnsafeCheckpoint(f"{path}: a {info.file_size}-byte pickle (at most {_MAX_PICKLE})")
         pkl = zf.read(pkls[0])
         _check_structure(pkl, path)
         try:
-            return _Unpickler(io.BytesIO(pkl), zf, root, size + _SLACK).load()
+            return _Unpickler(io.BytesIO(pkl), zf, root, size).load()
         except UnsafeCheckpoint:
             raise
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,

@@ -160,6 +160,19 @@ def test_compressed_or_unknown_method_pickle(tmp_path, meta, method, word):
     refused(pt, tmp_path / "o.gguf", word, META_OPTS)
 
 
+def test_directory_declaring_a_gib_record(tmp_path, meta):
+    """The central directory says the (stored) byteorder record is 1 GiB: zipfile would
+    allocate that much to read it. Found by tests/fuzz/fuzz_convert.py (seed 1)."""
+    pt = _pt(tmp_path, meta)
+    b = bytearray(open(pt, "rb").read())
+    at = b.index(b"PK\x01\x02")
+    while b[at + 46:at + 46 + struct.unpack("<H", b[at + 28:at + 30])[0]] != b"archive/byteorder":
+        at = b.index(b"PK\x01\x02", at + 4)
+    b[at + 20:at + 24] = struct.pack("<I", 1 << 30)   # compressed size
+    open(pt, "wb").write(bytes(b))
+    refused(pt, tmp_path / "o.gguf", "the archive's directory declares 1073741824 bytes", META_OPTS)
+
+
 def test_not_a_zip_and_a_truncated_zip(tmp_path, meta):
     pt = tmp_path / "t.pt"
     pt.write_bytes(b"PK\x03\x04" + bytes(100))
