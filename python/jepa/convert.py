@@ -16,8 +16,11 @@ SRC is one of
 Every source tensor is mapped or named in a documented drop list (an optimizer's state, a
 ViT's unused tanh pooler, ...); an unmapped or missing one stops the conversion with its
 name. --ftype f16 / bf16 stores the schema's quantization set (docs/gguf-schema.md) in
-that type and everything else as F32. The output is written to OUT.gguf.tmp and renamed
-when complete. Needs numpy and gguf (pip install .[convert]); not torch.
+that type and everything else as F32. The output is written into a private temporary
+folder beside OUT.gguf, opened by jepa.c's own loader (a file it would refuse is never
+renamed into place), then renamed; an OUT that is (or links to) a file the conversion reads
+is refused. Every size read is bounded before anything is allocated (docs/convert.md,
+"Hostile files"). Needs numpy and gguf (pip install .[convert]); not torch.
 """
 from __future__ import annotations
 
@@ -26,12 +29,15 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
+import tempfile
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from . import _pickle
+from ._pickle import show
 
 __all__ = ["convert", "ConvertError", "main"]
 
@@ -41,7 +47,12 @@ class ConvertError(Exception):
 
 
 IMAGENET_MEAN, IMAGENET_STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
-_MAX_HEADER = 100 << 20          # a safetensors JSON header
+_MAX_HEADER = 8 << 20            # a safetensors JSON header (~150 bytes a tensor)
+_MAX_JSON = 1 << 20              # config.json, a processor config
+_MAX_INDEX = 16 << 20            # model.safetensors.index.json
+_MAX_JSON_DEPTH = 32             # the deepest of these nests 3 deep
+_MAX_JSON_CONTAINERS = 1 << 18   # objects and arrays in one JSON text
+_U32 = 1 << 32
 _SAFETENSORS_DTYPES = {"F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": ("<u2", 2), "F64": ("<f8", 8),
                        "I64": ("<i8", 8), "I32": ("<i4", 4), "BOOL": ("?", 1), "U8": ("u1", 1)}
 
@@ -61,76 +72,138 @@ class _BF16Memmap(np.ndarray):
     _bf16 = True
 
 
-def read_safetensors(path: str) -> Dict[str, np.ndarray]:
+def _open(path: str, seen: Optional[list]):
+    try:
+        return _pickle.open_regular(path, seen)
+    except _pickle.UnsafeCheckpoint as e:
+        raise ConvertError(str(e)) from None
+
+
+def _no_duplicates(pairs):
+    d = {}
+    for k, v in pairs:
+        if k in d:
+            raise ConvertError(f"the name {show(k)} appears twice in one JSON object")
+        d[k] = v
+    return d
+
+
+def _parse_json(text: bytes, where: str):
+    """json.loads with our bounds, checked on the bytes first: nesting at most _MAX_JSON_DEPTH
+    (not Python's recursion limit), at most _MAX_JSON_CONTAINERS objects and arrays, no name
+    twice in an object."""
+    # a string's closing quote is optional in the pattern, so that every match succeeds and
+    # the scan stays linear (an unterminated string of escaped quotes made it quadratic)
+    brackets = re.sub(rb'[^\[\]{}]', b"", re.sub(rb'"(?:[^"\\]|\\.)*"?', b"", text, flags=re.S))
+    if len(brackets) > 2 * _MAX_JSON_CONTAINERS:
+        raise ConvertError(f"{where}: more than {_MAX_JSON_CONTAINERS} JSON objects and arrays")
+    b = np.frombuffer(brackets, np.uint8)
+    if b.size and np.cumsum(np.where((b == ord("[")) | (b == ord("{")), 1, -1)).max() > _MAX_JSON_DEPTH:
+        raise ConvertError(f"{where}: JSON nested more than {_MAX_JSON_DEPTH} deep")
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except ConvertError as e:
+        raise ConvertError(f"{where}: {e}") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise ConvertError(f"{where}: not JSON ({show(str(e))})") from None
+
+
+def _read_json(path: str, cap: int, seen: Optional[list]):
+    with _open(path, seen) as f:
+        text = f.read(cap + 1)
+    if len(text) > cap:
+        raise ConvertError(f"{path}: larger than {cap} bytes")
+    return _parse_json(text, path)
+
+
+def read_safetensors(path: str, seen: Optional[list] = None) -> Dict[str, np.ndarray]:
     """The tensors of a .safetensors file, memory-mapped (the format: an 8-byte little-endian
-    header length, a JSON header of {name: {dtype, shape, data_offsets}}, the data)."""
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
+    header length, a JSON header of {name: {dtype, shape, data_offsets}}, the data). Refuses
+    a name twice, tensors whose bytes overlap, offsets outside the file and a header over
+    _MAX_HEADER bytes or nested deeper than _MAX_JSON_DEPTH. seen, when given, collects
+    (device, inode) of the file."""
+    with _open(path, seen) as f:
+        size = os.fstat(f.fileno()).st_size
         head = f.read(8)
         if len(head) != 8:
             raise ConvertError(f"{path}: not a safetensors file (shorter than its header length)")
         n = int.from_bytes(head, "little")
         if n > _MAX_HEADER or n + 8 > size:
-            raise ConvertError(f"{path}: a safetensors header of {n} bytes in a {size}-byte file")
-        try:
-            header = json.loads(f.read(n))
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ConvertError(f"{path}: the safetensors header is not JSON ({e})") from None
-    if not isinstance(header, dict):
-        raise ConvertError(f"{path}: the safetensors header is not a JSON object")
-    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n) if size > 8 + n else np.zeros(0, np.uint8)
-    out = {}
+            raise ConvertError(f"{path}: a safetensors header of {n} bytes in a {size}-byte file "
+                               f"(at most {_MAX_HEADER})")
+        header = _parse_json(f.read(n), f"{path}: the safetensors header")
+        if not isinstance(header, dict):
+            raise ConvertError(f"{path}: the safetensors header is not a JSON object")
+        data = np.memmap(f, dtype=np.uint8, mode="r", offset=8 + n) if size > 8 + n else np.zeros(0, np.uint8)
+    out, spans = {}, []
     for name, t in header.items():
         if name == "__metadata__":
             continue
         try:
             dt, item = _SAFETENSORS_DTYPES[t["dtype"]]
-            shape = [int(s) for s in t["shape"]]
-            b, e = (int(x) for x in t["data_offsets"])
+            shape = [_int(s) for s in t["shape"]]
+            b, e = (_int(x) for x in t["data_offsets"])
+            if len(t["data_offsets"]) != 2 or len(shape) > 8:
+                raise ValueError
         except (KeyError, TypeError, ValueError):
-            raise ConvertError(f"{path}: tensor {name!r}: unknown dtype or malformed entry {str(t)[:80]}") from None
+            raise ConvertError(f"{path}: tensor {show(name)}: unknown dtype or malformed entry {show(str(t))}") \
+                from None
         count = math.prod(shape)   # Python integers: no overflow on a hostile shape
         if any(s < 0 for s in shape) or not 0 <= b <= e <= data.size or e - b != count * item:
-            raise ConvertError(f"{path}: tensor {name!r}: data offsets {b}..{e} do not hold shape {shape} "
+            raise ConvertError(f"{path}: tensor {show(name)}: data offsets {b}..{e} do not hold shape {shape} "
                                f"of {t['dtype']} in {data.size} bytes")
+        spans.append((b, e, name))
         a = data[b:e].view(dt).reshape(shape)
         out[name] = a.view(_BF16Memmap) if t["dtype"] == "BF16" else a
+    spans.sort()
+    for (b0, e0, n0), (b1, e1, n1) in zip(spans, spans[1:]):
+        if b1 < e0 and b1 < e1:
+            raise ConvertError(f"{path}: tensors {show(n0)} and {show(n1)} share bytes {b1}..{min(e0, e1)}")
     return out
 
 
-def _load_hf(src: str) -> Tuple[dict, Dict[str, np.ndarray], Optional[dict]]:
+def _int(v) -> int:
+    """An integer of a JSON file (not a bool, not a float, not a string)."""
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise ValueError(v)
+    return v
+
+
+def _load_hf(src: str, seen: list) -> Tuple[dict, Dict[str, np.ndarray], Optional[dict]]:
     cfg_path = os.path.join(src, "config.json")
-    if not os.path.isfile(cfg_path):
+    if not os.path.lexists(cfg_path):
         raise ConvertError(f"{src}: no config.json (a Hugging Face model folder has one)")
-    with open(cfg_path) as f:
-        try:
-            cfg = json.load(f)
-        except ValueError as e:
-            raise ConvertError(f"{cfg_path}: not JSON ({e})") from None
+    cfg = _read_json(cfg_path, _MAX_JSON, seen)
+    if not isinstance(cfg, dict):
+        raise ConvertError(f"{cfg_path}: not a JSON object")
     index = os.path.join(src, "model.safetensors.index.json")
-    if os.path.isfile(os.path.join(src, "model.safetensors")):
+    if os.path.lexists(os.path.join(src, "model.safetensors")):
         files = ["model.safetensors"]
-    elif os.path.isfile(index):
-        with open(index) as f:
-            files = sorted(set(json.load(f).get("weight_map", {}).values()))
+    elif os.path.lexists(index):
+        wm = _read_json(index, _MAX_INDEX, seen)
+        wm = wm.get("weight_map") if isinstance(wm, dict) else None
+        if not isinstance(wm, dict) or not all(isinstance(v, str) for v in wm.values()):
+            raise ConvertError(f"{index}: no weight_map object of tensor names to shard files")
+        files = sorted(set(wm.values()))
     else:
         bins = [n for n in os.listdir(src) if n.endswith(".bin")]
         raise ConvertError(f"{src}: no model.safetensors" + (f" ({bins[0]} is a pickle: re-save the model with "
                                                             "safe_serialization=True)" if bins else ""))
     tensors: Dict[str, np.ndarray] = {}
     for fn in files:
-        if os.path.basename(fn) != fn:
-            raise ConvertError(f"{index}: shard name {fn!r} leaves the folder")
-        for k, v in read_safetensors(os.path.join(src, fn)).items():
+        if os.path.basename(fn) != fn or fn in ("", ".", ".."):
+            raise ConvertError(f"{index}: shard name {show(fn)} leaves the folder")
+        for k, v in read_safetensors(os.path.join(src, fn), seen).items():
             if k in tensors:
-                raise ConvertError(f"{src}: tensor {k} appears in two shards")
+                raise ConvertError(f"{src}: tensor {show(k)} appears in two shards")
             tensors[k] = v
     pre = None
     for name in ("video_preprocessor_config.json", "preprocessor_config.json"):
         p = os.path.join(src, name)
-        if os.path.isfile(p):
-            with open(p) as f:
-                pre = json.load(f)
+        if os.path.lexists(p):
+            pre = _read_json(p, _MAX_JSON, seen)
+            if not isinstance(pre, dict):
+                raise ConvertError(f"{p}: not a JSON object")
             break
     return cfg, tensors, pre
 
@@ -199,8 +272,9 @@ class _Map:
             (dropped if any(re.fullmatch(p, k) for p in drop) else left).append(k)
         if left:
             more = f" (and {len(left) - 5} more)" if len(left) > 5 else ""
+            names = ", ".join(show(k) for k in sorted(left)[:5])
             raise ConvertError(f"{self.where}: unmapped tensor{'s' if len(left) > 1 else ''} "
-                               f"{', '.join(sorted(left)[:5])}{more}: not part of a {self.where.split(':')[0]} "
+                               f"{names}{more}: not part of a {self.where.split(':')[0]} "
                                "model as schema v1 knows it")
         return self.out, sorted(dropped)
 
@@ -214,12 +288,28 @@ def _count(src: Dict[str, np.ndarray], pattern: str) -> int:
 
 # ---- GGUF keys -------------------------------------------------------------------------------
 
+def _finite32(k, v) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)):
+        raise ConvertError(f"{k} = {show(v)}: not a number")
+    if not math.isfinite(v) or abs(v) > 3.4e38:
+        raise ConvertError(f"{k} = {show(v)}: not a finite float32")
+    return float(v)
+
+
 class _KV(list):
+    """The GGUF's keys in order. Values are checked as they are put: integers in uint32 and
+    finite float32 values, so that the writer never fails half-way (struct.error) and a NaN or
+    an infinity read from a config never reaches the file."""
+
     def u32(self, k, v):
+        if isinstance(v, float) and v.is_integer() and abs(v) < _U32:
+            v = int(v)   # 64.0 in a config.json
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v < _U32:
+            raise ConvertError(f"{k} = {show(v)}: not an integer in 0 .. 2^32 - 1")
         self.append((k, "u32", int(v)))
 
     def f32(self, k, v):
-        self.append((k, "f32", float(v)))
+        self.append((k, "f32", _finite32(k, v)))
 
     def b(self, k, v):
         self.append((k, "bool", bool(v)))
@@ -228,7 +318,11 @@ class _KV(list):
         self.append((k, "str", str(v)))
 
     def arr(self, k, v):
-        self.append((k, "arr", list(v)))
+        v = list(v)
+        for x in v:
+            if not isinstance(x, str):
+                _finite32(k, x)
+        self.append((k, "arr", v))
 
 
 def _source_name(cfg: dict, src: str) -> str:
@@ -462,32 +556,34 @@ def _clean(sd: dict, where: str) -> Dict[str, np.ndarray]:
     out = {}
     for k, v in sd.items():
         if not isinstance(k, str) or not isinstance(v, np.ndarray):
-            raise ConvertError(f"{where}: entry {str(k)[:60]!r} is not a named tensor")
+            raise ConvertError(f"{where}: entry {show(k)} is not a named tensor")
         out[k.replace("module.", "").replace("backbone.", "")] = v
     return out
 
 
-def _meta_vjepa2_1(path: str, encoder_key: str, img_size: int, n_frames: int, enc_heads: int, pred_heads: int):
+def _meta_vjepa2_1(path: str, encoder_key: str, img_size: int, n_frames: int, enc_heads: int, pred_heads: int,
+                   seen: list):
     try:
-        ck = _pickle.load(path)
+        ck = _pickle.load(path, seen)
     except _pickle.UnsafeCheckpoint as e:
         raise ConvertError(str(e)) from None
     if not isinstance(ck, dict) or encoder_key not in ck or "predictor" not in ck:
-        keys = sorted(map(str, ck)) if isinstance(ck, dict) else type(ck).__name__
-        raise ConvertError(f"{path}: no '{encoder_key}' and 'predictor' entries (has {keys}): not a V-JEPA 2.1 "
+        keys = ", ".join(sorted(map(show, ck))[:20]) if isinstance(ck, dict) else type(ck).__name__
+        raise ConvertError(f"{path}: no '{show(encoder_key)}' and 'predictor' entries (has {keys}): not a V-JEPA 2.1 "
                            "training checkpoint")
     known = {"encoder", "ema_encoder", "target_encoder", "predictor", "opt", "scaler", "epoch", "loss",
              "batch_size", "world_size", "lr"}
-    extra = sorted(str(k) for k in ck if k not in known)
+    extra = sorted(show(k) for k in ck if not isinstance(k, str) or k not in known)
     if extra:
-        raise ConvertError(f"{path}: unknown top-level entries {extra}")
+        raise ConvertError(f"{path}: unknown top-level entries {', '.join(extra[:20])}")
     enc = _clean(ck[encoder_key], f"{path}: {encoder_key}")
     pred = _clean(ck["predictor"], f"{path}: predictor")
     me = _Map(enc, f"V-JEPA 2.1 {encoder_key}: {path}")
     mp = _Map(pred, f"V-JEPA 2.1 predictor: {path}")
     w = me.get("patch_embed.proj.weight")
-    if w.ndim != 5 or w.shape[1] != 3 or w.shape[3] != w.shape[4]:
-        raise ConvertError(f"{path}: patch_embed.proj.weight has shape {list(w.shape)}, expected [D, 3, t, p, p]")
+    if w.ndim != 5 or w.shape[1] != 3 or w.shape[3] != w.shape[4] or 0 in w.shape:
+        raise ConvertError(f"{path}: patch_embed.proj.weight has shape {list(w.shape)}, expected [D, 3, t, p, p] "
+                           "(none 0)")
     D, tub, P = w.shape[0], w.shape[2], w.shape[3]
     L = _count(enc, r"blocks\.(\d+)\..*")
     n_hier = _count(enc, r"norms_block\.(\d+)\..*")
@@ -495,7 +591,7 @@ def _meta_vjepa2_1(path: str, encoder_key: str, img_size: int, n_frames: int, en
         raise ConvertError(f"{path}: {L} blocks and {n_hier} norms_block: not a V-JEPA 2.1 encoder")
     # the hierarchical outputs: after every L / n_hier blocks (ViT-B: 2, 5, 8, 11)
     hier = [(k + 1) * (L // n_hier) - 1 for k in range(n_hier)]
-    H = enc_heads or D // 64
+    H = enc_heads or max(D // 64, 1)
     if D % H:
         raise ConvertError(f"{path}: embed_dim {D} is not a multiple of {H} heads (give --enc-heads)")
     me.put("enc.patch_embed.weight", w.reshape(D, -1))
@@ -532,7 +628,7 @@ def _meta_vjepa2_1(path: str, encoder_key: str, img_size: int, n_frames: int, en
     Dp = mp.src["predictor_norm.weight"].shape[0] if mp.has("predictor_norm.weight") else emb.shape[0]
     if emb.shape[1] % D:
         raise ConvertError(f"{path}: the predictor embeds {emb.shape[1]} features, not a multiple of {D}")
-    Hp = pred_heads or Dp // 32
+    Hp = pred_heads or max(Dp // 32, 1)
     mp.put("pred.mask_tokens", np.stack([mp.get(f"mask_tokens.{k}").reshape(Dp) for k in range(n_mask)]))
     mp.one("pred.mod_embed_img", "img_mod_embed", (Dp,))
     mp.one("pred.mod_embed_video", "video_mod_embed", (Dp,))
@@ -566,7 +662,7 @@ def _meta_vjepa2_1(path: str, encoder_key: str, img_size: int, n_frames: int, en
     said = _pre_keys(kv, None, img_size, dict(mean=IMAGENET_MEAN, std=IMAGENET_STD, short=int(img_size * 256 / 224),
                                               crop=img_size, resample="bilinear", mode="shortest_edge",
                                               rescale=1 / 255), path)
-    dropped = [str(k) for k in ck if k not in (encoder_key, "predictor")]
+    dropped = [show(k) for k in ck if k not in (encoder_key, "predictor")]
     return kv, enc_tensors + pred_tensors, dropped, said
 
 
@@ -588,12 +684,19 @@ def _bf16_bits(a: np.ndarray) -> np.ndarray:
 
 
 def _write(out: str, kv: _KV, tensors: List[Tuple[str, np.ndarray]], ftype: str) -> Dict[str, int]:
+    """Writes the GGUF into a private folder (mkdtemp: mode 0700, a random name) beside out, so
+    that no name another user planted (a symbolic link at OUT.tmp) is ever opened; asks jepa.c's
+    loader to open it; renames it over out only then. On any failure nothing is left."""
     try:
         import gguf
     except ImportError:
         raise ConvertError("the gguf package is needed to write GGUF files: pip install gguf") from None
     types = {"F32": 0, "F16": 0, "BF16": 0}
-    tmp = out + ".tmp"
+    try:
+        folder = tempfile.mkdtemp(prefix=".jepa-convert-", dir=os.path.dirname(os.path.abspath(out)))
+    except OSError as e:
+        raise ConvertError(f"{out}: cannot write in its folder ({e.strerror})") from None
+    tmp = os.path.join(folder, "model.gguf")
     w = gguf.GGUFWriter(tmp, arch="jepa")
     try:
         w.add_uint32("general.file_type", {"f32": 0, "f16": 1, "bf16": 32}[ftype])
@@ -625,16 +728,38 @@ def _write(out: str, kv: _KV, tensors: List[Tuple[str, np.ndarray]], ftype: str)
         w.write_kv_data_to_file()
         w.write_tensors_to_file()
         w.close()
+        from . import _jepa   # here, so that the readers work without the extension (tests/fuzz)
+        try:   # the loader's own rules: a file jepa.c refuses is never put in place
+            _jepa.Model(tmp)
+        except _jepa.Error as e:
+            raise ConvertError(f"the converted file would not load in jepa.c: "
+                               f"{show(str(e).replace(tmp, os.path.basename(out)))}") from None
         os.replace(tmp, out)
     except BaseException:
         try:
             w.close()
         except Exception:
             pass
-        if os.path.exists(tmp):
-            os.unlink(tmp)
         raise
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     return types
+
+
+def _check_output(out: str, seen: list):
+    """Refuses an out that is a folder, or that is (a hard or symbolic link to) a file the
+    conversion read: renaming over it would replace the checkpoint."""
+    try:
+        st = os.stat(out)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise ConvertError(f"{out}: {e.strerror}") from None
+    if os.path.isdir(out):
+        raise ConvertError(f"{out}: is a folder, not a file to write")
+    if (st.st_dev, st.st_ino) in seen:
+        raise ConvertError(f"{out}: is a file this conversion reads (the same file, or a link to it): "
+                           "refused, it would be replaced")
 
 
 def convert(src: str, out: str, ftype: str = "f32", name: Optional[str] = None, encoder_key: str = "ema_encoder",
@@ -643,10 +768,15 @@ def convert(src: str, out: str, ftype: str = "f32", name: Optional[str] = None, 
     Returns a summary: family, tensor counts by type, dropped source entries, where the
     preprocessing keys came from. Raises ConvertError naming the problem."""
     if ftype not in ("f32", "f16", "bf16"):
-        raise ConvertError(f"--ftype {ftype}: f32, f16 or bf16")
+        raise ConvertError(f"--ftype {show(ftype)}: f32, f16 or bf16")
+    for opt, v, lo in (("img_size", img_size, 1), ("n_frames", n_frames, 1), ("enc_heads", enc_heads, 0),
+                       ("pred_heads", pred_heads, 0)):
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= 65536:
+            raise ConvertError(f"{opt} = {show(v)}: an integer in {lo} .. 65536")
+    seen: list = []   # (device, inode) of every file read, which out must not be
     try:
         if os.path.isdir(src):
-            cfg, tensors, pre = _load_hf(src)
+            cfg, tensors, pre = _load_hf(src, seen)
             mt = cfg.get("model_type")
             if mt == "vjepa2":
                 kv, ts, dropped, said = _hf_vjepa2(cfg, tensors, pre, src)
@@ -656,53 +786,67 @@ def convert(src: str, out: str, ftype: str = "f32", name: Optional[str] = None, 
                 raise ConvertError(f"{src}: model_type {mt!r}: jepa.c converts vjepa2, ijepa, vit and dinov2 "
                                    "(and Meta's V-JEPA 2.1 .pt checkpoints)")
         elif os.path.isfile(src):
-            kv, ts, dropped, said = _meta_vjepa2_1(src, encoder_key, img_size, n_frames, enc_heads, pred_heads)
+            kv, ts, dropped, said = _meta_vjepa2_1(src, encoder_key, img_size, n_frames, enc_heads, pred_heads,
+                                                   seen)
+        elif os.path.lexists(src):
+            raise ConvertError(f"{src}: not a regular file or folder")
         else:
             raise ConvertError(f"{src}: no such file or folder")
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError) as e:
         # a config.json or state dict of the wrong shape (a key missing, a string for a number)
-        what = f"key {e} is missing" if isinstance(e, KeyError) else f"{type(e).__name__}: {e}"
+        what = f"key {show(e)} is missing" if isinstance(e, KeyError) else f"{type(e).__name__}: {show(str(e))}"
         raise ConvertError(f"{src}: a malformed config or checkpoint ({what})") from None
     if name:
         kv[:] = [(k, t, name if k == "general.name" else v) for k, t, v in kv]
+    _check_output(out, seen)
     types = _write(out, kv, ts, ftype)
     family = next(v for k, _, v in kv if k == "jepa.family")
     return dict(family=family, tensors=types, dropped=dropped, preprocessing=said, keys=len(kv) + 1)
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):   # one line, not the usage
+        print(f"{self.prog}: {show(message)} (see --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m jepa.convert",
+    ap = _Parser(prog="python -m jepa.convert",
                                  description="Convert a Hugging Face model folder (VJEPA2Model, "
                                  "VJEPA2ForVideoClassification, IJepaModel, ViTModel, Dinov2Model) or a Meta "
                                  "V-JEPA 2.1 .pt checkpoint to a GGUF file of schema v1.")
     ap.add_argument("src", help="a Hugging Face model folder or a Meta V-JEPA 2.1 .pt file")
-    ap.add_argument("out", help="the GGUF file to write")
+    ap.add_argument("out", help="the GGUF file to write: made in a private temporary folder beside it, opened by "
+                    "jepa.c's loader, then renamed (refused when it is a file the conversion reads)")
     ap.add_argument("--ftype", default="f32", choices=["f32", "f16", "bf16"],
                     help="type of the matmul weights of the quantization set (default f32)")
     ap.add_argument("--name", help="general.name (default: the source's name)")
     meta = ap.add_argument_group("Meta V-JEPA 2.1 checkpoints (hyper-parameters the weights do not carry)")
     meta.add_argument("--encoder-key", default="ema_encoder",
                       help="the checkpoint entry of the encoder (default ema_encoder, as torch.hub loads)")
-    meta.add_argument("--img-size", type=int, default=384, help="the training crop (default 384)")
-    meta.add_argument("--n-frames", type=int, default=64, help="frames per training clip (default 64)")
+    meta.add_argument("--img-size", type=int, default=384, help="the training crop, 1 .. 65536 (default 384)")
+    meta.add_argument("--n-frames", type=int, default=64, help="frames per training clip, 1 .. 65536 (default 64)")
     meta.add_argument("--enc-heads", type=int, default=0, help="encoder heads (default embed_dim / 64)")
     meta.add_argument("--pred-heads", type=int, default=0, help="predictor heads (default pred_dim / 32)")
     a = ap.parse_args(argv)
     try:
         s = convert(a.src, a.out, a.ftype, a.name, a.encoder_key, a.img_size, a.n_frames, a.enc_heads, a.pred_heads)
-    except ConvertError as e:
-        print(f"jepa.convert: {e}", file=sys.stderr)
-        return 1
-    except OSError as e:
-        print(f"jepa.convert: {e}", file=sys.stderr)
+    except (ConvertError, OSError, MemoryError) as e:
+        what = str(e) if isinstance(e, ConvertError) else f"{type(e).__name__}: {e}"
+        print(f"jepa.convert: {_printable(what)}", file=sys.stderr)
         return 1
 
     t = ", ".join(f"{n} {k}" for k, n in s["tensors"].items() if n)
-    print(f"wrote {a.out}: family {s['family']}, {s['keys']} keys, tensors: {t}; preprocessing from "
+    print(f"wrote {_printable(a.out)}: family {s['family']}, {s['keys']} keys, tensors: {t}; preprocessing from "
           f"{s['preprocessing']}")
     if s["dropped"]:
         print(f"  not converted (not model weights of schema v1): {', '.join(s['dropped'])}")
     return 0
+
+
+def _printable(s: str) -> str:
+    """s on one line, every unprintable character escaped (the whole text, not cut)."""
+    return s if s.isprintable() else repr(s)[1:-1]
 
 
 if __name__ == "__main__":
