@@ -89,13 +89,16 @@ int jk_attn_tuning_valid(const struct jk_attn_tuning *t) {
  * default columns, the next-panel prefetch on and off, and the column split from 4, 2 or 8
  * panels per thread (rowt is not searched: it acts only on pre-packed weights). */
 int jk_gemm_candidates(enum jk_gemm_kind k, struct jk_gemm_tuning *out, int max) {
-    static const int kcs[] = {384, 256, 512, 768}, colps[] = {4, 2, 8};
+    static const int kc_grid[] = {256, 384, 512, 768}, colps[] = {4, 2, 8};
     const struct jk_gemm_kind_info *ki = jk_gemm_kind(k);
     if (ki->mr <= 0) return 0;
+    int kcs[5] = {ki->def.kc}, nkc = 1;   /* the default first (index 0 is the defaults) */
+    for (int i = 0; i < 4; i++)
+        if (kc_grid[i] != ki->def.kc) kcs[nkc++] = kc_grid[i];
     const int mcs[] = {ki->def.mc, ki->def.mc / 2 / ki->mr * ki->mr, 2 * ki->def.mc};
     const int ncs[] = {ki->def.nc, 2 * ki->def.nc};
     int n = 0;
-    for (int a = 0; a < 4; a++)
+    for (int a = 0; a < nkc; a++)
         for (int b = 0; b < 3; b++)
             for (int c = 0; c < 2; c++)
                 for (int d = 0; d < 2; d++)
