@@ -77,6 +77,7 @@ int cmd_plan(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_cpu(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 /* `jepa pull` (cmd_pull.c). cli_resolve_model: a -m argument naming a repository,

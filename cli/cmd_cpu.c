@@ -2,7 +2,9 @@
  * cmd_cpu.c — `jepa cpu`: the CPU features found, the cap applied (JEPA_CPU or --cpu),
  * which implementation fills every kernel slot, so a fallback is never silent, the
  * matmul kernels each precision tier gets here (and the one in force: JEPA_PRECISION or
- * --precision), and the CUDA devices this build can use (or why there are none).
+ * --precision), the blocking in force for each kernel build and where it came from
+ * (kernels/tuning.h: a tuning file, the built-in table's entry, or the generic defaults),
+ * and the CUDA devices this build can use (or why there are none).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include "cli/cli.h"
 #include "kernels/device.h"
 #include "kernels/kernels.h"
+#include "kernels/tuning.h"
 #include "runtime/cpu.h"
 
 int cmd_cpu(int argc, char **argv) {
@@ -60,6 +63,28 @@ int cmd_cpu(int argc, char **argv) {
         const int own = strcmp(t.gemm_isa, use.isa) != 0;
         printf("  %-10s %s%s%s\n", jk_precision_name((enum jk_precision)p), t.gemm_isa,
                p > 0 && !own ? " (as exact: no kernels of this tier here)" : "", p == prec ? "  <- in force" : "");
+    }
+    /* the blocking in force, per kernel build of this architecture */
+    char cid[96];
+    jk_cpu_id_string(jr_cpu_id(), cid, sizeof cid);
+    const char *entry = jk_tune_table_entry(jr_cpu_id(), NULL);
+    printf("tuning (cpu id %s; built-in entry %s; JEPA_TUNE=%s):\n", cid, entry ? entry : "none",
+           getenv("JEPA_TUNE") ? getenv("JEPA_TUNE") : "on");
+    for (int g = 0; g < JK_NGK; g++) {
+        const struct jk_gemm_kind_info *ki = jk_gemm_kind((enum jk_gemm_kind)g);
+        const struct jk_gemm_tuning *t = &jk_tune.gemm[g];
+        if (ki->mr <= 0) continue;
+        printf("  gemm %-11s kc=%d mc=%d nc=%d ahead=%d colp=%d rowt=%d  (%s)\n", ki->name, t->kc,
+               t->mc, t->nc, t->ahead, t->colp, t->rowt, jk_tune_gemm_source((enum jk_gemm_kind)g));
+    }
+    for (int a = 0; a < JK_NAK; a++) {
+#if defined(__aarch64__)
+        if (a != JK_AK_NEON) continue;
+#else
+        if (a == JK_AK_NEON) continue;
+#endif
+        printf("  attn %-11s bk=%d pack=%d  (%s)\n", jk_attn_kind_names[a], jk_tune.attn[a].bk,
+               jk_tune.attn[a].pack, jk_tune_attn_source((enum jk_attn_kind)a));
     }
     /* GPUs (-g N / jepa_ctx_params.device "cuda:N"); opening one names it */
     int ng = jk_device_cuda_count();

@@ -30,6 +30,7 @@ static const struct {
     {"quantize", cmd_quantize, "convert a model's matmul weights to another type (--type: "},
     {"synth", cmd_synth, "write a random-weight model of a real architecture (for runs and benchmarks)"},
     {"cpu", cmd_cpu, "show the CPU features and the kernel chosen for each slot"},
+    {"tune", cmd_tune, "time the matmul blockings on this CPU and keep the fastest (jepa cpu shows them)"},
     {"bench", cmd_bench, "time the CPU or GPU kernels, a world model or an encoder (bench kernels|gpu|world|encoder)"},
 };
 

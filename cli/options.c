@@ -46,19 +46,20 @@
 #define CPU (1u << 9)
 #define BEN (1u << 10)
 #define PUL (1u << 11)
+#define TUN (1u << 12)
 #define RUN3 (EMB | PRD | CLS)
 #define WORLD (PRD | ROL | PLN)
 
 static const char *const cmd_names[] = {"embed", "predict", "classify", "rollout", "plan", "serve",
-                                        "info", "quantize", "synth", "cpu", "bench", "pull"};
+                                        "info", "quantize", "synth", "cpu", "bench", "pull", "tune"};
 
 static const struct {
     unsigned cmds;
     struct cli_option o;
 } table[] = {
-    {RUN3 | WORLD | SRV | BEN, {"-m", "--model", CLI_ARG_IN, "MODEL"}},
-    {RUN3 | WORLD | SRV | BEN | INF | QNT, {"--pull", NULL, CLI_ARG_FLAG, NULL}},
-    {RUN3 | WORLD | SRV | BEN, {"-t", "--threads", CLI_ARG_VALUE, "N"}},
+    {RUN3 | WORLD | SRV | BEN | TUN, {"-m", "--model", CLI_ARG_IN, "MODEL"}},
+    {RUN3 | WORLD | SRV | BEN | INF | QNT | TUN, {"--pull", NULL, CLI_ARG_FLAG, NULL}},
+    {RUN3 | WORLD | SRV | BEN | TUN, {"-t", "--threads", CLI_ARG_VALUE, "N"}},
     {RUN3 | WORLD | SRV | BEN, {"-g", "--gpu", CLI_ARG_VALUE, "N"}},
     {RUN3 | WORLD | SRV | BEN | CPU, {"--cpu", NULL, CLI_ARG_VALUE, "scalar|avx2|avx512|neon"}},
     {RUN3 | WORLD | SRV | BEN | CPU, {"--precision", NULL, CLI_ARG_VALUE, "exact|high|bf16"}},
@@ -146,6 +147,9 @@ static const struct {
     {INF, {"--kv", NULL, CLI_ARG_FLAG, NULL}},
     {INF, {"--tensors", NULL, CLI_ARG_FLAG, NULL}},
     {QNT, {"--type", NULL, CLI_ARG_VALUE, "f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_K|q5_K|q6_K"}},
+    {TUN, {"--budget", NULL, CLI_ARG_VALUE, "SECONDS"}},
+    {TUN, {"--dtype", NULL, CLI_ARG_VALUE, "f32|f16|bf16"}},
+    {TUN, {"-o", "--out", CLI_ARG_OUT_FILE, "FILE"}},
     {PUL, {"--type", NULL, CLI_ARG_VALUE, "TYPE"}},
     {PUL, {"--retries", NULL, CLI_ARG_VALUE, "N"}},
     {PUL, {"--stall-timeout", NULL, CLI_ARG_VALUE, "S"}},

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/ref/ref.h"
+#include "kernels/tuning.h"
 
 /* Every column of the table, as one array of rows indexed by enum jk_dtype. */
 static const struct {
@@ -122,6 +123,7 @@ void jk_init_ref(struct jk_kernels *k) {
 }
 
 void jk_init(struct jk_kernels *k, unsigned cpu_flags) {
+    jk_tune_init();   /* the blocking in force, decided once (kernels/tuning.h) */
     jk_init_ref(k);
 #if defined(__x86_64__) || defined(_M_X64)
     jk_init_x86(k, cpu_flags);

@@ -68,6 +68,7 @@ enum jk_epilogue {
  *   y: f32 [M, N], row stride ldy floats     bias: [N] f32 or NULL
  * M, N, K >= 1. K is a multiple of the weight type's block (jk_dtype_block: 32 for
  * q8_0 and q4_0 .. q5_1, 256 for the K-quants). x and y must not overlap. */
+struct jk_gemm_tuning;   /* kernels/tuning.h */
 struct jk_gemm_args {
     float *y; size_t ldy;
     const float *x; size_t ldx;
@@ -80,6 +81,10 @@ struct jk_gemm_args {
     /* W already in the gemm's f32 panels (gemm_prepack of the same table), or NULL: the
      * gemm packs W itself. The same bits either way; only the packing is skipped. */
     const float *w_packed;
+    /* The blocking of this call (kernels/tuning.h; `jepa tune` and the tests), ws sized by
+     * jk_gemm_ws_tuned for it; NULL (and with w_packed, always): the blocking in force.
+     * A set outside the limits is never used (the one in force is). */
+    const struct jk_gemm_tuning *tune;
 };
 typedef void jk_gemm_fn(const struct jk_gemm_args *a);
 

@@ -95,6 +95,52 @@ unsigned jr_cpu_detect(void) {
     return cpu_flags;
 }
 
+#if defined(__x86_64__) || defined(_M_X64)
+static void identify(struct jr_cpu_id *id) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return;
+    memcpy(id->vendor, &b, 4), memcpy(id->vendor + 4, &d, 4), memcpy(id->vendor + 8, &c, 4);
+    id->vendor[12] = '\0';
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+    const int fam = (int)(a >> 8) & 15, ext_fam = (int)(a >> 20) & 255;
+    const int mod = (int)(a >> 4) & 15, ext_mod = (int)(a >> 16) & 15;
+    id->family = fam == 15 ? fam + ext_fam : fam;
+    id->model = fam == 6 || fam == 15 ? ext_mod << 4 | mod : mod;
+    id->stepping = (int)a & 15;
+}
+#elif defined(__aarch64__)
+#ifndef HWCAP_CPUID
+#define HWCAP_CPUID (1 << 11)
+#endif
+static void identify(struct jr_cpu_id *id) {
+    unsigned long midr = 0;
+    /* MIDR_EL1 is trapped and emulated by Linux for user space where it says so */
+    if (getauxval(AT_HWCAP) & HWCAP_CPUID) __asm__ volatile("mrs %0, midr_el1" : "=r"(midr));
+    snprintf(id->vendor, sizeof id->vendor, "arm-0x%02lx", (midr >> 24) & 255);
+    id->family = 8;
+    id->model = (int)((midr >> 4) & 0xfff);
+    id->stepping = (int)(midr & 15);
+}
+#else
+static void identify(struct jr_cpu_id *id) { (void)id; }
+#endif
+
+static pthread_once_t id_once = PTHREAD_ONCE_INIT;
+static struct jr_cpu_id cpu_ident;
+static void id_detect_once(void) {
+    snprintf(cpu_ident.vendor, sizeof cpu_ident.vendor, "unknown");
+    identify(&cpu_ident);
+    const unsigned f = jr_cpu_detect();
+    const char *isa = f & JEPA_CPU_AVX512 ? "avx512" : f & JEPA_CPU_AVX2 ? "avx2"
+                      : f & JEPA_CPU_NEON ? "neon" : "scalar";
+    snprintf(cpu_ident.isa, sizeof cpu_ident.isa, "%s", isa);
+}
+
+const struct jr_cpu_id *jr_cpu_id(void) {
+    pthread_once(&id_once, id_detect_once);
+    return &cpu_ident;
+}
+
 long jr_cpu_cap(unsigned flags, const char *name) {
     if (!name || !*name || !strcmp(name, "auto")) return flags;
     if (!strcmp(name, "scalar") || !strcmp(name, "c")) return 0;

@@ -31,6 +31,19 @@ unsigned jr_cpu_detect(void);
  * Returns the capped flags, or -1 for an unknown name. */
 long jr_cpu_cap(unsigned flags, const char *name);
 
+/* The processor's identity, for the tuning table and file (kernels/tuning.h). x86-64: the
+ * cpuid vendor string, display family and model (the extended fields folded in as the
+ * vendors document) and stepping; aarch64: vendor "arm-0x<implementer>", family 8, model
+ * the MIDR part number, stepping the revision (all 0 where MIDR_EL1 cannot be read).
+ * isa: the widest kernel level the CPU has ("avx512", "avx2", "neon", "scalar"). */
+struct jr_cpu_id {
+    char vendor[16];
+    int family, model, stepping;
+    char isa[16];
+};
+/* This CPU's (detected once). */
+const struct jr_cpu_id *jr_cpu_id(void);
+
 /* Human-readable list of flags ("avx2 avx512 avx512_vnni ..."). */
 const char *jr_cpu_describe(unsigned flags, char *buf, int size);
 

@@ -50,9 +50,11 @@
 #define GT_SMALL_M 0
 #define GT_PACKED_K(kc) (((kc) + 1) / 2)
 #define GEMM_ISA neon_bf16
+#define GT_KIND JK_GK_NEON_BF16
 #else
 #define GT_SMALL_M 64
 #define GEMM_ISA neon
+#define GT_KIND JK_GK_NEON
 #endif
 
 #include "kernels/simd/gemm_tmpl.h"

@@ -13,6 +13,7 @@
 #define ATTN_KG 8
 #define ATTN_QV 3
 #define ATTN_BQ 48
+#define ATTN_KIND JK_AK_NEON   /* its run-time blocking: kernels/tuning.h */
 #define ATTN_ROW_TAIL 0   /* no tail on the row path until it is timed on an Arm core */
 
 #define JK_SFX(name) jk_##name##_neon

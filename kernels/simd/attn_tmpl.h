@@ -78,9 +78,11 @@
 
 #include "kernels/kernels.h"
 #include "kernels/ref/ref.h"
+#include "kernels/tuning.h"
 
-#if !defined(ATTN_KG) || !defined(ATTN_QV) || !defined(ATTN_BQ) || !defined(ATTN_ROW_TAIL)
-#error "the including file must define ATTN_KG, ATTN_QV, ATTN_BQ and ATTN_ROW_TAIL"
+#if !defined(ATTN_KG) || !defined(ATTN_QV) || !defined(ATTN_BQ) || !defined(ATTN_ROW_TAIL) || \
+    !defined(ATTN_KIND)
+#error "the including file must define ATTN_KG, ATTN_QV, ATTN_BQ, ATTN_ROW_TAIL and ATTN_KIND"
 #endif
 #define ATTN_QT (ATTN_QV * VW)          /* queries of one register tile */
 #if ATTN_BQ % ATTN_QT
@@ -106,11 +108,21 @@ static OPS_ALWAYS void at_prefetch_row(const float *r, int hd) {
     for (int d = 0; d < hd; d += 16) __builtin_prefetch(r + d);
 }
 
-/* Keys per tile: BK * head_dim ~ 4096 floats (a 16 KiB K tile and a 16 KiB V tile, which
- * fit a 32 KiB L1d together), a multiple of ATTN_KG
- * (tuned: docs/notes/kernel-tuning.md#attn-key-tile). */
+/* The run-time part of the blocking (kernels/tuning.h, struct jk_attn_tuning): the one in
+ * force for this build (ATTN_KIND), or the defaults where it is unset or out of range. */
+static inline const struct jk_attn_tuning *at_tuning(void) {
+    static const struct jk_attn_tuning def = JK_ATTN_DEFAULT_TUNING;
+    const struct jk_attn_tuning *t = &jk_tune.attn[ATTN_KIND];
+    return t->bk >= JK_TUNE_BK_MIN && t->bk <= JK_TUNE_BK_MAX && t->pack >= 64 &&
+                   t->pack <= JK_TUNE_PACK_MAX ? t : &def;
+}
+
+/* Keys per tile: BK * head_dim ~ at_tuning()->bk floats (by default 4096: a 16 KiB K tile
+ * and a 16 KiB V tile, which fit a 32 KiB L1d together), a multiple of ATTN_KG, at most
+ * ATTN_BK_MAX (tuned: docs/notes/kernel-tuning.md#attn-key-tile). The tile edges fix the
+ * order of the online softmax's updates: another bk changes the bits. */
 static inline int at_bk(int hd) {
-    int bk = 4096 / hd / ATTN_KG * ATTN_KG;
+    int bk = at_tuning()->bk / hd / ATTN_KG * ATTN_KG;
     return bk < ATTN_KG ? ATTN_KG : bk > ATTN_BK_MAX ? ATTN_BK_MAX : bk;
 }
 
@@ -130,7 +142,7 @@ static inline size_t at_ws_floats(int hd) {
  * head_dim 64: at 2048 keys they fill a 1 MiB L2, and past it every query block streams
  * them from L3, one page per row in place. Below, the rows stay in L2 and a copy does not
  * pay (tuned: docs/notes/kernel-tuning.md#attn-pack-kv). */
-#define ATTN_PACK_NKV 1536
+#define ATTN_PACK_NKV (at_tuning()->pack)   /* by default 1536 */
 
 size_t JK_SFX(attn_ws)(int nthreads, int n_head, int head_dim, int nkv) {
     /* K and V are copied one head at a time: n_head does not count */

@@ -6,8 +6,12 @@
  * kernels/x86/gemm_avx512.c, kernels/arm/gemm_neon.c), which first defines
  *
  *   GT_MR, GT_NR          the register tile of its microkernel (rows of Y x columns of Y)
- *   GT_KC, GT_MC, GT_NC   cache blocks: at most GT_KC of K, GT_MC rows, GT_NC columns
+ *   GT_KC, GT_MC, GT_NC   the default cache blocks: at most KC of K, MC rows, NC columns
  *   GT_SMALL_M            M at or below which the weight-streaming (GEMV-like) path runs
+ *   GEMM_ISA, GT_KIND     the build's name (avx512, ...) and its enum jk_gemm_kind
+ * The blocks in force are data (kernels/tuning.h, struct jk_gemm_tuning): a tuning file's,
+ * the built-in table's for this CPU, or these defaults; with these defaults the kernels
+ * compute what they computed when the blocks were constants.
  * and after the #include defines
  *   gt_ukernel()          the MR x NR microkernel over packed panels, edges and the
  *                         epilogue inside (prototype below)
@@ -41,7 +45,7 @@
  * 1 vs 2 vs 3 threads).
  *
  * Threads: one OpenMP team per call; Y is split into tn x tm = nthreads rectangles, by
- * columns as far as each thread keeps >= 4 NR-panels (then W is read once in all and
+ * columns as far as each thread keeps >= 4 NR-panels (colp of the blocking) (then W is read once in all and
  * each thread packs all of X), by rows beyond that. Each thread has its own slice of ws
  * (Bp then Ap): nothing is shared, there are no barriers. (A BLIS-style shared Bp with
  * dynamically scheduled row blocks was measured against this:
@@ -60,6 +64,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/ref/ref.h"
+#include "kernels/tuning.h"
 #include "runtime/dtype.h"
 
 /* The GELU epilogue (JK_EPI_GELU) is vf_gelu of kernels/simd/math.h, over the
@@ -101,12 +106,41 @@ static inline __attribute__((always_inline)) uint32_t gt_weight_pair(enum jk_dty
 
 /* ---- the template proper (needs the GT_* parameters of the including file) ---------- */
 #if !defined(GT_MR) || !defined(GT_NR) || !defined(GT_KC) || !defined(GT_MC) || !defined(GT_NC) || \
-    !defined(GT_SMALL_M)
-#error "define GT_MR, GT_NR, GT_KC, GT_MC, GT_NC and GT_SMALL_M before including gemm_tmpl.h"
+    !defined(GT_SMALL_M) || !defined(GEMM_ISA) || !defined(GT_KIND)
+#error "define GT_MR, GT_NR, GT_KC, GT_MC, GT_NC, GT_SMALL_M, GEMM_ISA and GT_KIND before including gemm_tmpl.h"
 #endif
-#if GT_KC % 8 || GT_MC % GT_MR || GT_NC % GT_NR
-#error "GT_KC must be a multiple of 8, GT_MC of GT_MR and GT_NC of GT_NR"
+#if GT_KC % 8 || GT_MC % GT_MR || GT_NC % GT_NR || GT_KC > JK_TUNE_KC_MAX || GT_MC > JK_TUNE_MC_MAX || \
+    GT_NC > JK_TUNE_NC_MAX
+#error "GT_KC must be a multiple of 8, GT_MC of GT_MR and GT_NC of GT_NR, each within kernels/tuning.h's limits"
 #endif
+
+/* This build's register tile and default blocking, for kernels/tuning.c (jk_gemm_kind_<isa>):
+ * the generic fallback, and what a tuning set is validated against. */
+#define GT_CAT_(a, b) a##b
+#define GT_CAT(a, b) GT_CAT_(a, b)
+#define GT_STR_(a) #a
+#define GT_STR(a) GT_STR_(a)
+#define GT_DEFAULT_TUNING {GT_KC, GT_MC, GT_NC, 1, 4, 4}
+const struct jk_gemm_kind_info GT_CAT(jk_gemm_kind_, GEMM_ISA) = {GT_STR(GEMM_ISA), GT_MR, GT_NR,
+                                                                  GT_DEFAULT_TUNING};
+
+/* t inside the limits for this build (kernels/tuning.h; the same test as
+ * jk_gemm_tuning_valid, inline for the per-call check). */
+static inline int gt_tuning_ok(const struct jk_gemm_tuning *t) {
+    return t->kc >= 8 && t->kc <= JK_TUNE_KC_MAX && t->kc % 8 == 0 && t->mc >= GT_MR &&
+           t->mc <= JK_TUNE_MC_MAX && t->mc % GT_MR == 0 && t->nc >= GT_NR && t->nc <= JK_TUNE_NC_MAX &&
+           t->nc % GT_NR == 0 && (t->ahead == 0 || t->ahead == 1) && t->colp >= 1 &&
+           t->colp <= JK_TUNE_SPLIT_MAX && t->rowt >= 1 && t->rowt <= JK_TUNE_SPLIT_MAX;
+}
+
+/* The blocking of a call: a->tune where given and valid (not with pre-packed W, whose
+ * K blocks are those of the blocking in force), else the one in force, else (never set or
+ * invalid) the defaults. */
+static inline const struct jk_gemm_tuning *gt_tuning(const struct jk_gemm_args *a) {
+    static const struct jk_gemm_tuning def = GT_DEFAULT_TUNING;
+    if (a && a->tune && !a->w_packed && gt_tuning_ok(a->tune)) return a->tune;
+    return gt_tuning_ok(&jk_tune.gemm[GT_KIND]) ? &jk_tune.gemm[GT_KIND] : &def;
+}
 
 /* Microkernel mode: which K block this is, and the epilogue. */
 #define GT_FIRST 1     /* first K block: Y holds nothing of ours yet (unless JK_EPI_ADD) */
@@ -208,30 +242,20 @@ static inline int gt_min(int a, int b) { return a < b ? a : b; }
 #define GT_PACKED_K(kc) (kc)
 #endif
 
-/* The K block length for this K: K split into equal blocks of at most GT_KC, rounded up
- * to a multiple of 8 (so a block of 32 or 256 never straddles an 8-wide load). Depends
- * on K only: this fixes the order of every sum. */
-static inline int gt_kc_step(int K) {
-    int nb = (K + GT_KC - 1) / GT_KC;
+/* The K block length for this K: K split into equal blocks of at most kc_max (the
+ * blocking's kc), rounded up to a multiple of 8 (so a block of 32 or 256 never straddles an
+ * 8-wide load). Depends on K and the blocking only, never on the thread count: this fixes
+ * the order of every sum. */
+static inline int gt_kc_step(int K, int kc_max) {
+    int nb = (K + kc_max - 1) / kc_max;
     int kc = (K + nb - 1) / nb;
     return (kc + 7) & ~7;
 }
 
-/* Workspace: per thread a W panel (KC x NC) and an X block (MC x KC); the small-M path
- * uses the same slice for 8 or more W rows converted to f32 (>= 8 K). Sized with
- * min(K rounded up to 8, GT_KC), which bounds gt_kc_step(K') for every K' <= K (the step
- * itself is not monotonic: K = 320 takes one block of 320, K = 588 two of 296), so that
- * gemm_ws(nt, K) covers every matmul with rows of up to K weights, as kernels.h promises. */
-static inline size_t gt_thread_bytes(int K) {
-    const int k8 = ((K > 0 ? K : 1) + 7) & ~7;
-    size_t kc = (size_t)gt_min(k8, GT_KC);
-    size_t blis = kc * (size_t)GT_NC + (size_t)GT_MC * kc, small = 8 * (size_t)(K > 0 ? K : 1);
-    return ((blis > small ? blis : small) * sizeof(float) + 63) & ~(size_t)63;
-}
-
+/* Workspace: per thread a W panel (KC x NC) and an X block (MC x KC), at the blocking in
+ * force (kernels/tuning.h, jk_gemm_thread_bytes, which jk_gemm_ws_tuned shares). */
 static size_t gt_ws(int nthreads, int K) {
-    size_t nt = (size_t)(nthreads > 0 ? nthreads : 1);
-    return nt * gt_thread_bytes(K) + 64; /* + 64: ws need not be aligned */
+    return jk_gemm_ws_tuned(gt_tuning(NULL), nthreads, K);
 }
 
 /* Pre-packed W (kernels.h, gemm_prepack): per K block of gt_kc_step(K), the panels of all
@@ -244,7 +268,7 @@ static size_t gt_prepack_floats(int N, int K) {
     return N > 0 && K > 0 ? (size_t)GT_PACKED_K(K) * gt_np(N) : 0;
 }
 static void gt_prepack(gt_pack_b_fn pack_b, float *dst, const void *w, size_t ldw, int N, int K) {
-    const int kstep = gt_kc_step(K);
+    const int kstep = gt_kc_step(K, gt_tuning(NULL)->kc);
     for (int pc = 0; pc < K; pc += kstep)
         pack_b(dst + (size_t)GT_PACKED_K(pc) * gt_np(N), (const uint8_t *)w, ldw, N, pc,
                gt_min(kstep, K - pc));
@@ -318,16 +342,16 @@ static inline void gt_ahead_step(struct gt_ahead *f) {
     }
 }
 
-/* One thread's rectangle Y[m0..m1, n0..n1], BLIS loops; ws: its slice. */
-static void gt_block(const struct jk_gemm_args *a, enum jk_dtype t, gt_pack_b_fn pack_b, float *ws,
-                     int m0, int m1, int n0, int n1) {
-    const int K = a->K, kstep = gt_kc_step(K);
-    float *bp = ws;                                          /* [NC/NR][kc][NR] */
-    float *ap = ws + (size_t)gt_min(kstep, GT_KC) * GT_NC;   /* [MC/MR][kc][MR] */
+/* One thread's rectangle Y[m0..m1, n0..n1], BLIS loops at blocking tu; ws: its slice. */
+static void gt_block(const struct jk_gemm_args *a, const struct jk_gemm_tuning *tu, enum jk_dtype t,
+                     gt_pack_b_fn pack_b, float *ws, int m0, int m1, int n0, int n1) {
+    const int K = a->K, kstep = gt_kc_step(K, tu->kc), NC = tu->nc, MC = tu->mc;
+    float *bp = ws;                                       /* [NC/NR][kc][NR] */
+    float *ap = ws + (size_t)gt_min(kstep, tu->kc) * NC;  /* [MC/MR][kc][MR] */
     const uint8_t *w = (const uint8_t *)a->w;
     const int x_in_place = gt_x_in_place(a->ldx);
-    for (int jc = n0; jc < n1; jc += GT_NC) {
-        const int nc = gt_min(GT_NC, n1 - jc);
+    for (int jc = n0; jc < n1; jc += NC) {
+        const int nc = gt_min(NC, n1 - jc);
         for (int pc = 0; pc < K; pc += kstep) {
             const int kc = gt_min(kstep, K - pc), pk = GT_PACKED_K(kc);
             const int mode = GT_MODE(pc == 0, pc + kc == K, a->epi);
@@ -338,14 +362,14 @@ static void gt_block(const struct jk_gemm_args *a, enum jk_dtype t, gt_pack_b_fn
             } else {
                 pack_b(bp, w + (size_t)jc * a->ldw, a->ldw, nc, pc, kc);
                 /* the next panel: this column block's next K block, or the next block's first */
-                const int njc = pc + kc < K ? jc : jc + GT_NC, npc = pc + kc < K ? pc + kc : 0;
+                const int njc = pc + kc < K ? jc : jc + NC, npc = pc + kc < K ? pc + kc : 0;
                 const int calls = (m1 - m0 + GT_MR - 1) / GT_MR * ((nc + GT_NR - 1) / GT_NR);
-                if (njc < n1)
-                    gt_ahead_start(&ahead, w + (size_t)njc * a->ldw, a->ldw, gt_min(GT_NC, n1 - njc), t,
+                if (njc < n1 && tu->ahead)
+                    gt_ahead_start(&ahead, w + (size_t)njc * a->ldw, a->ldw, gt_min(NC, n1 - njc), t,
                                    npc, gt_min(kstep, K - npc), calls);
             }
-            for (int ic = m0; ic < m1; ic += GT_MC) {
-                const int mc = gt_min(GT_MC, m1 - ic);
+            for (int ic = m0; ic < m1; ic += MC) {
+                const int mc = gt_min(MC, m1 - ic);
                 const float *x = a->x + (size_t)ic * a->ldx + pc;
                 /* rows 0 .. in_place - 1 are read from X itself (gt_ukernel_x), the rest packed */
                 const int in_place = x_in_place ? mc / GT_MR * GT_MR : 0;
@@ -383,10 +407,10 @@ static inline void gt_split(int n, int unit, int parts, int i, int *lo, int *hi)
     *hi = gt_min(n, u1 * unit);
 }
 
-/* Column parts: the largest divisor of nth that leaves every part >= 4 NR-panels (1 if
- * none does); the rest of the team splits the rows. */
-static inline int gt_col_parts(int N, int nth) {
-    const int most = (N + 4 * GT_NR - 1) / (4 * GT_NR);
+/* Column parts: the largest divisor of nth that leaves every part >= colp NR-panels (4 by
+ * default; 1 if none does); the rest of the team splits the rows. */
+static inline int gt_col_parts(int N, int nth, int colp) {
+    const int most = (N + colp * GT_NR - 1) / (colp * GT_NR);
     int tn = 1;
     for (int d = 1; d <= nth; d++)
         if (nth % d == 0 && d <= most) tn = d;
@@ -399,7 +423,8 @@ static void gt_run(const struct jk_gemm_args *a, enum jk_dtype t, gt_pack_b_fn p
     if (M <= 0 || N <= 0 || a->K <= 0) return;
     (void)nt;
     uint8_t *base = (uint8_t *)(((uintptr_t)a->ws + 63) & ~(uintptr_t)63);
-    const size_t slice = gt_thread_bytes(a->K);
+    const struct jk_gemm_tuning *tu = gt_tuning(a);
+    const size_t slice = jk_gemm_thread_bytes(tu, a->K);
     if (M <= GT_SMALL_M) {
         /* Weight streaming: threads take contiguous column ranges (multiples of 8). */
 #pragma omp parallel num_threads(nt)
@@ -428,14 +453,14 @@ static void gt_run(const struct jk_gemm_args *a, enum jk_dtype t, gt_pack_b_fn p
          * the next: rows, when every thread gets 4 row tiles or more. Without pre-packing
          * the column split stays: with rows each thread would pack every weight
          * (docs/notes/kernel-tuning.md#gemm-threads). */
-        const int rows = a->w_packed && M >= 4 * GT_MR * nth;
-        const int tn = rows ? 1 : gt_col_parts(N, nth), tm = nth / tn;
+        const int rows = a->w_packed && M >= tu->rowt * GT_MR * nth;
+        const int tn = rows ? 1 : gt_col_parts(N, nth, tu->colp), tm = nth / tn;
         int m0, m1, n0, n1;
         gt_split(N, GT_NR, tn, tid % tn, &n0, &n1);
         gt_split(M, GT_MR, tm, tid / tn, &m0, &m1);
         if (m0 < m1 && n0 < n1) {
             GT_THREAD_START();
-            gt_block(a, t, pack_b, (float *)(base + (size_t)tid * slice), m0, m1, n0, n1);
+            gt_block(a, tu, t, pack_b, (float *)(base + (size_t)tid * slice), m0, m1, n0, n1);
             GT_THREAD_END();
         }
     }

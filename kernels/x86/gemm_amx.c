@@ -64,9 +64,11 @@
 #ifdef JK_GEMM_HIGH             /* hi and lo panels (gemm_pairs.h): twice the pairs */
 #define GT_PACKED_K(kc) (2 * (((kc) + 1) / 2))
 #define GEMM_ISA amx_high
+#define GT_KIND JK_GK_AMX_HIGH
 #else
 #define GT_PACKED_K(kc) (((kc) + 1) / 2)
 #define GEMM_ISA amx_bf16
+#define GT_KIND JK_GK_AMX_BF16
 #endif
 
 /* Tiles: accumulators of rows 0..15 / 16..31 x columns 0..15 / 16..31, A rows, B columns. */

@@ -39,6 +39,8 @@
 #define GT_NC 1536
 #define GT_SMALL_M 64
 #define GT_UKERNEL_X 1   /* full tiles read X in place (gt_ukernel_x below) */
+#define GEMM_ISA avx2
+#define GT_KIND JK_GK_AVX2
 
 #include "kernels/simd/gemm_tmpl.h"
 #include "kernels/x86/gemm_x86.h"
@@ -138,4 +140,4 @@ static void gt_ukernel_x(int kc, const float *x, size_t ldx, const float *b, flo
     ukernel_6x16(kc, x, 1, ldx, b, y, ldy, GT_MR, nr, bias, mode);
 }
 
-GEMM_X86_SLOTS(avx2)
+GEMM_X86_SLOTS_OF(GEMM_ISA)

@@ -50,10 +50,12 @@
 #define GT_UKERNEL_X 0
 #define GT_PACKED_K(kc) (((kc) + 1) / 2)
 #define GEMM_ISA avx512_bf16
+#define GT_KIND JK_GK_AVX512_BF16
 #else
 #define GT_SMALL_M 16
 #define GT_UKERNEL_X 1   /* full tiles read X in place (gt_ukernel_x below) */
 #define GEMM_ISA avx512
+#define GT_KIND JK_GK_AVX512
 #endif
 
 #include "kernels/simd/gemm_tmpl.h"

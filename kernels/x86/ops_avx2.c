@@ -16,6 +16,7 @@
 #define ATTN_KG 4
 #define ATTN_QV 3
 #define ATTN_BQ 48
+#define ATTN_KIND JK_AK_AVX2   /* its run-time blocking: kernels/tuning.h */
 
 /* The last nq % 8 queries take the row path when there is one (attn_tmpl.h): one left
  * over gains, two or more lose (tuned: docs/notes/kernel-tuning.md#attn-avx2). */

@@ -14,6 +14,7 @@
 #define ATTN_KG 8
 #define ATTN_QV 3
 #define ATTN_BQ 48
+#define ATTN_KIND JK_AK_AVX512   /* its run-time blocking: kernels/tuning.h */
 
 /* The last nq % 16 queries of a sequence take the row path (attn_tmpl.h) when they are 5
  * or fewer, instead of a whole query vector of the block path; from 6 on the vector is

@@ -59,6 +59,7 @@ check serve ""
 check info ""
 check quantize ""
 check pull ""
+check tune ""
 check synth ""
 check cpu ""
 check bench kernels gpu world encoder
