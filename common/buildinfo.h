@@ -7,7 +7,8 @@
 #define JEPA_COMMON_BUILDINFO_H
 
 /* `git describe --always --dirty --abbrev=12` of the source tree when the build ran, the
- * commit a `git archive` tarball was made from (tools/archive-commit.txt), else "unknown". */
+ * commit a `git archive` or `meson dist` tarball (pip's sdist) was made from
+ * (tools/archive-commit.txt, export-subst), else "unknown". */
 extern const char cli_build_commit[];
 /* One "key: value\n" line per feature, in a fixed order: kernels (the ISA levels compiled;
  * `jepa cpu` says which this CPU runs), cuda, openmp, openblas, images (the still-image

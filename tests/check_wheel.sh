@@ -56,6 +56,11 @@ pkg=$("$py" -c 'import importlib.metadata as m
 print(*sorted({str(f.parent) for f in m.files("jepa-c") if f.name == "__init__.py" and len(f.parts) == 2}))')
 [ -n "$pkg" ] && [ "$pkg" = "${pkg%% *}" ] || fail "jepa-c installs no single package (found '$pkg')"
 echo "check_wheel: jepa-c installs the package '$pkg' and $jepa"
+"$py" - "$pkg" "$(dirname "$0")/../LICENSE" <<'EOF' || fail "the package carries no copy of LICENSE"
+import importlib.metadata as m, sys
+f = [f for f in m.files("jepa-c") if str(f) == sys.argv[1] + "/LICENSE"]
+sys.exit(not f or f[0].read_text() != open(sys.argv[2]).read())
+EOF
 
 [ -x "$jepa" ] || fail "$jepa: the wheel installed no jepa command"
 [ "$(head -c 4 "$jepa" | od -An -c | tr -d ' ')" = '177ELF' ] || fail "$jepa is not the compiled binary (no ELF header)"

@@ -10,8 +10,8 @@
 #   SHA256SUMS                           sha256sum of each, checked with `sha256sum -c`
 # Each binary is checked by tests/check_static.sh (statically linked, runs without a loader:
 # the aarch64 one under qemu-aarch64-static) and stripped. The builds are made from the
-# source archive itself, in build-release-*/ (kept between runs, so a second run only
-# rebuilds what changed), so the binaries are what anyone gets from the tarball.
+# source archive itself, unpacked in a temporary folder (outside the tree, removed at the
+# end), so the binaries are what anyone gets from the tarball.
 #
 #   bash tools/release.sh [--allow-dirty] [--no-aarch64] [-j N]
 #
@@ -59,9 +59,8 @@ echo "=== $src.tar.gz (git archive of $commit)"
 git archive --format=tar.gz --prefix="$src/" -o "$dist/$src.tar.gz" HEAD
 
 # The builds run from the unpacked archive: what is released is what the tarball builds.
-work=$root/build-release
-rm -rf "$work/$src"
-mkdir -p "$work"
+work=$(mktemp -d "${TMPDIR:-/tmp}/jepa-release.XXXXXX")
+trap 'rm -rf "$work"' EXIT
 tar -xzf "$dist/$src.tar.gz" -C "$work"
 grep -qx "$(git rev-parse HEAD)" "$work/$src/tools/archive-commit.txt" ||
     fail "the archive's tools/archive-commit.txt does not name HEAD (export-subst in .gitattributes?)"
@@ -69,14 +68,11 @@ grep -qx "$(git rev-parse HEAD)" "$work/$src/tools/archive-commit.txt" ||
 # build ARCH [CROSS-FILE]: the static jepa of ARCH, checked and packed with its documents
 build() {
     local arch=$1 cross=${2:-} dir=$work/$1 name=jepa-$version-linux-$1
-    echo "=== $name.tar.gz (static, build-release/$arch)"
+    echo "=== $name.tar.gz (static)"
     local setup=(--buildtype=release -Dstatic=true -Dtests=false -Dcuda=disabled -Dpython=false)
     [ -n "$cross" ] && setup+=(--cross-file "$work/$src/$cross")
-    if [ -f "$dir/build.ninja" ]; then
-        meson setup --reconfigure "$dir" "$work/$src" "${setup[@]}" >"$work/$arch.setup.log" 2>&1
-    else
-        meson setup "$dir" "$work/$src" "${setup[@]}" >"$work/$arch.setup.log" 2>&1
-    fi || { tail -20 "$work/$arch.setup.log"; fail "meson setup for $arch failed"; }
+    meson setup "$dir" "$work/$src" "${setup[@]}" >"$work/$arch.setup.log" 2>&1 ||
+        { tail -20 "$work/$arch.setup.log"; fail "meson setup for $arch failed"; }
     ninja -C "$dir" -j "$jobs" cli/jepa >"$work/$arch.build.log" 2>&1 ||
         { tail -20 "$work/$arch.build.log"; fail "the $arch build failed"; }
     local runner=()
