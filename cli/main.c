@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "common/buildinfo.h"
 #include "jepa.h"
 #include "kernels/kernels.h"
 #include "runtime/dtype.h"
@@ -158,7 +159,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
-        printf("jepa.c %s\n", jepa_version());
+        /* the version alone on the first line; the commit and the build's features after */
+        printf("jepa.c %s\ncommit: %s\n%s", jepa_version(), cli_build_commit, cli_build_features);
         return 0;
     }
     const int k = find_command(argv[1]);

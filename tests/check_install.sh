@@ -44,7 +44,7 @@ LD_LIBRARY_PATH="$libdir" "$work/hello_shared" "$MODEL" >"$work/shared.txt"
 "$work/hello_static" "$MODEL" >"$work/static.txt"
 cmp -s "$work/shared.txt" "$work/static.txt" || { echo "FAIL the shared and static programs differ"; exit 1; }
 v=$(head -1 "$work/shared.txt")
-[ "$v" = "$(pkg-config --modversion jepa)" ] && [ "jepa.c $v" = "$(LD_LIBRARY_PATH="$libdir" "$bindir/jepa" --version)" ] ||
+[ "$v" = "$(pkg-config --modversion jepa)" ] && [ "jepa.c $v" = "$(LD_LIBRARY_PATH="$libdir" "$bindir/jepa" --version | head -1)" ] ||
     { echo "FAIL version: jepa_version() '$v', jepa.pc '$(pkg-config --modversion jepa)'"; exit 1; }
 # the same clip through the installed jepa binary
 set -- $(sed -n 2p "$work/shared.txt")

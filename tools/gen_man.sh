@@ -7,7 +7,7 @@ set -eu
 JEPA=$1 OUT=$2
 # roff-safe verbatim text: backslashes doubled, a leading . or ' kept from being a request
 roff() { sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/"; }
-version=$("$JEPA" --version | awk '{print $2}')
+version=$("$JEPA" --version | awk 'NR == 1 {print $2}')
 top=$("$JEPA" --help)
 cmds=$(awk '/^commands:/ {on = 1; next} on && /^  [a-z]/ {print $1} on && /^$/ {exit}' <<<"$top")
 [ -n "$cmds" ] || { echo "gen_man.sh: no commands in '$JEPA --help'" >&2; exit 1; }

@@ -64,6 +64,28 @@ def version() -> str:
     return __version__
 
 
+def build_info() -> dict:
+    """What this build of the engine is, as `jepa --version` prints it: {"version": ...,
+    "commit": ... ("unknown" outside git), "kernels": [ISA levels compiled], "images":
+    [formats decoded], "cuda", "openmp", "openblas", "video", "server", "pull", "static":
+    bool, "compiler": str}. The `jepa` command installed beside the package is built with it
+    and prints the same."""
+    commit, lines = _jepa.build_info()
+    info: dict = {"version": __version__, "commit": commit}
+    for line in lines.splitlines():
+        key, _, value = line.partition(": ")
+        if value in ("yes", "no"):
+            info[key] = value == "yes"
+        elif key in ("kernels", "images"):
+            info[key] = [] if value == "none" else value.split()
+        else:
+            info[key] = value
+    return info
+
+
+__all__.append("build_info")
+
+
 def pull(repo: str, type: Optional[str] = None, *, endpoint: Optional[str] = None,
          retries: Optional[int] = None, stall_timeout: Optional[int] = None,
          progress: Optional[bool] = None) -> str:

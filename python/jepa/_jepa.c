@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/buildinfo.h"
 #include "common/hub.h"
 #include "input/clips.h"
 #include "input/image.h"
@@ -1008,6 +1009,13 @@ static PyObject *version(PyObject *mod, PyObject *unused) {
     return PyUnicode_FromString(jepa_version());
 }
 
+/* build_info() -> the commit and the "key: value" feature lines of `jepa --version`
+ * (common/buildinfo.h); the package parses them into a dict. */
+static PyObject *build_info(PyObject *mod, PyObject *unused) {
+    (void)mod, (void)unused;
+    return Py_BuildValue("(ss)", cli_build_commit, cli_build_features);
+}
+
 /* jepa.pull(ref, type, endpoint, retries, stall_timeout, progress): a model file from the
  * Hugging Face hub into the cache (common/hub.h), its path; the GIL released meanwhile. */
 static PyObject *pull(PyObject *mod, PyObject *args, PyObject *kw) {
@@ -1034,6 +1042,7 @@ static PyObject *pull(PyObject *mod, PyObject *args, PyObject *kw) {
 static PyMethodDef module_methods[] = {
     {"pull", (PyCFunction)(void (*)(void))pull, METH_VARARGS | METH_KEYWORDS, "a model file from the hub into the cache"},
     {"version", version, METH_NOARGS, "the library's version"},
+    {"build_info", build_info, METH_NOARGS, "(commit, feature lines) of this build"},
     {"is_image_file", is_image_file, METH_VARARGS, "whether a file starts with a PNG, JPEG or WebP signature"},
     {"plan_defaults", plan_defaults, METH_VARARGS, "plan_defaults('lewm' | 'ac') -> dict"},
     {NULL, NULL, 0, NULL},
