@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-import jepa
+import jepa_c as jepa
 
 
 def main():

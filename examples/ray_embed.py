@@ -17,8 +17,8 @@ import time
 
 import ray
 
-import jepa
-import jepa.ray
+import jepa_c as jepa
+import jepa_c.ray
 
 IMAGE_EXT = (".png", ".jpg", ".jpeg", ".webp")
 

@@ -10,7 +10,7 @@ ConvertError) within CASE_S seconds; anything else (another exception, a timeout
 memory limit) fails the run with the case's number and its input saved. The cases run in a
 child process under RLIMIT_AS (LIMIT); the parent reports a child killed by a signal.
 
-It reads the package from the source tree (python/jepa) without the C extension, so it runs
+It reads the package from the source tree (python/jepa_c) without the C extension, so it runs
 in every build without `pip install`: it needs numpy only (exit 77 with a line when it is
 missing). atheris, when installed, is not needed; this fuzzer is plain Python."""
 import argparse
@@ -36,11 +36,11 @@ def _import():
     except ImportError:
         print("fuzz_convert: skipped, numpy is not installed for this python3", file=sys.stderr)
         sys.exit(77)
-    pkg = types.ModuleType("jepa")   # the package without its __init__ (which loads the extension)
-    pkg.__path__ = [os.path.join(ROOT, "python", "jepa")]
-    sys.modules["jepa"] = pkg
+    pkg = types.ModuleType("jepa_c")   # the package without its __init__ (which loads the extension)
+    pkg.__path__ = [os.path.join(ROOT, "python", "jepa_c")]
+    sys.modules["jepa_c"] = pkg
     sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
-    from jepa import _pickle, convert
+    from jepa_c import _pickle, convert
     import hostile_files
     return _pickle, convert, hostile_files
 

@@ -1,5 +1,5 @@
 """Generate tests/data/checkpoints/: source checkpoints for the converter's tests
-(python -m jepa.convert), in the formats people download, for models whose reference
+(python -m jepa_c.convert), in the formats people download, for models whose reference
 outputs are already committed:
 
   hf_vjepa2/   VJEPA2ForVideoClassification.save_pretrained (+ VJEPA2VideoProcessor): the

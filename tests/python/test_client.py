@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-import jepa
+import jepa_c as jepa
 from conftest import data, media
 
 

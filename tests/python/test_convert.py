@@ -1,4 +1,4 @@
-"""python -m jepa.convert on the checkpoints of tests/data/checkpoints (tests/gen/gen_checkpoints.py):
+"""python -m jepa_c.convert on the checkpoints of tests/data/checkpoints (tests/gen/gen_checkpoints.py):
 Hugging Face folders written by save_pretrained and a Meta V-JEPA 2.1 torch.save checkpoint.
 
 Each converted file is checked three ways:
@@ -17,9 +17,9 @@ import sys
 import numpy as np
 import pytest
 
-import jepa
+import jepa_c as jepa
 from conftest import data, parity
-from jepa import convert as jc
+from jepa_c import convert as jc
 
 gguf = pytest.importorskip("gguf", reason="the converter's tests need the gguf package (pip install .[convert])")
 
@@ -138,7 +138,7 @@ def test_hostile_pickle_is_refused_without_running(tmp_path):
     if os.path.exists(flag):
         os.unlink(flag)
     out = tmp_path / "h.gguf"
-    r = subprocess.run([sys.executable, "-m", "jepa.convert", os.path.join(CK, "hostile.pt"), str(out)],
+    r = subprocess.run([sys.executable, "-m", "jepa_c.convert", os.path.join(CK, "hostile.pt"), str(out)],
                        capture_output=True, text=True)
     assert r.returncode == 1
     assert "system" in r.stderr and "refused" in r.stderr and r.stderr.count("\n") == 1

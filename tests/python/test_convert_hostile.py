@@ -1,4 +1,4 @@
-"""python -m jepa.convert on hostile inputs, written here as an attacker would (each case builds
+"""python -m jepa_c.convert on hostile inputs, written here as an attacker would (each case builds
 its files in a temporary folder from the fixtures of tests/data/checkpoints, or from nothing).
 
 Every case runs the converter as a user does, in a subprocess under a memory limit
@@ -39,7 +39,7 @@ def _limit():
 
 
 def run(args, timeout=60):
-    return subprocess.run([sys.executable, "-m", "jepa.convert"] + [str(a) for a in args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "jepa_c.convert"] + [str(a) for a in args], capture_output=True,
                           text=True, env=ENV, preexec_fn=_limit, timeout=timeout)
 
 
@@ -71,7 +71,7 @@ def refused(src, out, match, extra=(), code=1, timeout=60):
 def meta():
     """The Meta fixture's checkpoint as a dict of numpy arrays (read by the converter's own
     reader, re-written by hf.save_pt: test_meta_rewritten_converts shows it converts the same)."""
-    from jepa import _pickle
+    from jepa_c import _pickle
     return _pickle.load(os.path.join(CK, "meta_vjepa2_1.pt"))
 
 
@@ -360,7 +360,7 @@ def test_symlink_at_the_old_temporary_name_is_not_followed(tmp_path):
 # ---- safetensors ------------------------------------------------------------------------------
 
 def _tensors(d):
-    from jepa import convert as jc
+    from jepa_c import convert as jc
     return {k: np.array(v) for k, v in jc.read_safetensors(str(d / "model.safetensors")).items()}
 
 

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-import jepa
+import jepa_c as jepa
 from conftest import data
 
 WM = data("lewm_wm", "model_a.gguf")
@@ -35,7 +35,7 @@ def cpu_levels():
 
 RAW = r"""
 import numpy as np, jepa
-from jepa import _jepa
+from jepa_c import _jepa
 c = _jepa.Context.__new__(_jepa.Context)
 f = np.zeros(4096, np.float32)
 i = np.zeros(4, np.int32)

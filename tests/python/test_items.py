@@ -5,7 +5,7 @@ one clip."""
 import numpy as np
 import pytest
 
-import jepa
+import jepa_c as jepa
 from conftest import data, media, parity
 
 Image = pytest.importorskip("PIL.Image", reason="PIL (pip install pillow) is missing: the PIL image tests skip")

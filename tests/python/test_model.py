@@ -6,7 +6,7 @@ import threading
 import numpy as np
 import pytest
 
-import jepa
+import jepa_c as jepa
 from conftest import data, media, parity
 
 V2 = data("vjepa2_tiny", "model.gguf")
@@ -337,7 +337,7 @@ def test_a_loaded_model_is_not_reloaded_under_its_contexts(v2):
 
 def test_a_context_refuses_a_second_thread():
     """The extension's own guard: one jepa_ctx runs one call at a time."""
-    from jepa import _jepa
+    from jepa_c import _jepa
     m = jepa.Model(V2, threads=1)
     ctx = _jepa.Context(m._m, 1)
     x = np.zeros((1, 3, 16, 64, 64), np.float32)
@@ -383,7 +383,7 @@ def test_two_threads_compute_at_once(monkeypatch):
     ran Python. With the GIL held through a call, the main thread could never see a reader
     busy; with the Model serialising calls, never both. A try whose calls happened not to
     overlap (the scheduler's choice) is repeated. Every result has one call's bits."""
-    from jepa import _jepa
+    from jepa_c import _jepa
     m = jepa.Model(V2, threads=1)
     paths = [media("e2e.png")] * 64
     ref = m.embed(paths, pool="mean", as_clip=True)

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-import jepa
+import jepa_c as jepa
 from conftest import data, media
 
 WM = data("lewm_wm", "model_a.gguf")

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-import jepa
+import jepa_c as jepa
 from conftest import ROOT, data
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "pull"))

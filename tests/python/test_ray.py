@@ -83,7 +83,7 @@ def test_ray_pipeline_matches_the_cli(tmp_path, cli):
 
 def test_embedder_prepack_gives_the_same_rows():
     """Embedder(prepack=True) keeps the actor's weights packed: the same embeddings, bit for bit."""
-    from jepa.ray import Embedder
+    from jepa_c.ray import Embedder
     rng = np.random.default_rng(5)
     batch = {"image": rng.integers(0, 256, (8, 72, 80, 3), dtype=np.uint8)}   # 8 x 16 tokens: 128 rows
     plain, packed = Embedder(V2, threads=2), Embedder(V2, threads=2, prepack=True)

@@ -1,7 +1,7 @@
 """jepa — JEPA vision models (V-JEPA 2 / 2.1, I-JEPA, LeVJEPA, LeJEPA, LeWM, V-JEPA 2-AC)
 read from GGUF files (jepa.cpp schema v1) and run on jepa.c's engine.
 
-    import jepa
+    import jepa_c as jepa
     model = jepa.Model("vjepa2_1_vitb.gguf", threads=2)
     feats = model.embed("frame.jpg", pool="mean")          # numpy float32 [D]
     rows = model.embed(["a.jpg", "b.png"], pool="mean")    # [2, D]: one row per item

@@ -1,6 +1,6 @@
 """Convert Hugging Face and Meta checkpoints to GGUF files of schema v1 (docs/convert.md).
 
-    python -m jepa.convert SRC OUT.gguf [--ftype f32|f16|bf16] [--name NAME]
+    python -m jepa_c.convert SRC OUT.gguf [--ftype f32|f16|bf16] [--name NAME]
 
 SRC is one of
   - a Hugging Face model folder (config.json, model.safetensors or sharded
@@ -811,7 +811,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = _Parser(prog="python -m jepa.convert",
+    ap = _Parser(prog="python -m jepa_c.convert",
                                  description="Convert a Hugging Face model folder (VJEPA2Model, "
                                  "VJEPA2ForVideoClassification, IJepaModel, ViTModel, Dinov2Model) or a Meta "
                                  "V-JEPA 2.1 .pt checkpoint to a GGUF file of schema v1.")

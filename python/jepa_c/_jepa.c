@@ -1,5 +1,5 @@
 /*
- * _jepa.c — the CPython extension behind the `jepa` package (python/jepa/__init__.py).
+ * _jepa.c — the CPython extension behind the `jepa` package (python/jepa_c/__init__.py).
  *
  * A thin layer over include/jepa.h plus the clip readers of input/clips.h (image and
  * video files, decoded and preprocessed as the CLI does). Every array crosses as a
@@ -270,7 +270,7 @@ static PyMethodDef Model_methods[] = {
 };
 
 static PyTypeObject ModelType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "jepa._jepa.Model",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "jepa_c._jepa.Model",
     .tp_basicsize = sizeof(ModelObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Model(path): a schema-v1 GGUF, memory-mapped",
@@ -835,7 +835,7 @@ static PyMethodDef Context_methods[] = {
 };
 
 static PyTypeObject ContextType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "jepa._jepa.Context",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "jepa_c._jepa.Context",
     .tp_basicsize = sizeof(ContextObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Context(model, threads=0, device=None, cpu=None, prepack=False, precision=None): one jepa_ctx",
@@ -982,7 +982,7 @@ static PyMethodDef ClipReader_methods[] = {
 };
 
 static PyTypeObject ClipReaderType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "jepa._jepa.ClipReader",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "jepa_c._jepa.ClipReader",
     .tp_basicsize = sizeof(ClipReaderObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "ClipReader(model, paths, video=False, ...): images or a video as preprocessed clips",
@@ -1058,7 +1058,7 @@ PyMODINIT_FUNC PyInit__jepa(void) {
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
-    JepaError = PyErr_NewExceptionWithDoc("jepa.Error", "an error reported by jepa.c, with its one-line reason",
+    JepaError = PyErr_NewExceptionWithDoc("jepa_c.Error", "an error reported by jepa.c, with its one-line reason",
                                           PyExc_RuntimeError, NULL);
     if (!JepaError || PyModule_AddObjectRef(m, "Error", JepaError) < 0 ||
         PyModule_AddObjectRef(m, "Model", (PyObject *)&ModelType) < 0 ||
