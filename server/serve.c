@@ -342,6 +342,36 @@ static bool client_gone(int fd) {
     return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
+/* A piece of a request's body: counted against the connection's budget, kept up to the
+ * cap (past it the request is marked too large and the rest is read and dropped). */
+static enum MHD_Result take_body(struct server *sv, struct request *q, const char *upload, size_t *upload_size) {
+    const size_t n = *upload_size;
+    *upload_size = 0;
+    if (q->cn) {
+        pthread_mutex_lock(&sv->conn_mu);
+        const bool cut = q->cn->cut;
+        q->cn->got += n;
+        pthread_mutex_unlock(&sv->conn_mu);
+        if (cut) return MHD_NO;
+    }
+    if (!q->post || q->too_large) return MHD_YES;
+    if (n > sv->max_body - q->len) {
+        q->too_large = true;
+        free(q->body), q->body = NULL, q->len = q->cap = 0;
+        return MHD_YES;
+    }
+    if (q->len + n > q->cap) {   /* no (or a wrong) Content-Length: grow to the cap */
+        size_t cap = q->cap ? q->cap : 4096;
+        while (cap < q->len + n) cap = cap > sv->max_body / 2 ? sv->max_body : cap * 2;
+        char *p = realloc(q->body, cap + 1);
+        if (!p) return MHD_NO;
+        q->body = p, q->cap = cap;
+    }
+    memcpy(q->body + q->len, upload, n);
+    q->len += n;
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **req_cls) {
     (void)version;
@@ -394,33 +424,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (r.status) return conn_enter(sv, q->cn, PH_ANSWER) ? reply(sv, c, q, method, url, &r) : MHD_NO;
         return MHD_YES;
     }
-    if (*upload_size) {   /* a piece of the body */
-        const size_t n = *upload_size;
-        *upload_size = 0;
-        if (q->cn) {
-            pthread_mutex_lock(&sv->conn_mu);
-            const bool cut = q->cn->cut;
-            q->cn->got += n;
-            pthread_mutex_unlock(&sv->conn_mu);
-            if (cut) return MHD_NO;
-        }
-        if (!q->post || q->too_large) return MHD_YES;
-        if (n > sv->max_body - q->len) {
-            q->too_large = true;
-            free(q->body), q->body = NULL, q->len = q->cap = 0;
-            return MHD_YES;
-        }
-        if (q->len + n > q->cap) {   /* no (or a wrong) Content-Length: grow to the cap */
-            size_t cap = q->cap ? q->cap : 4096;
-            while (cap < q->len + n) cap = cap > sv->max_body / 2 ? sv->max_body : cap * 2;
-            char *p = realloc(q->body, cap + 1);
-            if (!p) return MHD_NO;
-            q->body = p, q->cap = cap;
-        }
-        memcpy(q->body + q->len, upload, n);
-        q->len += n;
-        return MHD_YES;
-    }
+    if (*upload_size) return take_body(sv, q, upload, upload_size);   /* a piece of the body */
     /* the whole request is in */
     if (!conn_enter(sv, q->cn, PH_ANSWER)) return MHD_NO;
     if (q->too_large) {

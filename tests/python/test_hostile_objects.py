@@ -34,7 +34,7 @@ def cpu_levels():
 # ---- raw objects ---------------------------------------------------------------------
 
 RAW = r"""
-import numpy as np, jepa
+import numpy as np, jepa_c as jepa
 from jepa_c import _jepa
 c = _jepa.Context.__new__(_jepa.Context)
 f = np.zeros(4096, np.float32)
