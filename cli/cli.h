@@ -26,9 +26,21 @@ int cli_parse_u64(const char *cmd, const char *opt, const char *v, unsigned long
  * outputs naming one file. NULL entries are skipped. 0 or CLI_EXIT_USAGE. */
 int cli_check_outputs(const char *cmd, const char *const *ins, int n_in, const char *const *outs, int n_out);
 
+/* How a flat output reads in the user's units: rows of `width` values, the row called `row`
+ * ("step", "target token"; NULL: "row") and each value in it `col` ("dim", "class"; NULL:
+ * "column"); where name is set, it writes what row r is instead ("row 3 (item 1 b.jpg)")
+ * into buf and returns buf. */
+struct cli_out_rows {
+    size_t width;
+    const char *row, *col;
+    const char *(*name)(const void *user, size_t r, char *buf, size_t size);
+    const void *user;
+};
+
 /* An output about to be written must be finite: 0, or CLI_EXIT_FAIL with one line
- * naming `what` and the first NaN / Inf (non-finite weights reach the outputs). */
-int cli_check_finite_output(const char *what, const float *y, size_t n);
+ * naming `what` and the first NaN / Inf by its row and column (rows NULL: its flat index;
+ * non-finite weights reach the outputs). */
+int cli_check_finite_output(const char *what, const float *y, size_t n, const struct cli_out_rows *rows);
 
 /* A context for the options every run command takes: -t (0: all cores), --cpu (NULL:
  * auto), -g (< 0: the CPU). 0, or the exit code with the error printed (a bad --cpu is a

@@ -32,6 +32,8 @@ int cmd_quantize(int argc, char **argv) {
             if (++i >= argc) return cli_usage_error("quantize", "--type needs a value");
             if (type) return cli_usage_error("quantize", "the type is given twice");
             type = argv[i];
+        } else if (!strcmp(argv[i], "-") && in && !out) {
+            return cli_usage_error("quantize", "OUT is a model file; '-' (stdout) is for .npy outputs: name a file");
         } else if (argv[i][0] == '-') {
             return cli_usage_error("quantize", "unknown option '%s'", argv[i]);
         } else if (!in) in = argv[i];

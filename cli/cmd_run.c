@@ -29,6 +29,7 @@
  * (pixel inputs).
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -166,7 +167,8 @@ static void run_usage(enum run_cmd c) {
            "output, writes stdout (everything else printed then goes to stderr); --name=value is\n"
            "--name value (docs/cli.md).\n",
            c == RUN_CLASSIFY ? "" : "  -o, --out OUT.npy     the output (-o -: stdout)\n",
-           c == RUN_PREDICT ? "" : "  --json                the results on stdout as JSON lines (docs/cli.md)\n");
+           c == RUN_PREDICT ? "" : "  --json                the results on stdout as JSON lines; many inputs: the run's\n"
+           "                        summary as one JSON object (docs/cli.md)\n");
     if (c == RUN_PREDICT) cli_world_predict_usage(stdout);
     if (c == RUN_EMBED) {
         printf("\n");
@@ -327,6 +329,10 @@ static int check_many(enum run_cmd c, struct run_opts *o) {
                                      "into %s", c == RUN_EMBED ? "-o FEATS.npy" : "--logits-out LOGITS.npy");
     if (o->out_dir && stack)
         return cli_usage_error(name, "--out-dir writes one file per input; %s stacks them into one: not both",
+                               c == RUN_EMBED ? "-o" : "--logits-out");
+    if (stack && !strcmp(stack, "-"))
+        return cli_usage_error(name, "many inputs stack into a file beside its parts (FEATS.npy.parts/), not "
+                                     "stdout: name a file for %s, or use --out-dir D",
                                c == RUN_EMBED ? "-o" : "--logits-out");
     if (o->input_tensor || o->test_pattern || o->in.n_images || o->in.frames_npy || o->in.images_npy ||
         o->in.as_clip || (c == RUN_EMBED && o->logits_out) || (c == RUN_CLASSIFY && o->out) || o->repeat)
@@ -522,6 +528,51 @@ static bool clip_frames(const struct run *r, int k, long long *f0, long long *f1
     const int64_t *fr = source_frames(&r->src, k);
     *f0 = fr ? (long long)fr[0] : 0, *f1 = fr ? (long long)fr[r->T - 1] : 0;
     return fr != NULL;
+}
+
+/* An output's rows for cli_check_finite_output: rows_per rows of each clip (tokens, or
+ * levels x tokens with --hier), the first of them clip `base`. */
+struct out_rows_of {
+    const struct run *r;
+    int base;
+    size_t rows_per;
+};
+
+static size_t append(char *buf, size_t size, size_t w, const char *fmt, ...) {
+    if (w >= size) return w;
+    va_list ap;
+    va_start(ap, fmt);
+    const int k = vsnprintf(buf + w, size - w, fmt, ap);
+    va_end(ap);
+    return k < 0 ? w : w + (size_t)k;
+}
+
+/* Row `row` in the user's units: "row 3 (item 3 b.jpg, token 5)", "row 7 (clip 1, token 2)",
+ * "" for the only row of a single output. */
+static const char *out_row_name(const void *user, size_t row, char *buf, size_t size) {
+    const struct out_rows_of *u = user;
+    const struct run *r = u->r;
+    const int k = u->base + (int)(row / u->rows_per);
+    const size_t t = row % u->rows_per, n = (size_t)(r->n > 0 ? r->n : 1);
+    const bool items = inputs_are_items(&r->o->in);
+    char path[4 * 4096 + 1];
+    buf[0] = '\0';
+    if (!items && !r->src.stacked && u->rows_per == 1) return buf;
+    size_t w = append(buf, size, 0, "row %zu", (size_t)u->base * u->rows_per + row);
+    const char *sep = " (";
+    if (items) {
+        w = append(buf, size, w, "%sitem %d %s", sep, k, cli_escape(inputs_item_name(&r->o->in, k), path, sizeof path));
+        sep = ", ";
+    } else if (r->src.stacked) {
+        w = append(buf, size, w, "%sclip %d", sep, k);
+        sep = ", ";
+    }
+    if (u->rows_per > 1 && r->o->hier && r->cmd == RUN_EMBED)
+        w = append(buf, size, w, "%slevel %zu, token %zu", sep, t / n, t % n), sep = ", ";
+    else if (u->rows_per > 1)
+        w = append(buf, size, w, "%stoken %zu", sep, t), sep = ", ";
+    if (*sep == ',') append(buf, size, w, ")");
+    return buf;
 }
 
 /* ---- the clips, and what any command refuses of them ---- */
@@ -829,7 +880,11 @@ static int embed_write(struct run *r) {
     int64_t shape[5] = {0};
     char what[160];
     const int nd = describe_embed_file(r, shape, what, sizeof what);
-    if (cli_check_finite_output(r->src.name, r->b.all, r->per * (size_t)r->nb) || save(r->o->out, r->b.all, nd, shape))
+    const size_t width = (size_t)shape[nd - 1];
+    const struct out_rows_of u = {r, 0, r->per / width};
+    const struct cli_out_rows rows = {width, NULL, "dim", out_row_name, &u};
+    if (cli_check_finite_output(r->src.name, r->b.all, r->per * (size_t)r->nb, &rows) ||
+        save(r->o->out, r->b.all, nd, shape))
         return CLI_EXIT_FAIL;
     if (!r->o->quiet && !r->o->results_quiet) report_written(r->o->out, nd, shape, what);
     return 0;
@@ -898,8 +953,10 @@ static int predict_write(struct run *r) {
     const int nc = (int)r->ctx_ids.count, ntg = (int)r->tgt_ids.count, od = r->info->pred_out_dim;
     int rc = predict_tokens(r, nc, ntg, od);
     if (rc) return rc;
-    if (cli_check_finite_output(r->src.name, r->b.pred, (size_t)ntg * od) ||
-        (r->b.ctx_out && cli_check_finite_output(r->src.name, r->b.ctx_out, (size_t)nc * od)))
+    const struct cli_out_rows tr = {(size_t)od, "target row", "dim", NULL, NULL};
+    const struct cli_out_rows cr = {(size_t)od, "context row", "dim", NULL, NULL};
+    if (cli_check_finite_output(r->src.name, r->b.pred, (size_t)ntg * od, &tr) ||
+        (r->b.ctx_out && cli_check_finite_output(r->src.name, r->b.ctx_out, (size_t)nc * od, &cr)))
         return CLI_EXIT_FAIL;
     const int64_t sp[2] = {ntg, od}, sc[2] = {nc, od};
     if ((rc = save_pair(o->out, r->b.pred, sp, o->ctx_out, r->b.ctx_out, sc))) return rc;
@@ -971,7 +1028,9 @@ static int classify_clip(struct run *r, int j, int k) {
         return cli_fail(r->src.name, "clip %d: classify: %s", k, jepa_ctx_error(r->c));
     }
     r->t_cls += now_ms() - t0;
-    if (cli_check_finite_output(r->src.name, lg, (size_t)K)) {
+    const struct out_rows_of u = {r, k, 1};
+    const struct cli_out_rows rows = {(size_t)K, NULL, "class", out_row_name, &u};
+    if (cli_check_finite_output(r->src.name, lg, (size_t)K, &rows)) {
         cli_progress_clear(&r->pg);
         return CLI_EXIT_FAIL;
     }
@@ -987,7 +1046,9 @@ static int classify_clip(struct run *r, int j, int k) {
 static int classify_write(struct run *r) {
     const struct run_opts *o = r->o;
     const int K = r->info->n_classes, nb = r->nb;
-    if (cli_check_finite_output(r->src.name, r->b.logits, (size_t)K * nb)) return CLI_EXIT_FAIL;
+    const struct out_rows_of u = {r, 0, 1};
+    const struct cli_out_rows rows = {(size_t)K, NULL, "class", out_row_name, &u};
+    if (cli_check_finite_output(r->src.name, r->b.logits, (size_t)K * nb, &rows)) return CLI_EXIT_FAIL;
     topk_rank(r->b.mean, K, r->b.order);
     if (r->res) r->res->top1 = r->b.order[0], r->res->p1 = r->b.mean[r->b.order[0]];
     if (!o->in.dense && !inputs_are_items(&o->in) && !o->results_quiet)
@@ -1197,7 +1258,7 @@ static int run(enum run_cmd cmd, int argc, char **argv) {
                 .args = (const char *const *)o.pos, .n_args = o.n_pos, .resume = o.resume, .quiet = o.quiet,
                 .verbose = o.verbose, .suffix = cmd == RUN_EMBED ? ".npy" : ".logits.npy",
                 .batch = o.batch ? (o.batch < MANY_BATCH_MAX ? o.batch : MANY_BATCH_MAX) : o.gpu >= 0 ? 8 : 1,
-                .prefetch = many_prefetch, .recursive = o.recursive, .ctx = c,
+                .prefetch = many_prefetch, .recursive = o.recursive, .ctx = c, .json = o.json,
                 .numbers = {.cmd = name, .model = o.model, .pool = o.pool, .hier = o.hier,
                             .precision = jepa_ctx_precision(c), .in = &o.in}};
             struct many_user *u = calloc(1, sizeof *u);

@@ -478,7 +478,10 @@ static int embed_window(void *user, const struct stream_window *w) {
     int nd;
     const float *x = embed_output(o, shape, &nd);
     const size_t count = (size_t)shape[0] * (size_t)(nd == 2 ? shape[1] : 1);
-    if (cli_check_finite_output(o->so.url, x, count)) return CLI_EXIT_FAIL;
+    char row[48];
+    snprintf(row, sizeof row, "window %lld, %s", (long long)w->index, nd == 2 ? "token" : "row");
+    const struct cli_out_rows rows = {(size_t)shape[nd - 1], row, "dim", NULL, NULL};
+    if (cli_check_finite_output(o->so.url, x, count, &rows)) return CLI_EXIT_FAIL;
     if (o->npy) {
         write_npy(x, nd, shape, count);
     } else {

@@ -41,6 +41,7 @@ struct world_opts {
     const char *model, *emb, *actions, *out, *cpu, *precision;
     const char *tokens, *states, *traj_states;   /* V-JEPA 2-AC */
     int threads, gpu, steps, verbose, raw;
+    int json;   /* rollout --json: the summary as one JSON object on stdout */
 };
 
 static void world_usage(enum world_cmd c, FILE *f) {
@@ -63,7 +64,8 @@ static void world_usage(enum world_cmd c, FILE *f) {
                    "  the next frame's N tokens, layer-normed, and its state by Meta's pose rule:\n"
                    "  TRAJ [K N, D] (or [B, K N, D]).\n"
                    "  --traj-states TS.npy   write the K derived states [K, 7] (V-JEPA 2-AC)\n"
-                   "  --no-normalize         keep the predicted tokens as the predictor gives them\n");
+                   "  --no-normalize         keep the predicted tokens as the predictor gives them\n"
+                   "  --json                 the summary as one JSON object on stdout (docs/cli.md)\n");
     fprintf(f, "options:\n"
                "  -m, --model MODEL     the world model (.gguf), or OWNER/NAME[:FILE] from the cache\n"
                CLI_PULL_HELP
@@ -115,6 +117,7 @@ static int parse(enum world_cmd c, int argc, char **argv, struct world_opts *o) 
         else if (!strcmp(a, "--states")) { NEEDV(); o->states = v; }
         else if (c == WORLD_ROLLOUT && !strcmp(a, "--traj-states")) { NEEDV(); o->traj_states = v; }
         else if (c == WORLD_ROLLOUT && !strcmp(a, "--no-normalize")) o->raw = 1;
+        else if (c == WORLD_ROLLOUT && !strcmp(a, "--json")) o->json = 1;
         else return cli_usage_error(name, "unknown option '%s'", a);
 #undef NEEDV
     }
@@ -128,6 +131,46 @@ static int parse(enum world_cmd c, int argc, char **argv, struct world_opts *o) 
         return cli_usage_error(name, "--traj-states and --no-normalize are V-JEPA 2-AC's (with --tokens / --states)");
     const char *ins[] = {o->model, o->emb, o->actions, o->tokens, o->states}, *outs[] = {o->out, o->traj_states};
     return cli_check_outputs(name, ins, 5, outs, 2);
+}
+
+/* A world model's output rows for cli_check_finite_output: `steps` per sequence (rollout:
+ * the K steps; predict: one per frame), `tokens` rows per step (V-JEPA 2-AC's N, LeWM 1). */
+struct world_rows {
+    int64_t B, steps, tokens;
+    const char *unit;   /* "step" or "frame" */
+};
+
+static const char *world_row_name(const void *user, size_t row, char *buf, size_t size) {
+    const struct world_rows *u = user;
+    const int64_t per_seq = u->steps * u->tokens, b = (int64_t)row / per_seq, t = (int64_t)row % per_seq;
+    int w = 0;
+    if (u->B > 1) w = snprintf(buf, size, "sequence %lld, ", (long long)b);
+    w += snprintf(buf + w, size - (size_t)w, "%s %lld", u->unit, (long long)(t / u->tokens));
+    if (u->tokens > 1) snprintf(buf + w, size - (size_t)w, ", token %lld", (long long)(t % u->tokens));
+    return buf;
+}
+
+/* key (with its separator), then the path as a JSON string, or null for none. */
+static void json_path(const char *key, const char *path) {
+    fputs(key, stdout);
+    if (path) cli_json_str(stdout, path);
+    else fputs("null", stdout);
+}
+
+/* rollout --json: {"cmd": "rollout", "output", "traj_states" (or null), "shape" (the
+ * output's), "sequences" (B), "steps" (K), "tokens" (per step: V-JEPA 2-AC's N, LeWM 1),
+ * "isa"}: what the text summary says, one object on stdout. */
+static void world_summary_json(const struct world_opts *o, int nd, const int64_t *shape, int64_t B, int64_t steps,
+                               int tokens, const char *isa) {
+    printf("{\"cmd\": \"rollout\"");
+    json_path(", \"output\": ", o->out);
+    json_path(", \"traj_states\": ", o->traj_states);
+    printf(", \"shape\": [");
+    for (int k = 0; k < nd; k++) printf("%s%lld", k ? ", " : "", (long long)shape[k]);
+    printf("], \"sequences\": %lld, \"steps\": %lld, \"tokens\": %d, \"isa\": ", (long long)B, (long long)steps,
+           tokens);
+    cli_json_str(stdout, isa);
+    printf("}\n");
 }
 
 /* a [.., rows, cols] float32 array of 2 or 3 dimensions: B (1 for 2-D), rows, cols */
@@ -206,7 +249,9 @@ static int run_ac(enum world_cmd cmd, const struct world_opts *o, jepa_model *m,
                  "%s", msg);
         goto done;
     }
-    if (cli_check_finite_output(o->model, out, n_out)) goto done;
+    const struct world_rows wr = {B, out_frames, N, cmd == WORLD_PREDICT ? "frame" : "step"};
+    const struct cli_out_rows out_rows = {(size_t)info->pred_out_dim, NULL, "dim", world_row_name, &wr};
+    if (cli_check_finite_output(o->model, out, n_out, &out_rows)) goto done;
     int64_t shape[3] = {B, out_frames * N, info->pred_out_dim}, sshape[3] = {B, out_frames, Sw};
     const int nd = Tk.ndim == 3 ? 3 : 2;
     if (npy_save_f32_all(2, (const char *[]){o->out, o->traj_states}, (const float *[]){out, ost},
@@ -215,7 +260,8 @@ static int run_ac(enum world_cmd cmd, const struct world_opts *o, jepa_model *m,
         cli_fail(NULL, "%s", e.msg);   /* TRAJ and TS both or neither */
         goto done;
     }
-    if (o->verbose)
+    if (o->json) world_summary_json(o, nd, nd == 3 ? shape : shape + 1, B, out_frames, N, jepa_ctx_isa(c));
+    else if (o->verbose)
         fprintf(stderr, "%s: %lld x %lld frames x %d tokens -> %s (%s)\n", name, (long long)B, (long long)out_frames, N,
                 o->out, jepa_ctx_isa(c));
     rc = 0;
@@ -296,11 +342,14 @@ static int run(enum world_cmd cmd, int argc, char **argv) {
         cli_fail(st != JEPA_ERR_ARG ? o.model : strstr(msg, "action") ? o.actions : o.emb, "%s", msg);
         goto done;
     }
-    if (cli_check_finite_output(o.model, out, n_out)) goto done;
+    const struct world_rows wr = {B, rows, 1, cmd == WORLD_PREDICT ? "frame" : "step"};
+    const struct cli_out_rows out_rows = {(size_t)info.pred_out_dim, NULL, "dim", world_row_name, &wr};
+    if (cli_check_finite_output(o.model, out, n_out, &out_rows)) goto done;
     int64_t shape[3] = {B, rows, info.pred_out_dim};
     const int nd = E.ndim == 3 ? 3 : 2;
     if (npy_save_f32(o.out, out, nd, nd == 3 ? shape : shape + 1, &e)) { cli_fail(NULL, "%s", e.msg); goto done; }
-    if (o.verbose)
+    if (o.json) world_summary_json(&o, nd, nd == 3 ? shape : shape + 1, B, rows, 1, jepa_ctx_isa(c));
+    else if (o.verbose)
         fprintf(stderr, "%s: %lld x %lld x %d -> %s (%s)\n", name, (long long)B, (long long)rows, info.pred_out_dim,
                 o.out, jepa_ctx_isa(c));
     rc = 0;
@@ -349,6 +398,8 @@ static void plan_usage(FILE *f) {
                "  --maxnorm X      V-JEPA 2-AC: the xyz box +-X and its initial std (%g)\n"
                "  --seed R         the random stream's seed (%llu)\n"
                "  --energies E.npy write the best energy of every iteration\n"
+               "  --json           the summary as one JSON object on stdout, with the actions\n"
+               "                   (docs/cli.md; --stream writes JSON lines already)\n"
                "  -m, --model MODEL, -o, --out ACTIONS.npy (-o -: stdout), -t, --threads N,\n"
                "  --cpu L, --precision T, -g, --gpu N, -q, --quiet   as for `jepa predict`\n"
                CLI_PULL_HELP
@@ -425,7 +476,7 @@ static int encode_image(jepa_ctx *c, const jepa_model *m, const char *path, int 
 struct plan_args {
     const char *model, *start, *start_tok, *start_act, *start_st, *goal, *goal_tok, *out, *energies_out, *cpu;
     const char *precision;
-    int threads, gpu, verbose;
+    int threads, gpu, verbose, json;   /* json: --json, the summary as one JSON object on stdout */
     int horizon, samples, iters, elites, has_seed, has_bounds;   /* 0: not given */
     double std, momentum, maxnorm, lo, hi;                        /* < 0 (lo, hi: !has_bounds): not given */
     unsigned long long seed;
@@ -496,6 +547,7 @@ static int parse_plan_args(int argc, char **argv, struct plan_args *o) {
             NEEDV();
             if ((rc = parse_bounds(v, o))) return rc;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->verbose = 0;
+        else if (!strcmp(a, "--json")) o->json = 1;
         else if ((rc = stream_parse(&o->stream, "plan", false, argc, argv, &i))) { if (rc != 1) return rc; }
         else return cli_usage_error("plan", "unknown option '%s'", a);
 #undef REALOPT
@@ -619,6 +671,31 @@ static int load_goal(const struct plan_args *o, jepa_ctx *c, const jepa_model *m
     return 0;
 }
 
+/* `, "actions": [[...] x horizon]}` and the line's end: each value %.9g, the float32 exactly. */
+static void print_actions(const float *acts, int horizon, int A) {
+    printf(", \"actions\": [");
+    for (int h = 0; h < horizon; h++) {
+        printf(h ? ", [" : "[");
+        for (int j = 0; j < A; j++) printf(j ? ", %.9g" : "%.9g", (double)acts[(size_t)h * A + j]);
+        printf("]");
+    }
+    printf("]}\n");
+}
+
+/* plan --json: {"cmd": "plan", "output", "energies" (or null), "horizon", "action_dim",
+ * "energy" (the plan's), "iterations", "samples", "isa", "actions": [[...] x horizon]}
+ * (values %.9g: the float32 exactly), one object on stdout. */
+static void plan_summary_json(const struct plan_args *o, const jepa_plan_params *pp, int A, const float *acts,
+                              float energy, const char *isa) {
+    printf("{\"cmd\": \"plan\"");
+    json_path(", \"output\": ", o->out);
+    json_path(", \"energies\": ", o->energies_out);
+    printf(", \"horizon\": %d, \"action_dim\": %d, \"energy\": %.9g, \"iterations\": %d, \"samples\": %d, "
+           "\"isa\": ", pp->horizon, A, (double)energy, pp->iterations, pp->samples);
+    cli_json_str(stdout, isa);
+    print_actions(acts, pp->horizon, A);
+}
+
 /* Plan from in with pp, write the actions (and the energies) and report: 0 or CLI_EXIT_FAIL. */
 static int plan_and_write(const struct plan_args *o, jepa_ctx *c, int ac, int A, const struct plan_inputs *in,
                           jepa_plan_params *pp) {
@@ -641,7 +718,9 @@ static int plan_and_write(const struct plan_args *o, jepa_ctx *c, int ac, int A,
                                 (const int[]){2, 1}, (const int64_t *[]){shape, eshape}, &e)) {
         cli_fail(NULL, "%s", e.msg);   /* the actions and the energies both or neither */
     } else {
-        if (o->verbose)
+        if (o->json)
+            plan_summary_json(o, pp, A, acts, fin, jepa_ctx_isa(c));
+        else if (o->verbose)
             fprintf(stderr, "plan: %d actions -> %s; energy of the plan %.6f (%d iterations of %d candidates, %s)\n",
                     pp->horizon, o->out, (double)fin, pp->iterations, pp->samples, jepa_ctx_isa(c));
         rc = 0;
@@ -679,13 +758,8 @@ static int plan_window(void *user, const struct stream_window *w) {
     printf("{\"index\": %lld, \"frame\": %lld, \"pts\": ", (long long)w->index, (long long)w->last);
     if (isfinite(w->pts_last)) printf("%.6f", w->pts_last);
     else printf("null");
-    printf(", \"energy\": %.9g, \"actions\": [", (double)fin);
-    for (int h = 0; h < pp->horizon; h++) {
-        printf(h ? ", [" : "[");
-        for (int j = 0; j < p->A; j++) printf(j ? ", %.9g" : "%.9g", (double)p->acts[(size_t)h * p->A + j]);
-        printf("]");
-    }
-    printf("]}\n");
+    printf(", \"energy\": %.9g", (double)fin);
+    print_actions(p->acts, pp->horizon, p->A);
     return fflush(stdout) ? cli_fail("stdout", "cannot write") : 0;
 }
 

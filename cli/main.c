@@ -43,12 +43,18 @@ static int same_file(const char *a, const char *b) {
            S_ISREG(sa.st_mode);
 }
 
-int cli_check_finite_output(const char *what, const float *y, size_t n) {
+int cli_check_finite_output(const char *what, const float *y, size_t n, const struct cli_out_rows *rows) {
     const size_t i = f32_first_nonfinite(y, n);
-    if (i < n)
-        return cli_fail(what, "output element %zu is %s (non-finite weights in the model?); nothing written", i,
-                        isnan(y[i]) ? "NaN" : "infinite");
-    return 0;
+    if (i >= n) return 0;
+    const char *bad = isnan(y[i]) ? "NaN" : "infinite";
+    if (!rows || !rows->width)
+        return cli_fail(what, "output element %zu is %s (non-finite weights in the model?); nothing written", i, bad);
+    char buf[4 * 4096 + 64], num[48];
+    const size_t r = i / rows->width;
+    snprintf(num, sizeof num, "%s %zu", rows->row ? rows->row : "row", r);
+    const char *row = rows->name ? rows->name(rows->user, r, buf, sizeof buf) : num;   /* "": one row */
+    return cli_fail(what, "output %s%s%s %zu is %s (non-finite weights in the model?); nothing written", row,
+                    *row ? ", " : "", rows->col ? rows->col : "column", i % rows->width, bad);
 }
 
 int cli_ctx_new(const char *cmd, const jepa_model *m, int threads, const char *cpu, const char *precision,

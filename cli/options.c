@@ -89,7 +89,7 @@ static const struct {
     {EMB | CLS, {"--inputs", NULL, CLI_ARG_VALUE, "LIST.txt"}},
     {EMB | CLS, {"--resume", NULL, CLI_ARG_FLAG, NULL}},
     {EMB | CLS, {"-r", "--recursive", CLI_ARG_FLAG, NULL}},
-    {EMB | CLS | INF | BEN, {"--json", NULL, CLI_ARG_FLAG, NULL}},
+    {EMB | CLS | INF | BEN | ROL | PLN, {"--json", NULL, CLI_ARG_FLAG, NULL}},
     {EMB | PLN, {"--stream", NULL, CLI_ARG_VALUE, "URL|-|PATH"}},
     {EMB | PLN, {"--open-timeout", NULL, CLI_ARG_VALUE, "S"}},
     {EMB | PLN, {"--read-timeout", NULL, CLI_ARG_VALUE, "S"}},

@@ -275,6 +275,8 @@ enum reason { R_KEEP, R_NOT_DONE, R_NO_ROW, R_FAILED, R_FINGERPRINT, R_INPUT, R_
 static const char *const reason_text[R_N] = {
     "", "not done", "output without an index row", "failed before", "made by another model or options",
     "input changed", "output changed"};
+static const char *const reason_key[R_N] = {"kept",   "not_done",      "no_index_row",  "failed_before",
+                                            "other_fingerprint", "input_changed", "output_changed"};
 
 /* What the index says of an output: its latest row. */
 struct prev {
@@ -789,11 +791,45 @@ static int write_stacked_index(const struct many_opts *o, const struct many_stat
     return 0;
 }
 
+/* --json: the summary as one object on stdout, the counts of the text line: {"cmd",
+ * "inputs", "written", "failed", "kept" (by --resume), "run_again": {reason: count} (with
+ * --resume, every reason), "stopped": "SIGINT" | "SIGTERM" | null, "not_run", "output"
+ * (the stacked file, or null), "rows" (its rows; null when none was written), "parts_kept"
+ * (stacked: the parts stay for --resume), "index"}. */
+static void summary_json(const struct many_opts *o, const struct many_state *s, bool stacked, bool indexed,
+                         int64_t total_rows, int not_run) {
+    printf("{\"cmd\": ");
+    cli_json_str(stdout, o->cmd);
+    printf(", \"inputs\": %d, \"written\": %d, \"failed\": %d, \"kept\": %d", s->in.n, s->n_ok, s->n_err,
+           o->resume ? s->n_reason[R_KEEP] : 0);
+    if (o->resume) {
+        printf(", \"run_again\": {");
+        for (int r = 1; r < R_N; r++) printf("%s\"%s\": %d", r > 1 ? ", " : "", reason_key[r], s->n_reason[r]);
+        printf("}");
+    }
+    printf(", \"stopped\": %s, \"not_run\": %d, \"output\": ",
+           !s->stopped ? "null" : s->stopped == SIGINT ? "\"SIGINT\"" : "\"SIGTERM\"", not_run);
+    if (o->stack_out) cli_json_str(stdout, o->stack_out);
+    else printf("null");
+    if (o->stack_out && stacked && !s->stopped) printf(", \"rows\": %lld", (long long)total_rows);
+    else printf(", \"rows\": null");
+    printf(", \"parts_kept\": %s, \"index\": ", o->stack_out && (!stacked || s->n_err) ? "true" : "false");
+    cli_json_str(stdout, !s->stopped && indexed ? s->index_path : s->log_path);
+    printf("}\n");
+    fflush(stdout);
+}
+
 /* The last line on stderr: what became of the inputs, what --resume kept and why it ran
- * the others, and a stop by a signal. */
+ * the others, and a stop by a signal; with --json, summary_json instead. */
 static void print_summary(const struct many_opts *o, const struct many_state *s, bool stacked, bool indexed) {
     int64_t total_rows = 0;
+    int not_run = 0;
     for (int i = 0; s->rows && i < s->in.n; i++) total_rows += s->rows[i];
+    for (int i = 0; s->status && i < s->in.n; i++) not_run += s->status[i] == 3;
+    if (o->json) {
+        summary_json(o, s, stacked, indexed, total_rows, not_run);
+        return;
+    }
     fprintf(stderr, "jepa %s: %d inputs: %d written, %d failed", o->cmd, s->in.n, s->n_ok, s->n_err);
     if (o->resume) {
         const int again = s->in.n - s->n_reason[R_KEEP];
@@ -803,10 +839,8 @@ static void print_summary(const struct many_opts *o, const struct many_state *s,
         fputc(')', stderr);
     }
     if (s->stopped) {
-        int left = 0;
-        for (int i = 0; i < s->in.n; i++) left += s->status[i] == 3;
         fprintf(stderr, "; stopped by %s with %d not run (--resume runs them); index %s\n",
-                s->stopped == SIGINT ? "SIGINT" : "SIGTERM", left, s->log_path);
+                s->stopped == SIGINT ? "SIGINT" : "SIGTERM", not_run, s->log_path);
     } else if (o->stack_out && stacked) {
         fprintf(stderr, "; %lld rows in %s, index %s%s\n", (long long)total_rows, o->stack_out, s->index_path,
                 s->n_err ? "; the parts stay for --resume" : "");
@@ -839,7 +873,7 @@ int run_many(const struct many_opts *o, many_one_fn one, void *user) {
         for (int i = 0; i < s.in.n; i++) remove_parents(s.outs[i], strlen(s.dir));
         rmdir(s.dir);   /* left when something else is in it */
     }
-    if (s.n_err || !o->quiet) print_summary(o, &s, o->stack_out && stacked_ok && !rc, !o->stack_out || stacked_ok);
+    if (s.n_err || !o->quiet || o->json) print_summary(o, &s, o->stack_out && stacked_ok && !rc, !o->stack_out || stacked_ok);
     const int n_err = s.n_err;
     many_free(&s);
     return rc ? rc : n_err ? CLI_EXIT_FAIL : 0;

@@ -24,6 +24,7 @@ struct many_opts {
     int n_args;
     bool resume, quiet, verbose;
     bool recursive;             /* DIR arguments: their subfolders too (outputs mirror them) */
+    bool json;                  /* --json: the summary as one JSON object on stdout */
     struct many_numbers numbers;   /* what decides the outputs' numbers (the fingerprint) */
     const struct jepa_ctx *ctx;    /* the run's device, kernels and threads (the header row) */
     const char *suffix;         /* appended to the input's file name: ".npy", ".logits.npy" */

@@ -14,7 +14,8 @@
 #   5. GGUF byte-compatibility with ggml's own reader (the `gguf` Python package), when
 #      a Python venv with it can be made (tests/gguf/README.md)
 #   6. `jepa serve`'s API fuzzed by schemathesis (PyPI) from docs/openapi.yaml, against
-#      the sanitizer build's binary (tests/server/run_schemathesis.sh)
+#      the sanitizer build's binary (tests/server/run_schemathesis.sh); then the world routes
+#      with a LeWM model, from the schema narrowed to its shapes
 #   7. (run right after 1) the Python package: `pip install .` into a venv and its pytest suites
 #      (tests/python), against the release binary
 # --quick: stages 1 and 7 only. A stage this machine cannot run says so in one line and counts
@@ -211,6 +212,15 @@ elif [ $quick = 0 ] && [ -x build-test-san/cli/jepa ] &&
         passed=$((passed + 1))
     else
         echo "schemathesis API fuzzing FAILED"; failed=$((failed + 1)); status=1
+    fi
+    # the world routes' success paths, with the LeWM fixture (64-wide embeddings, 10-d
+    # actions) and the schema narrowed to its shapes (tests/server/world_schema.py)
+    if [ -x .venv-ci/bin/schemathesis ] &&
+       sh tests/server/run_schemathesis.sh build-test-san/cli/jepa tests/data/lewm_wm/model_a.gguf \
+           .venv-ci/bin/schemathesis build-test-san/schemathesis-world 64 10; then
+        passed=$((passed + 1))
+    else
+        echo "schemathesis API fuzzing of the world routes FAILED"; failed=$((failed + 1)); status=1
     fi
 fi
 

@@ -3,7 +3,8 @@
 # several commands, a flag given =value refused, short options as they were; '-o -' puts
 # the same .npy bytes on stdout as a file gets and nothing else there; '-' as an input
 # reads stdin (an image, a float32 .npy) with the same outputs as the file; --json of
-# info / embed / classify against the text output and the .npy; the bash completion
+# info / embed / classify / the run summaries (many inputs, rollout, plan) against the text
+# output and the .npy; '-' refused where the output is not a .npy; the bash completion
 # loads and completes; the man page renders. Usage errors are exit 2 with one stderr line.
 # usage: test_cli_conventions.sh JEPA FIXTURES_DIR INPUT_DATA_DIR WORK_DIR COMPLETION MANPAGE
 set -u
@@ -123,6 +124,79 @@ v = struct.unpack("<%df" % ((len(b) - 10 - hl) // 4), b[10 + hl:])
 assert len(v) == len(o["pooled_mean"]), (len(v), len(o["pooled_mean"]))
 assert all(struct.pack("<f", x) == struct.pack("<f", y) for x, y in zip(v, o["pooled_mean"]))
 PY
+
+# --json of the run summaries: a many-input run's (the counts and --resume's reasons of its
+# text line), rollout's and plan's (against their text line and their .npy)
+mkdir -p "$W/many" && cp "$D/e2e.png" "$W/many/a.png" && cp "$D/e2e.png" "$W/many/b.png" && echo junk >"$W/many/c.png"
+jepa embed -m "$V2" --pool mean -t 2 --out-dir "$W/mt" "$W/many" >/dev/null 2>"$W/mt1.err"
+jepa embed -m "$V2" --pool mean -t 2 --out-dir "$W/mj" "$W/many" --json >"$W/mj1.json" 2>"$W/mj1.err"
+jepa embed -m "$V2" --pool mean -t 2 --out-dir "$W/mt" "$W/many" --resume >/dev/null 2>"$W/mt2.err"
+jepa embed -m "$V2" --pool mean -t 2 --out-dir "$W/mj" "$W/many" --resume --json >"$W/mj2.json" 2>"$W/mj2.err"
+jepa embed -m "$V2" --pool mean -t 2 -o "$W/ms.npy" "$W/many" --json -q >"$W/ms.json" 2>"$W/ms.err"
+python3 - "$W" <<'PY' && ok "many inputs --json: the text summary's counts and reasons" || bad "many inputs --json"
+import json, re, sys
+w = sys.argv[1]
+last = lambda f: open(f"{w}/{f}").read().splitlines()[-1]
+def text(line):
+    m = re.search(r": (\d+) inputs: (\d+) written, (\d+) failed", line)
+    d = dict(inputs=int(m[1]), written=int(m[2]), failed=int(m[3]))
+    k = re.search(r", (\d+) kept by --resume \((\d+) to run again(?:: ([^)]*))?\)", line)
+    if k:
+        d["kept"] = int(k[1])
+        d["again"] = {r.split(" ", 1)[1]: int(r.split(" ", 1)[0]) for r in (k[3] or "").split(", ") if r}
+    return d
+for t, j in (("mt1.err", "mj1.json"), ("mt2.err", "mj2.json")):
+    a, b = text(last(t)), json.loads(open(f"{w}/{j}").read())
+    assert [a[k] for k in ("inputs", "written", "failed")] == [b[k] for k in ("inputs", "written", "failed")], (a, b)
+    assert "c.png" in open(f"{w}/{j.replace('.json', '.err')}").read()   # the input's line stays on stderr
+    if "kept" in a:
+        keys = {"failed before": "failed_before", "not done": "not_done"}
+        assert a["kept"] == b["kept"] == 2 and sum(b["run_again"].values()) == 1, (a, b)
+        assert all(b["run_again"][keys[r]] == n for r, n in a["again"].items()), (a, b)
+    assert b["index"] == f"{w}/mj/index.jsonl" and b["stopped"] is None
+s = json.loads(open(f"{w}/ms.json").read())
+rows = sum(1 for l in open(f"{w}/ms.index.jsonl") if '"status": "ok"' in l)
+assert s["written"] == 2 and s["failed"] == 1 and s["rows"] == rows == 2 and s["parts_kept"], s
+PY
+LW=$FIX/lewm_wm
+jepa rollout -m "$LW/model_a.gguf" --emb "$LW/rollout_emb_a.npy" --actions "$LW/rollout_actions_a.npy" --steps 4 \
+    -o "$W/r.npy" 2>"$W/r.err" && jepa rollout -m "$LW/model_a.gguf" --emb "$LW/rollout_emb_a.npy" \
+    --actions "$LW/rollout_actions_a.npy" --steps 4 -o "$W/rj.npy" --json >"$W/r.json" 2>"$W/rj.err" || bad "rollout --json failed"
+same "rollout --json: the same trajectory" "$W/r.npy" "$W/rj.npy"
+python3 - "$W/r.err" "$W/r.json" "$W/r.npy" <<'PY' && ok "rollout --json == its text summary and the .npy's shape" || bad "rollout --json"
+import ast, json, re, sys
+m = re.search(r"rollout: (\d+) x (\d+) x (\d+) -> .* \((\w+)\)", open(sys.argv[1]).read())
+j = json.load(open(sys.argv[2]))
+b = open(sys.argv[3], "rb").read()
+shape = list(ast.literal_eval(b[10:10 + b[8] + 256 * b[9]].decode())["shape"])
+assert [int(m[1]), int(m[2]), int(m[3])] == shape == j["shape"] and j["steps"] == int(m[2]), (m.groups(), shape, j)
+assert j["sequences"] == int(m[1]) and j["isa"] == m[4] and j["output"].endswith("rj.npy")
+PY
+P="--horizon 2 --samples 24 --iters 4 --elites 6 --seed 77"
+jepa plan -m "$LW/model_a.gguf" --start-tokens "$LW/plan_hist_a.npy" --start-actions "$LW/plan_past_a.npy" \
+    --goal-tokens "$LW/plan_goal_a.npy" $P -o "$W/pl.npy" 2>"$W/pl.err" &&
+    jepa plan -m "$LW/model_a.gguf" --start-tokens "$LW/plan_hist_a.npy" --start-actions "$LW/plan_past_a.npy" \
+    --goal-tokens "$LW/plan_goal_a.npy" $P -o "$W/plj.npy" --json >"$W/pl.json" 2>/dev/null || bad "plan --json failed"
+python3 - "$W/pl.err" "$W/pl.json" "$W/plj.npy" <<'PY' && ok "plan --json == its text summary and its actions .npy" || bad "plan --json"
+import json, re, struct, sys
+m = re.search(r"plan: (\d+) actions -> .*; energy of the plan ([-\d.e]+) \((\d+) iterations of (\d+) candidates",
+              open(sys.argv[1]).read())
+j = json.load(open(sys.argv[2]))
+b = open(sys.argv[3], "rb").read()
+v = struct.unpack("<%df" % ((len(b) - 10 - b[8]) // 4), b[10 + b[8]:])
+assert j["horizon"] == int(m[1]) == len(j["actions"]) and j["iterations"] == int(m[3]) == 4 and j["samples"] == int(m[4])
+assert abs(j["energy"] - float(m[2])) <= 5e-7 * max(1, abs(j["energy"])), (j["energy"], m[2])
+flat = [x for row in j["actions"] for x in row]
+assert len(flat) == len(v) and all(struct.pack("<f", x) == struct.pack("<f", y) for x, y in zip(flat, v))
+PY
+expect 2 "rollout --json -o - (both stdout)" jepa rollout -m "$LW/model_a.gguf" --emb "$LW/rollout_emb_a.npy" \
+    --actions "$LW/rollout_actions_a.npy" --steps 4 -o - --json
+
+# '-' where a .npy is not what is written: a model, a stacked many-input run
+expect 2 "quantize IN - (a model is not a .npy)" jepa quantize "$V2" - --type q8_0
+grep -qF "name a file" "$W/err.txt" && [ ! -e ./- ] && ok "  says to name a file; no file named -" || bad "  quantize -: $(cat "$W/err.txt")"
+expect 2 "many inputs stacked into -o -" jepa embed -m "$V2" -o - "$W/many"
+expect 2 "many inputs stacked into --logits-out -" jepa classify -m "$HF" --logits-out - "$W/many"
 
 # the bash completion: loads, completes a command, an option, an option's choices
 if [ -f "$COMPL" ]; then

@@ -210,6 +210,12 @@ PY
     grep -q "is NaN" "$WORK/err.txt" && ok "the NaN is named" || bad "the NaN is named"
     expect 1 "a NaN weight gives a non-finite output" jepa embed -m "$WORK/nanw.gguf" --input-tensor "$X" -o "$WORK/nan_out.npy"
     grep -q "non-finite weights" "$WORK/err.txt" && ok "the non-finite output is named" || bad "the non-finite output is named"
+    grep -qF "output row 0 (token 0), dim 0 is NaN" "$WORK/err.txt" && ok "  by its token and dim" ||
+        bad "  by its token and dim: $(cat "$WORK/err.txt")"
+    expect 1 "a NaN weight, two images (items)" jepa embed -m "$WORK/nanw.gguf" -i "$DATA/../input/data/e2e.png" \
+        -i "$DATA/../input/data/e2e.png" --pool mean -o "$WORK/nan_out.npy"
+    grep -qF "output row 0 (item 0 $DATA/../input/data/e2e.png), dim 0 is NaN" "$WORK/err.txt" && ok "  by its item's row, path and dim" ||
+        bad "  by its item's row, path and dim: $(cat "$WORK/err.txt")"
     [ ! -e "$WORK/nan_out.npy" ] && ok "no output written for non-finite values" || bad "no output written for non-finite values"
 fi
 left=$(ls -A "$WORK" | grep -c '^\..*\.[A-Za-z0-9]\{6\}$')

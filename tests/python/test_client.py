@@ -94,3 +94,42 @@ def test_api_key(serve):
         jepa.Client(url).lewm_predict(np.zeros((1, 64)), np.zeros((1, 10)))
     assert jepa.Client(url, api_key="k-123").lewm_predict(np.zeros((1, 64)), np.zeros((1, 10))).shape == (1, 64)
     assert jepa.Client(url).health()["model"]["world_model"] == "lewm"
+
+
+def _model(path):
+    if not (hasattr(jepa, "Model") and hasattr(jepa.Model, "classify")):
+        pytest.skip("the jepa_c extension (Model) is not built")
+    return jepa.Model(path, threads=2)
+
+
+def test_classify_like_model(serve):
+    model = data("vjepa2_tiny", "model.gguf")
+    c, m = jepa.Client(serve(model)), _model(model)
+    png = media("e2e.png")
+    got, want = c.classify(png, top_k=3), m.classify(png, top_k=3)
+    assert np.array_equal(got.logits, want.logits)
+    assert np.allclose(got.probs, want.probs, rtol=1e-6, atol=1e-9)
+    assert [t[0] for t in got.top] == [t[0] for t in want.top]
+    two = c.classify([png, png], top_k=2)
+    assert len(two) == 2 and np.array_equal(two[1].logits, want.logits)
+
+
+def test_arrays_pil_and_paths_like_model(serve, tmp_path):
+    Image = pytest.importorskip("PIL.Image", reason="PIL (Pillow) is not installed")
+    model = data("vjepa2_tiny", "model.gguf")
+    c, m = jepa.Client(serve(model)), _model(model)
+    png = media("e2e.png")
+    rgb = np.asarray(Image.open(png).convert("RGB"))
+    other = np.ascontiguousarray(rgb[::-1])   # a second, different image of the same size
+    Image.fromarray(other).save(tmp_path / "flip.png")
+    batch = np.stack([rgb, other])            # uint8 [N, H, W, 3]
+    want = m.embed(batch, pool="mean")
+    got = c.embed(batch, pool="mean")
+    assert got.shape == want.shape == (2, want.shape[-1]) and np.array_equal(got, want)
+    assert not np.array_equal(got[0], got[1])
+    pil = Image.fromarray(rgb)
+    assert np.array_equal(c.embed(pil, pool="mean"), m.embed(pil, pool="mean"))
+    assert np.array_equal(c.embed(rgb), m.embed(rgb))
+    paths = [png, str(tmp_path / "flip.png")]
+    assert np.array_equal(c.embed(paths, pool="mean"), m.embed(paths, pool="mean"))
+    assert np.array_equal(c.embed(paths, pool="mean"), want)
