@@ -9,13 +9,7 @@
 # usage: test_cli_conventions.sh JEPA FIXTURES_DIR INPUT_DATA_DIR WORK_DIR COMPLETION MANPAGE
 set -u
 JEPA=$1 FIX=$2 D=$3 WORK=$4/cli_conventions COMPL=$5 MAN=$6
-jepa() { ${MESON_EXE_WRAPPER:-} "$JEPA" "$@"; }
-rm -rf "$WORK" && mkdir -p "$WORK"
-jepa --help >/dev/null 2>&1
-[ $? -eq 126 ] && { echo "cannot execute $JEPA here (cross build without an exe wrapper): skipped"; exit 77; }
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+. "$(dirname "$0")/../cli_prelude.sh"
 expect() {   # expect EXIT DESCRIPTION CMD...: the exit status; one stderr line for an error
     local want=$1 what=$2 rc lines
     shift 2

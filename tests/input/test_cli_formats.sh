@@ -8,13 +8,7 @@
 # usage: test_cli_formats.sh JEPA FORMATS_DIR FIXTURES_DIR WORK_DIR
 set -u
 JEPA=$1 D=$2 FIX=$3 WORK=$4/cli_formats
-jepa() { ${MESON_EXE_WRAPPER:-} "$JEPA" "$@"; }
-rm -rf "$WORK" && mkdir -p "$WORK"
-jepa --help >/dev/null 2>&1
-[ $? -eq 126 ] && { echo "cannot execute $JEPA here (cross build without an exe wrapper): skipped"; exit 77; }
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+. "$(dirname "$0")/../cli_prelude.sh"
 M=$FIX/vjepa2_tiny/model.gguf
 run() { jepa embed -m "$M" "$@" 2>"$WORK/err.txt"; }
 for f in bmp_p8.bmp gif_p_trns.gif tga_rgba_rle.tga tif_rgb_tiff_lzw.tif jpeg_cmyk.jpg; do

@@ -7,15 +7,7 @@
 # usage: test_cli_input.sh JEPA INPUT_DATA_DIR FIXTURES_DIR WORK_DIR NPY_COMPARE
 set -u
 JEPA=$1 D=$2 FIX=$3 WORK=$4/cli_input NPC=$5
-# MESON_EXE_WRAPPER (e.g. qemu-aarch64-static -L SYSROOT) runs a cross-built binary; without
-# one, a binary this machine cannot execute skips the test (exit 77)
-jepa() { ${MESON_EXE_WRAPPER:-} "$JEPA" "$@"; }
-rm -rf "$WORK" && mkdir -p "$WORK"
-jepa --help >/dev/null 2>&1
-[ $? -eq 126 ] && { echo "cannot execute $JEPA here (cross build without an exe wrapper): skipped"; exit 77; }
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+. "$(dirname "$0")/../cli_prelude.sh"
 expect() {
     want=$1 what=$2
     shift 2

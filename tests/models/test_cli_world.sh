@@ -6,15 +6,10 @@
 # output file left behind.
 # usage: test_cli_world.sh JEPA DATA_DIR WORK_DIR NPY_COMPARE
 set -u
-JEPA_BIN=$1 DATA=$2 WORK=$3/cli_world CMP_BIN=$4
-jepa() { ${MESON_EXE_WRAPPER:-} "$JEPA_BIN" "$@"; }
+JEPA=$1 DATA=$2 WORK=$3/cli_world CMP_BIN=$4
+JEPA_BIN=$JEPA
 npy_compare() { ${MESON_EXE_WRAPPER:-} "$CMP_BIN" "$@"; }
-rm -rf "$WORK" && mkdir -p "$WORK"
-jepa --help >/dev/null 2>&1
-[ $? -eq 126 ] && { echo "cannot execute $JEPA_BIN here (cross build without an exe wrapper): skipped"; exit 77; }
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+. "$(dirname "$0")/../cli_prelude.sh"
 # expect CODE DESCRIPTION CMD... : the exit code; for failures one stderr line and no -o file
 expect() {
     want=$1 what=$2
