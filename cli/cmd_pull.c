@@ -4,8 +4,10 @@
  * every command takes: cli_resolve_model() finds the file in the cache, downloading it
  * only when the command line has --pull. Tests: tests/pull/.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -31,9 +33,60 @@ static int hub_error(const char *cmd, int rc, const char *err) {
     return rc == JH_ERR_USAGE ? cli_usage_error(cmd, "%s", err) : cli_fail(NULL, "%s", err);
 }
 
+/* Run argv (python3 ...), its stdout into out (n bytes, the first line kept) unless out is
+ * NULL (then discarded, with its stderr); its exit status, or -1 when it could not run. */
+static int run_python(char *const argv[], char *out, size_t n) {
+    int fd[2];
+    if (pipe(fd)) return -1;
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid < 0) { close(fd[0]), close(fd[1]); return -1; }
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        if (!out) dup2(fd[1], 2);
+        close(fd[0]), close(fd[1]);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t k = 0;
+    char buf[512];
+    for (ssize_t got; (got = read(fd[0], buf, sizeof buf)) != 0;) {
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) break;
+        for (ssize_t i = 0; out && i < got && k + 1 < n; i++) out[k++] = buf[i];
+    }
+    close(fd[0]);
+    if (out) out[k] = 0, out[strcspn(out, "\n")] = 0;
+    int st;
+    while (waitpid(pid, &st, 0) < 0) {}
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A checkpoint repository (JH_CHECKPOINT): converted into the cache by the Python package
+ * (python3 -m jepa_c.hub), which prints the GGUF's path into path; where the package is
+ * not importable, one line says how to get it. */
+static int convert_checkpoint(const struct jh_ref *r, const struct jh_pull_opts *o, char *path, size_t n) {
+    char *probe[] = {"python3", "-c", "import jepa_c.hub", NULL};
+    if (run_python(probe, NULL, 0) != 0)
+        return cli_fail(NULL, "%s holds a checkpoint (safetensors), not a GGUF: converting it needs the Python "
+                        "package (pip install jepa-c), then jepa_c.pull(\"%s\") or python3 -m jepa_c.convert",
+                        r->repo, r->repo);
+    char retries[16], stall[16];
+    snprintf(retries, sizeof retries, "%d", o->retries);
+    snprintf(stall, sizeof stall, "%ld", o->stall_timeout_s);
+    char *argv[] = {"python3", "-m", "jepa_c.hub", (char *)r->repo, "--type", (char *)(o->type ? o->type : "f16"),
+                    "--retries", retries, "--stall-timeout", stall, o->progress ? NULL : "-q", NULL};
+    const int st = run_python(argv, path, n);
+    if (st == 0 && path[0]) return 0;
+    return st == 2 ? CLI_EXIT_USAGE : st < 0 ? cli_fail(NULL, "%s: python3 -m jepa_c.hub did not run", r->repo)
+                                             : CLI_EXIT_FAIL;   /* it printed its one line */
+}
+
 static int pull_ref(const char *cmd, const struct jh_ref *r, const struct jh_pull_opts *o, char *path, size_t n) {
     char err[JH_ERR_LEN];
     const int rc = jh_pull(r, o, path, n, err);
+    if (rc == JH_CHECKPOINT) return convert_checkpoint(r, o, path, n);
     return rc ? hub_error(cmd, rc, err) : 0;
 }
 
@@ -58,6 +111,9 @@ static void usage(FILE *f) {
             "usage: jepa pull REPO[:FILE] [--type TYPE] [--retries N] [--stall-timeout S] [-q]\n"
             "\n"
             "Download a GGUF model file from the Hugging Face hub into the cache and print its path.\n"
+            "A repository holding a checkpoint (config.json, safetensors) is converted into the cache\n"
+            "as NAME-TYPE.gguf (--type f32, f16 or bf16; default f16) by the Python package\n"
+            "(pip install jepa-c; python3 -m jepa_c.hub), when python3 can import it.\n"
             "  REPO             a repository, OWNER/NAME (e.g. jepacpp/vjepa2-vitl-fpc64-256-GGUF)\n"
             "  :FILE            the file to take; without it, the repository's only GGUF, or the\n"
             "                   one --type names, or of several the f16 one\n"

@@ -31,6 +31,8 @@ enum jh_status {
     JH_NOT_CACHED = 1, /* jh_cache_find: nothing of that name in the cache */
     JH_ERR_USAGE = 2,  /* the reference or an option is wrong: the caller's mistake */
     JH_ERR_FAIL = 3,   /* the network, the hub, the disk or a checksum */
+    JH_CHECKPOINT = 4, /* jh_pull: the repo holds no .gguf but a checkpoint the converter reads
+                        * (config.json and safetensors): python/jepa_c/hub.py converts it */
 };
 
 /* Write the reason into err (JH_ERR_LEN bytes, truncated if it must be) and return rc:
@@ -75,7 +77,14 @@ struct jh_pull_opts {
     int retries;              /* further attempts after a retryable failure; < 0: 4 */
     jh_progress_fn progress;  /* NULL: none */
     void *progress_user;
+    /* A file the hub gives no sha256 for (not stored with LFS: config.json) is refused,
+     * unless small_max > 0: then it is taken when the hub announces a size of at most
+     * small_max bytes, and checked against that size only. */
+    long long small_max;
 };
+
+/* The maximum small_max jepa_c.pull passes for a checkpoint's JSON files (docs/pull.md). */
+#define JH_SMALL_MAX (4ll << 20)
 
 /* Whether this build can download (hub_fetch.c linked in). */
 int jh_can_pull(void);
@@ -85,5 +94,9 @@ int jh_can_pull(void);
  * appears only complete and checked (a .part beside it, renamed into place); a partial
  * download is resumed with a Range request. JH_OK or an error with its reason. */
 int jh_pull(const struct jh_ref *r, const struct jh_pull_opts *o, char *path, size_t n, char *err);
+
+/* The repo's cache folder into dir and its file names, '\n'-joined, into *names (malloc'd;
+ * the caller frees it), from the hub's listing. JH_OK or an error with its reason. */
+int jh_list(const struct jh_ref *r, const struct jh_pull_opts *o, char *dir, size_t n, char **names, char *err);
 
 #endif

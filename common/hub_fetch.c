@@ -186,18 +186,19 @@ static size_t on_mem(char *b, size_t sz, size_t nm, void *user) {
     return n;
 }
 
-/* The repo's file names (siblings[].rfilename) picked by jh_pick into r->file. */
-static int pick_from_listing(const struct ctx *c, struct jh_ref *r, char *err) {
+/* The repo's listing, parsed into *j (its names with listing_names). */
+static int get_listing(const struct ctx *c, const char *repo, cJSON **j, char *err) {
     char url[1400];
-    snprintf(url, sizeof url, "%s/api/models/%s", c->endpoint, r->repo);
+    snprintf(url, sizeof url, "%s/api/models/%s", c->endpoint, repo);
     struct membuf m = {0};
     struct hdrs h = {0};
     CURLcode cc = CURLE_OK;
+    *j = NULL;
     for (int k = 0; k <= (c->o->retries < 0 ? 4 : c->o->retries); k++) {
         if (k) backoff(k);
         struct curl_slist *hl = NULL;
         CURL *e = easy_new(c, url, &h, &hl);
-        if (!e) return FAIL("%s: libcurl could not start", r->repo);
+        if (!e) return FAIL("%s: libcurl could not start", repo);
         dl.easy_setopt(e, CURLOPT_WRITEFUNCTION, on_mem);
         dl.easy_setopt(e, CURLOPT_WRITEDATA, &m);
         dl.easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
@@ -210,34 +211,62 @@ static int pick_from_listing(const struct ctx *c, struct jh_ref *r, char *err) {
         if (!retryable(cc, h.status)) break;
     }
     int rc = JH_OK;
-    cJSON *j = NULL;
-    if (m.over) rc = FAIL("%s: the hub's listing is over %u MiB", r->repo, LISTING_MAX >> 20);
-    else if (cc) rc = curl_error(cc, r->repo, url, err);
-    else if (h.status != 200) rc = status_error(c, h.status, r->repo, err);
-    else if (!m.p || !(j = cJSON_ParseWithLength(m.p, m.n))) rc = FAIL("%s: the hub's listing is not JSON (%s)", r->repo, url);
-    const cJSON *sib = j ? cJSON_GetObjectItemCaseSensitive(j, "siblings") : NULL;
-    if (!rc && !cJSON_IsArray(sib)) rc = FAIL("%s: the hub's listing has no 'siblings' (%s)", r->repo, url);
-    const int n = rc ? 0 : cJSON_GetArraySize(sib);
-    const char **names = n > 0 ? calloc((size_t)n, sizeof *names) : NULL;
+    if (m.over) rc = FAIL("%s: the hub's listing is over %u MiB", repo, LISTING_MAX >> 20);
+    else if (cc) rc = curl_error(cc, repo, url, err);
+    else if (h.status != 200) rc = status_error(c, h.status, repo, err);
+    else if (!m.p || !(*j = cJSON_ParseWithLength(m.p, m.n))) rc = FAIL("%s: the hub's listing is not JSON (%s)", repo, url);
+    else if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(*j, "siblings")))
+        rc = FAIL("%s: the hub's listing has no 'siblings' (%s)", repo, url);
+    free(m.p);
+    return rc;
+}
+
+/* The siblings' names (pointers into j, in an array the caller frees), each a
+ * valid FILE of repo (a hostile name in the listing is left out); their count. */
+static int listing_names(const cJSON *j, const char *repo, const char ***names) {
+    const cJSON *sib = cJSON_GetObjectItemCaseSensitive(j, "siblings");
+    const int n = cJSON_GetArraySize(sib);
+    *names = n > 0 ? calloc((size_t)n, sizeof **names) : NULL;
     int k = 0;
-    for (const cJSON *s = names ? sib->child : NULL; s; s = s->next) {
+    for (const cJSON *s = *names ? sib->child : NULL; s; s = s->next) {
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(s, "rfilename");
-        if (cJSON_IsString(f) && strlen(f->valuestring) < sizeof r->file) names[k++] = f->valuestring;
+        struct jh_ref chk;
+        char spec[1200], e[JH_ERR_LEN];
+        if (!cJSON_IsString(f) || strlen(f->valuestring) >= sizeof chk.file) continue;
+        snprintf(spec, sizeof spec, "%s:%s", repo, f->valuestring);
+        if (!jh_ref_parse(spec, &chk, e)) (*names)[k++] = f->valuestring;
     }
-    if (!rc) {
+    return k;
+}
+
+/* A checkpoint the converter reads: config.json and a safetensors file, no GGUF. */
+static int is_checkpoint(const char *const *names, int n) {
+    int cfg = 0, st = 0;
+    for (int i = 0; i < n; i++) {
+        const size_t l = strlen(names[i]);
+        if (l >= 5 && !strcasecmp(names[i] + l - 5, ".gguf")) return 0;
+        cfg |= !strcmp(names[i], "config.json");
+        st |= !strcmp(names[i], "model.safetensors") || !strcmp(names[i], "model.safetensors.index.json");
+    }
+    return cfg && st;
+}
+
+/* The repo's file names picked by jh_pick into r->file; JH_CHECKPOINT for a checkpoint. */
+static int pick_from_listing(const struct ctx *c, struct jh_ref *r, char *err) {
+    cJSON *j;
+    int rc = get_listing(c, r->repo, &j, err);
+    const char **names = NULL;
+    const int k = rc ? 0 : listing_names(j, r->repo, &names);
+    if (!rc && is_checkpoint(names, k))
+        rc = jh_errf(err, JH_CHECKPOINT, "%s holds a checkpoint (config.json, safetensors) and no .gguf: "
+                     "jepa_c.pull converts it (pip install jepa-c)", r->repo);
+    else if (!rc) {
         const int i = jh_pick(names, k, c->o->type, r->repo, err);
         if (i < 0) rc = JH_ERR_FAIL;
-        else {
-            struct jh_ref chk;
-            char spec[sizeof r->repo + sizeof r->file + 2];
-            snprintf(spec, sizeof spec, "%s:%s", r->repo, names[i]);
-            if (jh_ref_parse(spec, &chk, err)) rc = JH_ERR_FAIL;   /* a hostile name from the listing */
-            else strcpy(r->file, names[i]);
-        }
+        else strcpy(r->file, names[i]);
     }
     free(names);
     cJSON_Delete(j);
-    free(m.p);
     return rc;
 }
 
@@ -245,7 +274,7 @@ static int pick_from_listing(const struct ctx *c, struct jh_ref *r, char *err) {
 
 struct meta {
     char url[4096];      /* where to GET it */
-    char sha256[65];     /* lower-case hex */
+    char sha256[65];     /* lower-case hex; "" for a small file checked by its size only */
     long long size;
 };
 
@@ -307,11 +336,16 @@ static int head_meta(const struct ctx *c, const struct jh_ref *r, struct meta *m
         }
         if (!redirect && h.status != 200) return status_error(c, h.status, what, err);
         snprintf(m->url, sizeof m->url, "%s", redirect ? h.location : url);
-        if (!etag_sha256(h.linked_etag[0] ? h.linked_etag : h.etag, m->sha256))
-            return FAIL("%s: the hub gives no sha256 for it (no LFS X-Linked-Etag); a download that cannot be "
-                        "checked is refused", what);
         m->size = h.linked_size >= 0 ? h.linked_size : redirect ? -1 : h.content_length;
         if (m->size < 0) return FAIL("%s: the hub announces no size for it (X-Linked-Size)", what);
+        if (etag_sha256(h.linked_etag[0] ? h.linked_etag : h.etag, m->sha256)) return JH_OK;
+        if (c->o->small_max <= 0)
+            return FAIL("%s: the hub gives no sha256 for it (no LFS X-Linked-Etag); a download that cannot be "
+                        "checked is refused", what);
+        if (m->size > c->o->small_max)
+            return FAIL("%s: %lld bytes without a sha256 (not an LFS file); at most %lld are taken so", what, m->size,
+                        c->o->small_max);
+        m->sha256[0] = 0;   /* checked by its size only: download() ends at exactly that many bytes */
         return JH_OK;
     }
     return FAIL("%s: more than 5 redirects inside the hub", what);
@@ -488,7 +522,7 @@ static int fetch_file(const struct ctx *c, const struct meta *m, const char *fin
     unsigned char dig[32];
     char got[65];
     if (!rc && !dl.digest_final(d.md, dig, NULL)) rc = FAIL("%s: the sha256 failed", what);
-    if (!rc) {
+    if (!rc && m->sha256[0]) {
         hex(dig, got);
         if (strcmp(got, m->sha256)) {
             unlink(part);
@@ -545,7 +579,26 @@ int jh_pull(const struct jh_ref *r0, const struct jh_pull_opts *o, char *path, s
     if (mkdir_p(parent)) return FAIL("%s: cannot create %s: %s", what, parent, strerror(errno));
     struct stat st;
     char have[65];
-    if (stat(path, &st) == 0 && st.st_size == m.size && file_sha256(path, have) == 0 && !strcmp(have, m.sha256))
-        return JH_OK;   /* the cached copy is the hub's */
+    if (m.sha256[0] && stat(path, &st) == 0 && st.st_size == m.size && file_sha256(path, have) == 0 &&
+        !strcmp(have, m.sha256))
+        return JH_OK;   /* the cached copy is the hub's (a small unchecked file is fetched again) */
     return fetch_file(&c, &m, path, what, err);
+}
+
+int jh_list(const struct jh_ref *r, const struct jh_pull_opts *o, char *dir, size_t n, char **names, char *err) {
+    struct ctx c;
+    cJSON *j = NULL;
+    *names = NULL;
+    int rc = ctx_init(&c, o, err);
+    if (!rc) rc = jh_repo_dir(r, dir, n, err);
+    if (!rc) rc = get_listing(&c, r->repo, &j, err);
+    const char **v = NULL;
+    const int k = rc ? 0 : listing_names(j, r->repo, &v);
+    size_t len = 1;
+    for (int i = 0; i < k; i++) len += strlen(v[i]) + 1;
+    if (!rc && !(*names = calloc(1, len))) rc = FAIL("%s: out of memory", r->repo);
+    for (int i = 0, at = 0; !rc && i < k; i++) at += sprintf(*names + at, "%s%s", i ? "\n" : "", v[i]);
+    free(v);
+    cJSON_Delete(j);
+    return rc;
 }

@@ -100,11 +100,23 @@ def pull(repo: str, type: Optional[str] = None, *, endpoint: Optional[str] = Non
     the hub's sha256 is not downloaded again. retries (default 4) and stall_timeout
     (seconds below 1 KiB/s, default 30) bound each try; progress (default: stderr is a
     terminal) draws a bar on stderr. Raises ValueError for a bad name, jepa.Error for
-    what failed (one line: a 404, a checksum mismatch, the network). docs/pull.md."""
+    what failed (one line: a 404, a checksum mismatch, the network). docs/pull.md.
+
+    A repository that holds a checkpoint the converter reads (config.json and safetensors,
+    no GGUF) is downloaded and converted into the cache as NAME-TYPE.gguf (type f32, f16 or
+    bf16; default f16), and that GGUF is returned; a second call returns it as it is
+    (jepa_c.hub; jepa_c.convert.ConvertError when the converter refuses it)."""
     if progress is None:
         progress = sys.stderr is not None and sys.stderr.isatty()
-    return _jepa.pull(os.fspath(repo), type, endpoint, -1 if retries is None else int(retries),
-                      0 if stall_timeout is None else int(stall_timeout), bool(progress))
+    repo = os.fspath(repo)
+    retries = -1 if retries is None else int(retries)
+    stall_timeout = 0 if stall_timeout is None else int(stall_timeout)
+    path = _jepa.pull(repo, type, endpoint, retries, stall_timeout, bool(progress))
+    if path is not None:
+        return path
+    from .hub import pull_checkpoint
+    return pull_checkpoint(repo, type, endpoint=endpoint, retries=retries, stall_timeout=stall_timeout,
+                           progress=bool(progress))
 
 
 @dataclass(frozen=True)

@@ -1016,31 +1016,61 @@ static PyObject *build_info(PyObject *mod, PyObject *unused) {
     return Py_BuildValue("(ss)", cli_build_commit, cli_build_features);
 }
 
-/* jepa.pull(ref, type, endpoint, retries, stall_timeout, progress): a model file from the
- * Hugging Face hub into the cache (common/hub.h), its path; the GIL released meanwhile. */
+/* jepa.pull(ref, type, endpoint, retries, stall_timeout, progress, small): a model file from
+ * the Hugging Face hub into the cache (common/hub.h), its path; None when the repository
+ * holds a checkpoint for the converter instead (jepa_c/hub.py); small: take a file without
+ * a sha256 of at most JH_SMALL_MAX bytes. The GIL released meanwhile. */
 static PyObject *pull(PyObject *mod, PyObject *args, PyObject *kw) {
     (void)mod;
-    static char *kwlist[] = {"ref", "type", "endpoint", "retries", "stall_timeout", "progress", NULL};
+    static char *kwlist[] = {"ref", "type", "endpoint", "retries", "stall_timeout", "progress", "small", NULL};
     const char *ref, *type = NULL, *endpoint = NULL;
-    int retries = -1, progress = 0;
+    int retries = -1, progress = 0, small = 0;
     long stall = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zzilp", kwlist, &ref, &type, &endpoint, &retries, &stall, &progress))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zzilpp", kwlist, &ref, &type, &endpoint, &retries, &stall,
+                                     &progress, &small))
         return NULL;
     struct jh_ref r;
     char err[JH_ERR_LEN], path[JH_PATH_LEN];
     if (jh_ref_parse(ref, &r, err)) return PyErr_Format(PyExc_ValueError, "%s", err);
     const struct jh_pull_opts o = {.endpoint = endpoint, .type = type, .retries = retries, .stall_timeout_s = stall,
-                                   .progress = progress ? jh_progress_stderr : NULL};
+                                   .progress = progress ? jh_progress_stderr : NULL,
+                                   .small_max = small ? JH_SMALL_MAX : 0};
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = jh_pull(&r, &o, path, sizeof path, err);
     Py_END_ALLOW_THREADS
+    if (rc == JH_CHECKPOINT) Py_RETURN_NONE;
     if (rc) return PyErr_Format(rc == JH_ERR_USAGE ? PyExc_ValueError : JepaError, "%s", err);
     return PyUnicode_DecodeFSDefault(path);
 }
 
+/* hub_list(repo, endpoint, retries, stall_timeout) -> (cache folder, [file names]). */
+static PyObject *hub_list(PyObject *mod, PyObject *args) {
+    (void)mod;
+    const char *ref, *endpoint = NULL;
+    int retries = -1;
+    long stall = 0;
+    if (!PyArg_ParseTuple(args, "s|zil", &ref, &endpoint, &retries, &stall)) return NULL;
+    struct jh_ref r;
+    char err[JH_ERR_LEN], dir[JH_PATH_LEN], *names = NULL;
+    if (jh_ref_parse(ref, &r, err)) return PyErr_Format(PyExc_ValueError, "%s", err);
+    const struct jh_pull_opts o = {.endpoint = endpoint, .retries = retries, .stall_timeout_s = stall};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = jh_list(&r, &o, dir, sizeof dir, &names, err);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        free(names);
+        return PyErr_Format(rc == JH_ERR_USAGE ? PyExc_ValueError : JepaError, "%s", err);
+    }
+    PyObject *res = Py_BuildValue("(Ns)", PyUnicode_DecodeFSDefault(dir), names);
+    free(names);
+    return res;
+}
+
 static PyMethodDef module_methods[] = {
     {"pull", (PyCFunction)(void (*)(void))pull, METH_VARARGS | METH_KEYWORDS, "a model file from the hub into the cache"},
+    {"hub_list", hub_list, METH_VARARGS, "(cache folder, '\\n'-joined file names) of a hub repository"},
     {"version", version, METH_NOARGS, "the library's version"},
     {"build_info", build_info, METH_NOARGS, "(commit, feature lines) of this build"},
     {"is_image_file", is_image_file, METH_VARARGS, "whether a file starts with a PNG, JPEG or WebP signature"},

@@ -8,12 +8,16 @@ It answers as the hub does (huggingface_hub's file_download.py is the reference)
   GET /cdn/{key}                                the bytes, Range requests answered 206
 Each file may misbehave on purpose (Hub.add's mode): "truncate" (the first GET sends half
 of the body and closes), "badsha" (the announced sha256 is wrong), "slow" (the GET sends
-a few bytes and stalls), "flaky" (the first two GETs answer 503). Every request is logged
+a few bytes and stalls), "flaky" (the first two GETs answer 503); "plain" is a file not
+stored with LFS (config.json): the resolve URL answers 200 itself, with the git blob id as
+its ETag and no X-Linked-* headers. add_checkpoint serves a Hugging Face model folder (its
+JSON files plain, its safetensors with LFS). Every request is logged
 as (method, path, Range header) in Hub.log.
 """
 import hashlib
 import http.server
 import json
+import os
 import threading
 import time
 import urllib.parse
@@ -51,6 +55,11 @@ class Hub:
 
     def add(self, repo, name, data, mode=None):
         self.repos.setdefault(repo, {})[name] = (data, mode)
+
+    def add_checkpoint(self, repo, folder, mode=None):
+        for name in sorted(os.listdir(folder)):
+            data = open(os.path.join(folder, name), "rb").read()
+            self.add(repo, name, data, "plain" if name.endswith(".json") else mode)
 
     def requests(self, method=None, prefix=""):
         with self.lock:
@@ -101,6 +110,10 @@ class Hub:
             return self._send(h, 404, b"Entry not found", [("X-Error-Code", "EntryNotFound"),
                                                             ("X-Repo-Commit", "0" * 40)], head=True)
         data, mode = files[name]
+        if mode == "plain":
+            blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+            return self._send(h, 200, data, [("ETag", '"%s"' % blob), ("X-Repo-Commit", "0" * 40)],
+                              head=h.command == "HEAD")
         sha = hashlib.sha256(data).hexdigest()
         if mode == "badsha":
             sha = hashlib.sha256(data + b"x").hexdigest()

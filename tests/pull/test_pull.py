@@ -8,6 +8,7 @@ run on the file's path.
 
 usage: test_pull.py JEPA FIXTURES_DIR WORK_DIR   (--no-pull: say the build has none, exit 77)
 """
+import glob
 import os
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "--no-pull":
     print("skipped: this build has no `jepa pull` (built without libcurl / libcrypto / cJSON)")
     sys.exit(77)
 JEPA, FIX, WORK = sys.argv[1:4]
+BUILD = WORK
 WORK = os.path.join(WORK, "pull")
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
@@ -36,8 +38,8 @@ def check(cond, what):
     return cond
 
 
-def run(args, cache, hub, timeout=60):
-    env = dict(os.environ, JEPA_CACHE=cache, HF_ENDPOINT=hub.url + "/")
+def run(args, cache, hub, timeout=60, env=None):
+    env = dict(os.environ, JEPA_CACHE=cache, HF_ENDPOINT=hub.url + "/", **(env or {}))
     env.pop("HF_TOKEN", None)
     t0 = time.monotonic()
     r = subprocess.run([JEPA] + args, capture_output=True, text=True, env=env, timeout=timeout)
@@ -156,6 +158,42 @@ try:
     check(r.returncode == 2, "a file with '..' is a usage error")
     r = run(["pull", "org/tiny-GGUF:tiny-f16.gguf", "--type", "f16"], cache, hub)
     check(r.returncode == 2, "REPO:FILE with --type is a usage error")
+
+    # a checkpoint repository (safetensors, no GGUF): converted through the Python package
+    hub.add_checkpoint("facebook/ck", os.path.join(FIX, "checkpoints", "hf_vjepa2"))
+    r = run(["pull", "facebook/ck"], cache, hub, env={"PYTHONPATH": WORK, "PYTHONNOUSERSITE": "1"})
+    if subprocess.run(["python3", "-c", "import jepa_c"], env=dict(os.environ, PYTHONPATH=WORK),
+                      capture_output=True).returncode != 0:
+        check(r.returncode == 1 and one_line(r) and "pip install jepa-c" in r.stderr,
+              "a checkpoint without the Python package: one line saying to install it (%s)" % r.stderr.strip())
+    so = glob.glob(os.path.join(BUILD, "..", "..", "python", "_jepa*.so"))
+    deps = subprocess.run(["python3", "-c", "import numpy; from gguf import GGUFWriter"], capture_output=True)
+    if not so:
+        print("skipped: the checkpoint conversion by `jepa pull` (a build without -Dpython=true has no _jepa)")
+    elif deps.returncode != 0:
+        print("skipped: the checkpoint conversion by `jepa pull` (python3 lacks numpy or the gguf package)")
+    else:
+        pkg = os.path.join(WORK, "pkg", "jepa_c")
+        os.makedirs(pkg)
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python", "jepa_c")
+        for f in glob.glob(os.path.join(src, "*.py")) + so:
+            os.symlink(os.path.abspath(f), os.path.join(pkg, os.path.basename(f)))
+        env = {"PYTHONPATH": os.path.dirname(pkg)}
+        r = run(["pull", "facebook/ck", "-q"], cache, hub, env=env, timeout=120)
+        want = os.path.join(cache, "hub", "facebook", "ck", "ck-f16.gguf")
+        check(r.returncode == 0 and r.stdout.strip() == want and os.path.isfile(want),
+              "a checkpoint: converted into the cache, its path printed (%s)" % r.stderr.strip())
+        ref = os.path.join(WORK, "ref.gguf")
+        subprocess.run(["python3", "-m", "jepa_c.convert", os.path.join(FIX, "checkpoints", "hf_vjepa2"), ref,
+                        "--ftype", "f16"], env=dict(os.environ, **env), capture_output=True)
+        x = os.path.join(FIX, "hf_vjepa2", "input.npy")
+        a = run(["embed", "-m", "facebook/ck", "--input-tensor", x, "-o", os.path.join(WORK, "a.npy")], cache, hub)
+        b = run(["embed", "-m", ref, "--input-tensor", x, "-o", os.path.join(WORK, "b.npy")], cache, hub)
+        check(a.returncode == 0 and b.returncode == 0 and open(os.path.join(WORK, "a.npy"), "rb").read()
+              == open(os.path.join(WORK, "b.npy"), "rb").read(),
+              "-m REPO of a converted checkpoint embeds as the converter's own GGUF (%s)" % a.stderr.strip())
+        r = run(["pull", "facebook/ck", "--type", "q4_0"], cache, hub, env=env)
+        check(r.returncode == 2, "a checkpoint converts to f32, f16 or bf16 only: usage error")
 finally:
     hub.close()
 

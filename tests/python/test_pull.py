@@ -4,6 +4,7 @@ downloaded bytes against the served ones, a wrong checksum refused with nothing 
 import os
 import sys
 
+import numpy as np
 import pytest
 
 import jepa_c as jepa
@@ -62,3 +63,42 @@ def test_pull_resume(hub):
     path = jepa.pull("org/trunc")
     assert open(path, "rb").read() == BLOB
     assert hub.requests("GET", "/cdn/")[-1][2] == "bytes=%d-" % (len(BLOB) // 2)
+
+
+CKPT = data("checkpoints", "hf_vjepa2")
+
+
+def test_pull_checkpoint_converts(hub, tmp_path):
+    """A safetensors repository: pulled and converted into the cache; the GGUF embeds as the
+    converter's own output of the same folder does; a second call downloads nothing."""
+    from jepa_c.convert import convert
+    hub.add_checkpoint("facebook/tiny-vjepa2", CKPT)
+    path = jepa.pull("facebook/tiny-vjepa2")
+    assert path == str(tmp_path / "cache" / "hub" / "facebook" / "tiny-vjepa2" / "tiny-vjepa2-f16.gguf")
+    ref = str(tmp_path / "ref.gguf")
+    convert(CKPT, ref, "f16")
+    x = np.load(data("hf_vjepa2", "input.npy"))
+    a, b = jepa.Model(path, threads=2).embed(x), jepa.Model(ref, threads=2).embed(x)
+    assert a.shape == b.shape and np.array_equal(a, b)
+    fetched = len(hub.requests("GET", "/cdn/")) + len(hub.requests("GET", "/facebook/tiny-vjepa2/resolve/"))
+    assert fetched == 3                                   # config, processor config, safetensors
+    assert jepa.pull("facebook/tiny-vjepa2") == path
+    assert len(hub.requests("GET", "/cdn/")) + len(hub.requests("GET", "/facebook/tiny-vjepa2/resolve/")) == fetched
+    assert jepa.pull("facebook/tiny-vjepa2", type="f32").endswith("tiny-vjepa2-f32.gguf")
+    with pytest.raises(ValueError, match="f32, f16 or bf16"):
+        jepa.pull("facebook/tiny-vjepa2", type="q4_0")
+
+
+def test_pull_checkpoint_bad_sha(hub, tmp_path):
+    hub.add_checkpoint("facebook/bad", CKPT, "badsha")
+    with pytest.raises(jepa.Error, match="sha256 mismatch"):
+        jepa.pull("facebook/bad")
+    left = os.listdir(tmp_path / "cache" / "hub" / "facebook" / "bad")
+    assert not any(n.endswith((".gguf", ".safetensors", ".part")) for n in left), left
+
+
+def test_pull_checkpoint_small_file_bound(hub):
+    hub.add("facebook/big", "config.json", b"{" + b" " * (4 << 20) + b"}", "plain")
+    hub.add("facebook/big", "model.safetensors", open(os.path.join(CKPT, "model.safetensors"), "rb").read())
+    with pytest.raises(jepa.Error, match="without a sha256"):
+        jepa.pull("facebook/big")
