@@ -107,7 +107,7 @@ for sig in INT TERM; do
     wait $jpid; rc=$?
     kill $wpid 2>/dev/null; wait $wpid 2>/dev/null
     n=$(wc -c <"$WORK/sig.npys")
-    check "SIG$sig mid-stream: exit 0, whole records ($n bytes), said on stderr" \
+    check "SIG$sig mid-stream: exit $rc (0), whole records ($n bytes, after $t polls), said on stderr" \
         '[ $rc -eq 0 ] && [ $n -ge $((2 * REC)) ] && [ $((n % REC)) -eq 0 ] && grep -q "stopped by SIG$sig" "$WORK/err.txt"'
 done
 
@@ -132,10 +132,16 @@ npy_data "$WORK/dense.npy" >"$WORK/a.bin"; npys_data "$WORK/f.npys" $REC >"$WORK
 check "a file (followed): exit 0, the same 9 windows" '[ $rc -eq 0 ] && cmp -s "$WORK/a.bin" "$WORK/b.bin"'
 
 # ---- bounded memory: 4000 frames through a window of 4 under ulimit -v ----
-src 4000 -s 320x240 | (ulimit -v 500000 && exec "$JEPA" embed -m "$M" -t 1 --stream - --stride 40 --format npy -q) \
-    >"$WORK/long.npys" 2>"$WORK/err.txt"
-check "4000 frames of 320x240 under ulimit -v 500 MB: exit 0, 100 windows" \
-    '[ $? -eq 0 ] && [ $(wc -c <"$WORK/long.npys") -eq $((100 * REC)) ]'
+# (AddressSanitizer reserves terabytes of address space for its shadow, so under it a
+# ulimit -v says nothing: that build says so and the other builds run the check)
+if grep -q __asan_init "$JEPA" 2>/dev/null; then
+    echo "skip the ulimit -v check: an AddressSanitizer build (its shadow memory is address space)"
+else
+    src 4000 -s 320x240 | (ulimit -v 500000 && exec "$JEPA" embed -m "$M" -t 1 --stream - --stride 40 --format npy -q) \
+        >"$WORK/long.npys" 2>"$WORK/err.txt"
+    check "4000 frames of 320x240 under ulimit -v 500 MB: exit 0, 100 windows" \
+        '[ $? -eq 0 ] && [ $(wc -c <"$WORK/long.npys") -eq $((100 * REC)) ]'
+fi
 
 # ---- usage ----
 jepa embed -m "$M" --stream - --format csv >/dev/null 2>"$WORK/err.txt" </dev/null
