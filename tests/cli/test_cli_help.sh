@@ -24,7 +24,7 @@ accepted() {
     shift 2
     for pre in "$@"; do
         # shellcheck disable=SC2086
-        out=$(timeout 20 "$JEPA" $cmd $pre "$opt" __v__ 2>&1 </dev/null)
+        out=$(timeout 20 ${MESON_EXE_WRAPPER:-} "$JEPA" $cmd $pre "$opt" __v__ 2>&1 </dev/null)
         grep -qF -- "unknown option '$opt'" <<<"$out" || return 0
     done
     return 1

@@ -371,7 +371,7 @@ rows_are "pooled rows in the order given" "$WORK/ba_mean.npy" "$WORK/b_mean.npy"
 expect 0 "embed A B A --batch 3" jepa embed -m "$V2" "$A" "$B" "$A" --batch 3 --pool mean -o "$WORK/aba_b3.npy"
 expect 0 "embed A B A one by one" jepa embed -m "$V2" "$A" "$B" "$A" --pool mean -o "$WORK/aba.npy"
 what="--batch 3: one forward, the rows within rounding"
-check "$NPC" "$WORK/aba_b3.npy" "$WORK/aba.npy" 0.99999 1e-4
+check ${MESON_EXE_WRAPPER:-} "$NPC" "$WORK/aba_b3.npy" "$WORK/aba.npy" 0.99999 1e-4
 expect 0 "-v says one pass of 3" jepa embed -v -m "$V2" "$A" "$B" "$A" --batch 3 --pool mean -o "$WORK/aba_b3.npy"
 what="  B = 3 clips, 3 per forward pass"; check grep -q "B = 3 clips, 3 per forward pass" "$WORK/err.txt"
 expect 0 "no -o: one summary line per item" jepa embed -m "$V2" "$A" "$B"
