@@ -67,7 +67,9 @@ check cpu ""
 check bench kernels gpu world encoder
 
 # jepa help CMD is CMD --help; -V and --version print the version
-for cmd in embed predict classify rollout plan serve info quantize synth cpu bench; do
+for cmd in embed predict classify rollout plan serve info quantize synth cpu bench pull tune; do
+    { [ $cmd = serve ] && ! has server serve >/dev/null; } && continue
+    { [ $cmd = pull ] && ! has pull pull >/dev/null; } && continue
     [ "$(jepa help $cmd 2>&1)" = "$(jepa $cmd --help 2>&1)" ] || bad "jepa help $cmd differs from jepa $cmd --help"
     jepa help "$cmd" >/dev/null 2>&1 || bad "jepa help $cmd exits non-zero"
 done
