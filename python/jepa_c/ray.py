@@ -1,8 +1,8 @@
 """Embedding a corpus on Ray Data (docs/python.md, "Ray").
 
-    import ray, jepa.ray
+    import ray, jepa_c.ray
     ds = ray.data.read_images("s3://bucket/images/", mode="RGB", include_paths=True)
-    ds = ds.map_batches(jepa.ray.Embedder, fn_constructor_kwargs={"model": "model.gguf"},
+    ds = ds.map_batches(jepa_c.ray.Embedder, fn_constructor_kwargs={"model": "model.gguf"},
                         batch_size=32, concurrency=4, num_cpus=1)
     ds.write_parquet("s3://bucket/embeddings/")
 
