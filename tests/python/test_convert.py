@@ -19,6 +19,7 @@ import pytest
 
 import jepa_c as jepa
 from conftest import data, parity
+from hostile_files import write_safetensors
 from jepa_c import convert as jc
 
 gguf = pytest.importorskip("gguf", reason="the converter's tests need the gguf package (pip install .[convert])")
@@ -143,19 +144,6 @@ def test_hostile_pickle_is_refused_without_running(tmp_path):
     assert r.returncode == 1
     assert "system" in r.stderr and "refused" in r.stderr and r.stderr.count("\n") == 1
     assert not os.path.exists(flag) and not out.exists() and not os.path.exists(str(out) + ".tmp")
-
-
-def write_safetensors(path, tensors):
-    """A minimal safetensors writer (the format of read_safetensors)."""
-    header, blobs, off = {}, [], 0
-    for k, a in tensors.items():
-        a = np.ascontiguousarray(a, dtype=np.float32)
-        header[k] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
-        blobs.append(a.tobytes())
-        off += a.nbytes
-    h = json.dumps(header).encode()
-    with open(path, "wb") as f:
-        f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
 
 
 def edited(tmp_path, case, edit):
