@@ -31,6 +31,7 @@
 #ifndef JEPA_KERNELS_H
 #define JEPA_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,6 +86,15 @@ struct jk_gemm_args {
      * jk_gemm_ws_tuned for it; NULL (and with w_packed, always): the blocking in force.
      * A set outside the limits is never used (the one in force is). */
     const struct jk_gemm_tuning *tune;
+    /* 16-bit operand copies, read and written only by a table whose x16 flag is set (the
+     * GPU's pipelined kernels, kernels/cuda/); every other gemm ignores them. x16: X already
+     * rounded (nearest even) to the weight's type (f16 or bf16 weights only), row stride
+     * ldx16 elements, or NULL (the gemm reads x). y16: NULL, or where the gemm also writes
+     * its result (after the epilogue) rounded to y16_type (JK_F16 or JK_BF16), row stride
+     * ldy16 elements: the next matmul's x16. y is written in f32 either way. */
+    const uint16_t *x16; size_t ldx16;
+    uint16_t *y16; size_t ldy16;
+    enum jk_dtype y16_type;
 };
 typedef void jk_gemm_fn(const struct jk_gemm_args *a);
 
@@ -115,6 +125,11 @@ struct jk_attn_args {
     void *ws;   /* attn_ws(n, h, head_dim, m) bytes with n >= nthreads, h >= n_head and
                  * m >= nkv (it grows with the key count where K and V are copied: per
                  * head on the CPU, every head's at once on the GPU) */
+    /* A table with the x16 flag only (else ignored): NULL, or where the output is also
+     * written rounded to o16_type (JK_F16 or JK_BF16), row stride ldo16 elements (the
+     * output projection's x16). */
+    uint16_t *o16; size_t ldo16;
+    enum jk_dtype o16_type;
 };
 typedef void jk_attn_fn(const struct jk_attn_args *a);
 
@@ -162,6 +177,16 @@ typedef void jk_madd_fn(float *y, size_t ldy, const float *x, size_t ldx, const 
 typedef void jk_patchify_fn(float *out, const float *in, int C, int T, int H, int W,
                                int tubelet, int p, int nthreads);
 
+/* The x16 table's variants of layernorm and patchify (optional, not slots: NULL in every
+ * other table): the same result, written in f32 to y / out where that is not NULL, and
+ * rounded (nearest even) to t (JK_F16 or JK_BF16) to y16 / out16 (row stride in
+ * elements; patchify's rows are C*tubelet*p*p long) where that is not NULL. */
+typedef void jk_layernorm16_fn(float *y, size_t ldy, uint16_t *y16, size_t ldy16,
+                               enum jk_dtype t, const float *x, size_t ldx, const float *w,
+                               const float *b, int n, int d, float eps, int nthreads);
+typedef void jk_patchify16_fn(float *out, uint16_t *out16, enum jk_dtype t, const float *in,
+                              int C, int T, int H, int W, int tubelet, int p, int nthreads);
+
 /* Row gather: y[i, :] = x[idx[i], :] for 0 <= i < n, rows of d floats (strides in
  * floats). idx lives in the same memory as x (device memory for a GPU table); every
  * idx[i] is a valid row. y and x must not overlap. Masked encoder: keep context rows. */
@@ -192,6 +217,12 @@ struct jk_kernels {
     /* optional, not slots: NULL where the gemm packs nothing (scalar, CUDA) */
     jk_gemm_prepack_fn *gemm_prepack;
     jk_gemm_prepack_floats_fn *gemm_prepack_floats;
+    /* The GPU's pipelined kernels (JEPA_CUDA_KERNELS=pipe): the gemm reads jk_gemm_args'
+     * x16 and writes y16, the attention writes o16, and layernorm16 / patchify16 are set;
+     * a forward then plans the 16-bit copies and passes them. false everywhere else. */
+    bool x16;
+    jk_layernorm16_fn *layernorm16;
+    jk_patchify16_fn *patchify16;
     jk_gemm_fn *gemm[JK_NDTYPES];
     jk_attn_fn *attn;
     jk_rope_fn *rope;
