@@ -97,6 +97,9 @@ for sig in INT TERM; do
     (exec ffmpeg -nostdin -v error -re -f lavfi -i testsrc=size=96x80:rate=25 -t 60 -pix_fmt rgb24 -c:v rawvideo \
         -f nut - >"$WORK/fifo" 2>/dev/null) &
     wpid=$!
+    # emptied here, not by the background job's redirection: the poll below must never read
+    # a file that is missing yet or the previous signal's records
+    : >"$WORK/sig.npys"
     # exec: $! is jepa itself (a shell function in the background would be a subshell)
     (exec ${MESON_EXE_WRAPPER:-} "$JEPA" embed -m "$M" --stream "$WORK/fifo" --format npy) >"$WORK/sig.npys" \
         2>"$WORK/err.txt" &
