@@ -534,6 +534,116 @@ static int find_jobs(unsigned cap, int prec, struct job *jobs) {
     return nj;
 }
 
+/* The buffers of the shapes: the matmul's for the largest shape, its ws for the largest
+ * blocking of any build; attention's qkv for the largest shape, the check's outputs, its ws
+ * for any copy threshold. Filled with random operands. 0, or -1 (out of memory). */
+static int tune_alloc(struct tune_run *rr, const struct job *jobs, int nj) {
+    struct tune_run r = *rr;
+    /* the matmul's buffers for the largest shape, ws for the largest blocking of any build */
+    size_t mk = 0, nk = 0, mn = 0, nref = 0, ws = 64;
+    int nmax = 1, kmax = 1;
+    for (int i = 0; i < r.nsh; i++) {
+        const struct tshape *s = &r.sh[i];
+        if ((size_t)s->M * s->K > mk) mk = (size_t)s->M * s->K;
+        if ((size_t)s->N * s->K > nk) nk = (size_t)s->N * s->K;
+        if ((size_t)s->M * s->N > mn) mn = (size_t)s->M * s->N;
+        r.off[i] = nref;
+        nref += (size_t)check_rows(s->M) * s->N;
+        if (s->N > nmax) nmax = s->N;
+        if (s->K > kmax) kmax = s->K;
+    }
+    for (int j = 0; j < nj; j++) {
+        if (jobs[j].attn) continue;
+        static struct jk_gemm_tuning grid[TUNE_MAX_CAND];
+        const enum jk_gemm_kind kind = (enum jk_gemm_kind)jobs[j].kind;
+        const int ng = jk_gemm_candidates(kind, grid, TUNE_MAX_CAND);
+        for (int i = -1; i < ng; i++) {
+            const size_t w = jk_gemm_ws_tuned(i < 0 ? &jk_tune.gemm[kind] : &grid[i], r.nt, kmax);
+            if (w > ws) ws = w;
+        }
+    }
+    /* attention's: qkv of the largest shape, the check's outputs, ws for any copy threshold */
+    size_t nqkv = 0, no = 0, naref = 0, aws = 64;
+    for (int i = 0; i < r.nash; i++) {
+        const struct ashape *s = &r.ash[i];
+        const size_t D = (size_t)s->heads * s->hd;
+        if ((size_t)s->n * 3 * D > nqkv) nqkv = (size_t)s->n * 3 * D;
+        if ((size_t)s->n * D > no) no = (size_t)s->n * D;
+        r.aoff[i] = naref;
+        naref += (size_t)check_rows(s->n) * D;
+        for (int j = 0; j < nj; j++) {
+            if (!jobs[j].attn) continue;
+            const size_t w = jk_attn_ws_tuned(jobs[j].attn_ws(r.nt, s->heads, s->hd, s->n), s->hd, s->n);
+            if (w > aws) aws = w;
+        }
+    }
+    r.x = malloc(mk * sizeof(float)), r.y = malloc(mn * sizeof(float));
+    r.yref = malloc(nref * sizeof(float)), r.bound = malloc(nref * sizeof(double));
+    r.xabs = malloc((size_t)TUNE_CHECK_M * kmax * sizeof(float)), r.wabs = malloc((size_t)kmax * sizeof(float));
+    r.w = malloc(nk * jk_row_bytes(r.dt, 1)), r.bias = malloc((size_t)nmax * sizeof(float));
+    r.ws = malloc(ws);
+    r.qkv = malloc(nqkv * sizeof(float)), r.o = malloc(no * sizeof(float));
+    r.oref = malloc(naref * sizeof(float)), r.tol = malloc(naref * sizeof(double));
+    r.aws = malloc(aws);
+    if (!r.x || !r.y || !r.xabs || !r.wabs || !r.yref || !r.bound || !r.w || !r.bias || !r.ws || !r.qkv || !r.o || !r.oref ||
+        !r.tol || !r.aws) {
+        *rr = r;
+        return cli_fail(NULL, "tune: out of memory for the shapes (%zu MiB of weights)", nk * 4 >> 20);
+    }
+    for (size_t i = 0; i < mk; i++) r.x[i] = urand();
+    for (size_t i = 0; i < nk; i++) put_weight(r.dt, r.w, i);
+    for (int i = 0; i < nmax; i++) r.bias[i] = urand();
+    for (size_t i = 0; i < nqkv; i++) r.qkv[i] = 2.0f * urand();
+    *rr = r;
+    return 0;
+}
+
+/* Every job's search in turn, the winners into *t and their kinds into the masks. */
+static int tune_jobs(struct tune_run *rp, const struct job *jobs, int nj, double budget, double peak,
+                     struct jk_tuning *t, unsigned *gmask, unsigned *amask) {
+    double gflop = 0, aflop = 0;
+    for (int i = 0; i < rp->nsh; i++) gflop += 2.0 * rp->sh[i].M * rp->sh[i].N * rp->sh[i].K;
+    for (int i = 0; i < rp->nash; i++)
+        aflop += 4.0 * rp->ash[i].n * rp->ash[i].n * rp->ash[i].hd * rp->ash[i].heads;
+
+    const double start = bench_now();
+    int rc = 0;
+    for (int j = 0; j < nj && !rc; j++) {
+        const struct job *jb = rp->jb = &jobs[j];
+        const double job0 = bench_now(), share = (budget - (job0 - start)) / (nj - j);
+        struct cand cur = {{0}}, win = {{0}};
+        if (jb->attn) {
+            const struct jk_attn_tuning *a = &jk_tune.attn[jb->kind];
+            cur.v[0] = a->bk, cur.v[1] = a->pack;
+            printf("\nattn %s (tiers %s):", jk_attn_kind_names[jb->kind], jb->tiers);
+            for (int i = 0; i < rp->nash; i++)
+                printf("%s %d tokens x %d heads of %d", i ? "," : "", rp->ash[i].n, rp->ash[i].heads, rp->ash[i].hd);
+            printf("\n");
+            attn_reference(rp);
+        } else {
+            const struct jk_gemm_tuning *g = &jk_tune.gemm[jb->kind];
+            cur = (struct cand){{g->kc, g->mc, g->nc, g->ahead, g->colp, g->rowt}};
+            printf("\ngemm %s (tiers %s): %d shapes\n", jk_gemm_kind((enum jk_gemm_kind)jb->kind)->name, jb->tiers,
+                   rp->nsh);
+            gemm_reference(rp, jb->tier);
+        }
+        win = cur;
+        const double left = share - (bench_now() - job0);   /* the reference's time counts */
+        rc = search(rp, &cur, left > 1 ? left : 1, peak, jb->attn ? aflop : gflop, &win);
+        if (rc) break;
+        if (jb->attn) {
+            t->attn[jb->kind] = as_attn(&win), *amask |= 1u << jb->kind;
+            printf("kept: attn %s bk=%d pack=%d\n", jk_attn_kind_names[jb->kind], win.v[0], win.v[1]);
+        } else {
+            t->gemm[jb->kind] = as_gemm(&win), *gmask |= 1u << jb->kind;
+            printf("kept: gemm %s kc=%d mc=%d nc=%d ahead=%d colp=%d rowt=%d\n",
+                   jk_gemm_kind((enum jk_gemm_kind)jb->kind)->name, win.v[0], win.v[1], win.v[2], win.v[3],
+                   win.v[4], win.v[5]);
+        }
+    }
+    return rc;
+}
+
 int cmd_tune(int argc, char **argv) {
     const char *model = NULL, *out = NULL, *dts = "f16", *precs = "all";
     long long threads = 2, budget = 90;
@@ -586,63 +696,8 @@ int cmd_tune(int argc, char **argv) {
     else if (jk_tune_default_path(id, path, sizeof path))
         return cli_fail(NULL, "tune: none of JEPA_CACHE, XDG_CACHE_HOME and HOME is set: name the file with -o");
 
-    /* the matmul's buffers for the largest shape, ws for the largest blocking of any build */
-    size_t mk = 0, nk = 0, mn = 0, nref = 0, ws = 64;
-    int nmax = 1, kmax = 1;
-    for (int i = 0; i < r.nsh; i++) {
-        const struct tshape *s = &r.sh[i];
-        if ((size_t)s->M * s->K > mk) mk = (size_t)s->M * s->K;
-        if ((size_t)s->N * s->K > nk) nk = (size_t)s->N * s->K;
-        if ((size_t)s->M * s->N > mn) mn = (size_t)s->M * s->N;
-        r.off[i] = nref;
-        nref += (size_t)check_rows(s->M) * s->N;
-        if (s->N > nmax) nmax = s->N;
-        if (s->K > kmax) kmax = s->K;
-    }
-    for (int j = 0; j < nj; j++) {
-        if (jobs[j].attn) continue;
-        static struct jk_gemm_tuning grid[TUNE_MAX_CAND];
-        const enum jk_gemm_kind kind = (enum jk_gemm_kind)jobs[j].kind;
-        const int ng = jk_gemm_candidates(kind, grid, TUNE_MAX_CAND);
-        for (int i = -1; i < ng; i++) {
-            const size_t w = jk_gemm_ws_tuned(i < 0 ? &jk_tune.gemm[kind] : &grid[i], r.nt, kmax);
-            if (w > ws) ws = w;
-        }
-    }
-    /* attention's: qkv of the largest shape, the check's outputs, ws for any copy threshold */
-    size_t nqkv = 0, no = 0, naref = 0, aws = 64;
-    for (int i = 0; i < r.nash; i++) {
-        const struct ashape *s = &r.ash[i];
-        const size_t D = (size_t)s->heads * s->hd;
-        if ((size_t)s->n * 3 * D > nqkv) nqkv = (size_t)s->n * 3 * D;
-        if ((size_t)s->n * D > no) no = (size_t)s->n * D;
-        r.aoff[i] = naref;
-        naref += (size_t)check_rows(s->n) * D;
-        for (int j = 0; j < nj; j++) {
-            if (!jobs[j].attn) continue;
-            const size_t w = jk_attn_ws_tuned(jobs[j].attn_ws(r.nt, s->heads, s->hd, s->n), s->hd, s->n);
-            if (w > aws) aws = w;
-        }
-    }
-    r.x = malloc(mk * sizeof(float)), r.y = malloc(mn * sizeof(float));
-    r.yref = malloc(nref * sizeof(float)), r.bound = malloc(nref * sizeof(double));
-    r.xabs = malloc((size_t)TUNE_CHECK_M * kmax * sizeof(float)), r.wabs = malloc((size_t)kmax * sizeof(float));
-    r.w = malloc(nk * jk_row_bytes(r.dt, 1)), r.bias = malloc((size_t)nmax * sizeof(float));
-    r.ws = malloc(ws);
-    r.qkv = malloc(nqkv * sizeof(float)), r.o = malloc(no * sizeof(float));
-    r.oref = malloc(naref * sizeof(float)), r.tol = malloc(naref * sizeof(double));
-    r.aws = malloc(aws);
-    int rc = 0;
-    if (!r.x || !r.y || !r.xabs || !r.wabs || !r.yref || !r.bound || !r.w || !r.bias || !r.ws || !r.qkv || !r.o || !r.oref ||
-        !r.tol || !r.aws) {
-        rc = cli_fail(NULL, "tune: out of memory for the shapes (%zu MiB of weights)", nk * 4 >> 20);
-        goto done;
-    }
-    for (size_t i = 0; i < mk; i++) r.x[i] = urand();
-    for (size_t i = 0; i < nk; i++) put_weight(r.dt, r.w, i);
-    for (int i = 0; i < nmax; i++) r.bias[i] = urand();
-    for (size_t i = 0; i < nqkv; i++) r.qkv[i] = 2.0f * urand();
-
+    int rc = tune_alloc(&r, jobs, nj);
+    if (rc) goto done;
     const char *pisa = "";
     const double peak = bench_fma_peak((unsigned)cap, r.nt, &pisa);
     char cid[96];
@@ -650,46 +705,10 @@ int cmd_tune(int argc, char **argv) {
     printf("jepa tune: %s, %d threads, %s weights, %d kernel builds, shapes %s%s; FMA peak %.1f GFLOP/s (%s)\n",
            cid, r.nt, jk_dtype_name(r.dt), nj, model ? "of " : "of ViT-S/B/L at 576 tokens",
            model ? model : "", peak, pisa);
-    double gflop = 0, aflop = 0;
-    for (int i = 0; i < r.nsh; i++) gflop += 2.0 * r.sh[i].M * r.sh[i].N * r.sh[i].K;
-    for (int i = 0; i < r.nash; i++) aflop += 4.0 * r.ash[i].n * r.ash[i].n * r.ash[i].hd * r.ash[i].heads;
-
     struct jk_tuning t = jk_tune;
     unsigned gmask = 0, amask = 0;
     const double start = bench_now();
-    for (int j = 0; j < nj && !rc; j++) {
-        const struct job *jb = r.jb = &jobs[j];
-        const double job0 = bench_now(), share = ((double)budget - (job0 - start)) / (nj - j);
-        struct cand cur = {{0}}, win = {{0}};
-        if (jb->attn) {
-            const struct jk_attn_tuning *a = &jk_tune.attn[jb->kind];
-            cur.v[0] = a->bk, cur.v[1] = a->pack;
-            printf("\nattn %s (tiers %s):", jk_attn_kind_names[jb->kind], jb->tiers);
-            for (int i = 0; i < r.nash; i++)
-                printf("%s %d tokens x %d heads of %d", i ? "," : "", r.ash[i].n, r.ash[i].heads, r.ash[i].hd);
-            printf("\n");
-            attn_reference(&r);
-        } else {
-            const struct jk_gemm_tuning *g = &jk_tune.gemm[jb->kind];
-            cur = (struct cand){{g->kc, g->mc, g->nc, g->ahead, g->colp, g->rowt}};
-            printf("\ngemm %s (tiers %s): %d shapes\n", jk_gemm_kind((enum jk_gemm_kind)jb->kind)->name, jb->tiers,
-                   r.nsh);
-            gemm_reference(&r, jb->tier);
-        }
-        win = cur;
-        const double left = share - (bench_now() - job0);   /* the reference's time counts */
-        rc = search(&r, &cur, left > 1 ? left : 1, peak, jb->attn ? aflop : gflop, &win);
-        if (rc) break;
-        if (jb->attn) {
-            t.attn[jb->kind] = as_attn(&win), amask |= 1u << jb->kind;
-            printf("kept: attn %s bk=%d pack=%d\n", jk_attn_kind_names[jb->kind], win.v[0], win.v[1]);
-        } else {
-            t.gemm[jb->kind] = as_gemm(&win), gmask |= 1u << jb->kind;
-            printf("kept: gemm %s kc=%d mc=%d nc=%d ahead=%d colp=%d rowt=%d\n",
-                   jk_gemm_kind((enum jk_gemm_kind)jb->kind)->name, win.v[0], win.v[1], win.v[2], win.v[3],
-                   win.v[4], win.v[5]);
-        }
-    }
+    rc = tune_jobs(&r, jobs, nj, (double)budget, peak, &t, &gmask, &amask);
     if (rc) goto done;
     /* the records this run did not tune, where the file in force is the one written */
     for (int k = 0; k < JK_NGK; k++)
