@@ -44,12 +44,16 @@ enum jk_attn_kind { JK_AK_AVX2, JK_AK_AVX512, JK_AK_NEON, JK_NAK };
  *      exports jk_gemm_kind_<isa> (register tile and defaults) or jk_attn_kind_<sfx> (the
  *      slot function), and tuning.c lists that symbol beside the others of its
  *      architecture (jk_gemm_kind, attn_kinds);
- *   3. nothing else: the kernels read their record (jk_tune.gemm[GT_KIND] /
+ *   3. the rest follows: the kernels read their record (jk_tune.gemm[GT_KIND] /
  *      jk_tune.attn[ATTN_KIND]) or the call's set (jk_gemm_args.tune / jk_attn_args.tune);
  *      `jepa tune` finds the builds of every tier's table (jk_init_precision; the matmul
  *      by k.gemm_isa, the attention by jk_attn_kind_of(k.attn)), checks each candidate
  *      against the tier's reference and writes a record per build; `jepa cpu` prints every
- *      record; tests/tune runs every candidate of every kind this machine has.
+ *      record; tests/tune runs every candidate of every kind this machine has. One thing
+ *      more where the build's arithmetic is not the f32 one: `jepa tune` checks attention
+ *      against jk_attn_ref with an f32 bound (attn_reference in cli/cmd_tune.c), so an
+ *      attention build on bf16 operands adds its tier's reference and bound there, as
+ *      gemm_reference has one per matmul tier, and test_attn_tune.c likewise.
  * A tuning file written before a kind existed simply lacks its record (the kind keeps the
  * table's or the generic values); one naming a kind this build lacks is refused whole. */
 
