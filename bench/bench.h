@@ -57,6 +57,21 @@ double bench_bf16_peak(unsigned cpu, int threads, const char **isa);
 /* Monotonic seconds. */
 double bench_now(void);
 
+/* The timing of one row of `jepa bench kernels` (bench/timing.c): fn(ctx) once to warm up,
+ * then reps fitted to budget seconds (3 .. BENCH_MAX_REPS; none when the warm-up took the
+ * budget), each timed with now (bench_now; a test passes its own clock). median: the
+ * figure (the warm-up's time when no rep ran), min the fastest call, tied the calls within
+ * BENCH_TIE_REL of the median, suspect when half of them or more are: a wait on a fixed
+ * grid (the scheduler tick, a coarse clock), not the kernel's time. */
+#define BENCH_MAX_REPS 31
+#define BENCH_TIE_REL 1e-5
+struct bench_timing {
+    double median, min;
+    int reps, tied, suspect;
+};
+void bench_time(void (*fn)(void *ctx), void *ctx, double budget, double (*now)(void),
+                struct bench_timing *out);
+
 /* qsort comparator for doubles, ascending (bench/peak.c). */
 int bench_cmp_double(const void *a, const void *b);
 

@@ -20,7 +20,9 @@
  *           laid out and allocated as the forward's (attn_case). JSON rows: "M" = query
  *           tokens, "N" = key tokens, "K" = head_dim.
  * Time: the median of several calls after a warm-up call (reps fitted to ~0.4 s per row,
- * at least 3; a single call when one call already takes longer than the budget).
+ * at least 3; a single call when one call already takes longer than the budget; the rule
+ * and the "suspect" mark of rows whose calls took one time to the tenth of a microsecond:
+ * bench/timing.c).
  * GFLOP/s and "% of peak" use the peak of bench/peak.c measured at the start of the run
  * with the same thread count. Libraries are switched with a pause in between, so the
  * spinning worker threads of one (OpenMP, OpenBLAS) do not steal the cores of the other.
@@ -88,42 +90,40 @@ static void pause_ms(int ms) {
 }
 #endif
 
-/* Median seconds of fn(ctx) over reps fitted to the budget (warm-up call first). */
-static double time_median(bench_fn fn, void *ctx, double budget) {
-    double t0 = bench_now();
-    fn(ctx);
-    double first = bench_now() - t0;
-    if (first >= budget) return first;
-    int reps = (int)(budget / (first > 1e-7 ? first : 1e-7));
-    reps = reps < 3 ? 3 : reps > 31 ? 31 : reps;
-    double t[31];
-    for (int r = 0; r < reps; r++) {
-        t0 = bench_now();
-        fn(ctx);
-        t[r] = bench_now() - t0;
-    }
-    qsort(t, (size_t)reps, sizeof t[0], bench_cmp_double);
-    return t[reps / 2];
+/* Median seconds of fn(ctx) by the rule of bench/timing.c; *tm (may be NULL): the rest. */
+static double time_median(bench_fn fn, void *ctx, double budget, struct bench_timing *tm) {
+    struct bench_timing t;
+    bench_time(fn, ctx, budget, bench_now, &t);
+    if (tm) *tm = t;
+    return t.median;
 }
 
 /* ---- output ---- */
 
+/* tm: how the row was timed; a suspect one (bench/timing.c) says so, in the table after
+ * the note and in JSON as "suspect". */
 static void row(const struct bench_opts *o, const char *op, const char *dtype, int M, int N, int K,
-                double sec, double flops, double peak, const char *baseline, double base_gflops,
-                const char *note) {
-    const double gf = flops / sec * 1e-9;
+                const struct bench_timing *tm, double flops, double peak, const char *baseline,
+                double base_gflops, const char *note) {
+    const double sec = tm->median, gf = flops / sec * 1e-9;
     if (o->json) {
         printf("{\"op\":\"%s\",\"dtype\":\"%s\",\"M\":%d,\"N\":%d,\"K\":%d,\"threads\":%d,"
                "\"gflops\":%.3f,\"peak_gflops\":%.3f,",
                op, dtype, M, N, K, o->threads, gf, peak);
-        if (baseline) printf("\"baseline\":\"%s\",\"baseline_gflops\":%.3f}\n", baseline, base_gflops);
-        else printf("\"baseline\":null,\"baseline_gflops\":null}\n");
+        if (baseline) printf("\"baseline\":\"%s\",\"baseline_gflops\":%.3f,", baseline, base_gflops);
+        else printf("\"baseline\":null,\"baseline_gflops\":null,");
+        printf("\"suspect\":%s}\n", tm->suspect ? "true" : "false");
     } else {
         printf("%-6s %-5s %6d %6d %5d %10.3f %9.1f %6.1f%%", op, dtype, M, N, K, sec * 1e3, gf,
                100.0 * gf / peak);
         if (baseline) printf(" %9.1f %6.2fx", base_gflops, gf / base_gflops);
         else printf(" %9s %7s", "-", "-");
-        printf("  %s\n", note ? note : "");
+        printf("  %s", note ? note : "");
+        if (tm->suspect)
+            printf(" [suspect: %d of %d calls took %.4f ms to %.0e of it, a wait on the scheduler tick or a "
+                   "coarse clock, not the kernel: docs/notes/kernel-tuning.md#bench-identical-times]",
+                   tm->tied, tm->reps, sec * 1e3, BENCH_TIE_REL);
+        printf("\n");
     }
     fflush(stdout);
 }
@@ -227,9 +227,9 @@ static int bench_matmul(const struct bench_opts *o, const struct jk_kernels *k, 
 
             /* ours first (every dtype), then OpenBLAS, so that neither library's idle
              * worker threads (spinning after a call) share the cores with the other's */
-            double sec[JK_NDTYPES];
+            struct bench_timing sec[JK_NDTYPES];
             for (int t = 0; t < JK_NDTYPES; t++) {
-                sec[t] = 0.0;
+                sec[t].median = 0.0;
                 if (!jk_row_bytes((enum jk_dtype)t, K)) continue;   /* K not whole blocks (K-quants at 384) */
                 void *wt = convert_weights(w, N, K, (enum jk_dtype)t);
                 const size_t wbytes = (size_t)N * jk_row_bytes((enum jk_dtype)t, K);
@@ -245,7 +245,7 @@ static int bench_matmul(const struct bench_opts *o, const struct jk_kernels *k, 
                     .y = y, .ldy = (size_t)N, .x = x, .ldx = (size_t)K, .w = wt,
                     .ldw = jk_row_bytes((enum jk_dtype)t, K), .bias = NULL, .M = M, .N = N,
                     .K = K, .epi = JK_EPI_STORE, .nthreads = o->threads, .ws = ws}, copies, wbytes, ncopy, 0};
-                sec[t] = time_median(run_mm, &c, budget);
+                time_median(run_mm, &c, budget, &sec[t]);
                 free(wt), free(copies);
             }
             const char *baseline = NULL;
@@ -254,16 +254,16 @@ static int bench_matmul(const struct bench_opts *o, const struct jk_kernels *k, 
             if (blas_sgemm && !o->cold) {   /* (--cold: no baseline; its W would be hot) */
                 pause_ms(50);
                 struct blas_ctx bc = {M, N, K, x, w, y};
-                base_gf = flops / time_median(run_blas, &bc, budget) * 1e-9;
+                base_gf = flops / time_median(run_blas, &bc, budget, NULL) * 1e-9;
                 baseline = "openblas";
                 pause_ms(300); /* OpenBLAS threads spin ~0.1-0.2 s after a call */
             }
 #endif
             for (int t = 0; t < JK_NDTYPES; t++) {
-                if (sec[t] == 0.0) continue;
+                if (sec[t].median == 0.0) continue;
                 char note[64];
                 snprintf(note, sizeof note, "%s %s", gemm_isa, t == 0 ? mm_shapes[si].what : "");
-                row(o, "matmul", jk_dtype_name((enum jk_dtype)t), M, N, K, sec[t], flops, peak,
+                row(o, "matmul", jk_dtype_name((enum jk_dtype)t), M, N, K, &sec[t], flops, peak,
                     baseline, base_gf, note);
             }
             free(x), free(y), free(w), free(ws);
@@ -321,14 +321,15 @@ static int attn_case(const struct bench_opts *o, const struct jk_kernels *k, dou
                              .nkv = N, .n_head = heads, .head_dim = hd,
                              .scale = 1.0f / sqrtf((float)hd), .q_pos = pos, .k_pos = pos,
                              .nthreads = o->threads, .ws = ws}};
-    const double sec = time_median(run_attn, &c, o->quick ? QUICK_BUDGET_S : BUDGET_S);
+    struct bench_timing tm;
+    time_median(run_attn, &c, o->quick ? QUICK_BUDGET_S : BUDGET_S, &tm);
     char note[96];
     if (pos)
         snprintf(note, sizeof note, "%s, %d heads, block-causal %d frames (%.1f %% visible)", attn_isa, heads,
                  frames, 100.0 * pairs / ((double)N * N));
     else
         snprintf(note, sizeof note, "%s, %d heads", attn_isa, heads);
-    row(o, "attn", "f32", N, N, hd, sec, 4.0 * pairs * hd * heads, peak, NULL, 0.0, note);
+    row(o, "attn", "f32", N, N, hd, &tm, 4.0 * pairs * hd * heads, peak, NULL, 0.0, note);
     dev->free(dev, qkv), dev->free(dev, out), dev->free(dev, ws);
     free(pos);
     return 0;
@@ -390,6 +391,9 @@ int bench_kernels(const struct bench_opts *o) {
     fprintf(info, "FMA peak (%s register loop, %d thread%s): %.1f GFLOP/s\n", peak_isa,
             o->threads, o->threads == 1 ? "" : "s", peak);
     fprintf(info, "precision: %s (matmul %s)\n", jk_precision_name((enum jk_precision)prec), k.gemm_isa);
+    struct timespec res;
+    if (clock_getres(CLOCK_MONOTONIC, &res) == 0)   /* a coarse clock makes whole ticks */
+        fprintf(info, "clock: CLOCK_MONOTONIC, resolution %.0f ns\n", 1e9 * res.tv_sec + res.tv_nsec);
     if (dot_peak > 0)
         fprintf(info, "bf16 peak (%s register loop, %d thread%s): %.1f GFLOP/s = %.2f x the FMA peak; "
                 "the matmul rows' peak column is of it\n", dot_isa, o->threads, o->threads == 1 ? "" : "s",

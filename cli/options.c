@@ -149,6 +149,7 @@ static const struct {
     {QNT, {"--type", NULL, CLI_ARG_VALUE, "f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_K|q5_K|q6_K"}},
     {TUN, {"--budget", NULL, CLI_ARG_VALUE, "SECONDS"}},
     {TUN, {"--dtype", NULL, CLI_ARG_VALUE, "f32|f16|bf16"}},
+    {TUN, {"--precision", NULL, CLI_ARG_VALUE, "exact|high|bf16|all"}},
     {TUN, {"-o", "--out", CLI_ARG_OUT_FILE, "FILE"}},
     {PUL, {"--type", NULL, CLI_ARG_VALUE, "TYPE"}},
     {PUL, {"--retries", NULL, CLI_ARG_VALUE, "N"}},

@@ -70,6 +70,7 @@ enum jk_epilogue {
  * M, N, K >= 1. K is a multiple of the weight type's block (jk_dtype_block: 32 for
  * q8_0 and q4_0 .. q5_1, 256 for the K-quants). x and y must not overlap. */
 struct jk_gemm_tuning;   /* kernels/tuning.h */
+struct jk_attn_tuning;
 struct jk_gemm_args {
     float *y; size_t ldy;
     const float *x; size_t ldx;
@@ -130,6 +131,10 @@ struct jk_attn_args {
      * output projection's x16). */
     uint16_t *o16; size_t ldo16;
     enum jk_dtype o16_type;
+    /* The CPU kernels' key tile and K/V copy threshold for this call (kernels/tuning.h;
+     * `jepa tune` and the tests), ws sized by jk_attn_ws_tuned for it; NULL: the set in
+     * force. A set outside the limits is never used (the one in force is). */
+    const struct jk_attn_tuning *tune;
 };
 typedef void jk_attn_fn(const struct jk_attn_args *a);
 

@@ -3,9 +3,9 @@
  * limits, the built-in table by CPU, the tuning file (format, checksum, reader), and the
  * values in force, decided once per process.
  *
- * The tuning file, version 1 (text, written by `jepa tune`, at most JK_TUNE_FILE_MAX bytes
- * of printable ASCII and newlines; '#' lines are comments):
- *   jepa-tune 1
+ * The tuning file, version 2 (text, written by `jepa tune`, at most JK_TUNE_FILE_MAX bytes
+ * of printable ASCII and newlines; '#' lines are comments), one record per kernel build:
+ *   jepa-tune 2
  *   cpu <vendor> <family> <model> <stepping> <isa>
  *   gemm <kind> kc=<n> mc=<n> nc=<n> ahead=<0|1> colp=<n> rowt=<n>     (0 or more)
  *   attn <kind> bk=<n> pack=<n>                                         (0 or more)
@@ -33,8 +33,14 @@
 #if defined(__x86_64__) || defined(_M_X64)
 extern const struct jk_gemm_kind_info jk_gemm_kind_avx2, jk_gemm_kind_avx512,
     jk_gemm_kind_avx512_bf16, jk_gemm_kind_amx_bf16, jk_gemm_kind_amx_high;
+extern const struct jk_attn_kind_info jk_attn_kind_avx2, jk_attn_kind_avx512;
+static const struct jk_attn_kind_info *const attn_kinds[] = {&jk_attn_kind_avx2, &jk_attn_kind_avx512};
 #elif defined(__aarch64__)
 extern const struct jk_gemm_kind_info jk_gemm_kind_neon, jk_gemm_kind_neon_bf16;
+extern const struct jk_attn_kind_info jk_attn_kind_neon;
+static const struct jk_attn_kind_info *const attn_kinds[] = {&jk_attn_kind_neon};
+#else
+static const struct jk_attn_kind_info *const attn_kinds[] = {NULL};
 #endif
 
 static const char *const gemm_kind_names[JK_NGK] = {
@@ -79,9 +85,27 @@ int jk_gemm_tuning_valid(const struct jk_gemm_tuning *t, enum jk_gemm_kind k) {
            t->rowt <= JK_TUNE_SPLIT_MAX;
 }
 
-int jk_attn_tuning_valid(const struct jk_attn_tuning *t) {
-    return t && t->bk >= JK_TUNE_BK_MIN && t->bk <= JK_TUNE_BK_MAX && t->pack >= 64 &&
-           t->pack <= JK_TUNE_PACK_MAX;
+int jk_attn_tuning_valid(const struct jk_attn_tuning *t) { return t && jk_attn_tuning_ok(t); }
+
+int jk_attn_kind_of(void (*fn)(const struct jk_attn_args *a)) {
+    for (size_t i = 0; i < sizeof attn_kinds / sizeof *attn_kinds; i++)
+        if (fn && attn_kinds[i] && attn_kinds[i]->fn == fn) return (int)attn_kinds[i]->kind;
+    return -1;
+}
+
+/* The attention grid: the key tile at the default's 4096 floats (a K and a V tile of 16 KiB
+ * in a 32 KiB L1d at head_dim 64), half, twice and a quarter of it; the K/V copy from the
+ * default's 1536 keys, or 512, 1024, 2048, 3072 (which of the shapes' key counts copy is
+ * what the tuner measures: thresholds that copy on the same shapes behave the same). */
+int jk_attn_candidates(struct jk_attn_tuning *out, int max) {
+    static const int bks[] = {4096, 2048, 8192, 1024}, packs[] = {1536, 512, 1024, 2048, 3072};
+    int n = 0;
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 5; b++) {
+            if (out && n < max) out[n] = (struct jk_attn_tuning){bks[a], packs[b]};
+            n++;
+        }
+    return n;
 }
 
 /* The grid `jepa tune` searches, around each kind's defaults: K blocks of 256 .. 768, the X

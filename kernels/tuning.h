@@ -36,6 +36,27 @@ enum jk_gemm_kind {
 /* The attention builds (attn_tmpl.h instantiations). */
 enum jk_attn_kind { JK_AK_AVX2, JK_AK_AVX512, JK_AK_NEON, JK_NAK };
 
+/* How a new kernel build gets its own record (a precision tier's matmul, an attention
+ * build with other operands, as the bf16 tier's may be):
+ *   1. a value in enum jk_gemm_kind / jk_attn_kind above (before JK_NGK / JK_NAK) and its
+ *      name in tuning.c (gemm_kind_names / jk_attn_kind_names): the file's record name;
+ *   2. the build defines GT_KIND (gemm_tmpl.h) or ATTN_KIND (attn_tmpl.h) to it, which
+ *      exports jk_gemm_kind_<isa> (register tile and defaults) or jk_attn_kind_<sfx> (the
+ *      slot function), and tuning.c lists that symbol beside the others of its
+ *      architecture (jk_gemm_kind, attn_kinds);
+ *   3. the rest follows: the kernels read their record (jk_tune.gemm[GT_KIND] /
+ *      jk_tune.attn[ATTN_KIND]) or the call's set (jk_gemm_args.tune / jk_attn_args.tune);
+ *      `jepa tune` finds the builds of every tier's table (jk_init_precision; the matmul
+ *      by k.gemm_isa, the attention by jk_attn_kind_of(k.attn)), checks each candidate
+ *      against the tier's reference and writes a record per build; `jepa cpu` prints every
+ *      record; tests/tune runs every candidate of every kind this machine has. One thing
+ *      more where the build's arithmetic is not the f32 one: `jepa tune` checks attention
+ *      against jk_attn_ref with an f32 bound (attn_reference in cli/cmd_tune.c), so an
+ *      attention build on bf16 operands adds its tier's reference and bound there, as
+ *      gemm_reference has one per matmul tier, and test_attn_tune.c likewise.
+ * A tuning file written before a kind existed simply lacks its record (the kind keeps the
+ * table's or the generic values); one naming a kind this build lacks is refused whole. */
+
 /* Compile-time limits: the largest blocks any source may set (a workspace is sized from
  * the values in force, which never exceed these). */
 #define JK_TUNE_KC_MAX 1024
@@ -60,6 +81,13 @@ struct jk_attn_tuning {
     int pack;    /* key count from which K and V are copied per head (64 .. JK_TUNE_PACK_MAX) */
 };
 
+/* Whether t is inside the limits (the test of jk_attn_tuning_valid, inline for the kernels'
+ * per-call check). */
+static inline int jk_attn_tuning_ok(const struct jk_attn_tuning *t) {
+    return t->bk >= JK_TUNE_BK_MIN && t->bk <= JK_TUNE_BK_MAX && t->pack >= 64 &&
+           t->pack <= JK_TUNE_PACK_MAX;
+}
+
 struct jk_tuning {
     struct jk_gemm_tuning gemm[JK_NGK];
     struct jk_attn_tuning attn[JK_NAK];
@@ -76,6 +104,15 @@ const struct jk_gemm_kind_info *jk_gemm_kind(enum jk_gemm_kind k);
 /* The kind of the name (as jk_gemm_kind(k)->name), -1 if none. */
 int jk_gemm_kind_by_name(const char *name);
 extern const char *const jk_attn_kind_names[JK_NAK];
+/* What an attention build exports (attn_tmpl.h, jk_attn_kind_<sfx>): its kind and slot. */
+struct jk_attn_args;
+struct jk_attn_kind_info {
+    enum jk_attn_kind kind;
+    void (*fn)(const struct jk_attn_args *a);
+};
+/* The kind of the attention slot fn (a table's k->attn), -1 for one with no record (the
+ * reference, the GPU's). */
+int jk_attn_kind_of(void (*fn)(const struct jk_attn_args *a));
 /* Each attention build's defaults (attn_tmpl.h): key tile 4096 floats, copy from 1536 keys. */
 #define JK_ATTN_DEFAULT_TUNING {4096, 1536}
 
@@ -112,11 +149,24 @@ static inline size_t jk_gemm_ws_tuned(const struct jk_gemm_tuning *t, int nthrea
     return (size_t)(nthreads > 0 ? nthreads : 1) * jk_gemm_thread_bytes(t, K) + 64;
 }
 
+/* The workspace bytes of an attention call at a set of its own (jk_attn_args.tune): at most
+ * ws_in_force (the table's attn_ws at the same nthreads, n_head, head_dim, nkv) plus the K
+ * and V copy, which another copy threshold may add (the per-thread part does not depend on
+ * the set). */
+static inline size_t jk_attn_ws_tuned(size_t ws_in_force, int head_dim, int nkv) {
+    return ws_in_force + 2 * (size_t)(nkv > 0 ? nkv : 0) * (size_t)(head_dim > 0 ? head_dim : 0) *
+                             sizeof(float);
+}
+
 /* The candidates `jepa tune` may choose among for kind k: every combination of the axes
- * below, in a fixed order (index 0 .. jk_gemm_candidates(k, NULL, 0) - 1). Writes up to
- * `max` of them to out; returns how many there are. tests/checkasm/test_gemm_tune.c runs
- * every one of them against the reference. */
+ * below, in a fixed order, index 0 the kind's defaults (index 0 .. jk_gemm_candidates(k,
+ * NULL, 0) - 1). Writes up to `max` of them to out; returns how many there are.
+ * tests/tune/test_gemm_tune.c runs every one of them against the reference. */
 int jk_gemm_candidates(enum jk_gemm_kind k, struct jk_gemm_tuning *out, int max);
+/* The same for attention (every kind: key tile 4096, 2048, 8192, 1024 floats x copy
+ * threshold 1536, 512, 1024, 2048, 3072 keys; index 0 the defaults);
+ * tests/tune/test_attn_tune.c runs every one. */
+int jk_attn_candidates(struct jk_attn_tuning *out, int max);
 
 /* ---- the CPU's identity and the tuning file ------------------------------------------ */
 
@@ -130,7 +180,9 @@ const char *jk_tune_table_entry(const struct jr_cpu_id *id, struct jk_tuning *ou
  * the tests run every one. */
 int jk_tune_table_gemm(int i, enum jk_gemm_kind *kind, struct jk_gemm_tuning *t);
 
-#define JK_TUNE_VERSION 1
+/* Version 2: a record per kernel build, the precision tiers' matmul and the attention
+ * builds chosen by timing too (version 1 had the exact tier's matmul only). */
+#define JK_TUNE_VERSION 2
 #define JK_TUNE_FILE_MAX 16384   /* bytes: a larger file is not a tuning file */
 
 /* The default path of the tuning file for id ($XDG_CACHE_HOME/jepa/tune-<id>.txt or

@@ -108,21 +108,22 @@ static OPS_ALWAYS void at_prefetch_row(const float *r, int hd) {
     for (int d = 0; d < hd; d += 16) __builtin_prefetch(r + d);
 }
 
-/* The run-time part of the blocking (kernels/tuning.h, struct jk_attn_tuning): the one in
- * force for this build (ATTN_KIND), or the defaults where it is unset or out of range. */
-static inline const struct jk_attn_tuning *at_tuning(void) {
+/* The run-time part of the blocking (kernels/tuning.h, struct jk_attn_tuning): the call's
+ * (a->tune) where given and valid, else the one in force for this build (ATTN_KIND), or
+ * the defaults where that is unset or out of range. */
+static inline const struct jk_attn_tuning *at_tuning(const struct jk_attn_args *a) {
     static const struct jk_attn_tuning def = JK_ATTN_DEFAULT_TUNING;
+    if (a && a->tune && jk_attn_tuning_ok(a->tune)) return a->tune;
     const struct jk_attn_tuning *t = &jk_tune.attn[ATTN_KIND];
-    return t->bk >= JK_TUNE_BK_MIN && t->bk <= JK_TUNE_BK_MAX && t->pack >= 64 &&
-                   t->pack <= JK_TUNE_PACK_MAX ? t : &def;
+    return jk_attn_tuning_ok(t) ? t : &def;
 }
 
-/* Keys per tile: BK * head_dim ~ at_tuning()->bk floats (by default 4096: a 16 KiB K tile
+/* Keys per tile: BK * head_dim ~ at_tuning(a)->bk floats (by default 4096: a 16 KiB K tile
  * and a 16 KiB V tile, which fit a 32 KiB L1d together), a multiple of ATTN_KG, at most
  * ATTN_BK_MAX (tuned: docs/notes/kernel-tuning.md#attn-key-tile). The tile edges fix the
  * order of the online softmax's updates: another bk changes the bits. */
-static inline int at_bk(int hd) {
-    int bk = at_tuning()->bk / hd / ATTN_KG * ATTN_KG;
+static inline int at_bk(const struct jk_attn_args *a, int hd) {
+    int bk = at_tuning(a)->bk / hd / ATTN_KG * ATTN_KG;
     return bk < ATTN_KG ? ATTN_KG : bk > ATTN_BK_MAX ? ATTN_BK_MAX : bk;
 }
 
@@ -142,12 +143,12 @@ static inline size_t at_ws_floats(int hd) {
  * head_dim 64: at 2048 keys they fill a 1 MiB L2, and past it every query block streams
  * them from L3, one page per row in place. Below, the rows stay in L2 and a copy does not
  * pay (tuned: docs/notes/kernel-tuning.md#attn-pack-kv). */
-#define ATTN_PACK_NKV (at_tuning()->pack)   /* by default 1536 */
+#define ATTN_PACK_NKV(a) (at_tuning(a)->pack)   /* by default 1536 */
 
 size_t JK_SFX(attn_ws)(int nthreads, int n_head, int head_dim, int nkv) {
     /* K and V are copied one head at a time: n_head does not count */
     if (head_dim < 1 || head_dim > ATTN_HD_MAX) return jk_attn_ws_ref(nthreads, n_head, head_dim, nkv);
-    const size_t pack = nkv >= ATTN_PACK_NKV ? 2 * (size_t)nkv * (size_t)head_dim : 0;
+    const size_t pack = nkv >= ATTN_PACK_NKV(NULL) ? 2 * (size_t)nkv * (size_t)head_dim : 0;
     return ((size_t)(nthreads > 0 ? nthreads : 1) * at_ws_floats(head_dim) + pack) * sizeof(float) + 64;
 }
 
@@ -334,7 +335,7 @@ static inline void at_tile(const struct jk_attn_args *a, const int hd, const flo
 static OPS_ALWAYS void at_block(const struct jk_attn_args *a, int h, int i0, const int hd, float *w,
                                 const float *kh, size_t ldk, const float *vh, size_t ldv, int packed,
                                 const int masked) {
-    const int BQ = ATTN_BQ, nqb = at_min(BQ, a->nq - i0), bk = at_bk(hd);
+    const int BQ = ATTN_BQ, nqb = at_min(BQ, a->nq - i0), bk = at_bk(a, hd);
     /* queries computed: nqb rounded up to a vector, the last register tile narrowed to the
      * vectors it needs (the last block of a clip is often short: 197 = 4 x 48 + 5, which
      * takes one vector, not a tile of ATTN_QV); rows of the tiles stay BQ long */
@@ -547,7 +548,7 @@ static inline int at_thread(void) {
 #endif
 }
 
-/* The block path with K and V packed (nkv >= ATTN_PACK_NKV): head by head, the team copies
+/* The block path with K and V packed (nkv >= ATTN_PACK_NKV(a)): head by head, the team copies
  * the head's K and V rows into kp / vp ([nkv][hd] each, in the workspace after the
  * threads' own regions), then computes its query blocks from there. The same units in the
  * same arithmetic as in place: the bits do not change, only where the rows are read. */
@@ -598,7 +599,7 @@ void JK_SFX(attn)(const struct jk_attn_args *a) {
     const size_t per = at_ws_floats(hd);
     float *ws = (float *)(void *)(((uintptr_t)a->ws + 63) & ~(uintptr_t)63);
     const int nt = a->nthreads > 0 ? a->nthreads : 1;
-    if (!row && a->nkv >= ATTN_PACK_NKV) {
+    if (!row && a->nkv >= ATTN_PACK_NKV(a)) {
         at_attn_packed(a, &ab, unit, nb, tail, nt, ws, per);
         return;
     }
@@ -615,3 +616,7 @@ void JK_SFX(attn)(const struct jk_attn_args *a) {
         else unit(a, h, ab.nq + b - nb, 1, w, kh, a->ldk, vh, a->ldv, 0);
     }
 }
+
+/* This build for kernels/tuning.c (jk_attn_kind_of): which kind the attn slot it fills is,
+ * so that `jepa tune` and `jepa cpu` find its record from the kernel table. */
+const struct jk_attn_kind_info JK_SFX(attn_kind) = {ATTN_KIND, JK_SFX(attn)};

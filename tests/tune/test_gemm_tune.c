@@ -1,12 +1,16 @@
 /*
  * test_gemm_tune.c — the matmul at every blocking `jepa tune` may choose
- * (jk_gemm_candidates) and at every built-in table entry's, for each exact-tier kind this
- * machine runs (avx2, avx512; neon on aarch64), passed per call (jk_gemm_args.tune):
+ * (jk_gemm_candidates) and at every built-in table entry's, for each kind this machine
+ * runs: the exact tier's (avx2, avx512; neon on aarch64) and the precision tiers'
+ * (avx512_bf16, amx_bf16 and amx_high where the CPU has them; neon_bf16), passed per call
+ * (jk_gemm_args.tune):
  *  - against a double-precision reference written here, on ragged shapes (none a multiple
  *    of a tile; K over 1 to 4 K blocks, M over several X blocks, N past the largest W
  *    panel, the small-M path), f32 and f16 weights, the store and residual-add epilogues,
  *    with the bound of tests/checkasm/test_gemm.c: |y - y_ref| <= 1.01 (K + 4) u S + u |y_ref|,
- *    S = sum_k |x_k w_k| + |b| + |y_old|;
+ *    S = sum_k |x_k w_k| + |b| + |y_old|; for the bf16 tier the reference and S take X and
+ *    W rounded to bf16 and the bound 2u for u (test_gemm_tier.c: BFDOT rounds to odd); for
+ *    the high tier 1.01 (3K + 4) u S + 3.1 2^-16 S_xw (test_gemm_tier.c);
  *  - with 1, 2 and 3 threads: the same bits at every thread count for one blocking;
  *  - the workspace sized by jk_gemm_ws_tuned for that blocking, with guard bytes after it
  *    that must stay untouched.
@@ -23,6 +27,7 @@
 #include "runtime/cpu.h"
 #include "runtime/dtype.h"
 #include "tests/check.h"
+#include "tests/tune/tune_check.h"
 
 struct shape { int M, N, K; enum jk_epilogue epi; };
 static const struct shape shapes[] = {
@@ -33,19 +38,15 @@ static const struct shape shapes[] = {
 };
 enum { NSH = sizeof shapes / sizeof *shapes };
 
-static uint64_t rng = 12345;
-static float urand(void) {
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (float)((double)(rng >> 11) / 4503599627370496.0 - 1.0);
-}
-
 struct data {
     float *x, *bias, *y0, *ref;
     double *bound;
     void *w;   /* as dtype */
 };
 
-static void make(struct data *d, const struct shape *s, enum jk_dtype t) {
+static double as_bf16(float v) { return bf16_to_f32(f32_to_bf16(v)); }
+
+static void make(struct data *d, const struct shape *s, enum jk_dtype t, enum jk_precision tier) {
     const size_t mk = (size_t)s->M * s->K, nk = (size_t)s->N * s->K, mn = (size_t)s->M * s->N;
     d->x = malloc(mk * 4), d->bias = malloc((size_t)s->N * 4), d->y0 = malloc(mn * 4);
     d->ref = malloc(mn * 4), d->bound = malloc(mn * sizeof(double));
@@ -61,15 +62,19 @@ static void make(struct data *d, const struct shape *s, enum jk_dtype t) {
     for (size_t i = 0; i < mn; i++) d->y0[i] = urand();
     for (int m = 0; m < s->M; m++)
         for (int n = 0; n < s->N; n++) {
-            double acc = d->bias[n], S = fabs(d->bias[n]);
+            double acc = d->bias[n], S = fabs(d->bias[n]), Sxw = 0;
             for (int k = 0; k < s->K; k++) {
-                const double p = (double)d->x[(size_t)m * s->K + k] * wf[(size_t)n * s->K + k];
-                acc += p, S += fabs(p);
+                const float xv = d->x[(size_t)m * s->K + k], wv = wf[(size_t)n * s->K + k];
+                const double p = tier == JK_PREC_BF16 ? as_bf16(xv) * as_bf16(wv) : (double)xv * wv;
+                acc += p, S += fabs(p), Sxw += fabs(p);
             }
             const size_t j = (size_t)m * s->N + n;
             if (s->epi == JK_EPI_ADD) acc += d->y0[j], S += fabs(d->y0[j]);
             d->ref[j] = (float)acc;
-            d->bound[j] = 1.01 * (s->K + 4) * 0x1p-24 * S + 0x1p-24 * fabs(acc);
+            d->bound[j] = tier == JK_PREC_BF16 ? 1.01 * (s->K + 4) * 0x1p-23 * S + 0x1p-24 * fabs(acc)
+                          : tier == JK_PREC_HIGH
+                              ? 1.01 * (3.0 * s->K + 4) * 0x1p-24 * S + 3.1 * 0x1p-16 * Sxw + 0x1p-24 * fabs(acc)
+                              : 1.01 * (s->K + 4) * 0x1p-24 * S + 0x1p-24 * fabs(acc);
         }
     free(wf);
 }
@@ -82,33 +87,30 @@ static void drop(struct data *d) {
  * where the guard after the workspace changed. */
 static int call(jk_gemm_fn *fn, const struct shape *s, enum jk_dtype t, const struct data *d,
                 const struct jk_gemm_tuning *tu, int nt, float *y, size_t ws_bytes) {
-    enum { GUARD = 256 };
-    uint8_t *ws = malloc(ws_bytes + GUARD);
-    memset(ws + ws_bytes, 0xcd, GUARD);
+    uint8_t *ws = tune_ws_alloc(ws_bytes);
     memcpy(y, d->y0, (size_t)s->M * s->N * 4);
     const struct jk_gemm_args a = {.y = y, .ldy = (size_t)s->N, .x = d->x, .ldx = (size_t)s->K,
                                    .w = d->w, .ldw = jk_row_bytes(t, s->K), .bias = d->bias,
                                    .M = s->M, .N = s->N, .K = s->K, .epi = s->epi, .nthreads = nt,
                                    .ws = ws, .tune = tu};
     fn(&a);
-    int bad = 0;
-    for (int i = 0; i < GUARD; i++) bad |= ws[ws_bytes + i] != 0xcd;
-    free(ws);
-    return bad ? -1 : 0;
+    return tune_ws_free(ws, ws_bytes);
 }
 
 int main(void) {
     const unsigned have = jr_cpu_detect();
-    static const char *const levels[] = {"avx2", "avx512", "neon"};
     int kinds_run = 0;
-    for (int l = 0; l < 3; l++) {
-        const long f = jr_cpu_cap(have, levels[l]);
+    unsigned done = 0;   /* the kinds run */
+    for (int l = 0; l < TUNE_NLEVELS * JK_NPREC; l++) {
+        const long f = jr_cpu_cap(have, tune_levels[l / JK_NPREC]);
+        const enum jk_precision tier = (enum jk_precision)(l % JK_NPREC);
         if (f <= 0) continue;
         struct jk_kernels k;
-        jk_init(&k, (unsigned)f);
-        if (strcmp(k.isa, levels[l])) continue;
+        jk_init_precision(&k, (unsigned)f, tier);
+        if (strcmp(k.isa, tune_levels[l / JK_NPREC])) continue;
         const int kind = jk_gemm_kind_by_name(k.gemm_isa);
-        if (kind < 0) continue;
+        if (kind < 0 || done >> kind & 1) continue;
+        done |= 1u << kind;
         kinds_run++;
         /* the grid, then the table's sets of this kind */
         static struct jk_gemm_tuning sets[300];
@@ -125,7 +127,7 @@ int main(void) {
             for (int si = 0; si < NSH; si++) {
                 const struct shape *s = &shapes[si];
                 struct data d;
-                make(&d, s, t);
+                make(&d, s, t, tier);
                 const size_t mn = (size_t)s->M * s->N;
                 float *y1 = malloc(mn * 4), *yn = malloc(mn * 4);
                 for (int c = 0; c < ns; c++) {
@@ -156,6 +158,8 @@ int main(void) {
                 free(y1), free(yn);
                 drop(&d);
             }
+            printf("  %s (%s tier) %s: %d sets x %d shapes x 1, 2, 3 threads: %d failed, %d differ across threads\n",
+                   k.gemm_isa, jk_precision_name(tier), jk_dtype_name(t), ns, NSH, fails, bitdiff);
             CHECK(!fails, "%s %s: %d sets x %d shapes x 3 thread counts against the reference: %d failed",
                   k.gemm_isa, jk_dtype_name(t), ns, NSH, fails);
             CHECK(!bitdiff, "%s %s: the same bits at 1, 2 and 3 threads (%d differ)", k.gemm_isa,

@@ -114,6 +114,31 @@ int main(void) {
     CHECK(!memcmp(&back.gemm[(ki + 1) % JK_NGK], &base.gemm[(ki + 1) % JK_NGK], sizeof base.gemm[0]),
           "the kinds it does not name keep the base's values");
 
+    /* a record per kernel build: every matmul kind of this build (the tiers' among them)
+     * and every attention kind, each at a set of its own, back as written */
+    unsigned gall = 0, aall = (1u << JK_NAK) - 1;
+    struct jk_tuning ta = t;
+    for (int k = 0; k < JK_NGK; k++) {
+        const struct jk_gemm_kind_info *gi = jk_gemm_kind((enum jk_gemm_kind)k);
+        if (gi->mr <= 0) continue;
+        gall |= 1u << k;
+        ta.gemm[k] = (struct jk_gemm_tuning){512 - 8 * k, gi->mr * (k + 1), gi->nr * (k + 2), k & 1, 1 + k, 2 + k};
+    }
+    for (int k = 0; k < JK_NAK; k++) ta.attn[k] = (struct jk_attn_tuning){1024 * (k + 1), 512 + k};
+    const size_t nall = jk_tune_format(buf, sizeof buf, &zen4, &ta, gall, aall);
+    rc = nall ? jk_tune_parse(buf, nall, &zen4, &base, &back, &gs, &as, why, sizeof why) : -1;
+    int same_all = !memcmp(back.attn, ta.attn, sizeof ta.attn);
+    for (int k = 0; k < JK_NGK; k++)
+        same_all &= !memcmp(&back.gemm[k], gall >> k & 1 ? &ta.gemm[k] : &base.gemm[k], sizeof ta.gemm[k]);
+    CHECK(rc == 0 && gs == gall && as == aall && same_all,
+          "every build's record (gemm kinds 0x%x, attn kinds 0x%x) back as written: %s", gall, aall, rc ? why : "ok");
+    CHECK(!have512 || (strstr(buf, "\ngemm avx512_bf16 ") && strstr(buf, "\ngemm amx_high ")),
+          "the precision tiers' records are in the file");
+    int trunc_all = 1;
+    for (size_t len = 0; len < nall; len++) trunc_all &= refused(buf, len, &zen4, why);
+    CHECK(trunc_all, "every truncation of the file of every record is refused");
+    CHECK(jk_tune_format(buf, sizeof buf, &zen4, &t, 1u << ki, 1u << JK_AK_AVX2) == n, "the first file again");
+
     /* every truncation and every one-byte change is refused */
     int trunc_ok = 1, flip_ok = 1;
     for (size_t len = 0; len < n; len++) trunc_ok &= refused(buf, len, &zen4, why);
@@ -130,9 +155,13 @@ int main(void) {
     const struct jr_cpu_id stepping2 = {"AuthenticAMD", 25, 17, 2, "avx512"};
     CHECK(refused(buf, n, &stepping2, why) && strstr(why, "another CPU"), "another stepping: %s", why);
     char body[1024];
-    snprintf(body, sizeof body, "jepa-tune 2\ncpu AuthenticAMD 25 17 1 avx512\n");
+    snprintf(body, sizeof body, "jepa-tune 1\ncpu AuthenticAMD 25 17 1 avx512\ngemm avx512 kc=384 mc=168 "
+             "nc=1024 ahead=1 colp=4 rowt=4\n");
     size_t m = sign(buf, sizeof buf, body);
-    CHECK(refused(buf, m, &zen4, why) && strstr(why, "version 2"), "another version: %s", why);
+    CHECK(refused(buf, m, &zen4, why) && strstr(why, "version 1"), "a version-1 file (the old format): %s", why);
+    snprintf(body, sizeof body, "jepa-tune 3\ncpu AuthenticAMD 25 17 1 avx512\n");
+    m = sign(buf, sizeof buf, body);
+    CHECK(refused(buf, m, &zen4, why) && strstr(why, "version 3"), "a later version: %s", why);
 
     /* hostile values, each signed correctly */
     static const char *const lines[] = {
@@ -153,6 +182,16 @@ int main(void) {
         "gemm nosuch kc=384 mc=%d nc=%d ahead=1 colp=4 rowt=4\n",
         "attn avx2 bk=100 pack=1536\n",
         "attn avx2 bk=4096 pack=2000000\n",
+        "attn avx2 bk=4096 pack=63\n",
+        "attn avx2 bk=4096\n",
+        "attn avx2 bk=4096 pack=1536\nattn avx2 bk=2048 pack=1536\n",   /* a record twice */
+        "attn avx512_bf16 bk=4096 pack=1536\n",   /* no such attention build */
+        /* the precision tiers' records: out of range, or a build of another architecture */
+        "gemm avx512_bf16 kc=1032 mc=168 nc=1024 ahead=1 colp=4 rowt=4\n",
+        "gemm avx512_bf16 kc=384 mc=167 nc=1024 ahead=1 colp=4 rowt=4\n",
+        "gemm amx_bf16 kc=384 mc=256 nc=5000 ahead=1 colp=4 rowt=4\n",
+        "gemm amx_high kc=384 mc=256 nc=1024 ahead=3 colp=4 rowt=4\n",
+        "gemm neon_bf16 kc=512 mc=96 nc=1536 ahead=1 colp=4 rowt=0\n",
         "frobnicate 1\n",
     };
     int hostile_ok = 1;
@@ -163,7 +202,7 @@ int main(void) {
         else if (!strstr(lines[i], "%s"))
             snprintf(line, sizeof line, "%s", lines[i]);
         else snprintf(line, sizeof line, lines[i], kind, mr * 3, nr * 3, kind, mr, nr);
-        snprintf(body, sizeof body, "jepa-tune 1\ncpu AuthenticAMD 25 17 1 avx512\n%s", line);
+        snprintf(body, sizeof body, "jepa-tune 2\ncpu AuthenticAMD 25 17 1 avx512\n%s", line);
         m = sign(buf, sizeof buf, body);
         const int r = refused(buf, m, &zen4, why);
         if (!r) printf("  accepted: %s", line);
@@ -171,11 +210,11 @@ int main(void) {
     }
     CHECK(hostile_ok, "every out-of-range or malformed value is refused");
     /* an mc not a multiple of MR, an nc above the limit */
-    snprintf(body, sizeof body, "jepa-tune 1\ncpu AuthenticAMD 25 17 1 avx512\ngemm %s kc=384 mc=%d nc=%d ahead=1 "
+    snprintf(body, sizeof body, "jepa-tune 2\ncpu AuthenticAMD 25 17 1 avx512\ngemm %s kc=384 mc=%d nc=%d ahead=1 "
              "colp=4 rowt=4\n", kind, mr + 1, nr);
     m = sign(buf, sizeof buf, body);
     CHECK(refused(buf, m, &zen4, why), "mc not a multiple of MR: %s", why);
-    snprintf(body, sizeof body, "jepa-tune 1\ncpu AuthenticAMD 25 17 1 avx512\ngemm %s kc=384 mc=%d nc=%d ahead=1 "
+    snprintf(body, sizeof body, "jepa-tune 2\ncpu AuthenticAMD 25 17 1 avx512\ngemm %s kc=384 mc=%d nc=%d ahead=1 "
              "colp=4 rowt=4\n", kind, mr, (JK_TUNE_NC_MAX / nr + 1) * nr);
     m = sign(buf, sizeof buf, body);
     CHECK(refused(buf, m, &zen4, why), "nc above the limit: %s", why);
@@ -183,7 +222,7 @@ int main(void) {
     /* junk: binary, NUL, no newline, after the sum, oversized */
     for (int i = 0; i < 256; i++) buf[i] = (char)i;
     CHECK(refused(buf, 256, &zen4, why), "binary junk: %s", why);
-    m = sign(buf, sizeof buf, "jepa-tune 1\ncpu AuthenticAMD 25 17 1 avx512\n");
+    m = sign(buf, sizeof buf, "jepa-tune 2\ncpu AuthenticAMD 25 17 1 avx512\n");
     CHECK(!refused(buf, m, &zen4, why), "a file that names no kind is valid");
     memcpy(buf + m, "# more\n", 7);
     CHECK(refused(buf, m + 7, &zen4, why), "text after the sum line: %s", why);
@@ -214,7 +253,7 @@ int main(void) {
     unlink(path);
     snprintf(path, sizeof path, "%s/ok", dir);
     FILE *f = fopen(path, "w");
-    if (f) fwrite("jepa-tune 1\n", 1, 12, f), fclose(f);
+    if (f) fwrite("jepa-tune 2\n", 1, 12, f), fclose(f);
     CHECK(jk_tune_read(path, buf, sizeof buf, why, sizeof why) == 12, "a small regular file is read whole");
     unlink(path);
     rmdir(dir);
