@@ -1,6 +1,6 @@
 /*
  * cmd_bench.c — `jepa bench kernels [--json] [-t N] [--quick] [--full] [--op OP] [--cpu L]`
- * , `jepa bench gpu [-g N] [--json] [--quick] [--op OP]` (= `jepa bench kernels -g N`)
+ * , `jepa bench gpu [-g N] [--json] [--quick] [--op OP] [--kernel K]` (= `jepa bench kernels -g N`)
  * , `jepa bench world -m MODEL [--samples N] [--horizon H] [-t N] [--json] [--quick]`
  * and `jepa bench encoder -m MODEL [--frames T] [--size H[xW]] [--reps R] [-t N] [--json]`:
  * argument parsing only; the benchmarks are bench/bench_kernels.c, bench_gpu.c,
@@ -21,7 +21,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: jepa bench kernels [--json] [-t N] [--quick | --full] [--cold] [--op all|matmul|attn]\n"
             "                          [--cpu scalar|avx2|avx512|neon] [--precision exact|high|bf16] [-g N]\n"
-            "       jepa bench gpu [-g N] [--json] [--quick] [--op all|matmul|attn]\n"
+            "       jepa bench gpu [-g N] [--json] [--quick] [--op all|matmul|attn] [--kernel mma|pipe]\n"
             "       jepa bench world -m MODEL [--samples N] [--horizon H] [-t N] [--json] [--quick]\n"
             "       jepa bench encoder -m MODEL [--frames T] [--size H[xW]] [--reps R] [-t N] [--prepack] [--json]\n"
             "\n"
@@ -50,7 +50,23 @@ static void usage(FILE *f) {
             "  --precision T  the matmul's tier: exact (default), high, bf16 (as JEPA_PRECISION;\n"
             "              kernels, encoder and world; `jepa cpu` shows what each tier runs here)\n"
             "  -g, --gpu N the CUDA kernels on GPU N instead of the CPU's\n"
+            "  --kernel K  GPU matmul: mma (default) or pipe, the pipelined kernel (cp.async,\n"
+            "              ldmatrix; f16 / bf16 weights, X given as its 16-bit copy; never run on\n"
+            "              a GPU yet: JEPA_CUDA_KERNELS=pipe selects it in a forward)\n"
             "  -h, --help  this help\n");
+}
+
+/* The options that exclude each other or need another: --quick / --full, --kernel K (mma
+ * or pipe, GPU only); nonzero after saying what is wrong. */
+static int opts_error(const struct bench_opts *o, int gpu) {
+    if (o->quick && o->full)
+        return cli_usage_error("bench", "--quick and --full exclude each other");
+    if (!o->kernel) return 0;
+    if (strcmp(o->kernel, "mma") && strcmp(o->kernel, "pipe"))
+        return cli_usage_error("bench", "unknown kernel '%s' (mma, pipe)", o->kernel);
+    if (gpu < 0)
+        return cli_usage_error("bench", "--kernel is the GPU's matmul: bench gpu or -g N");
+    return 0;
 }
 
 int cmd_bench(int argc, char **argv) {
@@ -86,7 +102,8 @@ int cmd_bench(int argc, char **argv) {
             o.op = argv[++i];
             if (strcmp(o.op, "all") && strcmp(o.op, "matmul") && strcmp(o.op, "attn"))
                 return cli_usage_error("bench", "unknown op '%s'", o.op);
-        } else if (!strcmp(a, "--cpu") && i + 1 < argc) cap = argv[++i];
+        } else if (!strcmp(a, "--kernel") && i + 1 < argc) o.kernel = argv[++i];
+        else if (!strcmp(a, "--cpu") && i + 1 < argc) cap = argv[++i];
         else if (!strcmp(a, "--precision") && i + 1 < argc) {
             o.precision = argv[++i];
             if (jk_precision_parse(o.precision) < 0)
@@ -125,7 +142,7 @@ int cmd_bench(int argc, char **argv) {
             return 0;
         } else return cli_usage_error("bench", "unknown option '%s'", a);
     }
-    if (o.quick && o.full) return cli_usage_error("bench", "--quick and --full exclude each other");
+    if (opts_error(&o, gpu)) return CLI_EXIT_USAGE;
     long cpu = jr_cpu_cap(jr_cpu_detect(), cap);
     if (cpu < 0) return cli_usage_error("bench", "unknown cpu level '%s'", cap);
     o.cpu = (unsigned)cpu;
