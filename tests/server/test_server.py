@@ -288,6 +288,49 @@ def chunked_bodies(S, png):
     check(n == 1, "after the chunked requests, only the /metrics request is in flight (%s)" % n)
 
 
+def video_flood(png):
+    """Issue 48's case, at the default limits: three requests at once, each a small video
+    asking for 10 clips of 1024 frames (480 MiB of decoded clips at this model's 64 x 64:
+    past a request's share of the default --decode-budget-mb, 256 MiB here) are refused
+    before decoding (413; 429 would say the budget is held), nothing of theirs is run, a
+    later small request gets its answer (200, not a 504 behind abandoned work), and SIGTERM
+    stops the server (exit 0) well within a deadline only a hang would miss."""
+    F = Server("flood", V2, "-q")
+
+    def metric(name):
+        st, _, data = F.request("GET", "/metrics")
+        line = [l for l in data.decode().split("\n") if l.startswith(name + " ")]
+        return int(float(line[0].split()[-1])) if st == 200 and line else None
+
+    clips0 = metric("jepa_clips_total")
+    flood = {"input": [{"video": b64file(VIDEO), "frames_per_clip": 1024, "num_clips": 10}], "pool": "mean"}
+    res = [None] * 3
+
+    def send(k):
+        try:
+            res[k] = F.post("/v1/embeddings", flood)
+        except OSError as e:
+            res[k] = (repr(e), {}, {})
+
+    threads = [threading.Thread(target=send, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    sts = [r[0] if r else "no answer" for r in res]
+    check(all(st in (413, 429) for st in sts) and 413 in sts, "3 requests at once of a video asking for 10 clips of "
+          "1024 frames: refused by the decode budget (%s)" % sts)
+    if res[0] and res[0][0] == 413:
+        error_shape(res[0][0], res[0][2], 413, "the first of them")
+    st, _, body = F.post("/v1/embeddings", {"input": ["data:image/png;base64," + png], "pool": "mean"})
+    check(st == 200, "a small request after them: 200 (%s)" % st)
+    check(metric("jepa_clips_total") == clips0 + 1, "only the small request's clip was run (%s -> %s)" %
+          (clips0, metric("jepa_clips_total")))
+    t0 = time.time()
+    rc, _ = F.stop(timeout=60)
+    check(rc == 0, "SIGTERM after them: exit 0 (%s, %.1f s)" % (rc, time.time() - t0))
+
+
 def world_routes(png):
     """/v1/predict, /v1/rollout, /v1/plan against `jepa predict / rollout / plan` on the same
     .npy files: the same bits (one request alone, and requests merged into one call)."""
@@ -935,6 +978,8 @@ def main():
     check(E.alive(), "server E is up after the hostile clients")
     rc, log = E.stop()
     check(rc == 0, "server E: exit 0 (%s)" % rc)
+    if have_video:
+        video_flood(png)
 
     # ===== V-JEPA 2.1: hierarchical outputs =====
     D = Server("d", V21, "--max-batch", "1", "--model-id", "v21-tiny")
