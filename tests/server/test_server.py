@@ -239,6 +239,13 @@ def raw_exchange(port, data, timeout=10):
     return (int(parts[1]) if got.startswith(b"HTTP/1.") and len(parts) > 1 else None), body
 
 
+def metric(S, name):
+    """The value of an unlabelled series of server S's /metrics (None: absent)."""
+    st, _, data = S.request("GET", "/metrics")
+    line = [l for l in data.decode().split("\n") if l.startswith(name + " ")]
+    return int(float(line[0].split()[-1])) if st == 200 and line else None
+
+
 def chunked_bodies(S, png):
     """Chunked request bodies on server S (API key KEY): several chunks, with and without
     chunk extensions, give the answer the same body with a Content-Length gets; a chunk
@@ -275,13 +282,8 @@ def chunked_bodies(S, png):
     else:
         bad("a 100 kB chunk extension: %s from libmicrohttpd %s, not 400, 413 or 431" % (got, vs))
 
-    def in_flight():
-        st, _, data = S.request("GET", "/metrics")
-        line = [l for l in data.decode().split("\n") if l.startswith("jepa_requests_in_flight ")]
-        return int(line[0].split()[-1]) if st == 200 and line else None
-
     for _ in range(50):   # 5 s: the refused requests' ends are reported once their answers are out
-        n = in_flight()
+        n = metric(S, "jepa_requests_in_flight")
         if n == 1:
             break
         time.sleep(0.1)
@@ -296,13 +298,7 @@ def video_flood(png):
     later small request gets its answer (200, not a 504 behind abandoned work), and SIGTERM
     stops the server (exit 0) well within a deadline only a hang would miss."""
     F = Server("flood", V2, "-q")
-
-    def metric(name):
-        st, _, data = F.request("GET", "/metrics")
-        line = [l for l in data.decode().split("\n") if l.startswith(name + " ")]
-        return int(float(line[0].split()[-1])) if st == 200 and line else None
-
-    clips0 = metric("jepa_clips_total")
+    clips0 = metric(F, "jepa_clips_total")
     flood = {"input": [{"video": b64file(VIDEO), "frames_per_clip": 1024, "num_clips": 10}], "pool": "mean"}
     res = [None] * 3
 
@@ -324,8 +320,8 @@ def video_flood(png):
         error_shape(res[0][0], res[0][2], 413, "the first of them")
     st, _, body = F.post("/v1/embeddings", {"input": ["data:image/png;base64," + png], "pool": "mean"})
     check(st == 200, "a small request after them: 200 (%s)" % st)
-    check(metric("jepa_clips_total") == clips0 + 1, "only the small request's clip was run (%s -> %s)" %
-          (clips0, metric("jepa_clips_total")))
+    clips1 = metric(F, "jepa_clips_total")
+    check(clips1 == clips0 + 1, "only the small request's clip was run (%s -> %s)" % (clips0, clips1))
     t0 = time.time()
     rc, _ = F.stop(timeout=60)
     check(rc == 0, "SIGTERM after them: exit 0 (%s, %.1f s)" % (rc, time.time() - t0))
@@ -389,8 +385,10 @@ def world_routes(png):
         # sequences may block its matmuls otherwise: the bits of a merged call are its own)
         answers, lock = [], threading.Lock()
 
-        def one():
-            r = S.post(route, dict(req, encoding_format="base64"))
+        def one():   # a plan runs alone: the 4th waits for 3 others (minutes in a sanitizer build)
+            c = S.conn(timeout=300)
+            r = S.post(route, dict(req, encoding_format="base64"), conn=c)
+            c.close()
             with lock:
                 answers.append(r)
         ths = [threading.Thread(target=one) for _ in range(4)]
@@ -782,10 +780,16 @@ def main():
 
     # SIGTERM while requests are in flight: each gets a whole answer, exit 0
     outcomes = []
+    body = json.dumps({"input": [treq["input"][0]] * 8, "pool": "mean"})
 
     def one():
         try:
-            st, _, _ = B.request("POST", "/v1/embeddings", {"input": [treq["input"][0]] * 8, "pool": "mean"})
+            c = B.conn(timeout=60)
+            c.request("POST", "/v1/embeddings", body=body, headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            r.read()
+            st = r.status
+            c.close()
         except Exception as e:   # noqa: BLE001
             st = repr(e)
         with lock:
@@ -794,7 +798,12 @@ def main():
     ths = [threading.Thread(target=one) for _ in range(8)]
     for t in ths:
         t.start()
-    time.sleep(0.05)
+    for _ in range(300):   # 30 s at most: every request read by the server (in flight) or answered,
+        with lock:         # so that none is still connecting when the signal comes (a busy machine)
+            done = len(outcomes)
+        if done + (metric(B, "jepa_requests_in_flight") or 1) - 1 >= 8:   # less /metrics itself
+            break
+        time.sleep(0.1)
     B.p.send_signal(signal.SIGTERM)
     for t in ths:
         t.join(timeout=60)
