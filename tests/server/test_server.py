@@ -364,7 +364,9 @@ def world_routes(png):
     for what, d, route, body, args, outs in runs:
         model = os.path.join(d, "model_a.gguf")
         if model not in servers:
-            servers[model] = Server("world_" + os.path.basename(d), model, "--max-batch", "8", "--batch-wait-ms", "300")
+            # --timeout-s 600: 4 plans run one after another (a minute and more in a busy sanitizer build)
+            servers[model] = Server("world_" + os.path.basename(d), model, "--max-batch", "8", "--batch-wait-ms", "300",
+                                    "--timeout-s", "600")
         S = servers[model]
         rc, _, err = cli(args[0], "-q", "-t", "2", "-m", model, *args[1:])
         if not check(rc == 0, "%s: the CLI ran (%s)" % (what, err.strip())):
