@@ -97,6 +97,8 @@ struct conn {
     size_t got;              /* body bytes in this phase */
     int requests;            /* answered on this connection */
     bool cut;                /* closed by the watchdog: the handler answers nothing more */
+    struct request *q;       /* the request under way (NULL: none), and where libmicrohttpd keeps it */
+    void **req_cls;
 };
 
 struct server {
@@ -307,6 +309,24 @@ static void *watchdog_main(void *arg) {
     return NULL;
 }
 
+/* The end of request q: its memory, its in-flight count, and its connection's next phase.
+ * Called by on_completed, or when its connection closes without libmicrohttpd reporting
+ * the request completed (libmicrohttpd 1.0.0 and 1.0.1 do so after the second of two error
+ * answers to a chunk-size line past their buffer, connection.c,
+ * handle_req_chunk_size_line_no_space): without this the request would count as in
+ * flight for ever, and every shutdown would wait --timeout-s for it. */
+static void request_end(struct server *sv, struct request *q) {
+    if (q->cn) {   /* the next request's headers are timed from here */
+        pthread_mutex_lock(&sv->conn_mu);
+        q->cn->phase = PH_HEADERS, q->cn->t_phase = sv_now_ms(), q->cn->got = 0, q->cn->requests++;
+        if (q->cn->q == q) *q->cn->req_cls = NULL, q->cn->q = NULL, q->cn->req_cls = NULL;
+        pthread_mutex_unlock(&sv->conn_mu);
+    }
+    free(q->body);
+    free(q);
+    atomic_fetch_sub(&sv->in_flight, 1);
+}
+
 static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
                         enum MHD_ConnectionNotificationCode code) {
     struct server *sv = cls;
@@ -324,6 +344,7 @@ static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
         *socket_context = cn;
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
         struct conn *cn = *socket_context;
+        if (cn->q) request_end(sv, cn->q);   /* its completion was never reported */
         pthread_mutex_lock(&sv->conn_mu);
         if (cn->prev) cn->prev->next = cn->next;
         else sv->conns = cn->next;
@@ -384,6 +405,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         atomic_fetch_add(&sv->in_flight, 1);
         q->t0 = sv_now_ms();
         q->cn = conn_of(c);
+        if (q->cn) {
+            pthread_mutex_lock(&sv->conn_mu);
+            q->cn->q = q, q->cn->req_cls = req_cls;
+            pthread_mutex_unlock(&sv->conn_mu);
+        }
         if (!conn_enter(sv, q->cn, PH_BODY)) return MHD_NO;
         q->route = route_of(url);
         q->post = !strcmp(method, MHD_HTTP_METHOD_POST);
@@ -455,15 +481,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls, en
     struct server *sv = cls;
     struct request *q = *req_cls;
     if (!q) return;
-    if (q->cn) {   /* the next request's headers are timed from here */
-        pthread_mutex_lock(&sv->conn_mu);
-        q->cn->phase = PH_HEADERS, q->cn->t_phase = sv_now_ms(), q->cn->got = 0, q->cn->requests++;
-        pthread_mutex_unlock(&sv->conn_mu);
-    }
-    free(q->body);
-    free(q);
+    request_end(sv, q);
     *req_cls = NULL;
-    atomic_fetch_sub(&sv->in_flight, 1);
 }
 
 static void count_batch(void *user, int clips, long long tokens) {
