@@ -378,7 +378,8 @@ int bench_kernels(const struct bench_opts *o) {
     const char *peak_isa, *dot_isa;
     const double peak = bench_fma_peak(o->cpu, o->threads, &peak_isa);
     /* the bf16 tier's matmul is measured against its own instruction's peak */
-    const int tier_kernels = !strcmp(k.gemm_isa, "avx512_bf16") || !strncmp(k.gemm_isa, "amx_", 4);
+    const int tier_kernels = !strcmp(k.gemm_isa, "avx512_bf16") || !strncmp(k.gemm_isa, "amx_", 4) ||
+                             !strcmp(k.gemm_isa, "neon_bf16");
     const double dot_peak = tier_kernels ? bench_bf16_peak(o->cpu, o->threads, &dot_isa) : 0.0;
 
     /* context lines: stdout for the table, stderr with --json (stdout is JSON only) */
