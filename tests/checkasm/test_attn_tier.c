@@ -210,6 +210,8 @@ static double *bound(const struct tdata *t, const float *ref) {
     return tol;
 }
 
+static double worst_seen;   /* the largest error / bound over every kernel output that passed */
+
 /* The kernel's output against the reference within tol; a NaN of the reference must be a
  * NaN of the kernel (and nothing else NaN). Returns the number of outputs out of bound. */
 static int compare(const char *what, const struct tdata *t, const float *o, const float *ref, const double *tol,
@@ -226,6 +228,7 @@ static int compare(const char *what, const struct tdata *t, const float *o, cons
             bad += !ok;
             const double r = isnan(ref[x]) ? (ok ? 0 : INFINITY) : d / (tol[y] > 0 ? tol[y] : 1e-300);
             if (!(r <= worst)) worst = r, wi = x;
+            if (ok && !quiet && !(r <= worst_seen)) worst_seen = r;
         }
     if (bad && !quiet)
         printf("FAIL %s: %d of %d outside the bound; worst [%zu][%zu] got %.9g ref %.9g (%.3g x the bound)\n", what,
@@ -468,7 +471,8 @@ int main(void) {
     sum_u = strcmp(k.attn_isa, "neon_bf16") ? U : 2 * U;
     int fails = 0;
     for (int ci = 0; ci < NCASES; ci++) fails += check_case(&k, &cases[ci]) != 0;
-    printf("  %s attn: %d cases, %d failed\n", k.attn_isa, NCASES, fails);
+    printf("  %s attn: %d cases, %d failed (largest error: %.3g of its bound)\n", k.attn_isa, NCASES, fails,
+           worst_seen);
     check_nan(&k);
     return ca_finish(TEST_NAME);
 }
