@@ -323,15 +323,9 @@ static void ab_unit_any(const struct jk_attn_args *a, int h, int i0, int nqb, ui
 }
 
 void jk_attn_neon_bf16(const struct jk_attn_args *a) {
-    const int hd = a->head_dim;
-    if (hd < 1 || hd > AB_HD_MAX) {
-        jk_attn_bf16x_ref(a);
-        return;
-    }
-    /* (no key at all: no tile, l stays 0 and every output row is zeros; no query or head:
-     * no unit) */
-    const int hp4 = ab_up4((hd + 1) / 2), hdp = ab_up4(hd), nkv = a->nkv > 0 ? a->nkv : 0;
-    const int npair = (nkv + 1) / 2, nb = a->nq > 0 ? (a->nq + AB_BQ - 1) / AB_BQ : 0;
+    if (jk_attn_edges(a, AB_HD_MAX, jk_attn_bf16x_ref)) return;
+    const int hd = a->head_dim, hp4 = ab_up4((hd + 1) / 2), hdp = ab_up4(hd), nkv = a->nkv;
+    const int npair = (nkv + 1) / 2, nb = (a->nq + AB_BQ - 1) / AB_BQ;
     const int nt = a->nthreads > 0 ? a->nthreads : 1;
     const size_t per = ab_ws_words(hd);
     uint32_t *ws = (uint32_t *)(void *)(((uintptr_t)a->ws + 63) & ~(uintptr_t)63);
