@@ -53,7 +53,8 @@ int bench_encoder(const struct bench_opts *o, const struct bench_encoder_opts *e
 double bench_fma_peak(unsigned cpu, int threads, const char **isa);
 /* The same for the bf16 dot product the bf16 tier's matmul runs on: TDPBF16PS on AMX tiles
  * (16384 FLOP an instruction) where `cpu` has them, else VDPBF16PS (64 FLOP per 512-bit
- * instruction), or 0 where `cpu` has neither. */
+ * instruction); on aarch64 BFDOT (16 FLOP per 128-bit instruction, FEAT_BF16); or 0 where
+ * `cpu` has none of them. */
 double bench_bf16_peak(unsigned cpu, int threads, const char **isa);
 
 /* Monotonic seconds. */

@@ -375,11 +375,12 @@ int bench_kernels(const struct bench_opts *o) {
     jk_init_ref(&ref);
     const char *lvl = level_name(o->cpu);
     const char *gemm_isa = k.gemm[JK_F32] == ref.gemm[JK_F32] ? "reference" : k.gemm_isa;
-    const char *attn_isa = k.attn == ref.attn ? "reference" : lvl;
+    const char *attn_isa = k.attn == ref.attn ? "reference" : k.attn_isa ? k.attn_isa : lvl;
     const char *peak_isa, *dot_isa;
     const double peak = bench_fma_peak(o->cpu, o->threads, &peak_isa);
     /* the bf16 tier's matmul is measured against its own instruction's peak */
-    const int tier_kernels = !strcmp(k.gemm_isa, "avx512_bf16") || !strncmp(k.gemm_isa, "amx_", 4);
+    const int tier_kernels = !strcmp(k.gemm_isa, "avx512_bf16") || !strncmp(k.gemm_isa, "amx_", 4) ||
+                             !strcmp(k.gemm_isa, "neon_bf16");
     const double dot_peak = tier_kernels ? bench_bf16_peak(o->cpu, o->threads, &dot_isa) : 0.0;
 
     /* context lines: stdout for the table, stderr with --json (stdout is JSON only) */

@@ -56,12 +56,12 @@ int cmd_cpu(int argc, char **argv) {
         printf("  %-10s %s\n", jk_slots[s].name, isa);
     }
     /* the tiers: each one's matmul kernels here (a tier without kernels runs exact's) */
-    printf("precision tiers (matmul kernels):\n");
+    printf("precision tiers (matmul kernels, attention kernels):\n");
     for (int p = 0; p < JK_NPREC; p++) {
         struct jk_kernels t;
         jk_init_precision(&t, (unsigned)capped, (enum jk_precision)p);
-        const int own = strcmp(t.gemm_isa, use.isa) != 0;
-        printf("  %-10s %s%s%s\n", jk_precision_name((enum jk_precision)p), t.gemm_isa,
+        const int own = strcmp(t.gemm_isa, use.isa) != 0 || strcmp(t.attn_isa, use.isa) != 0;
+        printf("  %-10s %s, attention %s%s%s\n", jk_precision_name((enum jk_precision)p), t.gemm_isa, t.attn_isa,
                p > 0 && !own ? " (as exact: no kernels of this tier here)" : "", p == prec ? "  <- in force" : "");
     }
     /* the blocking in force, per kernel build of this architecture */

@@ -775,8 +775,8 @@ static void report_run(const struct run *r) {
                 r->info->family, cmd_name(r->cmd), r->n, nb > 1 ? " x B" : "", r->gt, r->gh, r->gw,
                 r->info->embed_dim, jepa_ctx_isa(r->c), jepa_ctx_device(r->c), jepa_ctx_threads(r->c));
     if (o->verbose && strcmp(jepa_ctx_precision(r->c), "exact"))
-        fprintf(stderr, "jepa: precision %s: the matmuls run the %s kernels\n", jepa_ctx_precision(r->c),
-                jepa_ctx_matmul_isa(r->c));
+        fprintf(stderr, "jepa: precision %s: the matmuls run the %s kernels, the attention the %s ones\n",
+                jepa_ctx_precision(r->c), jepa_ctx_matmul_isa(r->c), jepa_ctx_attn_isa(r->c));
     if (o->verbose && r->src.stacked) fprintf(stderr, "jepa: B = %d clips, %d per forward pass\n", nb, r->G);
     if (o->verbose && o->prepack)
         fprintf(stderr, "jepa: --prepack: %.1f MiB of weights held packed\n",

@@ -147,8 +147,9 @@ typedef struct jepa_ctx_params {
                                        "exact" where the CPU has none (today: every CPU)
                               "bf16":  activations and weights rounded to bf16 for the
                                        products (as PyTorch bf16 does), accumulated and stored
-                                       in f32; on AVX512-BF16 (VDPBF16PS), "exact" elsewhere
-                            jepa_ctx_matmul_isa says what ran. A GPU keeps its own rule
+                                       in f32; on AVX512-BF16 (VDPBF16PS), "exact" elsewhere;
+                                       the attention's q, k, v and probabilities too
+                            jepa_ctx_matmul_isa / jepa_ctx_attn_isa say what ran. A GPU keeps its own rule
                             (16-bit tiles, kernels/kernels.h) whatever the tier. */
 } jepa_ctx_params;
 
@@ -179,6 +180,9 @@ JEPA_API const char *jepa_ctx_isa(const jepa_ctx *c);
  * "neon_bf16"). */
 JEPA_API const char *jepa_ctx_precision(const jepa_ctx *c);
 JEPA_API const char *jepa_ctx_matmul_isa(const jepa_ctx *c);
+/* The kernels the attention got for the tier, in the same way ("avx512_bf16", "amx_bf16",
+ * "neon_bf16" where the bf16 tier has its own; the ISA itself otherwise). */
+JEPA_API const char *jepa_ctx_attn_isa(const jepa_ctx *c);
 /* The device the context runs on: "cpu", or e.g. "cuda:0 NVIDIA H200 (sm_90, 139 GiB)". */
 JEPA_API const char *jepa_ctx_device(const jepa_ctx *c);
 /* Bytes of activation arena the context holds now (device memory on a GPU, plus the

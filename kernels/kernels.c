@@ -106,6 +106,7 @@ const void *jk_slot_fn(const struct jk_kernels *k, const struct jk_slot *s) {
 void jk_init_ref(struct jk_kernels *k) {
     k->isa = "scalar";
     k->gemm_isa = NULL;
+    k->attn_isa = NULL;
     k->gemm_prepack = NULL, k->gemm_prepack_floats = NULL;   /* the reference packs nothing */
     JK_GEMM_INSTALL(ref);
     k->attn = jk_attn_ref;
@@ -133,6 +134,7 @@ void jk_init(struct jk_kernels *k, unsigned cpu_flags) {
     (void)cpu_flags;
 #endif
     k->gemm_isa = k->isa;
+    k->attn_isa = k->isa;
 }
 
 const char *jk_precision_name(enum jk_precision p) {

@@ -219,6 +219,10 @@ struct jk_kernels {
      * tier), or a precision tier's kernels (jk_init_precision): "avx512_bf16",
      * "amx_bf16", "amx_high", "neon_bf16" */
     const char *gemm_isa;
+    /* where attn and attn_ws come from, in the same way: isa itself, or the bf16 tier's
+     * attention (jk_init_precision, JK_INSTALL_ATTN): "avx512_bf16", "amx_bf16",
+     * "neon_bf16" */
+    const char *attn_isa;
     /* optional, not slots: NULL where the gemm packs nothing (scalar, CUDA) */
     jk_gemm_prepack_fn *gemm_prepack;
     jk_gemm_prepack_floats_fn *gemm_prepack_floats;
@@ -279,8 +283,11 @@ void jk_init(struct jk_kernels *k, unsigned cpu_flags);
  *                  VDPBF16PS on AVX512-BF16; BFDOT on aarch64 FEAT_BF16, whose additions
  *                  round to odd and flush subnormals); Y, the bias and the epilogues stay
  *                  f32. Where the CPU has no bf16 dot product it is the exact tier.
- * Only the gemm slots (with gemm_ws and gemm_prepack*) change between tiers; a tier's
- * gemm gives the same bits for any thread count, like every slot. */
+ * Only the gemm slots (with gemm_ws and gemm_prepack*) change between tiers, and in the
+ * bf16 tier attn and attn_ws where the CPU has a bf16 attention (JK_INSTALL_ATTN: q, k, v
+ * and the probabilities P rounded to bf16, the scores, softmax and sums in f32; its
+ * reference is jk_attn_bf16x_ref); the high tier keeps the exact tier's f32 attention. A
+ * tier's kernels give the same bits for any thread count, like every slot. */
 enum jk_precision { JK_PREC_EXACT = 0, JK_PREC_HIGH = 1, JK_PREC_BF16 = 2, JK_NPREC };
 
 const char *jk_precision_name(enum jk_precision p);
@@ -288,13 +295,23 @@ const char *jk_precision_name(enum jk_precision p);
 int jk_precision_parse(const char *s);
 
 /* jk_init, then the gemm slots of the tier p where this CPU has kernels for it (the exact
- * ones stay otherwise); k->gemm_isa says which kernels the matmul got. */
+ * ones stay otherwise), and the tier's attention likewise; k->gemm_isa says which kernels
+ * the matmul got, k->attn_isa which the attention got. */
 void jk_init_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_precision p);
 
 /* The reference of the bf16 tier (kernels/ref/gemm_ref.c): X and the weights (decoded to
  * f32 exactly) rounded to bf16, each dot product accumulated in double, rounded once.
  * The tier's kernels are checked against it with the bound of their f32 accumulation. */
 void jk_gemm_bf16x_ref(const struct jk_gemm_args *a, enum jk_dtype t);
+
+/* The reference of the bf16 tier's attention (kernels/ref/attn_ref.c): jk_attn_ref's
+ * computation (mask rule, empty rows and NaN rows alike) on q, k and v rounded to bf16
+ * (nearest even), the scores scale * (bf16 q . bf16 k), each probability p_j (an f32)
+ * rounded to bf16 before it multiplies bf16 v_j, sums in double, the output divided by
+ * the sum of the unrounded p_j. The tier's attention kernels are checked against it
+ * (tests/checkasm/test_attn_tier.c) with the bound of their f32 arithmetic and of the
+ * running maximum, which makes a kernel round P at another scale than this one. */
+void jk_attn_bf16x_ref(const struct jk_attn_args *a);
 
 /* The reference table alone (the truth for tests). */
 void jk_init_ref(struct jk_kernels *k);
@@ -325,6 +342,18 @@ void jk_init_arm_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_pre
         (k)->gemm_ws = jk_gemm_ws_##isa;                          \
         (k)->gemm_prepack = jk_gemm_prepack_##isa;                \
         (k)->gemm_prepack_floats = jk_gemm_prepack_floats_##isa;  \
+    } while (0)
+
+/* The attention of a precision tier, installed like JK_INSTALL_GEMM (by the ISA family's
+ * jk_init_*_precision): attn = jk_attn_<isa>, attn_ws = jk_attn_ws_<isa>, attn_isa = "<isa>". */
+#define JK_DECLARE_ATTN(isa)  \
+    jk_attn_fn jk_attn_##isa; \
+    jk_attn_ws_fn jk_attn_ws_##isa;
+#define JK_INSTALL_ATTN(k, isa)                \
+    do {                                       \
+        (k)->attn_isa = #isa;                  \
+        (k)->attn = jk_attn_##isa;             \
+        (k)->attn_ws = jk_attn_ws_##isa;       \
     } while (0)
 
 /* The CUDA table (kernels/cuda/): every pointer argument is device memory of the

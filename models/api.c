@@ -294,6 +294,7 @@ int jepa_ctx_threads(const jepa_ctx *c) { return c ? c->nthreads : 0; }
 const char *jepa_ctx_isa(const jepa_ctx *c) { return c ? c->k.isa : ""; }
 const char *jepa_ctx_precision(const jepa_ctx *c) { return c ? jk_precision_name(c->precision) : ""; }
 const char *jepa_ctx_matmul_isa(const jepa_ctx *c) { return c ? c->k.gemm_isa : ""; }
+const char *jepa_ctx_attn_isa(const jepa_ctx *c) { return c && c->k.attn_isa ? c->k.attn_isa : ""; }
 const char *jepa_ctx_device(const jepa_ctx *c) { return c ? c->dev->name : ""; }
 size_t jepa_ctx_arena_bytes(const jepa_ctx *c) { return c ? c->arena.cap + c->host.cap : 0; }
 

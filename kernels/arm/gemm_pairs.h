@@ -5,9 +5,8 @@
  *
  * A pair is one uint32: bf16(v[2p]) in its low half, bf16(v[2p + 1]) in its high half
  * (0 past the end of an odd K block), rounded to nearest even exactly as runtime/dtype.h's
- * f32_to_bf16 does (NaN stays a quiet NaN), in integer arithmetic so that FPCR's rounding
- * mode and flush-to-zero bits cannot change it (BFCVT would follow them). A K block of kc
- * values is np = (kc + 1) / 2 pairs (gemm_tmpl.h's GT_PACKED_K), laid out as the f32
+ * f32_to_bf16 does (NaN stays a quiet NaN), in integer arithmetic (bf16_neon.h). A K block
+ * of kc values is np = (kc + 1) / 2 pairs (gemm_tmpl.h's GT_PACKED_K), laid out as the f32
  * panels are with a pair in place of a k:
  *   B (W) panels  [p][GT_NR] pairs: a k-pair step loads 3 q registers of 4 columns' pairs;
  *   A (X) panels  [p][GT_MR] pairs: 2 q registers of 4 rows' pairs, whose lanes BFDOT
@@ -18,23 +17,7 @@
 #ifndef JEPA_KERNELS_ARM_GEMM_PAIRS_H
 #define JEPA_KERNELS_ARM_GEMM_PAIRS_H
 
-/* 4 lanes rounded to bf16 (nearest even; NaN quieted), each in the high half of its lane. */
-static ALWAYS_INLINE uint32x4_t bf16_hi4(float32x4_t v) {
-    const uint32x4_t u = vreinterpretq_u32_f32(v);
-    const uint32x4_t lsb = vandq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(1));
-    const uint32x4_t r = vaddq_u32(u, vaddq_u32(vdupq_n_u32(0x7fff), lsb));
-    const uint32x4_t mag = vandq_u32(u, vdupq_n_u32(0x7fffffff));
-    const uint32x4_t nan = vcgtq_u32(mag, vdupq_n_u32(0x7f800000));
-    return vbslq_u32(nan, vorrq_u32(u, vdupq_n_u32(0x00400000)), r);
-}
-
-/* 8 consecutive values (lo: 0..3, hi: 4..7) -> their 4 pairs in order: the high halves of
- * the 8 lanes, side by side (uzp2 takes the odd 16-bit elements). */
-static ALWAYS_INLINE float32x4_t pairs8(float32x4_t lo, float32x4_t hi) {
-    const uint16x8_t l16 = vreinterpretq_u16_u32(bf16_hi4(lo));
-    const uint16x8_t h16 = vreinterpretq_u16_u32(bf16_hi4(hi));
-    return vreinterpretq_f32_u16(vuzp2q_u16(l16, h16));
-}
+#include "kernels/arm/bf16_neon.h"   /* bf16_hi4, pairs8 */
 
 /* mc rows of X (row stride ldx) over kc -> GT_MR-row panels of pairs, [p][GT_MR] each, panel
  * after panel (GT_MR np pairs apart); rows past mc repeat the last row. 4 rows x 8 values

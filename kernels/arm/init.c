@@ -20,9 +20,12 @@ void jk_init_arm(struct jk_kernels *k, unsigned cpu_flags) {
     k->patchify = jk_patchify_neon;
 }
 
-/* The bf16 tier wants BFDOT (FEAT_BF16) on top of the NEON level the table is at; the high
- * tier has no kernels without 16-bit matrix units and stays exact. */
+/* The bf16 tier wants BFDOT (FEAT_BF16) on top of the NEON level the table is at: its matmul
+ * and its attention (both operands of Q.K^T and P.V in bf16); the high tier has no kernels
+ * without 16-bit matrix units and stays exact. */
 void jk_init_arm_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_precision p) {
-    if (p == JK_PREC_BF16 && (cpu_flags & JEPA_CPU_NEON) && (cpu_flags & JEPA_CPU_BF16))
+    if (p == JK_PREC_BF16 && (cpu_flags & JEPA_CPU_NEON) && (cpu_flags & JEPA_CPU_BF16)) {
         JK_INSTALL_GEMM(k, neon_bf16);
+        JK_INSTALL_ATTN(k, neon_bf16);
+    }
 }

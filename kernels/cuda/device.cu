@@ -272,6 +272,7 @@ void jk_init_cuda(struct jk_kernels *k) {
     memset(k, 0, sizeof *k);
     k->isa = "cuda";
     k->gemm_isa = "cuda";
+    k->attn_isa = "cuda";
     JK_GEMM_INSTALL(cuda);
     k->attn = jkc_attn;
     k->rope = jkc_rope;

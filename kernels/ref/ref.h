@@ -27,6 +27,23 @@ jk_mean_rows_fn jk_mean_rows_ref;
  * block formats they do not decode themselves. */
 void jk_dequant_ref(enum jk_dtype t, const uint8_t *row, int k0, int n, float *dst);
 
+/* What every CPU attention kernel does before its own path: a head_dim outside [1, hd_max]
+ * goes to the reference `ref` (the kernel's own: jk_attn_ref or jk_attn_bf16x_ref);
+ * no query or head does nothing; no key gives every query a zero row. Returns 1 when
+ * the call is done. */
+static inline int jk_attn_edges(const struct jk_attn_args *a, int hd_max, jk_attn_fn *ref) {
+    const int hd = a->head_dim;
+    if (hd < 1 || hd > hd_max) {
+        ref(a);
+        return 1;
+    }
+    if (a->nq <= 0 || a->n_head <= 0) return 1;
+    if (a->nkv > 0) return 0;
+    for (int i = 0; i < a->nq; i++)
+        for (int e = 0; e < a->n_head * hd; e++) a->o[(size_t)i * a->ldo + e] = 0.0f;
+    return 1;
+}
+
 /* Helpers shared by the references and the tests. */
 void jk_ref_weight_row(float *dst, const void *w, size_t ldw, enum jk_dtype t, int n, int K);
 double jk_ref_gelu_erf(double x);

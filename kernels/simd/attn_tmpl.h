@@ -576,16 +576,7 @@ static void at_attn_packed(const struct jk_attn_args *a, const struct jk_attn_ar
 
 void JK_SFX(attn)(const struct jk_attn_args *a) {
     const int hd = a->head_dim;
-    if (hd < 1 || hd > ATTN_HD_MAX) {
-        jk_attn_ref(a);
-        return;
-    }
-    if (a->nq <= 0 || a->n_head <= 0) return;
-    if (a->nkv <= 0) {   /* no key at all: every query sees none */
-        for (int i = 0; i < a->nq; i++)
-            for (int e = 0; e < a->n_head * hd; e++) a->o[(size_t)i * a->ldo + e] = 0.0f;
-        return;
-    }
+    if (jk_attn_edges(a, ATTN_HD_MAX, jk_attn_ref)) return;
     at_unit_fn *unit = a->q_pos && a->k_pos
                            ? (hd == 64 ? at_unit64_masked : hd == 32 ? at_unit32_masked : at_unitn_masked)
                            : (hd == 64 ? at_unit64 : hd == 32 ? at_unit32 : at_unitn);

@@ -25,16 +25,19 @@
 
 /* The tiers' rungs on top of the AVX-512 level the table is at. bf16: AMX tiles
  * (TDPBF16PS; JEPA_CPU_AMX_BF16 means the OS granted the tile state too), else VDPBF16PS
- * (AVX512-BF16). high: AMX tiles only (split terms cost 3 products, which pays only at the
+ * (AVX512-BF16), the attention alike (attn_bf16.c). high: AMX tiles only (split terms cost 3 products, which pays only at the
  * tiles' rate); without them it stays exact. */
 void jk_init_x86_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_precision p) {
     if (!(cpu_flags & JEPA_CPU_AVX512)) return;
     if (p == JK_PREC_HIGH && (cpu_flags & JEPA_CPU_AMX_BF16)) JK_INSTALL_GEMM(k, amx_high);
     if (p != JK_PREC_BF16) return;
-    if (cpu_flags & JEPA_CPU_AMX_BF16)
+    if (cpu_flags & JEPA_CPU_AMX_BF16) {
         JK_INSTALL_GEMM(k, amx_bf16);
-    else if (cpu_flags & JEPA_CPU_AVX512_BF16)
+        JK_INSTALL_ATTN(k, amx_bf16);
+    } else if (cpu_flags & JEPA_CPU_AVX512_BF16) {
         JK_INSTALL_GEMM(k, avx512_bf16);
+        JK_INSTALL_ATTN(k, avx512_bf16);
+    }
 }
 
 void jk_init_x86(struct jk_kernels *k, unsigned cpu_flags) {

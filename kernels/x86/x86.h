@@ -32,5 +32,9 @@ JK_X86_DECLARE(avx512)
 JK_DECLARE_GEMM(avx512_bf16)
 JK_DECLARE_GEMM(amx_bf16)
 JK_DECLARE_GEMM(amx_high)
+/* The bf16 tier's attention (attn_bf16.c, kernels.h JK_DECLARE_ATTN): VDPBF16PS, and the
+ * same file on AMX tiles (-DJK_ATTN_AMX). */
+JK_DECLARE_ATTN(avx512_bf16)
+JK_DECLARE_ATTN(amx_bf16)
 
 #endif

@@ -58,6 +58,7 @@
 #include "runtime/dtype.h"
 #include "runtime/quant.h"
 #include "tests/checkasm/checkasm.h"
+#include "tests/checkasm/tier_flags.h"
 
 static float rnd(void) { return (float)((2.0 * ca_uniform() - 1.0) * 1.7320508075688772); }
 
@@ -271,14 +272,10 @@ static const struct rung rungs[] = {{JK_PREC_BF16, "avx512_bf16"}};
 #define TEST_NAME "checkasm_gemm_tier"
 #endif
 static unsigned test_flags(void) {
-#if defined(CHECKASM_TILE_MODEL)
-    return JEPA_CPU_AVX2 | JEPA_CPU_AVX512 | JEPA_CPU_AVX512_BF16 | JEPA_CPU_AMX_BF16;
-#elif defined(CHECKASM_AVX512_EMU)
-    return JEPA_CPU_AVX2 | JEPA_CPU_AVX512 | JEPA_CPU_AVX512_BF16;
-#elif defined(CHECKASM_GEMM_AMX)
-    return jr_cpu_detect();
+#ifdef CHECKASM_GEMM_AMX
+    return ca_tier_flags(1);
 #else
-    return jr_cpu_detect() & ~(unsigned)JEPA_CPU_AMX_BF16;   /* the rung below the tiles */
+    return ca_tier_flags(0);
 #endif
 }
 

@@ -1,5 +1,6 @@
 /*
- * test_tiers.c — the matmul's precision tiers (jepa_ctx_params.precision) end to end: each
+ * test_tiers.c — the precision tiers (jepa_ctx_params.precision: the matmul's, and the bf16
+ * tier's attention) end to end: each
  * family's encoder tokens against the PyTorch reference outputs of tests/data, once per tier,
  * at the best kernel level of this machine. One line per fixture and tier (the figures of
  * docs/precision.md's accuracy table), and:
@@ -105,12 +106,14 @@ static void fixture_tiers(const struct fixture *f) {
             jepa_ctx_free(c), jepa_ctx_free(c3);
             continue;
         }
-        const int runs_exact = !strcmp(jepa_ctx_matmul_isa(c), jepa_ctx_isa(c));
+        const int runs_exact = !strcmp(jepa_ctx_matmul_isa(c), jepa_ctx_isa(c)) &&
+                               !strcmp(jepa_ctx_attn_isa(c), jepa_ctx_isa(c));
         int n2, d2, n3, d3;
         float *tok = encode(c, m, &x, &n2, &d2), *tok3 = encode(c3, m, &x, &n3, &d3);
         if (tok && tok3) {
             char what[200];
-            snprintf(what, sizeof what, "%s, %s (matmul %s)", f->tag, tiers[t], jepa_ctx_matmul_isa(c));
+            snprintf(what, sizeof what, "%s, %s (matmul %s, attention %s)", f->tag, tiers[t], jepa_ctx_matmul_isa(c),
+                     jepa_ctx_attn_isa(c));
             const int bf16 = t == 2 && !runs_exact;
             failures += parity_check(what, tok, ref.data, n, d, bf16 ? 0.9995 : 0.99999, bf16 ? 5e-2 : 1e-4);
             const int same3 = !memcmp(tok, tok3, sizeof(float) * (size_t)n * d);
@@ -122,7 +125,8 @@ static void fixture_tiers(const struct fixture *f) {
                 failures += !same;
             }
             if (t == 0 && !runs_exact) {
-                printf("FAIL %s: the exact tier runs %s kernels\n", f->tag, jepa_ctx_matmul_isa(c));
+                printf("FAIL %s: the exact tier runs %s / %s kernels\n", f->tag, jepa_ctx_matmul_isa(c),
+                       jepa_ctx_attn_isa(c));
                 failures++;
             }
         }
