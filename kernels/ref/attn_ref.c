@@ -51,7 +51,8 @@ static inline void attn_ref_rows(const struct jk_attn_args *a, const int bf) {
                 for (int j = 0; j < a->nkv; j++) {
                     if (masked && a->q_pos[i] < a->k_pos[j]) continue;
                     const float *v = a->v + (size_t)j * a->ldv + (size_t)h * hd;
-                    double p = exp(a->scale * dot(q, a->k + (size_t)j * a->ldk + (size_t)h * hd, hd, bf) - mx);
+                    const float *k = a->k + (size_t)j * a->ldk + (size_t)h * hd;
+                    double p = exp(a->scale * dot(q, k, hd, bf) - mx);
                     l += p;
                     /* the bf16 tier multiplies v by p rounded to bf16; l keeps p itself */
                     const double pv = bf ? opnd((float)p, 1) : p;

@@ -54,8 +54,8 @@
 #define AB_SFX(name) jk_##name##_avx512_bf16
 #endif
 
-#define AB_BQ 16        /* queries per unit (one tile's rows) */
-#define AB_BK 64        /* keys per key tile, at most */
+#define AB_BQ 16 /* queries per unit (one tile's rows) */
+#define AB_BK 64 /* keys per key tile, at most */
 #define AB_HD_MAX 512
 #define AB_LOG2E 1.44269504088896340736f
 
@@ -79,12 +79,16 @@ static inline size_t ab_per_thread(int hd) {
     const size_t hdp = (size_t)ab_up32(hd);
     return (AB_BQ * hdp / 2 + AB_BQ * AB_BK + AB_BQ * AB_BK / 2 + AB_BQ * hdp + 5 * AB_BQ) * 4;
 }
-static inline size_t ab_shared(int hd, int nkv) { return (size_t)ab_up32(hd) * (size_t)ab_up32(nkv) * 4; }
+static inline size_t ab_shared(int hd, int nkv) {
+    return (size_t)ab_up32(hd) * (size_t)ab_up32(nkv) * 4;
+}
 
 size_t AB_SFX(attn_ws)(int nthreads, int n_head, int head_dim, int nkv) {
-    (void)n_head;   /* K and V are packed one head at a time */
-    if (head_dim < 1 || head_dim > AB_HD_MAX) return jk_attn_ws_ref(nthreads, n_head, head_dim, nkv);
-    return 64 + ab_shared(head_dim, nkv > 0 ? nkv : 1) + (size_t)(nthreads > 0 ? nthreads : 1) * ab_per_thread(head_dim);
+    (void)n_head; /* K and V are packed one head at a time */
+    if (head_dim < 1 || head_dim > AB_HD_MAX)
+        return jk_attn_ws_ref(nthreads, n_head, head_dim, nkv);
+    return 64 + ab_shared(head_dim, nkv > 0 ? nkv : 1) +
+           (size_t)(nthreads > 0 ? nthreads : 1) * ab_per_thread(head_dim);
 }
 
 struct ab_unit {
@@ -105,20 +109,21 @@ static void ab_tiles_start(void) {
 }
 static void ab_tiles_end(void) { tile_release(); }
 
-#define AB_S_STEP(T, sb)                                                                      \
-    do {                                                                                      \
-        if (nsb > (sb)) {                                                                     \
-            tile_load(5, kp + (size_t)p * ldk + kt + 16 * (sb), (size_t)ldk * 4);            \
-            tile_dpbf16ps(T, 4, 5);                                                           \
-        }                                                                                     \
+#define AB_S_STEP(T, sb)                                                                           \
+    do {                                                                                           \
+        if (nsb > (sb)) {                                                                          \
+            tile_load(5, kp + (size_t)p * ldk + kt + 16 * (sb), (size_t)ldk * 4);                  \
+            tile_dpbf16ps(T, 4, 5);                                                                \
+        }                                                                                          \
     } while (0)
-#define AB_S_OUT(T, sb)                                                                       \
-    do {                                                                                      \
-        if (nsb > (sb)) tile_store(T, u->s + 16 * (sb), AB_BK * 4);                           \
+#define AB_S_OUT(T, sb)                                                                            \
+    do {                                                                                           \
+        if (nsb > (sb)) tile_store(T, u->s + 16 * (sb), AB_BK * 4);                                \
     } while (0)
 
 /* S[0..16][0..nk) = Qp . Kp over the hp pairs, keys kt .. kt + nk of Kp (rows ldk apart) */
-static void ab_scores(const struct ab_unit *u, const uint32_t *kp, size_t ldk, int kt, int nk, int hp) {
+static void ab_scores(const struct ab_unit *u, const uint32_t *kp, size_t ldk, int kt, int nk,
+                      int hp) {
     const int nsb = nk / 16;
     tile_zero(0);
     tile_zero(1);
@@ -160,15 +165,16 @@ static void ab_tiles_start(void) {}
 static void ab_tiles_end(void) {}
 
 /* 4 queries (rows r0..r0+3 of Qp) x NV vectors of 16 keys: acc += q pair p . k pairs p */
-static OPS_ALWAYS void ab_s_rows(const struct ab_unit *u, const uint32_t *kp, size_t ldk, int kt, int hp, int r0,
-                                 const int NV) {
+static OPS_ALWAYS void ab_s_rows(const struct ab_unit *u, const uint32_t *kp, size_t ldk, int kt,
+                                 int hp, int r0, const int NV) {
     vf acc[4][4];
     for (int r = 0; r < 4; r++)
         for (int v = 0; v < NV; v++) acc[r][v] = vf_zero();
     const uint32_t *q = u->qp + (size_t)r0 * hp;
     for (int p = 0; p < hp; p++) {
         __m512bh k[4];
-        for (int v = 0; v < NV; v++) k[v] = ab_bh(_mm512_loadu_si512((const void *)(kp + (size_t)p * ldk + kt + 16 * v)));
+        for (int v = 0; v < NV; v++)
+            k[v] = ab_bh(_mm512_loadu_si512((const void *)(kp + (size_t)p * ldk + kt + 16 * v)));
         for (int r = 0; r < 4; r++) {
             const __m512bh qb = ab_bh(_mm512_set1_epi32((int)q[(size_t)r * hp + p]));
             for (int v = 0; v < NV; v++) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], qb, k[v]);
@@ -178,29 +184,36 @@ static OPS_ALWAYS void ab_s_rows(const struct ab_unit *u, const uint32_t *kp, si
         for (int v = 0; v < NV; v++) vf_store(u->s + (size_t)(r0 + r) * AB_BK + 16 * v, acc[r][v]);
 }
 
-static void ab_scores(const struct ab_unit *u, const uint32_t *kp, size_t ldk, int kt, int nk, int hp) {
+static void ab_scores(const struct ab_unit *u, const uint32_t *kp, size_t ldk, int kt, int nk,
+                      int hp) {
     for (int r0 = 0; r0 < AB_BQ; r0 += 4) {
-        if (nk > 32) ab_s_rows(u, kp, ldk, kt, hp, r0, 4);
-        else ab_s_rows(u, kp, ldk, kt, hp, r0, 2);
+        if (nk > 32)
+            ab_s_rows(u, kp, ldk, kt, hp, r0, 4);
+        else
+            ab_s_rows(u, kp, ldk, kt, hp, r0, 2);
     }
 }
 
 /* 4 queries x ND vectors of 16 dims from d0: O += P pairs . V pairs over np key pairs */
-static OPS_ALWAYS void ab_pv_rows(const struct ab_unit *u, const uint32_t *v0, int np, int hdp, int r0, int d0,
-                                  const int ND) {
+static OPS_ALWAYS void ab_pv_rows(const struct ab_unit *u, const uint32_t *v0, int np, int hdp,
+                                  int r0, int d0, const int ND) {
     vf acc[4][4];
     for (int r = 0; r < 4; r++)
-        for (int v = 0; v < ND; v++) acc[r][v] = vf_load(u->o + (size_t)(r0 + r) * hdp + d0 + 16 * v);
+        for (int v = 0; v < ND; v++)
+            acc[r][v] = vf_load(u->o + (size_t)(r0 + r) * hdp + d0 + 16 * v);
     for (int g = 0; g < np; g++) {
         __m512bh x[4];
-        for (int v = 0; v < ND; v++) x[v] = ab_bh(_mm512_loadu_si512((const void *)(v0 + (size_t)g * hdp + d0 + 16 * v)));
+        for (int v = 0; v < ND; v++)
+            x[v] = ab_bh(_mm512_loadu_si512((const void *)(v0 + (size_t)g * hdp + d0 + 16 * v)));
         for (int r = 0; r < 4; r++) {
-            const __m512bh pb = ab_bh(_mm512_set1_epi32((int)u->pp[(size_t)(r0 + r) * (AB_BK / 2) + g]));
+            const __m512bh pb =
+                ab_bh(_mm512_set1_epi32((int)u->pp[(size_t)(r0 + r) * (AB_BK / 2) + g]));
             for (int v = 0; v < ND; v++) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], pb, x[v]);
         }
     }
     for (int r = 0; r < 4; r++)
-        for (int v = 0; v < ND; v++) vf_store(u->o + (size_t)(r0 + r) * hdp + d0 + 16 * v, acc[r][v]);
+        for (int v = 0; v < ND; v++)
+            vf_store(u->o + (size_t)(r0 + r) * hdp + d0 + 16 * v, acc[r][v]);
 }
 
 static void ab_pv(const struct ab_unit *u, const uint32_t *vp, int kt, int nk, int hdp) {
@@ -208,7 +221,7 @@ static void ab_pv(const struct ab_unit *u, const uint32_t *vp, int kt, int nk, i
     for (int r0 = 0; r0 < AB_BQ; r0 += 4) {
         int d = 0;
         for (; d + 64 <= hdp; d += 64) ab_pv_rows(u, v0, nk / 2, hdp, r0, d, 4);
-        if (d < hdp) ab_pv_rows(u, v0, nk / 2, hdp, r0, d, 2);   /* hdp % 64 == 32 */
+        if (d < hdp) ab_pv_rows(u, v0, nk / 2, hdp, r0, d, 2); /* hdp % 64 == 32 */
     }
 }
 #endif
@@ -223,20 +236,22 @@ static OPS_ALWAYS __m512i ab_pairs32(vf x, vf y) {
     const vf in[2] = {x, y};
     for (int h = 0; h < 2; h++) {
         const __m512i u = _mm512_castps_si512(in[h]);
-        const __m512i rn = _mm512_add_epi32(u, _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+        const __m512i rn = _mm512_add_epi32(
+            u, _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
         const __mmask16 nan = _mm512_cmp_ps_mask(in[h], in[h], _CMP_UNORD_Q);
         r[h] = _mm512_mask_blend_epi32(nan, rn, _mm512_or_si512(u, _mm512_set1_epi32(0x00400000)));
     }
     /* the high half of each lane: 16-bit element 2e + 1 of x for keys e < 16, of y after */
-    const __m512i idx = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,
-                                         31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i idx =
+        _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27,
+                         25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
     return _mm512_permutex2var_epi16(r[0], idx, r[1]);
 }
 
 /* After S: scores in log2 units, the mask, the running maximum, alpha, P as bf16 pairs,
  * l; O rescaled by alpha. Keys kt .. kt + nk (nk 32 or 64). */
-static void ab_softmax(const struct jk_attn_args *a, const struct ab_unit *u, int kt, int nk, int hdp, int masked,
-                       int partial) {
+static void ab_softmax(const struct jk_attn_args *a, const struct ab_unit *u, int kt, int nk,
+                       int hdp, int masked, int partial) {
     const vf c = vf_set1(a->scale * AB_LOG2E), ninf = vf_set1(-__builtin_inff());
     const int nv = nk / 16;
     for (int i = 0; i < AB_BQ; i++) {
@@ -244,13 +259,14 @@ static void ab_softmax(const struct jk_attn_args *a, const struct ab_unit *u, in
         for (int v = 0; v < nv; v++) vf_store(s + 16 * v, vf_mul(vf_load(s + 16 * v), c));
         if (partial)
             for (int j = 0; j < nk; j++)
-                if (kt + j >= a->nkv || (masked && u->qpos[i] < a->k_pos[kt + j])) s[j] = -__builtin_inff();
+                if (kt + j >= a->nkv || (masked && u->qpos[i] < a->k_pos[kt + j]))
+                    s[j] = -__builtin_inff();
         vf mx = ninf;
         for (int v = 0; v < nv; v++) mx = vf_max(mx, vf_load(s + 16 * v));
         const float tmax = vf_hmax(mx);
         float mu = u->m[i] > tmax ? u->m[i] : tmax;
         mu = mu > -FLT_MAX ? mu : -FLT_MAX;
-        u->rs[i] = mu;   /* the new maximum, for the alpha vector below */
+        u->rs[i] = mu; /* the new maximum, for the alpha vector below */
         const vf muv = vf_set1(mu);
         vf sum = vf_zero(), p[4];
         for (int v = 0; v < nv; v++) {
@@ -258,8 +274,9 @@ static void ab_softmax(const struct jk_attn_args *a, const struct ab_unit *u, in
             sum = vf_add(sum, p[v]);
         }
         for (int v = 0; v < nv; v += 2)
-            _mm512_storeu_si512((void *)(u->pp + (size_t)i * (AB_BK / 2) + 8 * v), ab_pairs32(p[v], p[v + 1]));
-        s[0] = vf_hsum(sum);   /* the tile's row sum (S row i is spent) */
+            _mm512_storeu_si512((void *)(u->pp + (size_t)i * (AB_BK / 2) + 8 * v),
+                                ab_pairs32(p[v], p[v + 1]));
+        s[0] = vf_hsum(sum); /* the tile's row sum (S row i is spent) */
     }
     /* alpha, l and m for the 16 rows at once */
     float rsum[AB_BQ];
@@ -276,8 +293,8 @@ static void ab_softmax(const struct jk_attn_args *a, const struct ab_unit *u, in
 }
 
 /* ---- one unit: head h, queries i0 .. i0 + 16 -------------------------------------------- */
-static void ab_unit(const struct jk_attn_args *a, const struct ab_unit *u, int h, int i0, const uint32_t *kp,
-                    const uint32_t *vp) {
+static void ab_unit(const struct jk_attn_args *a, const struct ab_unit *u, int h, int i0,
+                    const uint32_t *kp, const uint32_t *vp) {
     const int hd = a->head_dim, hdp = ab_up32(hd), hp = hdp / 2, nkp = ab_up32(a->nkv);
     const int nqb = ab_min(AB_BQ, a->nq - i0), masked = a->q_pos && a->k_pos;
     int32_t qmin = INT32_MAX, qmax = INT32_MIN;
@@ -285,9 +302,12 @@ static void ab_unit(const struct jk_attn_args *a, const struct ab_unit *u, int h
         const float *q = a->q + (size_t)(i0 + i) * a->ldq + (size_t)h * hd;
         uint32_t *qp = u->qp + (size_t)i * hp;
         for (int p = 0; p < hp; p++)
-            qp[p] = i < nqb ? ab_pair(2 * p < hd ? q[2 * p] : 0.0f, 2 * p + 1 < hd ? q[2 * p + 1] : 0.0f) : 0u;
+            qp[p] = i < nqb ? ab_pair(2 * p < hd ? q[2 * p] : 0.0f,
+                                      2 * p + 1 < hd ? q[2 * p + 1] : 0.0f)
+                            : 0u;
         u->qpos[i] = masked && i < nqb ? a->q_pos[i0 + i] : INT32_MAX;
-        if (masked && i < nqb) qmin = ab_min(qmin, u->qpos[i]), qmax = u->qpos[i] > qmax ? u->qpos[i] : qmax;
+        if (masked && i < nqb)
+            qmin = ab_min(qmin, u->qpos[i]), qmax = u->qpos[i] > qmax ? u->qpos[i] : qmax;
         u->m[i] = -__builtin_inff(), u->l[i] = 0.0f;
     }
     memset(u->o, 0, sizeof(float) * AB_BQ * (size_t)hdp);
@@ -298,7 +318,7 @@ static void ab_unit(const struct jk_attn_args *a, const struct ab_unit *u, int h
             int32_t kmin = INT32_MAX, kmax = INT32_MIN;
             for (int j = kt; j < kt + nreal; j++)
                 kmin = ab_min(kmin, a->k_pos[j]), kmax = a->k_pos[j] > kmax ? a->k_pos[j] : kmax;
-            if (qmax < kmin) continue;   /* no query of the unit sees a key of the tile */
+            if (qmax < kmin) continue; /* no query of the unit sees a key of the tile */
             partial |= qmin < kmax;
         }
         ab_scores(u, kp, (size_t)nkp, kt, nk, hp);
@@ -324,7 +344,8 @@ static inline int ab_thread(void) {
 void AB_SFX(attn)(const struct jk_attn_args *a) {
     const int hd = a->head_dim;
     if (jk_attn_edges(a, AB_HD_MAX, jk_attn_bf16x_ref)) return;
-    const int hdp = ab_up32(hd), hp = hdp / 2, nkp = ab_up32(a->nkv), nb = (a->nq + AB_BQ - 1) / AB_BQ;
+    const int hdp = ab_up32(hd), hp = hdp / 2, nkp = ab_up32(a->nkv),
+              nb = (a->nq + AB_BQ - 1) / AB_BQ;
     const int nt = a->nthreads > 0 ? a->nthreads : 1;
     uint8_t *ws = (uint8_t *)(((uintptr_t)a->ws + 63) & ~(uintptr_t)63);
     uint32_t *kp = (uint32_t *)(void *)ws, *vp = kp + (size_t)hp * nkp;
@@ -349,11 +370,13 @@ void AB_SFX(attn)(const struct jk_attn_args *a) {
                     const int j = 2 * g + r;
                     const float *k = a->k + (size_t)j * a->ldk + (size_t)h * hd;
                     for (int p = 0; p < hp; p++)
-                        kp[(size_t)p * nkp + j] = j < a->nkv ? ab_pair(2 * p < hd ? k[2 * p] : 0.0f,
-                                                                       2 * p + 1 < hd ? k[2 * p + 1] : 0.0f)
-                                                             : 0u;
+                        kp[(size_t)p * nkp + j] =
+                            j < a->nkv ? ab_pair(2 * p < hd ? k[2 * p] : 0.0f,
+                                                 2 * p + 1 < hd ? k[2 * p + 1] : 0.0f)
+                                       : 0u;
                 }
-                const float *v0 = a->v + (size_t)(2 * g) * a->ldv + (size_t)h * hd, *v1 = v0 + a->ldv;
+                const float *v0 = a->v + (size_t)(2 * g) * a->ldv + (size_t)h * hd,
+                            *v1 = v0 + a->ldv;
                 const int has0 = 2 * g < a->nkv, has1 = 2 * g + 1 < a->nkv;
                 uint32_t *row = vp + (size_t)g * hdp;
                 for (int d = 0; d < hdp; d++)

@@ -35,11 +35,11 @@
  *  - "settled" keys (some visible key at or before j is within tau of the maximum: every
  *    tile from j's on has the final maximum): the kernel's b(P_j) equals b(p_j) unless a
  *    rounding midpoint of bf16 lies within p_j e^(+-w_j); then they are neighbours:
- *        dev_j = w_j p_j + [midpoint] 2^-7 1.01 p_j
+ *        dev_j = (e^w_j - 1) p_j + [midpoint] 2^-7 1.01 p_j
  *  - the others: b(P_j 2^(m - m_t)) 2^(m_t - m) is within 2^-8 of P_j, as b(p_j) of p_j:
- *        dev_j = (2^-7 + 2 w_j) p_j
+ *        dev_j = (2^-7 + 2 (e^w_j - 1)) p_j
  *     |o - o_ref| <= 1.01 sum_j dev_j |v~_je| / l
- *                    + 1.01 V_e (max_j w_j + (2 nkv + 16) u) + 2 u |o_ref| + 1e-30
+ *                    + 1.01 V_e (e^max_j w_j - 1 + (2 nkv + 16) u) + 2 u |o_ref| + 1e-30
  * with V_e = max_j |v~_je| (the f32 sums of P.V and of l, one rescale per key tile; the
  * products of bf16 values are exact). Subnormal P or operands flushed by the bf16 dot
  * products cost below 1e-30. A query that sees no key must give exact zeros.
@@ -74,9 +74,9 @@ static const char *const mname[] = {"full", "block-causal+cls", "causal", "rando
 
 struct tcase {
     int nq, nkv, nh, hd, mask;
-    int fused;      /* 1: one [N, 3D + 5] buffer (nq == nkv); 2: the same without padding */
-    float logit;    /* about the largest |scale q.k| */
-    int exact;      /* few-bit operands times (1 - 2^-10) (see the top) */
+    int fused;   /* 1: one [N, 3D + 5] buffer (nq == nkv); 2: the same without padding */
+    float logit; /* about the largest |scale q.k| */
+    int exact;   /* few-bit operands times (1 - 2^-10) (see the top) */
 };
 
 struct tdata {
@@ -123,7 +123,8 @@ static void tmake(struct tdata *t, const struct tcase *c) {
         double best = -INFINITY;
         for (int j = 0; j < c->nkv; j++) {
             double x = 0.0;
-            for (int d = 0; d < c->hd; d++) x += (double)bfr(t->q[d]) * bfr(t->k[(size_t)j * t->ldk + d]);
+            for (int d = 0; d < c->hd; d++)
+                x += (double)bfr(t->q[d]) * bfr(t->k[(size_t)j * t->ldk + d]);
             if (x > best) best = x, jm = j;
         }
         for (size_t e = 0; e < t->ldk; e++) {
@@ -136,19 +137,36 @@ static void tmake(struct tdata *t, const struct tcase *c) {
     t->kpos = (int32_t *)xmalloc((size_t)c->nkv * sizeof(int32_t));
     const int fr = c->nkv > 40 ? 16 : 3;
     for (int j = 0; j < c->nkv; j++)
-        t->kpos[j] = c->mask == M_FRAMES ? (j == 0 ? INT32_MAX : (j - 1) / fr) : c->mask == M_CAUSAL ? j : ca_int(0, 9);
+        t->kpos[j] = c->mask == M_FRAMES   ? (j == 0 ? INT32_MAX : (j - 1) / fr)
+                     : c->mask == M_CAUSAL ? j
+                                           : ca_int(0, 9);
     for (int i = 0; i < c->nq; i++)
-        t->qpos[i] = c->mask == M_RANDOM ? ca_int(0, 9) : c->nq == c->nkv ? t->kpos[i] : t->kpos[ca_int(0, c->nkv - 1)];
-    if (c->mask == M_RANDOM) t->qpos[c->nq / 2] = -1;   /* sees no key: zeros */
+        t->qpos[i] = c->mask == M_RANDOM ? ca_int(0, 9)
+                     : c->nq == c->nkv   ? t->kpos[i]
+                                         : t->kpos[ca_int(0, c->nkv - 1)];
+    if (c->mask == M_RANDOM) t->qpos[c->nq / 2] = -1; /* sees no key: zeros */
 }
 
 static void tfree(struct tdata *t) { free(t->buf), free(t->qb), free(t->qpos), free(t->kpos); }
 
 static struct jk_attn_args targs(const struct tdata *t, float *o, int nthreads, void *ws) {
-    struct jk_attn_args a = {.o = o, .ldo = t->ldo, .q = t->q, .ldq = t->ldq, .k = t->k, .ldk = t->ldk,
-                             .v = t->v, .ldv = t->ldv, .nq = t->c.nq, .nkv = t->c.nkv, .n_head = t->c.nh,
-                             .head_dim = t->c.hd, .scale = t->scale, .q_pos = t->qpos, .k_pos = t->kpos,
-                             .nthreads = nthreads, .ws = ws};
+    struct jk_attn_args a = {.o = o,
+                             .ldo = t->ldo,
+                             .q = t->q,
+                             .ldq = t->ldq,
+                             .k = t->k,
+                             .ldk = t->ldk,
+                             .v = t->v,
+                             .ldv = t->ldv,
+                             .nq = t->c.nq,
+                             .nkv = t->c.nkv,
+                             .n_head = t->c.nh,
+                             .head_dim = t->c.hd,
+                             .scale = t->scale,
+                             .q_pos = t->qpos,
+                             .k_pos = t->kpos,
+                             .nthreads = nthreads,
+                             .ws = ws};
     return a;
 }
 
@@ -172,7 +190,8 @@ static double *bound(const struct tdata *t, const float *ref) {
                 for (int d = 0; d < hd; d++) {
                     const double kd = bfr(kr[d]), pr = (double)qr[d] * kd;
                     e += fabs(pr), x += pr;
-                    few &= kd * 8 == floor(kd * 8) && qr[d] * 8 == floorf(qr[d] * 8) && fabs(kd) < 2 && fabsf(qr[d]) < 2;
+                    few &= kd * 8 == floor(kd * 8) && qr[d] * 8 == floorf(qr[d] * 8) &&
+                           fabs(kd) < 2 && fabsf(qr[d]) < 2;
                 }
                 s[j] = t->scale * x;
                 dj[j] = (few ? 3 * U : (hd + 3) * sum_u) * t->scale * e;
@@ -186,11 +205,13 @@ static double *bound(const struct tdata *t, const float *ref) {
                 const double p = exp(s[j] - m);
                 const double w = dj[j] + dmx + (fabs(s[j] - m) + 4) * U + 2 * tau + 4 * U;
                 settled |= s[j] >= m - tau;
+                const double ew = expm1(w); /* P within p e^(+-w): |P - p| <= ew p */
                 if (settled) {
-                    const int mid = f32_to_bf16((float)(p * (1 - w))) != f32_to_bf16((float)(p * (1 + w)));
-                    dev[j] = w * p + (mid ? 0x1p-7 * 1.01 * p : 0.0);
+                    const int mid =
+                        f32_to_bf16((float)(p * exp(-w))) != f32_to_bf16((float)(p * exp(w)));
+                    dev[j] = ew * p + (mid ? 0x1p-7 * 1.01 * p : 0.0);
                 } else {
-                    dev[j] = (0x1p-7 + 2 * w) * p;
+                    dev[j] = (0x1p-7 + 2 * ew) * p;
                 }
                 l += p, wmax = dmax(wmax, w);
             }
@@ -198,24 +219,26 @@ static double *bound(const struct tdata *t, const float *ref) {
                 double sum = 0.0, V = 0.0;
                 for (int j = 0; j < nkv; j++) {
                     if (!vis(t, i, j)) continue;
-                    const double v = fabs((double)bfr(t->v[(size_t)j * t->ldv + (size_t)h * hd + e]));
+                    const double v =
+                        fabs((double)bfr(t->v[(size_t)j * t->ldv + (size_t)h * hd + e]));
                     sum += dev[j] * v, V = dmax(V, v);
                 }
                 const double r = fabs((double)ref[(size_t)i * t->ldo + (size_t)h * hd + e]);
+                const double f32 = expm1(wmax) + (2.0 * nkv + 16) * sum_u;
                 tol[(size_t)i * D + (size_t)h * hd + e] =
-                    l > 0 ? 1.01 * sum / l + 1.01 * V * (wmax + (2.0 * nkv + 16) * sum_u) + 2 * U * r + 1e-30 : 0.0;
+                    l > 0 ? 1.01 * (sum / l + V * f32) + 2 * U * r + 1e-30 : 0.0;
             }
         }
     free(s), free(dj), free(dev), free(qr);
     return tol;
 }
 
-static double worst_seen;   /* the largest error / bound over every kernel output that passed */
+static double worst_seen; /* the largest error / bound over every kernel output that passed */
 
 /* The kernel's output against the reference within tol; a NaN of the reference must be a
  * NaN of the kernel (and nothing else NaN). Returns the number of outputs out of bound. */
-static int compare(const char *what, const struct tdata *t, const float *o, const float *ref, const double *tol,
-                   int quiet) {
+static int compare(const char *what, const struct tdata *t, const float *o, const float *ref,
+                   const double *tol, int quiet) {
     const int D = t->c.nh * t->c.hd;
     int bad = 0;
     size_t wi = 0;
@@ -226,13 +249,16 @@ static int compare(const char *what, const struct tdata *t, const float *o, cons
             const double d = fabs((double)o[x] - (double)ref[x]);
             const int ok = isnan(ref[x]) ? isnan(o[x]) : d <= tol[y];
             bad += !ok;
-            const double r = isnan(ref[x]) ? (ok ? 0 : INFINITY) : d / (tol[y] > 0 ? tol[y] : 1e-300);
+            const double r =
+                isnan(ref[x]) ? (ok ? 0 : INFINITY) : d / (tol[y] > 0 ? tol[y] : 1e-300);
             if (!(r <= worst)) worst = r, wi = x;
             if (ok && !quiet && !(r <= worst_seen)) worst_seen = r;
         }
     if (bad && !quiet)
-        printf("FAIL %s: %d of %d outside the bound; worst [%zu][%zu] got %.9g ref %.9g (%.3g x the bound)\n", what,
-               bad, t->c.nq * D, wi / t->ldo, wi % t->ldo, (double)o[wi], (double)ref[wi], worst);
+        printf("FAIL %s: %d of %d outside the bound; worst [%zu][%zu] got %.9g ref %.9g (%.3g x "
+               "the bound)\n",
+               what, bad, t->c.nq * D, wi / t->ldo, wi % t->ldo, (double)o[wi], (double)ref[wi],
+               worst);
     return bad;
 }
 
@@ -242,7 +268,8 @@ static int compare(const char *what, const struct tdata *t, const float *o, cons
  * tile, alpha = 2^(m - m'), P = 2^(s - m')), P rounded to bf16 before P.V, l the sum of
  * the unrounded P. */
 enum { MUT_NONE, MUT_TRUNC_Q, MUT_TRUNC_K, MUT_TRUNC_V, MUT_P_UNROUNDED, NMUT };
-static const char *const mut_name[] = {"none", "q truncated", "k truncated", "v truncated", "P not rounded"};
+static const char *const mut_name[] = {"none", "q truncated", "k truncated", "v truncated",
+                                       "P not rounded"};
 
 static float opr(float x, int trunc) {
     if (!trunc) return bfr(x);
@@ -259,7 +286,8 @@ static void model_attn(const struct tdata *t, float *o, int bk, int mut) {
     float *qr = falloc((size_t)hd), *acc = falloc((size_t)hd), *sc = falloc((size_t)bk);
     for (int h = 0; h < t->c.nh; h++)
         for (int i = 0; i < t->c.nq; i++) {
-            for (int d = 0; d < hd; d++) qr[d] = opr(t->q[(size_t)i * t->ldq + (size_t)h * hd + d], mut == MUT_TRUNC_Q);
+            for (int d = 0; d < hd; d++)
+                qr[d] = opr(t->q[(size_t)i * t->ldq + (size_t)h * hd + d], mut == MUT_TRUNC_Q);
             for (int d = 0; d < hd; d++) acc[d] = 0.0f;
             float m = -INFINITY, l = 0.0f;
             for (int kt = 0; kt < nkv; kt += bk) {
@@ -268,11 +296,12 @@ static void model_attn(const struct tdata *t, float *o, int bk, int mut) {
                 for (int j = 0; j < nk; j++) {
                     const float *kr = t->k + (size_t)(kt + j) * t->ldk + (size_t)h * hd;
                     float sd = 0.0f;
-                    for (int d = 0; d < hd; d++) sd = fmaf(qr[d], opr(kr[d], mut == MUT_TRUNC_K), sd);
+                    for (int d = 0; d < hd; d++)
+                        sd = fmaf(qr[d], opr(kr[d], mut == MUT_TRUNC_K), sd);
                     sc[j] = vis(t, i, kt + j) ? sd * c : -INFINITY;
                     tmax = sc[j] > tmax || sc[j] != sc[j] ? sc[j] : tmax;
                 }
-                float mu = tmax != tmax ? tmax : m > tmax ? m : tmax;   /* a NaN score: NaN row */
+                float mu = tmax != tmax ? tmax : m > tmax ? m : tmax; /* a NaN score: NaN row */
                 mu = mu > -FLT_MAX || mu != mu ? mu : -FLT_MAX;
                 const float al = exp2f(m - mu);
                 l *= al;
@@ -281,7 +310,8 @@ static void model_attn(const struct tdata *t, float *o, int bk, int mut) {
                     const float p = exp2f(sc[j] - mu), pb = mut == MUT_P_UNROUNDED ? p : bfr(p);
                     l += p;
                     const float *vr = t->v + (size_t)(kt + j) * t->ldv + (size_t)h * hd;
-                    for (int d = 0; d < hd; d++) acc[d] = fmaf(pb, opr(vr[d], mut == MUT_TRUNC_V), acc[d]);
+                    for (int d = 0; d < hd; d++)
+                        acc[d] = fmaf(pb, opr(vr[d], mut == MUT_TRUNC_V), acc[d]);
                 }
                 m = mu;
             }
@@ -295,18 +325,18 @@ static const struct tcase cases[] = {
     /* nq  nkv heads hd  mask      fused logit exact */
     {1, 1, 1, 64, M_NONE, 1, 3, 0},
     {2, 2, 2, 32, M_NONE, 1, 3, 0},
-    {3, 3, 16, 64, M_CAUSAL, 1, 3, 0},            /* LeWM predictor: 3 frames, causal */
+    {3, 3, 16, 64, M_CAUSAL, 1, 3, 0}, /* LeWM predictor: 3 frames, causal */
     {17, 17, 3, 64, M_FRAMES, 1, 3, 0},
     {17, 17, 2, 24, M_RANDOM, 1, 80, 0},
-    {45, 2, 3, 40, M_NONE, 0, 3, 0},              /* more queries than keys */
-    {1, 577, 2, 80, M_NONE, 0, 80, 0},            /* one query (the attentive pooler) */
+    {45, 2, 3, 40, M_NONE, 0, 3, 0},   /* more queries than keys */
+    {1, 577, 2, 80, M_NONE, 0, 80, 0}, /* one query (the attentive pooler) */
     {1, 3137, 2, 64, M_FRAMES, 0, 3, 0},
     {33, 100, 2, 96, M_CAUSAL, 0, 3, 0},
     {200, 200, 1, 72, M_FRAMES, 1, 3, 0},
     {130, 257, 1, 128, M_RANDOM, 0, 80, 0},
     {20, 45, 1, 300, M_NONE, 0, 3, 0},
     {5, 70, 1, 512, M_CAUSAL, 0, 3, 0},
-    {257, 257, 2, 64, M_FRAMES, 2, 3, 0},         /* fused qkv rows without padding */
+    {257, 257, 2, 64, M_FRAMES, 2, 3, 0}, /* fused qkv rows without padding */
     {577, 577, 1, 64, M_NONE, 1, 8, 0},
     {100, 1600, 1, 32, M_NONE, 0, 3, 0},
     {16, 16, 1, 32, M_NONE, 0, 3, 0},
@@ -337,8 +367,8 @@ static void check_model(void) {
         char what[160];
         for (size_t b = 0; b < sizeof bks / sizeof *bks; b++) {
             model_attn(&t, o, bks[b], MUT_NONE);
-            snprintf(what, sizeof what, "model bk %d nq %d nkv %d hd %d %s", bks[b], c->nq, c->nkv, c->hd,
-                     mname[c->mask]);
+            snprintf(what, sizeof what, "model bk %d nq %d nkv %d hd %d %s", bks[b], c->nq, c->nkv,
+                     c->hd, mname[c->mask]);
             if (compare(what, &t, o, ref, tol, 0)) check_failed++;
         }
         if (c->exact)
@@ -353,9 +383,11 @@ static void check_model(void) {
     int nexact = 0;
     for (int ci = 0; ci < NCASES; ci++) nexact += cases[ci].exact;
     for (int mu = 1; mu < NMUT; mu++) {
-        CHECK(caught[mu] == nexact, "the bound misses the model's mutation '%s' (%d of %d exact cases fail)",
+        CHECK(caught[mu] == nexact,
+              "the bound misses the model's mutation '%s' (%d of %d exact cases fail)",
               mut_name[mu], caught[mu], nexact);
-        printf("  model, %s: out of bound in %d of %d exact cases\n", mut_name[mu], caught[mu], nexact);
+        printf("  model, %s: out of bound in %d of %d exact cases\n", mut_name[mu], caught[mu],
+               nexact);
     }
 }
 
@@ -374,15 +406,17 @@ static int check_case(const struct jk_kernels *k, const struct tcase *c) {
     a = targs(&t, o, 1, ws + 4);
     k->attn(&a);
     char what[200];
-    snprintf(what, sizeof what, "%s attn nq %d nkv %d heads %d hd %d %s%s logit %g%s", k->attn_isa, c->nq, c->nkv,
-             c->nh, c->hd, mname[c->mask], c->fused ? " fused-qkv" : "", (double)c->logit, c->exact ? " exact" : "");
+    snprintf(what, sizeof what, "%s attn nq %d nkv %d heads %d hd %d %s%s logit %g%s", k->attn_isa,
+             c->nq, c->nkv, c->nh, c->hd, mname[c->mask], c->fused ? " fused-qkv" : "",
+             (double)c->logit, c->exact ? " exact" : "");
     int bad = compare(what, &t, o, ref, tol, 0);
     if (bad) check_failed++;
     CHECK(gaps_ok(o, c->nq, t.ldo, (size_t)D), "%s: wrote outside o", what);
     for (int nt = 2; nt <= 3; nt++) {
         a = targs(&t, o2, nt, ws + 4);
         k->attn(&a);
-        CHECK(same_bits(o - CA_GUARD, o2 - CA_GUARD, no + 2 * CA_GUARD), "%s: %d threads differ from 1", what, nt);
+        CHECK(same_bits(o - CA_GUARD, o2 - CA_GUARD, no + 2 * CA_GUARD),
+              "%s: %d threads differ from 1", what, nt);
     }
     free(tol), free(ws);
     ca_free_guarded(ref), ca_free_guarded(o), ca_free_guarded(o2);
@@ -394,8 +428,9 @@ static int check_case(const struct jk_kernels *k, const struct tcase *c) {
  * key sees): the kernel's NaN outputs are exactly the reference's. */
 static void check_nan(const struct jk_kernels *k) {
     static const struct tcase nc[] = {
-        {17, 17, 2, 64, M_NONE, 1, 3, 0}, {3, 3, 2, 40, M_CAUSAL, 1, 3, 0}, {1, 577, 2, 32, M_NONE, 0, 3, 0},
-        {100, 130, 1, 72, M_FRAMES, 0, 3, 0}, {20, 45, 2, 24, M_RANDOM, 0, 3, 0},
+        {17, 17, 2, 64, M_NONE, 1, 3, 0},   {3, 3, 2, 40, M_CAUSAL, 1, 3, 0},
+        {1, 577, 2, 32, M_NONE, 0, 3, 0},   {100, 130, 1, 72, M_FRAMES, 0, 3, 0},
+        {20, 45, 2, 24, M_RANDOM, 0, 3, 0},
     };
     int fails = 0, n = 0;
     for (size_t ci = 0; ci < sizeof nc / sizeof *nc; ci++)
@@ -407,8 +442,9 @@ static void check_nan(const struct jk_kernels *k) {
             if (t.kpos)
                 for (int j = 0; j < t.c.nkv; j++)
                     if (t.kpos[j] <= t.kpos[j0]) j0 = j;
-            float *x = kind == 0 ? &t.q[(size_t)(t.c.nq / 3) * t.ldq] : kind == 1 ? &t.k[(size_t)j0 * t.ldk]
-                                                                               : &t.v[(size_t)j0 * t.ldv];
+            float *x = kind == 0   ? &t.q[(size_t)(t.c.nq / 3) * t.ldq]
+                       : kind == 1 ? &t.k[(size_t)j0 * t.ldk]
+                                   : &t.v[(size_t)j0 * t.ldv];
             x[(size_t)h * hd + dd] = NAN;
             const size_t no = (size_t)t.c.nq * t.ldo;
             float *ref = ca_alloc_guarded(no), *o = ca_alloc_guarded(no);
@@ -421,9 +457,15 @@ static void check_nan(const struct jk_kernels *k) {
             for (int i = 0; i < t.c.nq; i++)
                 for (int e = 0; e < t.c.nh * hd; e++)
                     bad += !isnan(ref[(size_t)i * t.ldo + e]) != !isnan(o[(size_t)i * t.ldo + e]);
-            CHECK(!bad, "%s attn, NaN in %s (nq %d nkv %d hd %d %s): %d outputs NaN where the reference's are not "
-                  "or the reverse", k->attn_isa, kind == 0 ? "q" : kind == 1 ? "k" : "v", t.c.nq, t.c.nkv, hd,
-                  mname[t.c.mask], bad);
+            CHECK(!bad,
+                  "%s attn, NaN in %s (nq %d nkv %d hd %d %s): %d outputs NaN where the "
+                  "reference's are not "
+                  "or the reverse",
+                  k->attn_isa,
+                  kind == 0   ? "q"
+                  : kind == 1 ? "k"
+                              : "v",
+                  t.c.nq, t.c.nkv, hd, mname[t.c.mask], bad);
             fails += bad != 0;
             free(ws);
             ca_free_guarded(ref), ca_free_guarded(o);
@@ -464,15 +506,16 @@ int main(void) {
     CHECK(kh.attn == ke.attn && kh.attn_ws == ke.attn_ws && !strcmp(kh.attn_isa, ke.isa),
           "the high tier's attention is not the exact tier's");
     if (!k.attn_isa || strcmp(k.attn_isa, RUNG) != 0) {
-        printf("%s: no %s attention on this CPU (the bf16 tier's attention is '%s'): kernel checks skipped\n",
+        printf("%s: no %s attention on this CPU (the bf16 tier's attention is '%s'): kernel checks "
+               "skipped\n",
                TEST_NAME, RUNG, k.attn_isa ? k.attn_isa : "?");
         return check_failed ? ca_finish(TEST_NAME) : 77;
     }
     sum_u = strcmp(k.attn_isa, "neon_bf16") ? U : 2 * U;
     int fails = 0;
     for (int ci = 0; ci < NCASES; ci++) fails += check_case(&k, &cases[ci]) != 0;
-    printf("  %s attn: %d cases, %d failed (largest error: %.3g of its bound)\n", k.attn_isa, NCASES, fails,
-           worst_seen);
+    printf("  %s attn: %d cases, %d failed (largest error: %.3g of its bound)\n", k.attn_isa,
+           NCASES, fails, worst_seen);
     check_nan(&k);
     return ca_finish(TEST_NAME);
 }
