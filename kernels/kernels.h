@@ -329,5 +329,10 @@ void jk_init_arm_precision(struct jk_kernels *k, unsigned cpu_flags, enum jk_pre
  * (or the SIMT emulator used by the tests); callers reach it through
  * jk_device_open_cuda(). */
 void jk_init_cuda(struct jk_kernels *k);
+/* The CUDA table's kernel choice for the whole process: 1 = the pipelined kernels
+ * (cp.async, ldmatrix; never run on a GPU yet), 0 = the default ones, -1 = back to the
+ * environment (JEPA_CUDA_KERNELS=pipe, else the default). For the tests and `jepa bench
+ * gpu`; set it before the work it should apply to is queued. */
+void jkc_kernels_force_pipe(int on);
 
 #endif

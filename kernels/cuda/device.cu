@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <atomic>
+
 #include "kernels/cuda/internal.cuh"
 
 namespace {
@@ -176,6 +178,32 @@ void jkc_check_launch(const char *what) {
 }
 
 extern "C" {
+
+/* JEPA_CUDA_KERNELS, read once: "pipe" selects the pipelined kernels, unset / "" / "mma"
+ * the default ones; anything else warns once and keeps the default. */
+static int env_kernels_pipe(void) {
+    static const int pipe = [] {
+        const char *e = getenv("JEPA_CUDA_KERNELS");
+        if (!e || !*e || !strcmp(e, "mma")) return 0;
+        if (!strcmp(e, "pipe")) return 1;
+        fprintf(stderr, "jepa: JEPA_CUDA_KERNELS=%s ignored (\"pipe\" or \"mma\"); the "
+                "default (mma) kernels are in force\n", e);
+        return 0;
+    }();
+    return pipe;
+}
+
+/* -1: the environment decides; 0 / 1: forced by jkc_kernels_force_pipe. */
+static std::atomic<int> g_force_pipe{-1};
+
+int jkc_kernels_pipe(void) {
+    const int f = g_force_pipe.load(std::memory_order_relaxed);
+    return f >= 0 ? f : env_kernels_pipe();
+}
+
+void jkc_kernels_force_pipe(int on) {
+    g_force_pipe.store(on < 0 ? -1 : on != 0, std::memory_order_relaxed);
+}
 
 int jk_device_cuda_count(void) {
     int n = 0;

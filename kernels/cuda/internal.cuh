@@ -36,6 +36,10 @@ void jkc_check_launch(const char *what);
 int jkc_sm_count(void);
 
 extern "C" {
+/* device.cu: 1 where the pipelined kernels (cp.async, ldmatrix) are selected, by
+ * JEPA_CUDA_KERNELS=pipe or jkc_kernels_force_pipe (kernels.h); 0 for the default ones.
+ * The pipelined kernels have never run on a GPU: selectable, not the default. */
+int jkc_kernels_pipe(void);
 /* gemm.cu */
 JK_GEMM_DECLARE(cuda)
 /* attn.cu */

@@ -171,6 +171,165 @@ __global__ void k_args(int *out, int a, float b, size_t c) {
     }
 }
 
+/* cp.async groups, per thread: six 16-byte slots of dynamic shared memory (poisoned
+ * 0xff), slot i copied from src + 16 * (6 * t + i). After each step the thread records
+ * which slots hold their data (bit i): the steps are issue, commit, __syncthreads,
+ * wait<2>, wait<1>, an uncommitted copy then wait<1>, wait<0>. */
+__global__ void k_cp_groups(unsigned *seen, const unsigned char *src) {
+    JKC_DYN_SMEM(unsigned char, sm);
+    const unsigned t = threadIdx.x;
+    unsigned char *mine = sm + 96 * t;
+    const unsigned char *from = src + 96 * t;
+    unsigned step = 0;
+    auto record = [&] {
+        unsigned mask = 0;
+        for (unsigned i = 0; i < 6; i++) mask |= (unsigned)!memcmp(mine + 16 * i, from + 16 * i, 16) << i;
+        seen[t * 8 + step++] = mask;
+    };
+    for (unsigned g = 0; g < 4; g++) {
+        jkc_cp_async16(mine + 16 * g, from + 16 * g, 16);
+        if (g == 0) record();                          /* step 0: issued, not committed */
+        jkc_cp_async_commit();
+        if (g == 0) record();                          /* step 1: committed */
+    }
+    __syncthreads();
+    record();                                          /* step 2: __syncthreads */
+    jkc_cp_async_wait<2>();
+    record();                                          /* step 3: groups 0, 1 landed */
+    jkc_cp_async_wait<1>();
+    record();                                          /* step 4: group 2 */
+    jkc_cp_async8(mine + 16 * 4, from + 16 * 4, 8);
+    jkc_cp_async8(mine + 16 * 4 + 8, from + 16 * 4 + 8, 8);
+    for (unsigned j = 0; j < 4; j++) jkc_cp_async4(mine + 16 * 5 + 4 * j, from + 16 * 5 + 4 * j, 4);
+    jkc_cp_async_wait<1>();
+    record();                                          /* step 5: the open group too, not 3 */
+    jkc_cp_async_wait<0>();
+    record();                                          /* step 6: everything */
+}
+
+/* Zero-fill: thread t copies 16 / 8 / 4 bytes with src_bytes = t % 17 / t % 9 / t % 5
+ * from src + 32 t into dst + 32 t (and +16, +24) through shared memory. */
+__global__ void k_cp_zfill(unsigned char *dst, const unsigned char *src) {
+    JKC_DYN_SMEM(unsigned char, sm);
+    const unsigned t = threadIdx.x;
+    jkc_cp_async16(sm + 32 * t, src + 32 * t, (int)(t % 17));
+    jkc_cp_async8(sm + 32 * t + 16, src + 32 * t + 16, (int)(t % 9));
+    jkc_cp_async4(sm + 32 * t + 24, src + 32 * t + 24, (int)(t % 5));
+    jkc_cp_async_wait_all();
+    memcpy(dst + 32 * t, sm + 32 * t, 28);
+}
+
+/* Every ldmatrix form: four 8x8 b16 matrices in shared memory, row (i, r) at byte
+ * 16 * perm[8 i + r] (scattered rows). Lane l posts row l%8 of matrix l/8 where the form
+ * reads that matrix, and a misaligned address otherwise (it must be ignored). out: per
+ * form, per lane, 4 words (unused ones left 0). */
+__global__ void k_ldmatrix(uint32_t *out, const uint16_t *mats, const int *perm) {
+    __shared__ __align__(16) uint16_t sm[32 * 8];
+    const unsigned l = threadIdx.x;
+    for (unsigned c = 0; c < 8; c++) sm[8 * perm[l] + c] = mats[8 * l + c];
+    __syncwarp();
+    const void *good = &sm[8 * perm[l]];
+    const void *bad = (const char *)good + 2;
+    for (unsigned form = 0; form < 6; form++) { /* x1 x2 x4, then their .trans */
+        const unsigned nmat = 1u << (form % 3);
+        const void *row = l < 8 * nmat ? good : bad;
+        uint32_t r[4] = {0, 0, 0, 0};
+        switch (form) {
+        case 0: jkc_ldmatrix_x1(r, row); break;
+        case 1: jkc_ldmatrix_x2(r, row); break;
+        case 2: jkc_ldmatrix_x4(r, row); break;
+        case 3: jkc_ldmatrix_x1_trans(r, row); break;
+        case 4: jkc_ldmatrix_x2_trans(r, row); break;
+        default: jkc_ldmatrix_x4_trans(r, row); break;
+        }
+        memcpy(out + 128 * form + 4 * l, r, 16);
+    }
+}
+
+/* A small pipelined matmul: C[32x8] = A[32xK] . B, two warps of 16 rows, K in tiles of 16
+ * brought by cp.async into two buffers (tile kt+1 copied while tile kt is multiplied),
+ * fragments by ldmatrix, f16 mma. A: row-major [32][K]; B twice: bn [8][K] (read with
+ * plain ldmatrix) and bk [K][8] (read with .trans); c gets both results, [2][32][8].
+ * bug 1: wait<2> instead of wait<1> (multiplies a tile before it lands); bug 2: no wait
+ * until the end. */
+__global__ void k_pipe_mma(float *c, const uint16_t *a, const uint16_t *bn, const uint16_t *bk,
+                           int K, int bug) {
+    __shared__ __align__(16) uint16_t As[2][32][16];
+    __shared__ __align__(16) uint16_t Bn[2][8][16];
+    __shared__ __align__(16) uint16_t Bk[2][16][8];
+    const unsigned t = threadIdx.x, warp = t / 32, l = t % 32, g = l / 4, q = l % 4;
+    const int nk = K / 16;
+    auto issue = [&](int kt) {
+        const int buf = kt & 1, k0 = kt * 16;
+        /* A: 32 rows x 2 chunks of 8 halves, one chunk per thread */
+        jkc_cp_async16(&As[buf][t / 2][8 * (t % 2)], a + (size_t)(t / 2) * K + k0 + 8 * (t % 2), 16);
+        if (t < 16) jkc_cp_async16(&Bn[buf][t / 2][8 * (t % 2)], bn + (size_t)(t / 2) * K + k0 + 8 * (t % 2), 16);
+        else if (t < 32) jkc_cp_async16(&Bk[buf][t - 16][0], bk + (size_t)(k0 + t - 16) * 8, 16);
+        jkc_cp_async_commit();
+    };
+    /* Poison the buffers the way a previous tile would leave them (static shared memory
+     * keeps the last block's data, so make "not landed yet" visible as NaN). */
+    for (unsigned i = t; i < sizeof As / 2; i += 64) (&As[0][0][0])[i] = 0x7e00u;
+    for (unsigned i = t; i < sizeof Bn / 2; i += 64) (&Bn[0][0][0])[i] = 0x7e00u;
+    for (unsigned i = t; i < sizeof Bk / 2; i += 64) (&Bk[0][0][0])[i] = 0x7e00u;
+    __syncthreads();
+    float dn[4] = {0, 0, 0, 0}, dk[4] = {0, 0, 0, 0};
+    issue(0);
+    for (int kt = 0; kt < nk; kt++) {
+        const int buf = kt & 1;
+        if (kt + 1 < nk) issue(kt + 1);
+        else jkc_cp_async_commit(); /* an empty group keeps the count uniform */
+        if (bug == 1) jkc_cp_async_wait<2>();
+        else if (bug == 0) jkc_cp_async_wait<1>();
+        __syncthreads();
+        uint32_t af[4], bfn[2], bfk[2];
+        const unsigned mi = l / 8, r = l % 8;
+        jkc_ldmatrix_x4(af, &As[buf][16 * warp + 8 * (mi % 2) + r][8 * (mi / 2)]);
+        jkc_ldmatrix_x2(bfn, &Bn[buf][r][8 * (mi % 2)]);
+        jkc_ldmatrix_x2_trans(bfk, &Bk[buf][8 * (mi % 2) + r][0]);
+        jkc_mma_f16(dn, af, bfn);
+        jkc_mma_f16(dk, af, bfk);
+        __syncthreads(); /* everyone is done with buf before it is refilled */
+    }
+    jkc_cp_async_wait_all();
+    for (int h = 0; h < 2; h++) {
+        const float *d = h ? dk : dn;
+        float *o = c + (size_t)h * 256;
+        o[(16 * warp + g) * 8 + 2 * q] = d[0];
+        o[(16 * warp + g) * 8 + 2 * q + 1] = d[1];
+        o[(16 * warp + g + 8) * 8 + 2 * q] = d[2];
+        o[(16 * warp + g + 8) * 8 + 2 * q + 1] = d[3];
+    }
+}
+
+/* cp.async / ldmatrix bugs the emulator must abort on. */
+__global__ void k_cp_misaligned(const float *src) {
+    __shared__ __align__(16) float sm[64];
+    jkc_cp_async16(&sm[threadIdx.x % 2 ? 2 : 0], src, 16);
+    jkc_cp_async_wait_all();
+}
+__global__ void k_cp_misaligned_src(const float *src) {
+    __shared__ __align__(16) float sm[64];
+    jkc_cp_async8(&sm[0], src + 1, 8);
+    jkc_cp_async_wait_all();
+}
+__global__ void k_cp_bad_size(const float *src, int n) {
+    __shared__ __align__(16) float sm[64];
+    jkc_cp_async16(&sm[0], src, n);
+    jkc_cp_async_wait_all();
+}
+__global__ void k_cp_pending(const float *src) {
+    __shared__ __align__(16) float sm[64];
+    jkc_cp_async16(&sm[4 * (threadIdx.x % 16)], src, 16);
+    jkc_cp_async_commit();
+    if (threadIdx.x != 5) jkc_cp_async_wait<0>();
+}
+__global__ void k_ldsm_misaligned() {
+    __shared__ __align__(16) uint16_t sm[8 * 8 * 4];
+    uint32_t r[4];
+    jkc_ldmatrix_x4(r, &sm[8 * threadIdx.x + (threadIdx.x == 20 ? 4 : 0)]);
+}
+
 /* Kernel bugs the emulator must catch (run in forked children). */
 __global__ void k_divergent_sync(int *out) {
     if (threadIdx.x < 100) __syncthreads(); /* only part of the block */
@@ -434,6 +593,147 @@ static void test_mma() {
             }
 }
 
+static void test_cp_async() {
+    printf("cp.async: data lands only at the wait that retires its group (not at issue, "
+           "commit or __syncthreads), wait<N> leaves the N newest groups, zero-fill\n");
+    const unsigned n = 64;
+    std::vector<unsigned char> src(96 * n);
+    for (auto &b : src) b = (unsigned char)(rnd() % 255); /* never 0xff, the poison */
+    unsigned char *dsrc = dev_alloc<unsigned char>(src.size());
+    unsigned *dseen = dev_alloc<unsigned>(8 * n);
+    cudaMemcpy(dsrc, src.data(), src.size(), cudaMemcpyHostToDevice);
+    JKC_LAUNCH(k_cp_groups, 2, n, 96 * n, 0, dseen, dsrc);
+    CHECK(cudaGetLastError() == cudaSuccess, "k_cp_groups: launch failed");
+    std::vector<unsigned> seen(8 * n);
+    cudaMemcpy(seen.data(), dseen, seen.size() * 4, cudaMemcpyDeviceToHost);
+    /* slots landed after each step (bit i: slot i) */
+    const unsigned want[7] = {0x00, 0x00, 0x00, 0x03, 0x07, 0x37, 0x3f};
+    size_t bad = 0;
+    for (unsigned t = 0; t < n; t++)
+        for (int s = 0; s < 7; s++)
+            if (seen[t * 8 + s] != want[s]) {
+                if (!bad)
+                    printf("  thread %u step %d: slots 0x%02x landed, want 0x%02x\n", t, s,
+                           seen[t * 8 + s], want[s]);
+                bad++;
+            }
+    CHECK(bad == 0, "cp.async group retirement: %zu wrong steps", bad);
+    cudaFree(dseen);
+
+    unsigned char *ddst = dev_alloc<unsigned char>(32 * n);
+    JKC_LAUNCH(k_cp_zfill, 1, n, 32 * n, 0, ddst, dsrc);
+    CHECK(cudaGetLastError() == cudaSuccess, "k_cp_zfill: launch failed");
+    std::vector<unsigned char> dst(32 * n);
+    cudaMemcpy(dst.data(), ddst, dst.size(), cudaMemcpyDeviceToHost);
+    bad = 0;
+    for (unsigned t = 0; t < n; t++) {
+        const unsigned off[3] = {0, 16, 24}, size[3] = {16, 8, 4}, sb[3] = {t % 17, t % 9, t % 5};
+        for (int c = 0; c < 3; c++)
+            for (unsigned i = 0; i < size[c]; i++) {
+                size_t at = 32 * t + off[c] + i;
+                bad += dst[at] != (i < sb[c] ? src[at] : 0);
+            }
+    }
+    CHECK(bad == 0, "cp.async zero-fill (16/8/4 bytes, every src_bytes): %zu wrong bytes", bad);
+    cudaFree(ddst);
+    cudaFree(dsrc);
+}
+
+static void test_ldmatrix() {
+    printf("ldmatrix x1/x2/x4 and .trans: every lane's registers against the PTX fragment "
+           "layout, scattered rows, ignored addresses of unused lanes\n");
+    uint16_t mats[32][8]; /* row 8 i + r of matrix i */
+    for (int r = 0; r < 32; r++)
+        for (int c = 0; c < 8; c++) mats[r][c] = (uint16_t)(rnd() & 0xffff);
+    int perm[32];
+    for (int i = 0; i < 32; i++) perm[i] = i;
+    for (int i = 31; i > 0; i--) std::swap(perm[i], perm[rnd() % (unsigned)(i + 1)]);
+    uint16_t *dm = dev_alloc<uint16_t>(256);
+    int *dp = dev_alloc<int>(32);
+    uint32_t *dout = dev_alloc<uint32_t>(6 * 128);
+    cudaMemcpy(dm, mats, sizeof mats, cudaMemcpyHostToDevice);
+    cudaMemcpy(dp, perm, sizeof perm, cudaMemcpyHostToDevice);
+    cudaMemsetAsync(dout, 0, 6 * 128 * 4, 0);
+    JKC_LAUNCH(k_ldmatrix, 1, 32, 0, 0, dout, dm, dp);
+    CHECK(cudaGetLastError() == cudaSuccess, "k_ldmatrix: launch failed");
+    std::vector<uint32_t> got(6 * 128);
+    cudaMemcpy(got.data(), dout, got.size() * 4, cudaMemcpyDeviceToHost);
+    /* The PTX layout read per element: element (row, col) of matrix i goes to register i
+     * of lane 4 row + col / 2, half col % 2 (plain); transposed, to lane 4 col + row / 2,
+     * half row % 2. */
+    const char *names[6] = {"x1", "x2", "x4", "x1.trans", "x2.trans", "x4.trans"};
+    for (int form = 0; form < 6; form++) {
+        const int nmat = 1 << (form % 3), trans = form / 3;
+        uint32_t want[32][4] = {};
+        for (int i = 0; i < nmat; i++)
+            for (int row = 0; row < 8; row++)
+                for (int col = 0; col < 8; col++) {
+                    int lane = trans ? 4 * col + row / 2 : 4 * row + col / 2;
+                    int half = trans ? row % 2 : col % 2;
+                    want[lane][i] |= (uint32_t)mats[8 * i + row][col] << (16 * half);
+                }
+        size_t bad = 0;
+        for (int lane = 0; lane < 32; lane++)
+            for (int i = 0; i < 4; i++) bad += got[(size_t)form * 128 + 4 * lane + i] != want[lane][i];
+        CHECK(bad == 0, "ldmatrix %s: %zu wrong registers", names[form], bad);
+    }
+    cudaFree(dm);
+    cudaFree(dp);
+    cudaFree(dout);
+}
+
+/* Runs k_pipe_mma; returns the largest error of both results against a naive matmul. */
+static double pipe_mma_error(int K, int bug) {
+    std::vector<uint16_t> a((size_t)32 * K), bn((size_t)8 * K), bk((size_t)K * 8);
+    std::vector<double> want(32 * 8, 0.0);
+    for (auto &v : a) v = f32_to_f16((float)((int)(rnd() % 9) - 4));
+    for (int k = 0; k < K; k++)
+        for (int j = 0; j < 8; j++) {
+            uint16_t v = f32_to_f16((float)((int)(rnd() % 9) - 4));
+            bn[(size_t)j * K + k] = v;
+            bk[(size_t)k * 8 + j] = v;
+        }
+    for (int i = 0; i < 32; i++)
+        for (int j = 0; j < 8; j++)
+            for (int k = 0; k < K; k++)
+                want[i * 8 + j] += (double)f16_to_f32(a[(size_t)i * K + k]) *
+                                   f16_to_f32(bn[(size_t)j * K + k]);
+    uint16_t *da = dev_alloc<uint16_t>(a.size()), *dbn = dev_alloc<uint16_t>(bn.size()),
+             *dbk = dev_alloc<uint16_t>(bk.size());
+    float *dc = dev_alloc<float>(512);
+    cudaMemcpy(da, a.data(), a.size() * 2, cudaMemcpyHostToDevice);
+    cudaMemcpy(dbn, bn.data(), bn.size() * 2, cudaMemcpyHostToDevice);
+    cudaMemcpy(dbk, bk.data(), bk.size() * 2, cudaMemcpyHostToDevice);
+    JKC_LAUNCH(k_pipe_mma, 1, 64, 0, 0, dc, da, dbn, dbk, K, bug);
+    std::vector<float> c(512);
+    cudaMemcpy(c.data(), dc, c.size() * 4, cudaMemcpyDeviceToHost);
+    double worst = 0;
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 256; i++) {
+            double e = fabs((double)c[(size_t)h * 256 + i] - want[i]);
+            worst = e > worst || e != e ? e : worst;
+        }
+    cudaFree(da);
+    cudaFree(dbn);
+    cudaFree(dbk);
+    cudaFree(dc);
+    return worst;
+}
+
+static void test_pipeline() {
+    printf("pipeline: cp.async double buffer + ldmatrix (plain and .trans) + mma against a "
+           "naive matmul; the same kernel waiting too little is caught\n");
+    for (int K : {16, 32, 112}) {
+        double e = pipe_mma_error(K, 0);
+        CHECK(e == 0, "K=%d: max error %g (small integers: exact)", K, e);
+    }
+    for (int bug : {1, 2}) {
+        double e = pipe_mma_error(64, bug);
+        CHECK(!(e == 0), "bug %d (%s): the result is still right (error %g)", bug,
+              bug == 1 ? "wait<2>" : "no wait", e);
+    }
+}
+
 static bool same_f32(float a, float b) { return f32_bits(a) == f32_bits(b); }
 
 static void test_conversions() {
@@ -655,7 +955,8 @@ template <class F> static void expect_abort(const char *what, const char *want, 
 
 static void test_bug_detection() {
     printf("kernel bugs abort with a message: divergent __syncthreads, early return before a "
-           "barrier, partial warp, divergent warp ops\n");
+           "barrier, partial warp, divergent warp ops, misaligned or oversized cp.async, "
+           "cp.async pending at return, misaligned ldmatrix\n");
     int *out = dev_alloc<int>(1024);
     float *fo = dev_alloc<float>(1024);
     expect_abort("divergent __syncthreads",
@@ -667,6 +968,21 @@ static void test_bug_detection() {
                  [&] { JKC_LAUNCH(k_partial_warp, 1, 48, 0, 0, fo); });
     expect_abort("divergent warp ops", "divergent warp ops",
                  [&] { JKC_LAUNCH(k_divergent_warp, 1, 64, 0, 0, fo); });
+    float *src = dev_alloc<float>(64);
+    expect_abort("cp.async misaligned shared address", "addresses must be 16-byte aligned",
+                 [&] { JKC_LAUNCH(k_cp_misaligned, 1, 32, 0, 0, src); });
+    expect_abort("cp.async misaligned global address", "addresses must be 8-byte aligned",
+                 [&] { JKC_LAUNCH(k_cp_misaligned_src, 1, 32, 0, 0, src); });
+    expect_abort("cp.async src_bytes 17", "src_bytes 17 is outside 0..16",
+                 [&] { JKC_LAUNCH(k_cp_bad_size, 1, 32, 0, 0, src, 17); });
+    expect_abort("cp.async src_bytes -1", "src_bytes -1 is outside 0..16",
+                 [&] { JKC_LAUNCH(k_cp_bad_size, 1, 32, 0, 0, src, -1); });
+    expect_abort("cp.async pending at return",
+                 "kernel k_cp_pending block (0,0,0) thread (5,0,0): returned with 1 cp.async",
+                 [&] { JKC_LAUNCH(k_cp_pending, 1, 32, 0, 0, src); });
+    expect_abort("ldmatrix misaligned row", "jkc_ldmatrix_x4: lane 20's row address",
+                 [&] { JKC_LAUNCH(k_ldsm_misaligned, 1, 32, 0, 0); });
+    cudaFree(src);
 #if defined(__SANITIZE_ADDRESS__)
     printf("ASan: an out-of-bounds store in a kernel is reported\n");
     expect_abort("out of bounds", "heap-buffer-overflow",
@@ -721,6 +1037,9 @@ int main() {
     test_shuffles();
     test_dyn_smem();
     test_mma();
+    test_cp_async();
+    test_ldmatrix();
+    test_pipeline();
     test_conversions();
     test_launch_errors();
     test_runtime();

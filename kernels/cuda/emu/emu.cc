@@ -72,7 +72,12 @@ namespace {
 /* ---- fibers and the context switch ------------------------------------------------ */
 
 enum : unsigned char { READY, AT_BLOCK_BARRIER, AT_WARP_OP, DONE };
-enum : unsigned char { OP_NONE, OP_SYNCWARP, OP_SHFL_XOR, OP_SHFL_IDX, OP_MMA_F16, OP_MMA_BF16 };
+enum : unsigned char {
+    OP_NONE, OP_SYNCWARP, OP_SHFL_XOR, OP_SHFL_IDX, OP_MMA_F16, OP_MMA_BF16,
+    /* ldmatrix: OP_LDSM + 2 * log2(matrices) + trans */
+    OP_LDSM, OP_LDSM_X1 = OP_LDSM, OP_LDSM_X1_T, OP_LDSM_X2, OP_LDSM_X2_T, OP_LDSM_X4,
+    OP_LDSM_X4_T
+};
 
 const char *op_name(unsigned op) {
     switch (op) {
@@ -81,9 +86,24 @@ const char *op_name(unsigned op) {
     case OP_SHFL_IDX: return "__shfl_sync";
     case OP_MMA_F16: return "jkc_mma_f16";
     case OP_MMA_BF16: return "jkc_mma_bf16";
+    case OP_LDSM_X1: return "jkc_ldmatrix_x1";
+    case OP_LDSM_X1_T: return "jkc_ldmatrix_x1_trans";
+    case OP_LDSM_X2: return "jkc_ldmatrix_x2";
+    case OP_LDSM_X2_T: return "jkc_ldmatrix_x2_trans";
+    case OP_LDSM_X4: return "jkc_ldmatrix_x4";
+    case OP_LDSM_X4_T: return "jkc_ldmatrix_x4_trans";
     }
     return "?";
 }
+
+/* A cp.async copy issued but not yet retired by a wait: its source bytes (read at
+ * issue, zero-filled past src_bytes) and the group it belongs to. */
+struct AsyncCopy {
+    unsigned char *dst;
+    unsigned char data[16];
+    unsigned size;
+    unsigned group;   /* == the fiber's `committed` while the group is still open */
+};
 
 struct Fiber {
     void *sp = nullptr; /* saved stack pointer (assembly switch) */
@@ -96,6 +116,8 @@ struct Fiber {
     uint3 tid{0, 0, 0};
     unsigned warp = 0, lane = 0;
     unsigned char state = READY;
+    std::vector<AsyncCopy> copies; /* pending, in issue order */
+    unsigned committed = 0;        /* groups committed by this thread in this block */
 };
 
 extern "C" void jkc_emu_switch_ctx(void **save_sp, void *new_sp);
@@ -216,6 +238,9 @@ struct WarpSlot {
     uint32_t A[16][8];             /* A, 16 rows of 16 halves (two per word, low first) */
     uint32_t Bt[8][8];             /* B transposed: 8 columns of 16 halves */
     float D[16][8];                /* accumulators in, results out */
+    /* ldmatrix: each lane's row address in, each lane's fragment registers out */
+    const void *addr[32];
+    uint32_t frag[32][4];
 };
 
 struct Warp {
@@ -430,6 +455,11 @@ void fiber_main(Fiber *self) {
         S.desc->body(S.desc->ctx);
         /* Returned: hand over to the next ready thread, or back to the host when the
          * block is over. Resumed from here when a later block needs this fiber. */
+        if (!self->copies.empty())
+            die("kernel %s block (%u,%u,%u) thread (%u,%u,%u): returned with %zu cp.async "
+                "copies pending (no jkc_cp_async_wait retired them)", kname(), blockIdx.x,
+                blockIdx.y, blockIdx.z, self->tid.x, self->tid.y, self->tid.z,
+                self->copies.size());
         self->state = DONE;
         S.done++;
         Fiber *next = pop_ready();
@@ -488,6 +518,26 @@ template <bool BF16> void warp_mma(WarpSlot &s) {
     }
 }
 
+/* The warp's whole ldmatrix, done once by the lane that completes the barrier (so no
+ * lane's later stores can reach a row before every lane has read it). */
+void warp_ldmatrix(WarpSlot &s, unsigned warp, unsigned op) {
+    const unsigned nmat = 1u << ((op - OP_LDSM) / 2), trans = (op - OP_LDSM) & 1;
+    for (unsigned l = 0; l < 8 * nmat; l++)
+        if ((uintptr_t)s.addr[l] % 16)
+            die("kernel %s block (%u,%u,%u) warp %u: %s: lane %u's row address %p is not "
+                "16-byte aligned", kname(), blockIdx.x, blockIdx.y, blockIdx.z, warp,
+                op_name(op), l, s.addr[l]);
+    for (unsigned i = 0; i < nmat; i++) {
+        uint16_t M[8][8];
+        for (unsigned r = 0; r < 8; r++) memcpy(M[r], s.addr[8 * i + r], 16);
+        for (unsigned l = 0; l < 32; l++) {
+            unsigned g = l / 4, t = l % 4;
+            s.frag[l][i] = trans ? (uint32_t)M[2 * t][g] | (uint32_t)M[2 * t + 1][g] << 16
+                                 : (uint32_t)M[g][2 * t] | (uint32_t)M[g][2 * t + 1] << 16;
+        }
+    }
+}
+
 /* The warp barrier: park until all 32 lanes have arrived at the same kind of op. */
 void warp_sync(Fiber *self, Warp *w, unsigned op) {
     if (w->arrived == 0) {
@@ -505,6 +555,7 @@ void warp_sync(Fiber *self, Warp *w, unsigned op) {
     w->arrived = 0;
     if (op == OP_MMA_F16) warp_mma<false>(w->slot[w->gen & 1]);
     else if (op == OP_MMA_BF16) warp_mma<true>(w->slot[w->gen & 1]);
+    else if (op >= OP_LDSM) warp_ldmatrix(w->slot[w->gen & 1], self->warp, op);
     w->gen++;
     Fiber **lanes = &S.pool->fibers[self->warp * 32];
     for (unsigned l = 0; l < 32; l++) {
@@ -555,6 +606,35 @@ void mma(float d[4], const uint32_t a[4], const uint32_t b[2], unsigned op) {
     d[1] = s.D[g][2 * t + 1];
     d[2] = s.D[g + 8][2 * t];
     d[3] = s.D[g + 8][2 * t + 1];
+}
+
+void ldmatrix(uint32_t *r, const void *row, unsigned op) {
+    Fiber *self = current(op_name(op));
+    Warp *w = warp_of(self, op);
+    WarpSlot &s = w->slot[w->gen & 1];
+    s.addr[self->lane] = row;
+    warp_sync(self, w, op);
+    const unsigned nmat = 1u << ((op - OP_LDSM) / 2);
+    for (unsigned i = 0; i < nmat; i++) r[i] = s.frag[self->lane][i];
+}
+
+void cp_async(void *smem, const void *gmem, int src_bytes, unsigned n, const char *what) {
+    Fiber *self = current(what);
+    if ((uintptr_t)smem % n || (uintptr_t)gmem % n)
+        die("kernel %s block (%u,%u,%u) thread (%u,%u,%u): %s(%p, %p): addresses must be "
+            "%u-byte aligned", kname(), blockIdx.x, blockIdx.y, blockIdx.z, self->tid.x,
+            self->tid.y, self->tid.z, what, smem, gmem, n);
+    if (src_bytes < 0 || (unsigned)src_bytes > n)
+        die("kernel %s block (%u,%u,%u) thread (%u,%u,%u): %s: src_bytes %d is outside "
+            "0..%u", kname(), blockIdx.x, blockIdx.y, blockIdx.z, self->tid.x, self->tid.y,
+            self->tid.z, what, src_bytes, n);
+    AsyncCopy c;
+    c.dst = static_cast<unsigned char *>(smem);
+    c.size = n;
+    c.group = self->committed;
+    memset(c.data, 0, sizeof c.data);
+    if (src_bytes) memcpy(c.data, gmem, (size_t)src_bytes);
+    self->copies.push_back(c);
 }
 
 /* ---- runtime state ----------------------------------------------------------------- */
@@ -650,6 +730,45 @@ void jkc_mma_bf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
     mma(d, a, b, OP_MMA_BF16);
 }
 
+void jkc_ldmatrix_x1(uint32_t r[1], const void *row) { ldmatrix(r, row, OP_LDSM_X1); }
+void jkc_ldmatrix_x2(uint32_t r[2], const void *row) { ldmatrix(r, row, OP_LDSM_X2); }
+void jkc_ldmatrix_x4(uint32_t r[4], const void *row) { ldmatrix(r, row, OP_LDSM_X4); }
+void jkc_ldmatrix_x1_trans(uint32_t r[1], const void *row) { ldmatrix(r, row, OP_LDSM_X1_T); }
+void jkc_ldmatrix_x2_trans(uint32_t r[2], const void *row) { ldmatrix(r, row, OP_LDSM_X2_T); }
+void jkc_ldmatrix_x4_trans(uint32_t r[4], const void *row) { ldmatrix(r, row, OP_LDSM_X4_T); }
+
+/* ---- asynchronous copies ------------------------------------------------------------ */
+
+void jkc_cp_async16(void *smem, const void *gmem, int src_bytes) {
+    cp_async(smem, gmem, src_bytes, 16, "jkc_cp_async16");
+}
+void jkc_cp_async8(void *smem, const void *gmem, int src_bytes) {
+    cp_async(smem, gmem, src_bytes, 8, "jkc_cp_async8");
+}
+void jkc_cp_async4(void *smem, const void *gmem, int src_bytes) {
+    cp_async(smem, gmem, src_bytes, 4, "jkc_cp_async4");
+}
+
+void jkc_cp_async_commit() {
+    Fiber *self = current("jkc_cp_async_commit");
+    /* An empty group is still a group (PTX), so wait counts stay those of the hardware. */
+    self->committed++;
+}
+
+void jkc_cp_async_wait_group(int n) {
+    Fiber *self = current("jkc_cp_async_wait");
+    /* Retire, in issue order, the copies of the open group and of every committed group
+     * older than the n newest: group ids below committed - n. */
+    const unsigned keep_from = (unsigned)n < self->committed ? self->committed - (unsigned)n : 0;
+    size_t kept = 0;
+    for (size_t i = 0; i < self->copies.size(); i++) {
+        AsyncCopy &c = self->copies[i];
+        if (c.group < keep_from || c.group == self->committed) memcpy(c.dst, c.data, c.size);
+        else self->copies[kept++] = c;
+    }
+    self->copies.resize(kept);
+}
+
 /* ---- launches ---------------------------------------------------------------------- */
 
 namespace jkc_emu {
@@ -730,6 +849,8 @@ void launch(const launch_desc &d) {
                 S.qcount = 0;
                 for (unsigned i = 0; i < n; i++) {
                     p->fibers[i]->state = READY;
+                    p->fibers[i]->copies.clear();
+                    p->fibers[i]->committed = 0;
                     push_ready(p->fibers[i]);
                 }
                 switch_to(&p->host, pop_ready());

@@ -16,9 +16,9 @@
  * How it runs: a launch runs the grid's blocks one after another on the calling host
  * thread (launches from different host threads are serialized by a global mutex).
  * Each thread of a block is a coroutine with its own stack; a thread runs until it
- * reaches a barrier (__syncthreads for the block; __syncwarp, a shuffle or an mma for
- * its warp), parks, and the next ready thread runs. When every thread of the block has
- * returned, the next block starts. Consequences:
+ * reaches a barrier (__syncthreads for the block; __syncwarp, a shuffle, an mma or an
+ * ldmatrix for its warp), parks, and the next ready thread runs. When every thread of
+ * the block has returned, the next block starts. Consequences:
  *   - __shared__ is `static`: one copy, reused by block after block (never zeroed or
  *     poisoned between blocks); JKC_DYN_SMEM points at a per-launch buffer of exactly
  *     the requested size, filled with 0xff bytes (NaN / -1) before each block.
@@ -26,7 +26,9 @@
  *     threads that returned early included, is a kernel bug: the emulator prints
  *     "emu: deadlock in kernel <name> block (x,y,z): ..." and aborts.
  *   - Warp ops need the whole warp: blockDim must be a multiple of 32 where they are
- *     used, and masks must be 0xffffffff.
+ *     used, and masks must be 0xffffffff. ldmatrix is a warp op like a shuffle.
+ *   - cp.async copies land in shared memory only when a wait retires them (below); a
+ *     thread that returns with copies pending is a kernel bug and aborts.
  *   - Memory is host memory; copies, memsets and launches are synchronous; cudaMemcpy /
  *     cudaMemsetAsync check that their device side lies inside one cudaMalloc block.
  *   - Device numerics: f16/bf16 conversions are bit-exact with CUDA's _rn conversions;
@@ -77,6 +79,7 @@ extern dim3 gridDim;
 #define __forceinline__ inline
 /* Blocks run one after another, so one static copy per declaration is block-private. */
 #define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
 #define JKC_LAUNCH_BOUNDS(n)
 #define JKC_UNROLL
 
@@ -154,6 +157,46 @@ inline float jkc_bf16_to_f32(uint16_t h) { return jkc_emu_float((uint32_t)h << 1
  * collective: every lane of the warp must call it. */
 void jkc_mma_f16(float d[4], const uint32_t a[4], const uint32_t b[2]);
 void jkc_mma_bf16(float d[4], const uint32_t a[4], const uint32_t b[2]);
+
+/* ---- asynchronous copies: cp.async (sm_80), per thread ---------------------------
+ * jkc_cp_async{16,8,4}(smem, gmem, src_bytes) copy n = 16 / 8 / 4 bytes: src_bytes (0..n)
+ * from gmem, then zeros. Both addresses must be n-byte aligned. To catch pipeline bugs
+ * rather than hide them, the source bytes are read when the copy is issued but written
+ * into shared memory only when a wait retires the copy's group:
+ *   jkc_cp_async_commit()     closes the thread's open group (its uncommitted copies);
+ *   jkc_cp_async_wait<N>()    retires every committed group but the N most recently
+ *                             committed, and the open group (PTX: wait_group N);
+ *   jkc_cp_async_wait_all()   retires everything (PTX: wait_all).
+ * Until then a thread reading the destination sees what was there before (the 0xff
+ * poison of dynamic shared memory on a block's first use). __syncthreads completes
+ * nothing. Misaligned addresses, src_bytes out of range, and copies still pending when
+ * the thread returns abort with "emu: ..." naming the kernel. */
+void jkc_cp_async16(void *smem, const void *gmem, int src_bytes);
+void jkc_cp_async8(void *smem, const void *gmem, int src_bytes);
+void jkc_cp_async4(void *smem, const void *gmem, int src_bytes);
+void jkc_cp_async_commit();
+void jkc_cp_async_wait_group(int n);
+template <int N> inline void jkc_cp_async_wait() {
+    static_assert(N >= 0, "cp.async.wait_group takes a non-negative count");
+    jkc_cp_async_wait_group(N);
+}
+inline void jkc_cp_async_wait_all() { jkc_cp_async_wait_group(0); }
+
+/* ---- ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16 ------------------------
+ * A warp collective (every lane calls it, same variant): lane l posts the address of
+ * row l%8 of matrix l/8 (8 b16 values, 16-byte aligned; lanes past the matrices used
+ * post addresses that are ignored). Once the whole warp has arrived, all matrices are
+ * read at once and lane l receives, for matrix i, in r[i] (low half first):
+ *   plain:  M_i[l/4][2(l%4)], M_i[l/4][2(l%4)+1]
+ *   .trans: M_i[2(l%4)][l/4], M_i[2(l%4)+1][l/4]
+ * which are mma.m16n8k16's A / B fragment pieces (compat.cuh). A misaligned row
+ * address aborts with "emu: ..." naming the kernel and the lane. */
+void jkc_ldmatrix_x1(uint32_t r[1], const void *row);
+void jkc_ldmatrix_x2(uint32_t r[2], const void *row);
+void jkc_ldmatrix_x4(uint32_t r[4], const void *row);
+void jkc_ldmatrix_x1_trans(uint32_t r[1], const void *row);
+void jkc_ldmatrix_x2_trans(uint32_t r[2], const void *row);
+void jkc_ldmatrix_x4_trans(uint32_t r[4], const void *row);
 
 /* ---- the runtime subset (CUDA's names, types and error numbers) ------------------- */
 
