@@ -93,7 +93,7 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
     void *ws = NULL;
     const int ks[] = {D, A, S, pd, vit->ffn};
     /* 16-bit copies (forward.h): h16 [R, pd] for the blocks and the final norm, wide16
-     * [R, ffn] for the blocks; planned first, so that they add exactly their sizes */
+     * [R, ffn] for the blocks; each adds its size rounded up to the arena alignment */
     const bool blk16 = jm_vit_x16(c, vit), proj16 = jm_x16_type(c, &pr->proj) >= 0;
     uint16_t *h16 = NULL, *wide16 = NULL;
     for (int pass = 0; pass < 2; pass++) {

@@ -229,7 +229,7 @@ static jepa_status plan_buffers(struct jepa_ctx *c, struct enc_run *r, const flo
         wide_floats = patch_floats + clip_floats + input_floats;
     r->pos = NULL;
     r->cosb = r->sinb = r->pos_tab = r->frame = (struct staged){0};
-    /* the copies first, so that they add exactly their (64-byte rounded) sizes */
+    /* the copies: each adds its size rounded up to the arena alignment */
     const bool blk16 = jm_vit_x16(c, vit), pe16 = jm_x16_type(c, r->in.pe) >= 0;
     size_t wide16 = blk16 ? (size_t)B * n * vit->ffn : 0;
     if (pe16 && wide16 < (size_t)B * r->in.n_patch * F) wide16 = (size_t)B * r->in.n_patch * F;

@@ -48,8 +48,8 @@ jepa_status jm_head_forward(struct jepa_ctx *c, const float *tokens, int n, floa
     float *mid = NULL, *logits_d = NULL;
     void *ws = NULL;
     /* 16-bit copies (forward.h): h16 [n, D] for the blocks and ln_kv's output, wide16
-     * [n, ffn] for the blocks (the one-row matmuls after the pooling read f32); planned
-     * first, so that they add exactly their sizes */
+     * [n, ffn] for the blocks (the one-row matmuls after the pooling read f32); each adds
+     * its size rounded up to the arena alignment */
     const bool blk16 = jm_vit_x16(c, vit);
     const bool kv16 = jm_x16_type(c, &hd_->k) >= 0 || jm_x16_type(c, &hd_->v) >= 0;
     uint16_t *h16 = NULL, *wide16 = NULL;

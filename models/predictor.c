@@ -108,7 +108,7 @@ jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
     void *ws = NULL;
     const int ks[] = {pd, vit->ffn, D};   /* K of every matmul: blocks, embed (proj: pd) */
     /* 16-bit copies (forward.h): h16 [n, pd] for the blocks and the projections, wide16
-     * [n, ffn] for the blocks; planned first, so that they add exactly their sizes */
+     * [n, ffn] for the blocks; each adds its size rounded up to the arena alignment */
     const bool blk16 = jm_vit_x16(c, vit);
     const bool out16 = jm_x16_type(c, &pr->proj) >= 0 || (ctx_out && jm_x16_type(c, &pr->proj_context) >= 0);
     uint16_t *h16 = NULL, *wide16 = NULL;

@@ -20,7 +20,9 @@
  * must be the default table's bits; the pipelined table (JEPA_CUDA_KERNELS=pipe) against
  * the references at the bars above; then every family with its weights rewritten in bf16
  * and in f16, the copies checked the same way (outputs: the default table's bits on the
- * same file). Last, the arena with the copies: exactly their size more.
+ * same file), and the pipelined kernels, which read the copies, against the default
+ * table on that file at the GPU-vs-CPU bars. Last, the arena with the copies: exactly
+ * their size more.
  *
  * usage: test_gpu_parity DATA_DIR
  */
@@ -50,7 +52,7 @@ enum table_mode { TAB_DEFAULT, TAB_X16_CHECKED, TAB_PIPE };
 static enum table_mode tab_mode;
 static uint32_t wtype;     /* 0: the files' weights; GGUF_TYPE_BF16 / _F16: rewritten */
 static int bits_only;      /* outputs recorded or compared only (no reference bars) */
-enum rec_mode { REC_OFF, REC_RECORD, REC_COMPARE };
+enum rec_mode { REC_OFF, REC_RECORD, REC_COMPARE, REC_NEAR };   /* NEAR: at the GPU-vs-CPU bars */
 static enum rec_mode rec_mode;
 static struct rec { float *v; size_t n; } *recs;
 static size_t nrecs, irec;
@@ -220,10 +222,7 @@ static jepa_ctx *new_ctx(const jepa_model *m, const char *device) {
     p.device = device;
     jepa_ctx *c = NULL;
     char err[JEPA_ERR_LEN];
-    if (device) jkc_kernels_force_pipe(tab_mode == TAB_PIPE);   /* the default unless asked */
-    const jepa_status st = jepa_ctx_new(&c, m, &p, err);
-    jkc_kernels_force_pipe(-1);
-    if (st) {
+    if (jepa_ctx_new(&c, m, &p, err)) {
         fprintf(stderr, "cannot create a context on '%s': %s\n", device ? device : "cpu", err);
         exit(1);
     }
@@ -245,6 +244,17 @@ static void check(const char *what, const float *got, const float *ref, int rows
         const int same = irec < nrecs && recs[irec].n == n && !memcmp(recs[irec].v, got, n * sizeof(float));
         printf("%-4s %s: the default table's bits\n", same ? "ok" : "FAIL", what);
         failures += !same;
+        irec++;
+    } else if (rec_mode == REC_NEAR) {
+        char w[200];
+        snprintf(w, sizeof w, "%s vs default table", what);
+        if (irec < nrecs && recs[irec].n == n) {
+            if (!memcmp(recs[irec].v, got, n * sizeof(float))) strcat(w, " (the same bits)");
+            failures += parity_check(w, got, recs[irec].v, rows, cols, GPU_VS_CPU_COS, REL_BAR);
+        } else {
+            printf("FAIL %s: no recorded output of %zu values\n", w, n);
+            failures++;
+        }
         irec++;
     }
     if (!bits_only) failures += parity_check(what, got, ref, rows, cols, cos_bar, rel_bar);
@@ -576,8 +586,12 @@ static void run_pass(const char *what, enum table_mode tab, uint32_t wt, enum re
     printf("---- pass: %s%s%s\n", what, wt ? ", weights " : "",
            wt == GGUF_TYPE_BF16 ? "bf16" : wt == GGUF_TYPE_F16 ? "f16" : "");
     tab_mode = tab, wtype = wt, rec_mode = rec, bits_only = wt != 0, irec = 0;
+    /* the kernels' choice for the whole pass: the tables made in it, and the kernels that
+     * read the switch when they run, both follow it (the default unless asked) */
+    jkc_kernels_force_pipe(tab == TAB_PIPE);
     run_fixtures();
-    if (rec == REC_COMPARE && irec != nrecs) {
+    jkc_kernels_force_pipe(-1);
+    if ((rec == REC_COMPARE || rec == REC_NEAR) && irec != nrecs) {
         printf("FAIL %zu outputs compared, %zu recorded\n", irec, nrecs);
         failures++;
     }
@@ -589,8 +603,8 @@ static void run_pass(const char *what, enum table_mode tab, uint32_t wt, enum re
 static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 /* The arena with the copies planned: the default table's plus exactly the copies, each
- * rounded to the arena's 64-byte alignment (forward.h: they come first in a plan). The
- * vjepa2 tiny encoder and predictor, weights in bf16. */
+ * rounded up to the arena's 64-byte alignment (a buffer planned anywhere shifts the rest
+ * by that). The vjepa2 tiny encoder and predictor, weights in bf16. */
 static void x16_arena_case(void) {
     void *buf;
     jepa_model *m = load_bf16("vjepa2_tiny", "model.gguf", &buf);
@@ -600,6 +614,7 @@ static void x16_arena_case(void) {
     const struct jm_predictor *pr = &m->pred;
     size_t got[2][2];   /* [encoder, predictor][default, copies] */
     int n = 0;
+    jkc_kernels_force_pipe(0);
     for (int t = 0; t < 2; t++) {
         tab_mode = t ? TAB_X16_CHECKED : TAB_DEFAULT;
         jepa_ctx *g = new_ctx(m, "cuda:0"), *gp = new_ctx(m, "cuda:0");
@@ -621,6 +636,7 @@ static void x16_arena_case(void) {
         jepa_ctx_free(g), jepa_ctx_free(gp);
     }
     tab_mode = TAB_DEFAULT;
+    jkc_kernels_force_pipe(-1);
     /* encoder: h16 [n, d] and wide16, the larger of the blocks' [n, ffn] and the patches'
      * [n, F] where the patch embedding is bf16 (no CLS: n tokens are n patches); predictor: h16 [n, pd], wide16 [n, ffn] */
     const size_t F = e->patch_embed.dt == JK_BF16 ? (size_t)e->patch_embed.n_in : 0;
@@ -674,6 +690,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 2; i++) {
         run_pass("weights rewritten: the default table (outputs recorded)", TAB_DEFAULT, wts[i], REC_RECORD);
         run_pass("weights rewritten: 16-bit copies checked", TAB_X16_CHECKED, wts[i], REC_COMPARE);
+        run_pass("weights rewritten: the pipelined kernels", TAB_PIPE, wts[i], REC_NEAR);
         rec_clear();
     }
     printf("16-bit copies: %ld f16 / bf16 matmuls, %ld read a copy, %ld wrote one, %ld attention "
