@@ -16,6 +16,8 @@ struct bench_opts {
     const char *cpu_name;   /* the cap as given (--cpu or JEPA_CPU), or NULL */
     const char *precision;  /* the matmul's tier (--precision, else JEPA_PRECISION, else
                                exact): jepa_ctx_params.precision */
+    const char *kernel;     /* bench gpu: the matmul kernels, "mma" (NULL: the default) or
+                               "pipe" (JEPA_CUDA_KERNELS=pipe: X read from its 16-bit copy) */
 };
 
 struct bench_encoder_opts {

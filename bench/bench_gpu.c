@@ -3,7 +3,11 @@
  * encoders, in TFLOP/s.
  *
  *   matmul  f16 / bf16 / f32 weights (bf16x3 for f32) on the ViT-L and ViT-B layer shapes,
- *           M = 2048 tokens (one 16-frame 256^2 clip) and 8 x 2048 (a batch of 8)
+ *           M = 2048 tokens (one 16-frame 256^2 clip) and 8 x 2048 (a batch of 8);
+ *           --kernel pipe: the pipelined kernel (kernels/cuda/gemm_pipe.cu) for f16 / bf16,
+ *           with X also given as its 16-bit copy x16 (the same values rounded to the
+ *           weight's type, as a forward's previous op writes it); f32 weights run the
+ *           default kernel either way
  *   attn    2048 tokens, head_dim 64 x 16 heads (ViT-L) and head_dim 32 x 12 heads (the
  *           V-JEPA 2 predictor), full and block-causal (8 frames of 256 tokens)
  *
@@ -75,7 +79,7 @@ static double time_case(struct jk_device *d, const struct jk_kernels *k, gpu_cas
 }
 
 struct gemm_case {
-    enum jk_dtype t;
+    enum jk_dtype t;   /* the slot; a.x16 set: the pipelined kernel reads it */
     struct jk_gemm_args a;
 };
 static void run_gemm(const struct jk_kernels *k, void *ctx) {
@@ -86,19 +90,23 @@ static void run_attn(const struct jk_kernels *k, void *ctx) {
     k->attn((const struct jk_attn_args *)ctx);
 }
 
+/* op "pipe": a matmul by the pipelined kernel (JSON: op "matmul" with "kernel":"pipe"). */
 static void report(const struct bench_opts *o, const char *op, const char *dtype, const char *what,
                    int M, int N, int K, double sec, double flops, const char *devname) {
     const double tf = flops / sec * 1e-12;
+    const int pipe = !strcmp(op, "pipe");
     if (o->json)
-        printf("{\"op\":\"%s\",\"dtype\":\"%s\",\"what\":\"%s\",\"M\":%d,\"N\":%d,\"K\":%d,"
-               "\"ms\":%.4f,\"tflops\":%.2f,\"device\":\"%s\"}\n",
-               op, dtype, what, M, N, K, sec * 1e3, tf, devname);
+        printf("{\"op\":\"%s\",%s\"dtype\":\"%s\",\"what\":\"%s\",\"M\":%d,\"N\":%d,"
+               "\"K\":%d,\"ms\":%.4f,\"tflops\":%.2f,\"device\":\"%s\"}\n",
+               pipe ? "matmul" : op, pipe ? "\"kernel\":\"pipe\"," : "", dtype, what, M, N, K,
+               sec * 1e3, tf, devname);
     else
         printf("%-6s %-5s %-22s %6d %6d %5d %9.3f %8.1f\n", op, dtype, what, M, N, K, sec * 1e3, tf);
     fflush(stdout);
 }
 
 static int bench_gpu_matmul(const struct bench_opts *o, struct jk_device *d, const struct jk_kernels *k) {
+    const int pipe = o->kernel && !strcmp(o->kernel, "pipe");
     static const enum jk_dtype types[] = {JK_F16, JK_BF16, JK_F32};
     const int Ms[] = {2048, 8 * 2048};
     const int nshapes = o->quick ? 1 : (int)(sizeof gpu_mm_shapes / sizeof gpu_mm_shapes[0]);
@@ -111,12 +119,15 @@ static int bench_gpu_matmul(const struct bench_opts *o, struct jk_device *d, con
             for (int si = 0; si < nshapes; si++) {
                 const int M = o->quick ? 64 : Ms[mi], N = o->quick ? 96 : gpu_mm_shapes[si].N;
                 const int K = o->quick ? 80 : gpu_mm_shapes[si].K;
+                uint64_t xseed = seed;   /* x16: the same draws as x, rounded to t */
                 float *x = dev_random(d, (size_t)M * K, JK_F32, 1.0f, &seed);
+                uint16_t *x16 = pipe && t != JK_F32 ? dev_random(d, (size_t)M * K, t, 1.0f, &xseed)
+                                                    : NULL;
                 void *w = dev_random(d, (size_t)N * K, t, 0.05f, &seed);
                 float *bias = dev_random(d, (size_t)N, JK_F32, 0.1f, &seed);
                 float *y = d->alloc(d, sizeof(float) * (size_t)M * N);
                 int rc = 0;
-                if (!x || !w || !bias || !y) {
+                if (!x || !w || !bias || !y || (pipe && t != JK_F32 && !x16)) {
                     fprintf(stderr, "jepa bench gpu: %s\n", d->error(d));
                     rc = 1;
                 } else {
@@ -124,6 +135,7 @@ static int bench_gpu_matmul(const struct bench_opts *o, struct jk_device *d, con
                         .y = y, .ldy = (size_t)N, .x = x, .ldx = (size_t)K, .w = w,
                         .ldw = jk_row_bytes(t, K), .bias = bias, .M = M, .N = N, .K = K,
                         .epi = JK_EPI_STORE, .nthreads = 1, .ws = NULL,
+                        .x16 = x16, .ldx16 = (size_t)K,
                     }};
                     const double flops = 2.0 * M * N * K;
                     const int reps = o->quick ? 2 : (int)fmax(3.0, fmin(200.0, 2e12 / flops));
@@ -135,10 +147,11 @@ static int bench_gpu_matmul(const struct bench_opts *o, struct jk_device *d, con
                         char what[64];
                         snprintf(what, sizeof what, "%s%s", o->quick ? "smoke" : gpu_mm_shapes[si].what,
                                  M > 2048 ? " x8" : "");
-                        report(o, "matmul", jk_dtype_name(t), what, M, N, K, sec, flops, d->name);
+                        report(o, x16 ? "pipe" : "matmul", jk_dtype_name(t), what, M, N, K, sec,
+                               flops, d->name);
                     }
                 }
-                d->free(d, x), d->free(d, w), d->free(d, bias), d->free(d, y);
+                d->free(d, x), d->free(d, x16), d->free(d, w), d->free(d, bias), d->free(d, y);
                 if (rc) return rc;
             }
         }
@@ -202,6 +215,11 @@ static int bench_gpu_attn(const struct bench_opts *o, struct jk_device *d, const
 }
 
 int bench_gpu(const struct bench_opts *o, int ordinal) {
+    /* --kernel: the CUDA table's matmul for this process, through the variable the table
+     * reads once, at its first matmul (kernels/cuda/device.cu); the default kernel unless
+     * pipe is asked for, whatever the environment says */
+    const int pipe = o->kernel && !strcmp(o->kernel, "pipe");
+    setenv("JEPA_CUDA_KERNELS", pipe ? "pipe" : "mma", 1);
     char err[256];
     struct jk_device *d = jk_device_open_cuda(ordinal, err, sizeof err);
     if (!d) {
@@ -212,7 +230,8 @@ int bench_gpu(const struct bench_opts *o, int ordinal) {
     d->init_kernels(d, &k, 0);
     d->bind(d);
     FILE *info = o->json ? stderr : stdout;
-    fprintf(info, "jepa bench gpu: %s, kernels %s%s\n", d->name, k.isa,
+    fprintf(info, "jepa bench gpu: %s, kernels %s%s%s\n", d->name, k.isa,
+            pipe ? " (matmul: pipe for f16 / bf16, never run on a GPU before)" : "",
             o->quick ? " (smoke shapes: checks the harness, not the speed)" : "");
     if (!o->json)
         printf("\n%-6s %-5s %-22s %6s %6s %5s %9s %8s\n", "op", "dtype", "shape", "M", "N", "K",

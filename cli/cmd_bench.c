@@ -1,6 +1,6 @@
 /*
  * cmd_bench.c — `jepa bench kernels [--json] [-t N] [--quick] [--full] [--op OP] [--cpu L]`
- * , `jepa bench gpu [-g N] [--json] [--quick] [--op OP]` (= `jepa bench kernels -g N`)
+ * , `jepa bench gpu [-g N] [--json] [--quick] [--op OP] [--kernel K]` (= `jepa bench kernels -g N`)
  * , `jepa bench world -m MODEL [--samples N] [--horizon H] [-t N] [--json] [--quick]`
  * and `jepa bench encoder -m MODEL [--frames T] [--size H[xW]] [--reps R] [-t N] [--json]`:
  * argument parsing only; the benchmarks are bench/bench_kernels.c, bench_gpu.c,
@@ -21,7 +21,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: jepa bench kernels [--json] [-t N] [--quick | --full] [--cold] [--op all|matmul|attn]\n"
             "                          [--cpu scalar|avx2|avx512|neon] [--precision exact|high|bf16] [-g N]\n"
-            "       jepa bench gpu [-g N] [--json] [--quick] [--op all|matmul|attn]\n"
+            "       jepa bench gpu [-g N] [--json] [--quick] [--op all|matmul|attn] [--kernel mma|pipe]\n"
             "       jepa bench world -m MODEL [--samples N] [--horizon H] [-t N] [--json] [--quick]\n"
             "       jepa bench encoder -m MODEL [--frames T] [--size H[xW]] [--reps R] [-t N] [--prepack] [--json]\n"
             "\n"
@@ -50,6 +50,9 @@ static void usage(FILE *f) {
             "  --precision T  the matmul's tier: exact (default), high, bf16 (as JEPA_PRECISION;\n"
             "              kernels, encoder and world; `jepa cpu` shows what each tier runs here)\n"
             "  -g, --gpu N the CUDA kernels on GPU N instead of the CPU's\n"
+            "  --kernel K  GPU matmul: mma (default) or pipe, the pipelined kernel (cp.async,\n"
+            "              ldmatrix; f16 / bf16 weights, X given as its 16-bit copy; never run on\n"
+            "              a GPU yet: JEPA_CUDA_KERNELS=pipe selects it in a forward)\n"
             "  -h, --help  this help\n");
 }
 
@@ -86,6 +89,10 @@ int cmd_bench(int argc, char **argv) {
             o.op = argv[++i];
             if (strcmp(o.op, "all") && strcmp(o.op, "matmul") && strcmp(o.op, "attn"))
                 return cli_usage_error("bench", "unknown op '%s'", o.op);
+        } else if (!strcmp(a, "--kernel") && i + 1 < argc) {
+            o.kernel = argv[++i];
+            if (strcmp(o.kernel, "mma") && strcmp(o.kernel, "pipe"))
+                return cli_usage_error("bench", "unknown kernel '%s' (mma, pipe)", o.kernel);
         } else if (!strcmp(a, "--cpu") && i + 1 < argc) cap = argv[++i];
         else if (!strcmp(a, "--precision") && i + 1 < argc) {
             o.precision = argv[++i];
@@ -141,6 +148,8 @@ int cmd_bench(int argc, char **argv) {
         if (!model) return cli_usage_error("bench", "bench world needs -m MODEL (a LeWM or V-JEPA 2-AC file)");
         return bench_world(&o, model, samples, horizon) ? CLI_EXIT_FAIL : 0;
     }
+    if (o.kernel && gpu < 0)
+        return cli_usage_error("bench", "--kernel chooses the GPU matmul: use it with bench gpu or -g N");
     if (gpu >= 0) {
         if (gpu >= jk_device_cuda_count()) {   /* the one-line reason, exit 1 */
             char err[256];

@@ -48,6 +48,7 @@
 #include <atomic>
 
 #include "kernels/cuda/dequant.cuh"
+#include "kernels/cuda/gemm_common.cuh"
 #include "kernels/cuda/internal.cuh"
 #include "kernels/cuda/math.cuh"
 
@@ -349,12 +350,7 @@ __global__ void JKC_LAUNCH_BOUNDS(WM *WN * 32) gemm_mma(GemmParams p) {
     const int m0 = (int)blockIdx.y * BM, n0 = (int)blockIdx.x * BN;
 
     float acc[C::MI][C::NJ][4];
-    JKC_UNROLL
-    for (int i = 0; i < C::MI; i++)
-        JKC_UNROLL
-        for (int j = 0; j < C::NJ; j++)
-            JKC_UNROLL
-            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+    jkc_acc_zero(acc);
 
     Prefetch<C, DT, VEC> pf;
     const int nk = (p.K + BK - 1) / BK;
@@ -371,27 +367,10 @@ __global__ void JKC_LAUNCH_BOUNDS(WM *WN * 32) gemm_mma(GemmParams p) {
         __syncthreads();
     }
 
-    /* Epilogue: d[0..1] = D[g][2t..2t+1], d[2..3] = D[g+8][2t..2t+1]. */
-    JKC_UNROLL
-    for (int j = 0; j < C::NJ; j++) {
-        const int col = n0 + wn + j * 8 + 2 * t;
-        float b[2] = {0.0f, 0.0f};
-        if (p.bias) {
-            if (col < p.N) b[0] = p.bias[col];
-            if (col + 1 < p.N) b[1] = p.bias[col + 1];
-        }
-        JKC_UNROLL
-        for (int i = 0; i < C::MI; i++)
-            JKC_UNROLL
-            for (int h = 0; h < 2; h++) {
-                const int row = m0 + wm + i * 16 + g + 8 * h;
-                if (row >= p.M) continue;
-                float *y = p.y + (size_t)row * p.ldy + col;
-                JKC_UNROLL
-                for (int e = 0; e < 2; e++)
-                    if (col + e < p.N) store_out(y + e, acc[i][j][2 * h + e], b[e], p.epi);
-            }
-    }
+    jkc_acc_store(acc, m0 + wm, n0 + wn, g, t, p.M, p.N, p.bias,
+                  [&](int row, int col, float v, float b) {
+                      store_out(p.y + (size_t)row * p.ldy + col, v, b, p.epi);
+                  });
 }
 
 /* ---- the GEMV kernel (tiny M) ---- */
@@ -489,19 +468,8 @@ std::atomic<int> forced_tile{0};
 template <int MODE, int DT, int BM, int BN, int WM, int WN, bool VEC>
 void launch_mma(const GemmParams &p, const char *what) {
     constexpr int smem = MmaCfg<MODE, BM, BN, WM, WN>::SMEM_BYTES;
-    if (smem > 48 * 1024) {
-        /* the opt-in above 48 KiB, once per device (the attribute lives in the device's
-         * context); concurrent first calls both set it, which is harmless */
-        static std::atomic<uint64_t> done{0};
-        int dev = 0;
-        cudaGetDevice(&dev);
-        const uint64_t bit = 1ull << (dev & 63);
-        if (!(done.load(std::memory_order_relaxed) & bit)) {
-            cudaFuncSetAttribute(gemm_mma<MODE, DT, BM, BN, WM, WN, VEC>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-            done.fetch_or(bit, std::memory_order_relaxed);
-        }
-    }
+    static std::atomic<uint64_t> optin{0};
+    jkc_smem_optin(optin, gemm_mma<MODE, DT, BM, BN, WM, WN, VEC>, smem);
     const dim3 grid((unsigned)((p.N + BN - 1) / BN), (unsigned)((p.M + BM - 1) / BM));
     JKC_LAUNCH((gemm_mma<MODE, DT, BM, BN, WM, WN, VEC>), grid, dim3(WM * WN * 32), smem,
                jkc_stream(), p);
@@ -535,8 +503,7 @@ bool aligned16(const void *ptr) { return ((uintptr_t)ptr & 15u) == 0; }
  * block formats are decoded to f32 while the tiles are loaded and multiplied as f32
  * weights are (bf16x3), or decoded in the GEMV. */
 template <int DT>
-void gemm(const struct jk_gemm_args *a, const char *what) {
-    if (a->M <= 0 || a->N <= 0 || a->K <= 0) return;
+void gemm_today(const struct jk_gemm_args *a, const char *what) {
     constexpr int MODE = DT == JK_F16 ? MODE_F16 : DT == JK_BF16 ? MODE_BF16 : MODE_BF16X3;
     /* 16-byte loads of X need x and every row 16-byte aligned, of W likewise. Block
      * weights are read byte by byte, and their kernels are built once (VEC = true,
@@ -556,6 +523,23 @@ void gemm(const struct jk_gemm_args *a, const char *what) {
         if (vec) run_mma<MODE, DT, true>(p, what);
         else run_mma<MODE, DT, false>(p, what);
     }
+}
+
+/* With the pipelined kernels on (jkc_kernels_pipe), f16 / bf16 weights with x16 above the
+ * GEMV's M go to gemm_pipe.cu; every other call runs the kernels above on x, and then
+ * writes y16 from y when asked. With them off, x16 and y16 are ignored. */
+template <int DT>
+void gemm(const struct jk_gemm_args *a, const char *what) {
+    if (a->M <= 0 || a->N <= 0 || a->K <= 0) return;
+    const bool pipe = jkc_kernels_pipe();
+    if constexpr (DT == JK_F16 || DT == JK_BF16) {
+        if (pipe && a->x16 && a->M > GEMV_MAX_M) {
+            jkc_gemm_pipe(a, DT, forced_tile.load(std::memory_order_relaxed), what);
+            return;
+        }
+    }
+    gemm_today<DT>(a, what);
+    if (pipe && a->y16) jkc_gemm_y16(a, what);
 }
 
 } // namespace

@@ -59,4 +59,10 @@ jk_gather_fn jkc_gather;
 jk_mean_rows_fn jkc_mean_rows;
 }
 
+/* gemm_pipe.cu: the pipelined matmul of f16 / bf16 weights (dt JK_F16 or JK_BF16), X read
+ * from a->x16, y16 written when set; tile 0 (by the shape), 64 or 128 (gemm.cu's test
+ * hook). And y16 = y rounded to y16_type, after a call another kernel served. */
+void jkc_gemm_pipe(const struct jk_gemm_args *a, int dt, int tile, const char *what);
+void jkc_gemm_y16(const struct jk_gemm_args *a, const char *what);
+
 #endif

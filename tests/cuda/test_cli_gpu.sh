@@ -50,6 +50,9 @@ done
 # the benchmark harness (smoke shapes) and its JSON lines
 run "bench gpu --quick" jepa bench gpu -g 0 --quick --json
 [ "$(grep -c '"tflops"' "$WORK/out.txt")" -ge 4 ] && ok "bench gpu prints JSON rows" || bad "bench gpu prints JSON rows"
+run "bench gpu --kernel pipe" jepa bench gpu -g 0 --quick --json --op matmul --kernel pipe
+[ "$(grep -c '"kernel":"pipe"' "$WORK/out.txt")" -eq 2 ] && ok "bench gpu --kernel pipe: f16 and bf16 rows" ||
+    bad "bench gpu --kernel pipe: f16 and bf16 rows"
 
 # a device that does not exist: one line, exit 1, no output file
 jepa embed -q -g 7 -m "$V2/model.gguf" --input-tensor "$V2/input.npy" -o "$WORK/none.npy" 2>"$WORK/err.txt"

@@ -24,7 +24,14 @@
  *    the attentive-pool query M = 1 at K = 1024);
  *  - every output written exactly once: Y is NaN before the call (ADD: random values),
  *    the padding between N and ldy and 16 floats either side of Y are NaN and must stay
- *    NaN; the padding of X and of the W rows is NaN too, so a read past K shows.
+ *    NaN; the padding of X and of the W rows is NaN too, so a read past K shows;
+ *  - f16 and bf16 once more with the pipelined kernel (gemm_pipe.cu, the switch
+ *    JEPA_CUDA_KERNELS=pipe forced on): the fixed shapes, shapes around its 32-deep
+ *    stages and random ones, X given as x16 (X rounded to the weight type, NaN padding;
+ *    16-byte aligned for its cp.async variant, or offset with odd strides for its
+ *    plain-load one), y16 of either 16-bit type or none. Besides the two checks below,
+ *    pipe_call checks y16 = Y rounded bit for bit, the switch off ignoring x16 / y16, and
+ *    the pipelined Y equal bit for bit to the default kernel's (the same mma chain).
  *
  * Which arithmetic a case gets is mirrored from gemm.cu: M <= 8 takes the GEMV kernel
  * (f32 products of the exact weights, f32 sums); larger M the tensor cores, where X is
@@ -74,6 +81,8 @@
 
 /* gemm.cu's test hook: 0 = tile chosen by the shape, 64 or 128 = forced. */
 void jkc_gemm_force_tile(int tile);
+/* The switch of the pipelined kernels (JEPA_CUDA_KERNELS=pipe), set by the test. */
+void jkc_kernels_force_pipe(int on);
 
 #define GEMV_MAX_M 8           /* gemm.cu: M <= this takes the f32 GEMV kernel */
 
@@ -104,6 +113,7 @@ struct gcase {
     int tile;     /* 0 (by shape), 64, 128 */
     int wide;     /* X over 2^-16 .. 2^6 */
     int report;   /* print this case's accuracy */
+    int pipe;     /* f16 / bf16: the pipelined kernel, X from x16 (pipe_call) */
 };
 
 /* Worst |y - y_ref| / S per dtype, and for f32 weights what plain bf16 would give. */
@@ -142,6 +152,106 @@ static void fill_block_row(enum jk_dtype t, uint8_t *row, int K, double ws) {
         default: break;
         }
     }
+}
+
+/* The pipelined kernel (gemm_pipe.cu) on case c: a has the device X, W, bias and Y (y_old
+ * in it) set up by run_case. Makes x16 = X rounded to the weight type (nearest even, the
+ * host's conversion; NaN padding, so a read past K or M shows) and, two times in three,
+ * y16 of a random 16-bit type; either 16-byte aligned with ldx16 % 8 == 0 (the cp.async
+ * variant, when W is aligned too) or offset by 1..7 elements with an odd stride (the
+ * plain-load variant). Runs the slot with the switch on into dy and downloads Y into yg
+ * for run_case's checks against the model and the reference. Then, independently:
+ *  - y16 is, bit for bit, Y rounded to y16_type, and nothing around it is written;
+ *  - the same call with the switch off gives the bits of a call without x16 / y16 (today's
+ *    kernels: x16 and y16 ignored, y16 left as it was);
+ *  - the pipelined result has those bits too: given x16 = round(x), each output is the
+ *    same chain of mma in the same K order as gemm.cu's kernel (M <= 8: the same GEMV).
+ * Returns nonzero on a failure (printed). */
+static int pipe_call(const struct gcase *c, const struct jk_gemm_args *a0, const float *xm,
+                     size_t ldx, const float *yold, float *dy, float *yg, size_t ny) {
+    const int M = c->M, N = c->N, K = c->K;
+    const enum jk_dtype t = c->t;
+    const int x16_odd = c->odd ? ca_int(0, 1) : ca_int(0, 2) == 0;
+    const size_t ldx16 = x16_odd ? (size_t)K + 2 * (size_t)ca_int(0, 4) + 1
+                                 : ((size_t)K + 7) / 8 * 8 + 8 * (size_t)ca_int(0, 1);
+    const size_t x16off = x16_odd ? (size_t)ca_int(1, 7) : 0;
+    const size_t nx16 = x16off + (size_t)M * ldx16;
+    uint16_t *x16 = (uint16_t *)xmalloc(nx16 * 2);
+    for (size_t i = 0; i < nx16; i++) x16[i] = 0xffff;   /* NaN in f16 and bf16 */
+    for (int m = 0; m < M; m++)
+        for (int k = 0; k < K; k++) {
+            const float v = xm[(size_t)m * ldx + k];
+            x16[x16off + (size_t)m * ldx16 + k] = t == JK_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+        }
+    const int with_y16 = ca_int(0, 2) != 0;
+    const enum jk_dtype y16t = ca_int(0, 1) ? JK_F16 : JK_BF16;
+    const size_t ldy16 = (size_t)N + (size_t)ca_int(0, 3), G = 16;
+    const size_t ny16 = (size_t)M * ldy16 + 2 * G;   /* G guard elements either side */
+    uint16_t *y16 = (uint16_t *)xmalloc(ny16 * 2), *y16b = (uint16_t *)xmalloc(ny16 * 2);
+    for (size_t i = 0; i < ny16; i++) y16[i] = 0xfffe;
+    uint16_t *dx16 = (uint16_t *)ct_upload(x16, nx16 * 2);
+    uint16_t *dy16 = (uint16_t *)ct_upload(y16, ny16 * 2);
+    float *yb = ca_alloc_guarded(ny), *yc = ca_alloc_guarded(ny);
+    char what[96];
+    snprintf(what, sizeof what, "%s M=%d N=%d K=%d %s pipe%s", jk_dtype_name(t), M, N, K,
+             epi_name(c->epi), x16_odd || c->odd ? " (plain loads)" : "");
+    int bad = 0;
+
+    /* the pipelined call */
+    struct jk_gemm_args a = *a0;
+    a.x16 = dx16 + x16off, a.ldx16 = ldx16;
+    a.y16 = with_y16 ? dy16 + G : NULL, a.ldy16 = ldy16, a.y16_type = y16t;
+    jkc_kernels_force_pipe(1);
+    kt.gemm[t](&a);
+    jkc_kernels_force_pipe(0);
+    ct_download_guarded(yg, dy, ny);
+    ct_download(y16b, dy16, ny16 * 2);
+    for (size_t i = 0; i < ny16; i++) {
+        const size_t r = (i - G) / ldy16, col = (i - G) % ldy16;
+        const int inside = with_y16 && i >= G && i < G + (size_t)M * ldy16 && col < (size_t)N;
+        uint16_t want = 0xfffe;
+        if (inside) {
+            const float v = yg[r * a0->ldy + col];
+            want = y16t == JK_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+        }
+        if (y16b[i] != want) {
+            printf("FAIL %s: y16 element %zu is 0x%04x, expected 0x%04x (%s)\n", what, i,
+                   y16b[i], want, inside ? "Y rounded" : "untouched");
+            bad = 1;
+            break;
+        }
+    }
+
+    /* switch off with x16 / y16 set, then today's call without them */
+    float *dyb = ct_upload_guarded(yold, ny), *dyc = ct_upload_guarded(yold, ny);
+    uint16_t *dy16b = (uint16_t *)ct_upload(y16, ny16 * 2);
+    a.y = dyb, a.y16 = dy16b + G;
+    kt.gemm[t](&a);
+    struct jk_gemm_args ac = *a0;
+    ac.y = dyc;
+    kt.gemm[t](&ac);
+    ct_download_guarded(yb, dyb, ny);
+    ct_download_guarded(yc, dyc, ny);
+    ct_download(y16b, dy16b, ny16 * 2);
+    if (memcmp(y16b, y16, ny16 * 2)) {
+        printf("FAIL %s: the switch off wrote y16\n", what);
+        bad = 1;
+    }
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            const size_t i = (size_t)m * a0->ldy + (size_t)n;
+            if (memcmp(&yb[i], &yc[i], 4) || memcmp(&yg[i], &yc[i], 4)) {
+                printf("FAIL %s: y[%d,%d] = %.9g (pipe), %.9g (switch off, x16 set), today's "
+                       "kernel %.9g\n", what, m, n, (double)yg[i], (double)yb[i], (double)yc[i]);
+                bad = 1;
+                m = M;
+                break;
+            }
+        }
+    ct_free(dx16), ct_free(dy16), ct_free(dy16b), ct_free_guarded(dyb), ct_free_guarded(dyc);
+    free(x16), free(y16), free(y16b);
+    ca_free_guarded(yb), ca_free_guarded(yc);
+    return bad;
 }
 
 static int run_case(const struct gcase *c) {
@@ -218,8 +328,10 @@ static int run_case(const struct gcase *c) {
     float *dy = ct_upload_guarded(yold, ny);
     a.y = dy, a.x = dx + xoff, a.w = dw + woff, a.bias = c->bias ? db : NULL, a.ws = NULL;
     jkc_gemm_force_tile(c->tile);
-    kt.gemm[t](&a);
-    ct_download_guarded(yg, dy, ny);
+    int pipe_bad = 0;
+    if (c->pipe) pipe_bad = pipe_call(c, &a, xm, ldx, yold, dy, yg, ny);
+    else kt.gemm[t](&a);
+    if (!c->pipe) ct_download_guarded(yg, dy, ny);
     const int gemv = M <= GEMV_MAX_M;
 
     /* A block matrix must give the bits its decoded f32 matrix gives in the f32 slot
@@ -320,10 +432,10 @@ static int run_case(const struct gcase *c) {
     if (!c->wide && t == JK_F32 && plainw > bf16_plain_worst) bf16_plain_worst = plainw;
 
     char what[160];
-    snprintf(what, sizeof what, "%s M=%d N=%d K=%d %s%s%s%s tile=%d", jk_dtype_name(t), M, N, K,
-             epi_name(c->epi), c->bias ? " bias" : "", c->odd ? " odd" : " aligned",
-             c->wide ? " wide" : "", c->tile);
-    int bad = !same_bits;
+    snprintf(what, sizeof what, "%s M=%d N=%d K=%d %s%s%s%s tile=%d%s", jk_dtype_name(t), M, N,
+             K, epi_name(c->epi), c->bias ? " bias" : "", c->odd ? " odd" : " aligned",
+             c->wide ? " wide" : "", c->tile, c->pipe ? " pipe" : "");
+    int bad = !same_bits || pipe_bad;
     if (bad1) {
         const size_t i = (size_t)w1m * ldy + (size_t)w1n;
         printf("FAIL %s: %d outside the model's tolerance; worst [%d,%d] got %.9g model %.9g "
@@ -373,6 +485,7 @@ static struct gcase random_case(enum jk_dtype t) {
     c.tile = tiles[ca_int(0, 2)];
     c.wide = ca_int(0, 4) == 0;
     c.report = 0;
+    c.pipe = 0;
     return c;
 }
 
@@ -387,7 +500,7 @@ static int run_vit(void) {
         const enum jk_dtype t = ti == 0 ? JK_F16 : ti == 1 ? JK_BF16 : JK_F32;
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
             struct gcase c = {t, shapes[i][0], shapes[i][1], shapes[i][2],
-                              (enum jk_epilogue)(i % 3), 1, 0, 0, 0, 1};
+                              (enum jk_epilogue)(i % 3), 1, 0, 0, 0, 1, 0};
             run_case(&c);
         }
     }
@@ -476,7 +589,7 @@ int main(int argc, char **argv) {
             if (reduced && qk > 1 && (double)fixed[f][0] * fixed[f][1] * K > 4e6) continue;
             struct gcase c = {t, fixed[f][0], fixed[f][1], K,
                               (enum jk_epilogue)((f + ti) % 3), (f + ti) & 1, f % 3 == 1,
-                              fixed[f][3], 0, K >= 96 && qk == 1};
+                              fixed[f][3], 0, K >= 96 && qk == 1, 0};
             tf += run_case(&c);
             tc++;
         }
@@ -494,6 +607,36 @@ int main(int argc, char **argv) {
     }
     printf("  f32 as plain bf16 (x and w rounded) would give %.3g on the same data (M > 8)\n",
            bf16_plain_worst);
+
+    /* The pipelined kernel (JEPA_CUDA_KERNELS=pipe), f16 and bf16 weights: the fixed shapes,
+     * shapes around its stages (K below one 32-deep stage, one stage and a bit, whole
+     * stages, more steps than stages), and the random ones (a quarter with M <= 8: the
+     * GEMV, then y16 from Y). */
+    static const int pipe_fixed[][4] = {
+        {130, 200, 40, 128}, {200, 72, 160, 64}, {33, 130, 97, 128}, {100, 100, 7, 0},
+        {9, 17, 250, 64},    {257, 129, 300, 128}, {5, 40, 70, 0},   {72, 64, 128, 64},
+    };
+    const int npfixed = (int)(sizeof pipe_fixed / sizeof *pipe_fixed);
+    for (int ti = 0; ti < 2; ti++) {
+        const enum jk_dtype t = ti == 0 ? JK_F16 : JK_BF16;
+        int tc = 0, tf = 0;
+        q1_worst[t] = q2_worst[t] = 0.0;
+        for (int f = 0; f < nfixed + npfixed; f++) {
+            const int *s = f < nfixed ? fixed[f] : pipe_fixed[f - nfixed];
+            struct gcase c = {t, s[0], s[1], s[2], (enum jk_epilogue)((f + ti) % 3), (f + ti) & 1,
+                              f % 3 == 1, s[3], f % 5 == 4, 0, 1};
+            tf += run_case(&c);
+            tc++;
+        }
+        for (int r = 0; r < nrand; r++) {
+            struct gcase c = random_case(t);
+            c.pipe = 1;
+            tf += run_case(&c);
+            tc++;
+        }
+        printf("  %s pipe: %d shapes, %d failed; worst err/tol %.2g (model), %.2g (reference)\n",
+               jk_dtype_name(t), tc, tf, q1_worst[t], q2_worst[t]);
+    }
     check_gelu_sweep();
     (void)cases, (void)fails;
     ct_close();
