@@ -110,7 +110,8 @@ jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
     /* 16-bit copies (forward.h): h16 [n, pd] for the blocks and the projections, wide16
      * [n, ffn] for the blocks; each adds its size rounded up to the arena alignment */
     const bool blk16 = jm_vit_x16(c, vit);
-    const bool out16 = jm_x16_type(c, &pr->proj) >= 0 || (ctx_out && jm_x16_type(c, &pr->proj_context) >= 0);
+    const bool out16 = jm_x16_type(c, &pr->proj) >= 0 ||
+                       (ctx_out && jm_x16_type(c, &pr->proj_context) >= 0);
     uint16_t *h16 = NULL, *wide16 = NULL;
     for (int pass = 0; pass < 2; pass++) {
         struct plan pl = plan_begin(c, pass);
@@ -165,8 +166,8 @@ jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
     jm_layernorm16(c, x, (size_t)pd, &x16, x, (size_t)pd, &pr->norm, n, pd, vit->ln_eps);
     struct jm_x16 t16 = x16;   /* the target rows' */
     if (t16.p) t16.p += (size_t)nc * pd;
-    jm_linear16(c, pred_d, (size_t)pr->out_dim, x + (size_t)nc * pd, (size_t)pd, &t16, &pr->proj, ntg,
-                JK_EPI_STORE, NULL, ws);
+    jm_linear16(c, pred_d, (size_t)pr->out_dim, x + (size_t)nc * pd, (size_t)pd, &t16, &pr->proj,
+                ntg, JK_EPI_STORE, NULL, ws);
     if (ctx_out)
         jm_linear16(c, ctx_d, (size_t)pr->out_dim, x, (size_t)pd, &x16, &pr->proj_context, nc,
                     JK_EPI_STORE, NULL, ws);

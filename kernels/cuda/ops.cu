@@ -2,8 +2,9 @@
  * ops.cu — the row and element-wise slots of the CUDA table: LayerNorm, tanh-GELU,
  * SiLU, residual add / layer-scale, the modulation multiply-add, RoPE, patchify, row
  * gather and the column mean; and the x16 table's layernorm16 / patchify16 (the same
- * kernels, also writing the 16-bit copy the next matmul reads). Same semantics as the reference (kernels/ref/ops_ref.c), device
- * pointers, queued on jkc_stream(); nthreads is ignored.
+ * kernels, also writing the 16-bit copy the next matmul reads). Same semantics as the
+ * reference (kernels/ref/ops_ref.c), device pointers, queued on jkc_stream(); nthreads is
+ * ignored.
  *
  * Determinism: every output element is computed by one thread, and every reduction
  * (a row's sums, the column sums of mean_rows) runs in an order fixed by the shape

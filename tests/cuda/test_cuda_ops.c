@@ -325,7 +325,8 @@ static void check_layernorm16(const struct jk_kernels *k, const struct jk_kernel
                 const int d = ds[di], aff = (int)(di + kind) % 3;
                 const enum jk_dtype t = ts[ti];
                 struct ops_ln c;
-                ops_ln_make(&c, kind == OPS_LN_CONSTANT ? 6 : d > 2000 ? 2 : 5 + (int)di, d, kind, aff);
+                const int rows = kind == OPS_LN_CONSTANT ? 6 : d > 2000 ? 2 : 5 + (int)di;
+                ops_ln_make(&c, rows, d, kind, aff);
                 const int n = c.n;
                 const size_t ny = (size_t)n * c.ldy, ld16 = (size_t)d + 3, n16 = (n + 2) * ld16;
                 float *dw = ct_upload_f(c.w, (size_t)d), *db = ct_upload_f(c.b, (size_t)d);
@@ -338,7 +339,8 @@ static void check_layernorm16(const struct jk_kernels *k, const struct jk_kernel
                     float *dx = ct_upload_guarded(c.x, (size_t)n * c.ldx);
                     float *dy = kind == OPS_LN_INPLACE ? dx : ct_upload_guarded(out, ny);
                     if (run) {
-                        kp->layernorm16(dy, c.ldy, d16 + ld16, ld16, t, dx, c.ldx, w, b, n, d, c.eps, 1);
+                        kp->layernorm16(dy, c.ldy, d16 + ld16, ld16, t, dx, c.ldx, w, b, n, d,
+                                        c.eps, 1);
                     } else {
                         k->layernorm(dy, c.ldy, dx, c.ldx, w, b, n, d, c.eps, 1);
                     }
@@ -353,8 +355,8 @@ static void check_layernorm16(const struct jk_kernels *k, const struct jk_kernel
                 ct_download(h16, d16, n16 * sizeof *h16);
                 ct_download(h16b, d16b, n16 * sizeof *h16b);
                 char what[160];
-                snprintf(what, sizeof what, "cuda layernorm16 %s n %d d %d %s %s", jk_dtype_name(t), n, d,
-                         ops_ln_kind[kind], ops_ln_affine[aff]);
+                snprintf(what, sizeof what, "cuda layernorm16 %s n %d d %d %s %s", jk_dtype_name(t),
+                         n, d, ops_ln_kind[kind], ops_ln_affine[aff]);
                 int bad = 0;
                 if (memcmp(y1 - CA_GUARD, y2 - CA_GUARD, (ny + 2 * CA_GUARD) * sizeof(float))) {
                     printf("FAIL: %s: y differs from layernorm's bits\n", what);
@@ -369,7 +371,8 @@ static void check_layernorm16(const struct jk_kernels *k, const struct jk_kernel
                 cases++;
                 ct_free(dw), ct_free(db), ct_free(d16), ct_free(d16b);
                 free(h16), free(h16b), free(c.w), free(c.b);
-                ca_free_guarded(y1), ca_free_guarded(y2), ca_free_guarded(c.x), ca_free_guarded(c.yr);
+                ca_free_guarded(y1), ca_free_guarded(y2);
+                ca_free_guarded(c.x), ca_free_guarded(c.yr);
             }
     CHECK(fails == 0, "cuda layernorm16: %d of %d cases failed", fails, cases);
     printf("  cuda layernorm16: %d cases, %d failed\n", cases, fails);
@@ -398,8 +401,8 @@ static void check_patchify16(const struct jk_kernels *k, const struct jk_kernels
             ct_download(h16b, d16b, n16 * sizeof *h16b);
             ct_free_guarded(d1), ct_free_guarded(d2), ct_free(d16), ct_free(d16b);
             char what[160];
-            snprintf(what, sizeof what, "cuda patchify16 %s C %d T %d %dx%d tubelet %d p %d", jk_dtype_name(t),
-                     c.C, c.T, c.H, c.W, c.tub, c.p);
+            snprintf(what, sizeof what, "cuda patchify16 %s C %d T %d %dx%d tubelet %d p %d",
+                     jk_dtype_name(t), c.C, c.T, c.H, c.W, c.tub, c.p);
             int bad = 0;
             if (memcmp(o1 - CA_GUARD, o2 - CA_GUARD, (c.nout + 2 * CA_GUARD) * sizeof(float))) {
                 printf("FAIL: %s: out differs from patchify's bits\n", what);

@@ -84,22 +84,24 @@ static size_t span(int rows, int cols, size_t ld) { return (size_t)(rows - 1) * 
 
 static void x16_xfer(void *host, const void *dev, size_t bytes, int up) {
     if (x16_dev->sync(x16_dev) ||
-        (up ? x16_dev->upload(x16_dev, (void *)dev, host, bytes) : x16_dev->download(x16_dev, host, dev, bytes))) {
+        (up ? x16_dev->upload(x16_dev, (void *)dev, host, bytes)
+            : x16_dev->download(x16_dev, host, dev, bytes))) {
         printf("FAIL x16 check: device: %s\n", x16_dev->error(x16_dev));
         exit(1);
     }
 }
 
 /* d16 (rows x cols at ld16) = y (at ldy) rounded to t; the elements between rows kept. */
-static void x16_write(uint16_t *d16, size_t ld16, enum jk_dtype t, const float *y, size_t ldy, int rows,
-                      int cols) {
+static void x16_write(uint16_t *d16, size_t ld16, enum jk_dtype t, const float *y, size_t ldy,
+                      int rows, int cols) {
     const size_t ny = span(rows, cols, ldy), n16 = span(rows, cols, ld16);
     float *hy = malloc(ny * sizeof *hy);
     uint16_t *h16 = malloc(n16 * sizeof *h16);
     x16_xfer(hy, y, ny * sizeof *hy, 0);
     x16_xfer(h16, d16, n16 * sizeof *h16, 0);
     for (int i = 0; i < rows; i++)
-        for (int j = 0; j < cols; j++) h16[(size_t)i * ld16 + j] = round16(hy[(size_t)i * ldy + j], t);
+        for (int j = 0; j < cols; j++)
+            h16[(size_t)i * ld16 + j] = round16(hy[(size_t)i * ldy + j], t);
     x16_xfer(h16, d16, n16 * sizeof *h16, 1);
     free(hy), free(h16);
 }
@@ -638,7 +640,8 @@ static void x16_arena_case(void) {
     tab_mode = TAB_DEFAULT;
     jkc_kernels_force_pipe(-1);
     /* encoder: h16 [n, d] and wide16, the larger of the blocks' [n, ffn] and the patches'
-     * [n, F] where the patch embedding is bf16 (no CLS: n tokens are n patches); predictor: h16 [n, pd], wide16 [n, ffn] */
+     * [n, F] where the patch embedding is bf16 (no CLS: n tokens are n patches);
+     * predictor: h16 [n, pd], wide16 [n, ffn] */
     const size_t F = e->patch_embed.dt == JK_BF16 ? (size_t)e->patch_embed.n_in : 0;
     const size_t np = ci.count + ti.count;
     const size_t wide = (size_t)n * e->vit.ffn > (size_t)n * F ? (size_t)n * e->vit.ffn : (size_t)n * F;
