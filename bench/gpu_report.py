@@ -45,7 +45,8 @@ def main():
         b = base.get(("matmul", r["dtype"], r["what"], r["M"]))
         bt = f"{b['tflops']:.1f}" if b else "-"
         ratio = f"{r['tflops'] / b['tflops']:.2f}" if b else "-"
-        print(f"| {r['what']} ({r['N']}x{r['K']}) | {r['M']} | {r['dtype']} | {r['ms']:.3f} | "
+        dt = r["dtype"] + (" pipe" if r.get("kernel") == "pipe" else "")   # --kernel pipe
+        print(f"| {r['what']} ({r['N']}x{r['K']}) | {r['M']} | {dt} | {r['ms']:.3f} | "
               f"{r['tflops']:.1f} | {pct(r['tflops'])} | {bt} | {ratio} |")
 
     print("\n## Attention (ours: f32 in memory, f16 tensor-core math; SDPA: bf16)\n")

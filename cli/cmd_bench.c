@@ -56,6 +56,19 @@ static void usage(FILE *f) {
             "  -h, --help  this help\n");
 }
 
+/* The options that exclude each other or need another: --quick / --full, --kernel K (mma
+ * or pipe, GPU only); nonzero after saying what is wrong. */
+static int opts_error(const struct bench_opts *o, int gpu) {
+    if (o->quick && o->full)
+        return cli_usage_error("bench", "--quick and --full exclude each other");
+    if (!o->kernel) return 0;
+    if (strcmp(o->kernel, "mma") && strcmp(o->kernel, "pipe"))
+        return cli_usage_error("bench", "unknown kernel '%s' (mma, pipe)", o->kernel);
+    if (gpu < 0)
+        return cli_usage_error("bench", "--kernel is the GPU's matmul: bench gpu or -g N");
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         usage(argc < 2 ? stderr : stdout);
@@ -89,11 +102,8 @@ int cmd_bench(int argc, char **argv) {
             o.op = argv[++i];
             if (strcmp(o.op, "all") && strcmp(o.op, "matmul") && strcmp(o.op, "attn"))
                 return cli_usage_error("bench", "unknown op '%s'", o.op);
-        } else if (!strcmp(a, "--kernel") && i + 1 < argc) {
-            o.kernel = argv[++i];
-            if (strcmp(o.kernel, "mma") && strcmp(o.kernel, "pipe"))
-                return cli_usage_error("bench", "unknown kernel '%s' (mma, pipe)", o.kernel);
-        } else if (!strcmp(a, "--cpu") && i + 1 < argc) cap = argv[++i];
+        } else if (!strcmp(a, "--kernel") && i + 1 < argc) o.kernel = argv[++i];
+        else if (!strcmp(a, "--cpu") && i + 1 < argc) cap = argv[++i];
         else if (!strcmp(a, "--precision") && i + 1 < argc) {
             o.precision = argv[++i];
             if (jk_precision_parse(o.precision) < 0)
@@ -132,7 +142,7 @@ int cmd_bench(int argc, char **argv) {
             return 0;
         } else return cli_usage_error("bench", "unknown option '%s'", a);
     }
-    if (o.quick && o.full) return cli_usage_error("bench", "--quick and --full exclude each other");
+    if (opts_error(&o, gpu)) return CLI_EXIT_USAGE;
     long cpu = jr_cpu_cap(jr_cpu_detect(), cap);
     if (cpu < 0) return cli_usage_error("bench", "unknown cpu level '%s'", cap);
     o.cpu = (unsigned)cpu;
@@ -148,8 +158,6 @@ int cmd_bench(int argc, char **argv) {
         if (!model) return cli_usage_error("bench", "bench world needs -m MODEL (a LeWM or V-JEPA 2-AC file)");
         return bench_world(&o, model, samples, horizon) ? CLI_EXIT_FAIL : 0;
     }
-    if (o.kernel && gpu < 0)
-        return cli_usage_error("bench", "--kernel chooses the GPU matmul: use it with bench gpu or -g N");
     if (gpu >= 0) {
         if (gpu >= jk_device_cuda_count()) {   /* the one-line reason, exit 1 */
             char err[256];

@@ -101,9 +101,9 @@ __device__ __forceinline__ int swz(int r, int c) {
     return r * ROW_BYTES + ((c ^ ((r >> 1) & 3)) << 4);
 }
 
-/* Copy chunk c (8 elements from column k) of row `row` of a 16-bit matrix (rows of `ld`
- * bytes) to shared memory at dst: `n` elements from src (0 <= n <= 8), zeros after them.
- * ASYNC: cp.async of 16 bytes (src 16-byte aligned); else plain loads and one store. */
+/* One 16-byte chunk of a tile row to shared memory at dst: `n` 16-bit elements from src
+ * (0 <= n <= 8), zeros after them. ASYNC: cp.async of 16 bytes (src 16-byte aligned);
+ * else plain loads and one 16-byte store. */
 template <bool ASYNC>
 __device__ __forceinline__ void copy_chunk(unsigned char *dst, const unsigned char *src, int n) {
     if constexpr (ASYNC) {

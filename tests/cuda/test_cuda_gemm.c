@@ -548,6 +548,62 @@ static void check_gelu_sweep(void) {
     ca_free_guarded(y);
 }
 
+/* With the switch on, the calls the pipelined kernel does not serve (f32 weights, a block
+ * format, f16 without x16; tensor-core and GEMV shapes) run the default kernels on x and
+ * then write y16 from Y: Y must have the bits of the same call with the switch off, and
+ * y16 must be Y rounded to y16_type, bit for bit. */
+static void check_y16_others(void) {
+    static const enum jk_dtype types[] = {JK_F32, JK_Q8_0, JK_F16};
+    const int N = 50, K = 64;
+    for (int ti = 0; ti < 3; ti++)
+        for (int mi = 0; mi < 2; mi++) {
+            const enum jk_dtype t = types[ti];
+            const int M = mi ? 40 : 5;
+            const enum jk_dtype y16t = (ti + mi) & 1 ? JK_F16 : JK_BF16;
+            const size_t ldw = jk_row_bytes(t, K), ny = (size_t)M * N;
+            float *x = (float *)xmalloc(sizeof(float) * (size_t)M * K);
+            for (int i = 0; i < M * K; i++) x[i] = rnd();
+            uint8_t *w = (uint8_t *)xmalloc(ldw * (size_t)N);
+            for (int n = 0; n < N; n++) {
+                uint8_t *row = w + (size_t)n * ldw;
+                if (t == JK_Q8_0) fill_block_row(t, row, K, 0.125);
+                for (int k = 0; k < K && t != JK_Q8_0; k++) {
+                    const float v = 0.125f * rnd();
+                    const uint16_t h = f32_to_f16(v);
+                    if (t == JK_F32) memcpy(row + 4 * (size_t)k, &v, 4);
+                    else memcpy(row + 2 * (size_t)k, &h, 2);
+                }
+            }
+            float *dx = ct_upload_f(x, (size_t)M * K), *ya = (float *)xmalloc(4 * ny);
+            float *yb = (float *)xmalloc(4 * ny), *dya = ct_upload_f(ya, ny);
+            float *dyb = ct_upload_f(yb, ny);
+            uint16_t *y16 = (uint16_t *)xmalloc(2 * ny);
+            memset(y16, 0xff, 2 * ny);   /* NaN: never a rounded finite Y */
+            uint16_t *dy16 = (uint16_t *)ct_upload(y16, 2 * ny);
+            void *dw = ct_upload(w, ldw * (size_t)N);
+            struct jk_gemm_args a = {.y = dya, .ldy = (size_t)N, .x = dx, .ldx = (size_t)K,
+                                     .w = dw, .ldw = ldw, .M = M, .N = N, .K = K,
+                                     .epi = JK_EPI_GELU, .nthreads = 1};
+            kt.gemm[t](&a);
+            a.y = dyb, a.y16 = dy16, a.ldy16 = (size_t)N, a.y16_type = y16t;
+            jkc_kernels_force_pipe(1);
+            kt.gemm[t](&a);
+            jkc_kernels_force_pipe(0);
+            ct_download(ya, dya, 4 * ny);
+            ct_download(yb, dyb, 4 * ny);
+            ct_download(y16, dy16, 2 * ny);
+            int bad = 0;
+            for (size_t i = 0; i < ny && !bad; i++) {
+                const uint16_t want = y16t == JK_F16 ? f32_to_f16(yb[i]) : f32_to_bf16(yb[i]);
+                bad = memcmp(&ya[i], &yb[i], 4) || y16[i] != want;
+            }
+            CHECK(!bad, "%s M=%d with the switch on, x16 absent: Y not today's bits or y16 not "
+                  "Y rounded to %s", jk_dtype_name(t), M, jk_dtype_name(y16t));
+            ct_free(dx), ct_free(dya), ct_free(dyb), ct_free(dy16), ct_free(dw);
+            free(x), free(w), free(ya), free(yb), free(y16);
+        }
+}
+
 int main(int argc, char **argv) {
     ca_seed("test_cuda_gemm");
     /* argument: random cases per dtype (default 24: ~10 s on the emulator), or "vit";
@@ -637,6 +693,7 @@ int main(int argc, char **argv) {
         printf("  %s pipe: %d shapes, %d failed; worst err/tol %.2g (model), %.2g (reference)\n",
                jk_dtype_name(t), tc, tf, q1_worst[t], q2_worst[t]);
     }
+    check_y16_others();
     check_gelu_sweep();
     (void)cases, (void)fails;
     ct_close();
