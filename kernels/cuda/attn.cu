@@ -29,6 +29,16 @@
  *                 Taken for nq < 16 (the attentive pooler: 1 query over every token; a
  *                 64-query tile would be mostly empty and give only n_head blocks) and
  *                 for head sizes the mma kernel is not instantiated for.
+ *  attn_pipe<HD>  the pipelined variant, only when jkc_kernels_pipe() (JEPA_CUDA_KERNELS=
+ *                 pipe; it has never run on a GPU): attn_stage16 writes K and V as plain
+ *                 f16 rows into the workspace, cp.async brings each key tile into the
+ *                 second of two shared-memory buffers while the first is multiplied,
+ *                 ldmatrix builds the fragments, a warp holds two 16-row query tiles
+ *                 (one above head_dim 64). Same arithmetic, mask and row rules as
+ *                 attn_mma. Without the workspace, or where attn_mma would not run, the
+ *                 default kernels run.
+ * jk_attn_args.o16, when set, receives the output rounded to f16 / bf16: attn_pipe writes
+ * it with the f32 output, after the default kernels attn_round16 rounds what they stored.
  *
  * Range assumption of the mma path: q scale log2(e), k and v are rounded to f16, so
  * each must stay below 65504 in magnitude (larger values become inf and the row NaN);
@@ -96,6 +106,21 @@ __device__ __forceinline__ void warp_minmax(int &lo, int &hi) {
     }
 }
 
+/* [lo, hi] widened by pos[first .. first + N - 1] (those below end), in every lane of the
+ * warp: the position range of a block's queries or of a key tile. */
+template <int N>
+__device__ __forceinline__ void pos_range(const int32_t *pos, int first, int end, int32_t &lo,
+                                          int32_t &hi) {
+    const int lane = (int)threadIdx.x % 32;
+    JKC_UNROLL
+    for (int x = 0; x < N; x += 32)
+        if (first + x + lane < end) {
+            const int32_t v = pos[first + x + lane];
+            lo = imin(lo, v), hi = imax(hi, v);
+        }
+    warp_minmax(lo, hi);
+}
+
 /* Bytes of one staged tile: 64 keys of K as rows of HD/4 bfrag slots, then V^T as HD
  * rows of 64/4 slots (the shared-memory layout of attn_mma without its row padding). */
 template <int HD>
@@ -158,6 +183,64 @@ __global__ void JKC_LAUNCH_BOUNDS(STAGE_THREADS) attn_stage(const attn_params p,
     bfrag *ks = img + ((size_t)blockIdx.y * gridDim.x + blockIdx.x) * tile_slots<HD>();
     stage_tile<HD, STAGE_THREADS>(ks, HD / 4, ks + MMA_BK * HD / 4, MMA_BK / 4, p.k + hoff, p.ldk,
                                   p.v + hoff, p.ldv, k0, p.nkv, (int)threadIdx.x);
+}
+
+/* The online-softmax step of one 16-row query tile over a 64-key tile, in the mma D
+ * layout (element x of n-tile n: row x < 2 ? g : g + 8, key 8n + 2t + (x & 1)): with
+ * need_mask, keys at or past kleft (= nkv - k0) and, when masked, keys whose position
+ * kps[key] is above the row's (qp0, qp1) become -inf; the running max (m0, m1), the
+ * thread's part of the running sums (l0, l1) and O (acc) are rescaled, and P =
+ * exp2(S - max) goes to pa as f16 A fragments of P V (key chunk c = n-tiles 2c, 2c + 1:
+ * a[0..3] = {2c rows g, 2c rows g+8, 2c+1 g, 2c+1 g+8}). attn_pipe's; attn_mma keeps
+ * the same steps inline (and pos_range's loops): calling these from it changed its register
+ * allocation enough to spill (attn_mma<64, 8, true>), which the build refuses. */
+template <int NO>
+__device__ __forceinline__ void softmax_tile(float (&s)[8][4], float &m0, float &m1, float &l0,
+                                             float &l1, float (&acc)[NO][4], uint32_t (&pa)[4][4],
+                                             bool need_mask, bool masked, int kleft, int32_t qp0,
+                                             int32_t qp1, const int32_t *kps, int t) {
+    if (need_mask) {
+        JKC_UNROLL
+        for (int n = 0; n < 8; n++)
+            JKC_UNROLL
+            for (int x = 0; x < 4; x++) {
+                const int col = 8 * n + 2 * t + (x & 1);
+                bool vis = col < kleft;
+                if (masked) vis = vis && (x < 2 ? qp0 : qp1) >= kps[col];
+                if (!vis) s[n][x] = -INFINITY;
+            }
+    }
+    /* new row max over the quad (the 4 lanes of a row) */
+    float mx0 = m0, mx1 = m1;
+    JKC_UNROLL
+    for (int n = 0; n < 8; n++) {
+        mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
+        mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
+    }
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    /* A row that has seen no key yet keeps max -inf; subtract 0 instead so that
+     * exp2(-inf - max) is 0, not NaN. alpha rescales what was accumulated. */
+    const float mu0 = mx0 == -INFINITY ? 0.0f : mx0;
+    const float mu1 = mx1 == -INFINITY ? 0.0f : mx1;
+    const float al0 = exp2f(m0 - mu0), al1 = exp2f(m1 - mu1);
+    m0 = mx0, m1 = mx1;
+    l0 *= al0, l1 *= al1;
+    JKC_UNROLL
+    for (int n = 0; n < NO; n++) {
+        acc[n][0] *= al0, acc[n][1] *= al0;
+        acc[n][2] *= al1, acc[n][3] *= al1;
+    }
+    JKC_UNROLL
+    for (int n = 0; n < 8; n++) {
+        const float e0 = exp2f(s[n][0] - mu0), e1 = exp2f(s[n][1] - mu0);
+        const float e2 = exp2f(s[n][2] - mu1), e3 = exp2f(s[n][3] - mu1);
+        l0 += e0 + e1, l1 += e2 + e3;
+        pa[n / 2][(n % 2) * 2] = pack_f16(e0, e1);
+        pa[n / 2][(n % 2) * 2 + 1] = pack_f16(e2, e3);
+    }
 }
 
 /* W warps of 16 query rows: 4 (64 queries a block) or 8 (128; each key tile then serves
@@ -551,22 +634,8 @@ void launch_f32(const attn_params &p, int n_head) {
     jkc_check_launch("attn (f32)");
 }
 
-}  // namespace
-
-extern "C" void jkc_attn(const struct jk_attn_args *a) {
-    if (a->nq <= 0 || a->n_head <= 0 || a->head_dim <= 0 || a->head_dim > 512) return;
-    attn_params p;
-    p.o = a->o, p.q = a->q, p.k = a->k, p.v = a->v;
-    p.ldo = a->ldo, p.ldq = a->ldq, p.ldk = a->ldk, p.ldv = a->ldv;
-    const bool masked = a->q_pos && a->k_pos;
-    p.qpos = masked ? a->q_pos : nullptr;
-    p.kpos = masked ? a->k_pos : nullptr;
-    p.nq = a->nq, p.nkv = a->nkv > 0 ? a->nkv : 0, p.hd = a->head_dim;
-    p.scale2 = a->scale * 1.4426950408889634f;   /* log2(e) */
-    const int hd = a->head_dim, nh = a->n_head;
-    /* the staged tiles need the workspace jkc_attn_ws asks for, 16-byte aligned */
-    p.img = a->ws && ((uintptr_t)a->ws & 15u) == 0 ? static_cast<const bfrag *>(a->ws) : nullptr;
-
+/* The default kernels: the tensor cores for nq >= 16 and their head sizes, else f32. */
+void launch_default(const attn_params &p, int hd, int nh) {
     if (p.nq >= 16) {
         switch (hd) {
         case 32: launch_mma<32>(p, nh); return;
@@ -582,6 +651,294 @@ extern "C" void jkc_attn(const struct jk_attn_args *a) {
     else if (hd <= 128) launch_f32<4>(p, nh);
     else if (hd <= 256) launch_f32<8>(p, nh);
     else launch_f32<16>(p, nh);
+}
+
+/* ---- pipelined tensor-core kernel (JEPA_CUDA_KERNELS=pipe; never run on a GPU yet) ---- */
+
+/* K and V of every head as f16, row-major [n_head][nkv][HD] (K), then the same for V,
+ * in the workspace: written once per call by attn_stage16, then copied tile by tile with
+ * cp.async into the pipe kernel's shared memory (where ldmatrix builds the fragments:
+ * plain for K, .trans for V, so neither needs a transposed image). */
+constexpr int PIPE_WARPS = 4;
+constexpr int PIPE_THREADS = 32 * PIPE_WARPS;
+
+/* 16-row query tiles per warp: two where the registers allow (O for 32 rows of HD
+ * dims, HD <= 64), one above. */
+template <int HD> __host__ __device__ constexpr int pipe_qtiles() { return HD <= 64 ? 2 : 1; }
+/* Shared-memory row pitch in halves: HD + 8, so a row is 16-byte aligned (cp.async,
+ * ldmatrix) and 8 consecutive rows start in 8 different 16-byte bank groups (an odd
+ * number of 16-byte units apart): ldmatrix reads without bank conflicts. */
+template <int HD> __host__ __device__ constexpr int pipe_pitch() { return HD + 8; }
+/* Dynamic shared memory: two buffers of (K tile, V tile), 64 rows each. */
+template <int HD> __host__ __device__ constexpr size_t pipe_smem() {
+    return (size_t)2 * 2 * MMA_BK * pipe_pitch<HD>() * sizeof(uint16_t);
+}
+
+template <int HD>
+__global__ void JKC_LAUNCH_BOUNDS(STAGE_THREADS) attn_stage16(const attn_params p, uint16_t *img) {
+    const int k0 = (int)blockIdx.x * MMA_BK;
+    const size_t hoff = (size_t)blockIdx.y * HD;
+    uint16_t *kd = img + (size_t)blockIdx.y * p.nkv * HD;
+    uint16_t *vd = img + ((size_t)gridDim.y + blockIdx.y) * p.nkv * HD;
+    for (int idx = threadIdx.x; idx < MMA_BK * HD / 2; idx += STAGE_THREADS) {
+        const int key = k0 + idx / (HD / 2), d = 2 * (idx % (HD / 2));
+        if (key >= p.nkv) break;   /* idx only grows */
+        const float *ks = p.k + (size_t)key * p.ldk + hoff + d;
+        const float *vs = p.v + (size_t)key * p.ldv + hoff + d;
+        *reinterpret_cast<uint32_t *>(kd + (size_t)key * HD + d) = pack_f16(ks[0], ks[1]);
+        *reinterpret_cast<uint32_t *>(vd + (size_t)key * HD + d) = pack_f16(vs[0], vs[1]);
+    }
+}
+
+/* The first key tile at or after k0 that some query of the block (positions up to qhi)
+ * sees, or nkv when none is left; khi: that tile's largest key position. The same in
+ * every thread (each warp reduces the same positions). */
+__device__ __forceinline__ int next_tile(const attn_params &p, int k0, int32_t qhi, int32_t &khi) {
+    khi = INT32_MIN;
+    for (; k0 < p.nkv; k0 += MMA_BK) {
+        if (!p.qpos) return k0;
+        int32_t klo = INT32_MAX;
+        khi = INT32_MIN;
+        pos_range<MMA_BK>(p.kpos, k0, p.nkv, klo, khi);
+        if (klo <= qhi) return k0;
+    }
+    return p.nkv;
+}
+
+/* One K tile and one V tile (64 keys from k0) of the staged image into a buffer, 16
+ * bytes a copy; keys past nkv are zero-filled (src_bytes 0, from a valid row). */
+template <int HD>
+__device__ __forceinline__ void pipe_issue(uint16_t *buf, const uint16_t *kimg,
+                                           const uint16_t *vimg, int k0, int nkv) {
+    constexpr int P = pipe_pitch<HD>(), CH = MMA_BK * HD / 8;   /* 16-byte pieces a tile */
+    for (int c = (int)threadIdx.x; c < CH; c += PIPE_THREADS) {
+        const int row = c / (HD / 8), col = 8 * (c % (HD / 8)), key = k0 + row;
+        const size_t src = (size_t)(key < nkv ? key : 0) * HD + col;
+        const int bytes = key < nkv ? 16 : 0;
+        jkc_cp_async16(buf + row * P + col, kimg + src, bytes);
+        jkc_cp_async16(buf + (MMA_BK + row) * P + col, vimg + src, bytes);
+    }
+}
+
+/* Flash attention like attn_mma, with the key tiles brought by cp.async from the staged
+ * f16 image (p.img, attn_stage16) into two buffers: tile i + 1 is in flight while tile i
+ * is multiplied. 4 warps, each QT 16-row query tiles (BQ = 64 QT queries a block); the
+ * K fragments of a tile step serve every query tile of the warp. Fragments by ldmatrix
+ * (K plain, V .trans), mma.m16n8k16 f16 with f32 accumulators, the online softmax,
+ * masking, tile skipping and NaN rule of attn_mma. o16: NULL, or the output also rounded
+ * to f16 (bf16 when o16_bf16) there. */
+template <int HD>
+__global__ void JKC_LAUNCH_BOUNDS(PIPE_THREADS)
+    attn_pipe(const attn_params p, const uint16_t *img, uint16_t *o16, size_t ldo16, int o16_bf16) {
+    static_assert(HD % 16 == 0 && HD <= 128, "head_dim: a multiple of 16 up to 128");
+    constexpr int QT = pipe_qtiles<HD>(), P = pipe_pitch<HD>();
+    constexpr int NC = HD / 16, NO = HD / 8, BQ = 16 * QT * PIPE_WARPS;
+    JKC_DYN_SMEM(uint16_t, sm);   /* [buffer 0, 1][K rows 0..63, V rows 0..63][P] */
+    __shared__ int32_t kps[MMA_BK];
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4, mi = lane / 8, r8 = lane % 8;
+    const int q0 = blockIdx.x * BQ, wq0 = q0 + warp * 16 * QT;   /* block's, warp's first */
+    const bool masked = p.qpos != nullptr, active = wq0 < p.nq;
+    const size_t hoff = (size_t)blockIdx.y * HD;
+    const uint16_t *kimg = img + (size_t)blockIdx.y * p.nkv * HD;
+    const uint16_t *vimg = img + ((size_t)gridDim.y + blockIdx.y) * p.nkv * HD;
+
+    /* Q scale log2(e) as f16 A fragments (rows past nq zero), as attn_mma */
+    uint32_t qa[QT][NC][4];
+    JKC_UNROLL
+    for (int qt = 0; qt < QT; qt++)
+        JKC_UNROLL
+        for (int c = 0; c < NC; c++)
+            JKC_UNROLL
+            for (int x = 0; x < 4; x++) {
+                const int r = wq0 + 16 * qt + g + (x & 1 ? 8 : 0);
+                const int col = 16 * c + 2 * t + (x & 2 ? 8 : 0);
+                qa[qt][c][x] = 0u;
+                if (r < p.nq) {
+                    const float *s = p.q + (size_t)r * p.ldq + hoff + col;
+                    qa[qt][c][x] = pack_f16(s[0] * p.scale2, s[1] * p.scale2);
+                }
+            }
+    int32_t qp[QT][2], qlo = INT32_MAX, qhi = INT32_MIN;
+    JKC_UNROLL
+    for (int qt = 0; qt < QT; qt++) {
+        const int r = wq0 + 16 * qt + g;
+        qp[qt][0] = masked && r < p.nq ? p.qpos[r] : INT32_MIN;
+        qp[qt][1] = masked && r + 8 < p.nq ? p.qpos[r + 8] : INT32_MIN;
+    }
+    if (masked) pos_range<BQ>(p.qpos, q0, p.nq, qlo, qhi);
+
+    float acc[QT][NO][4], m[QT][2], l[QT][2];
+    JKC_UNROLL
+    for (int qt = 0; qt < QT; qt++) {
+        m[qt][0] = m[qt][1] = -INFINITY;
+        l[qt][0] = l[qt][1] = 0.0f;
+        JKC_UNROLL
+        for (int n = 0; n < NO; n++) acc[qt][n][0] = acc[qt][n][1] = acc[qt][n][2] = acc[qt][n][3] = 0.0f;
+    }
+
+    int32_t khi;
+    int cur = next_tile(p, 0, qhi, khi), buf = 0;
+    if (cur < p.nkv) pipe_issue<HD>(sm, kimg, vimg, cur, p.nkv);
+    jkc_cp_async_commit();
+    while (cur < p.nkv) {
+        const int32_t cur_khi = khi;
+        const int nxt = next_tile(p, cur + MMA_BK, qhi, khi);
+        /* the other buffer was last read before the previous iteration's final barrier */
+        if (nxt < p.nkv) pipe_issue<HD>(sm + (buf ^ 1) * 2 * MMA_BK * P, kimg, vimg, nxt, p.nkv);
+        jkc_cp_async_commit();   /* possibly empty: the count below stays one group */
+        const bool need_mask = cur + MMA_BK > p.nkv || (masked && cur_khi > qlo);
+        if (masked && need_mask && tid < MMA_BK)
+            kps[tid] = cur + tid < p.nkv ? p.kpos[cur + tid] : 0;
+        jkc_cp_async_wait<1>();   /* this thread's copies of tile cur have landed */
+        __syncthreads();          /* ... and everyone's */
+
+        const uint16_t *ks = sm + buf * 2 * MMA_BK * P, *vs = ks + MMA_BK * P;
+        if (active) {
+            /* S = Q K^T; one ldmatrix.x4 gives the B fragments of n-tiles n, n + 1 at
+             * k-step c: matrix mi = keys 8 (n + mi / 2) .., dims 16 c + 8 (mi % 2) .. */
+            float s[QT][8][4];
+            JKC_UNROLL
+            for (int qt = 0; qt < QT; qt++)
+                JKC_UNROLL
+                for (int n = 0; n < 8; n++) s[qt][n][0] = s[qt][n][1] = s[qt][n][2] = s[qt][n][3] = 0.0f;
+            JKC_UNROLL
+            for (int n = 0; n < 8; n += 2)
+                JKC_UNROLL
+                for (int c = 0; c < NC; c++) {
+                    uint32_t b[4];
+                    jkc_ldmatrix_x4(b, ks + (8 * (n + mi / 2) + r8) * P + 16 * c + 8 * (mi % 2));
+                    JKC_UNROLL
+                    for (int qt = 0; qt < QT; qt++) {
+                        if (wq0 + 16 * qt >= p.nq) continue;   /* the same in every lane */
+                        jkc_mma_f16(s[qt][n], qa[qt][c], b);
+                        jkc_mma_f16(s[qt][n + 1], qa[qt][c], b + 2);
+                    }
+                }
+            uint32_t pa[QT][4][4];
+            JKC_UNROLL
+            for (int qt = 0; qt < QT; qt++)
+                softmax_tile<NO>(s[qt], m[qt][0], m[qt][1], l[qt][0], l[qt][1], acc[qt], pa[qt],
+                                 need_mask, masked, p.nkv - cur, qp[qt][0], qp[qt][1], kps, t);
+            /* O += P V; one ldmatrix.x4.trans gives the B fragments of n-tiles n, n + 1
+             * for key chunk c: matrix mi = keys 16 c + 8 (mi % 2) .., dims 8 (n + mi / 2) .. */
+            JKC_UNROLL
+            for (int c = 0; c < 4; c++)
+                JKC_UNROLL
+                for (int n = 0; n < NO; n += 2) {
+                    uint32_t b[4];
+                    jkc_ldmatrix_x4_trans(b, vs + (16 * c + 8 * (mi % 2) + r8) * P + 8 * (n + mi / 2));
+                    JKC_UNROLL
+                    for (int qt = 0; qt < QT; qt++) {
+                        if (wq0 + 16 * qt >= p.nq) continue;
+                        jkc_mma_f16(acc[qt][n], pa[qt][c], b);
+                        jkc_mma_f16(acc[qt][n + 1], pa[qt][c], b + 2);
+                    }
+                }
+        }
+        __syncthreads();   /* buf is consumed before the next iteration refills it */
+        buf ^= 1;
+        cur = nxt;
+    }
+    jkc_cp_async_wait<0>();   /* only empty groups can be left; none may outlive the thread */
+
+    if (!active) return;
+    JKC_UNROLL
+    for (int qt = 0; qt < QT; qt++) {
+        float l0 = l[qt][0], l1 = l[qt][1];
+        l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+        l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+        l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+        l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+        /* zero row without a visible key, NaN row for a NaN score or value (attn_mma) */
+        const float inv0 = l0 > 0.0f ? 1.0f / l0 : l0, inv1 = l1 > 0.0f ? 1.0f / l1 : l1;
+        JKC_UNROLL
+        for (int half = 0; half < 2; half++) {
+            const int r = wq0 + 16 * qt + g + 8 * half;
+            if (r >= p.nq) continue;
+            const float inv = half ? inv1 : inv0;
+            float *o = p.o + (size_t)r * p.ldo + hoff + 2 * t;
+            uint16_t *o2 = o16 ? o16 + (size_t)r * ldo16 + hoff + 2 * t : nullptr;
+            JKC_UNROLL
+            for (int n = 0; n < NO; n++) {
+                const float v0 = acc[qt][n][2 * half] * inv, v1 = acc[qt][n][2 * half + 1] * inv;
+                o[8 * n] = v0, o[8 * n + 1] = v1;
+                if (o2) {
+                    o2[8 * n] = o16_bf16 ? jkc_f32_to_bf16(v0) : jkc_f32_to_f16(v0);
+                    o2[8 * n + 1] = o16_bf16 ? jkc_f32_to_bf16(v1) : jkc_f32_to_f16(v1);
+                }
+            }
+        }
+    }
+}
+
+/* o16 from o where the output came from a kernel that does not write it: every element
+ * of nq rows of d values rounded to f16 (bf16 when bf16). */
+__global__ void JKC_LAUNCH_BOUNDS(256) attn_round16(const float *o, size_t ldo, uint16_t *o16,
+                                                    size_t ldo16, int d, int bf16) {
+    const float *src = o + (size_t)blockIdx.x * ldo;
+    uint16_t *dst = o16 + (size_t)blockIdx.x * ldo16;
+    for (int e = threadIdx.x; e < d; e += blockDim.x)
+        dst[e] = bf16 ? jkc_f32_to_bf16(src[e]) : jkc_f32_to_f16(src[e]);
+}
+
+template <int HD>
+void launch_pipe(const attn_params &p, int n_head, uint16_t *o16, size_t ldo16, int bf16) {
+    uint16_t *img = reinterpret_cast<uint16_t *>(const_cast<bfrag *>(p.img));
+    if (p.nkv > 0) {
+        const dim3 grid((unsigned)((p.nkv + MMA_BK - 1) / MMA_BK), (unsigned)n_head);
+        JKC_LAUNCH(attn_stage16<HD>, grid, dim3(STAGE_THREADS), 0, jkc_stream(), p, img);
+        jkc_check_launch("attn (stage16)");
+    }
+    constexpr size_t smem = pipe_smem<HD>();
+    if (smem > 48 * 1024)
+        cudaFuncSetAttribute(attn_pipe<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    constexpr int bq = 16 * pipe_qtiles<HD>() * PIPE_WARPS;
+    const dim3 grid((unsigned)((p.nq + bq - 1) / bq), (unsigned)n_head);
+    JKC_LAUNCH(attn_pipe<HD>, grid, dim3(PIPE_THREADS), smem, jkc_stream(), p,
+               static_cast<const uint16_t *>(img), o16, ldo16, bf16);
+    jkc_check_launch("attn (pipe)");
+}
+
+/* The pipelined kernel where it applies (nq >= 16, a tensor-core head size, the
+ * workspace given): true when it ran (and wrote o16 if asked). */
+bool try_pipe(const attn_params &p, int n_head, uint16_t *o16, size_t ldo16, int bf16) {
+    if (p.nq < 16 || !p.img) return false;
+    switch (p.hd) {
+    case 32: launch_pipe<32>(p, n_head, o16, ldo16, bf16); return true;
+    case 64: launch_pipe<64>(p, n_head, o16, ldo16, bf16); return true;
+    case 80: launch_pipe<80>(p, n_head, o16, ldo16, bf16); return true;
+    case 96: launch_pipe<96>(p, n_head, o16, ldo16, bf16); return true;
+    case 128: launch_pipe<128>(p, n_head, o16, ldo16, bf16); return true;
+    default: return false;
+    }
+}
+
+}  // namespace
+
+extern "C" void jkc_attn(const struct jk_attn_args *a) {
+    if (a->nq <= 0 || a->n_head <= 0 || a->head_dim <= 0 || a->head_dim > 512) return;
+    attn_params p;
+    p.o = a->o, p.q = a->q, p.k = a->k, p.v = a->v;
+    p.ldo = a->ldo, p.ldq = a->ldq, p.ldk = a->ldk, p.ldv = a->ldv;
+    const bool masked = a->q_pos && a->k_pos;
+    p.qpos = masked ? a->q_pos : nullptr;
+    p.kpos = masked ? a->k_pos : nullptr;
+    p.nq = a->nq, p.nkv = a->nkv > 0 ? a->nkv : 0, p.hd = a->head_dim;
+    p.scale2 = a->scale * 1.4426950408889634f;   /* log2(e) */
+    const int hd = a->head_dim, nh = a->n_head;
+    /* the staged tiles need the workspace jkc_attn_ws asks for, 16-byte aligned */
+    p.img = a->ws && ((uintptr_t)a->ws & 15u) == 0 ? static_cast<const bfrag *>(a->ws) : nullptr;
+    const int bf16 = a->o16_type == JK_BF16;
+
+    if (jkc_kernels_pipe() && try_pipe(p, nh, a->o16, a->ldo16, bf16)) return;
+    launch_default(p, hd, nh);
+    if (a->o16) {   /* the default kernels write f32 only: round what they wrote */
+        JKC_LAUNCH(attn_round16, dim3((unsigned)p.nq), dim3(256), 0, jkc_stream(), p.o, p.ldo,
+                   a->o16, a->ldo16, nh * hd, bf16);
+        jkc_check_launch("attn (round16)");
+    }
 }
 
 /* Workspace: the staged K and V tiles of the tensor-core path (attn_stage), for any nq:

@@ -6,7 +6,8 @@
  *               thread's bound device (jkc_stream), jk_init_cuda (the table)
  *   gemm.cu     tensor-core matmul (mma.sync m16n8k16), f16 / bf16 / f32 weights and
  *               the block formats (decoded by dequant.cuh)
- *   attn.cu     fused flash attention (mma.sync), f32 fallback for other head sizes
+ *   attn.cu     fused flash attention (mma.sync), its pipelined variant (cp.async,
+ *               ldmatrix; JEPA_CUDA_KERNELS=pipe), f32 fallback for other head sizes
  *   ops.cu      LayerNorm, tanh-GELU, SiLU, add, madd, RoPE, patchify, gather, mean
  *
  * Every entry point has the signature of its kernels.h slot, takes device pointers,

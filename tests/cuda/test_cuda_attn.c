@@ -42,7 +42,11 @@
  * head_dim in {32, 64, 80, 96, 128} take the tensor cores. Those cases run four times:
  * blocks of 4 and of 8 warps, with no workspace (each block converts K and V) and with
  * attn_ws's, NaN-filled before, staging forced (jkc_attn_force; the kernel decides both
- * by the grid).
+ * by the grid). They run twice more with JEPA_CUDA_KERNELS=pipe (jkc_kernels_force_pipe):
+ * with the workspace (the pipelined kernel, attn_pipe) and without (the default kernels
+ * again); the f32 kernel's cases and the NaN checks run with it too. Every run also asks
+ * for the o16 copy (f16 or bf16), which must be the f32 output rounded to nearest even,
+ * bit for bit, with its row padding untouched.
  *
  * Exit 0: passed, 1: failed, 77: no CUDA device (skipped). JEPA_SEED=... replays.
  */
@@ -54,6 +58,7 @@
 
 #include "kernels/device.h"
 #include "kernels/kernels.h"
+#include "runtime/dtype.h"
 #include "tests/checkasm/checkasm.h"
 #include "tests/cuda/cuda_test.h"
 
@@ -73,6 +78,7 @@ struct tcase {
 
 static struct jk_kernels kt, kref;
 static int g_staged;   /* pass the workspace attn_ws asks for (K and V staged once) */
+static int g_o16_bf16; /* the type of the o16 copy of this run: bf16, else f16 */
 
 void jkc_attn_force(int warps, int staging);   /* kernels/cuda/attn.cu: a test hook */
 
@@ -175,21 +181,31 @@ static int run_case(const struct tcase *c) {
         wsd = ct_upload(fill, wsb);
         free(fill);
     }
+    /* the 16-bit copy of the output: padded rows, 0xfffe before the call (kept in the
+     * padding) */
+    const size_t ldo16 = (size_t)D + 3, no16 = (size_t)c->nq * ldo16;
+    uint16_t *o16 = (uint16_t *)xmalloc(no16 * sizeof(uint16_t));
+    for (size_t x = 0; x < no16; x++) o16[x] = 0xfffe;
+    uint16_t *o16d = (uint16_t *)ct_upload(o16, no16 * sizeof(uint16_t));
     struct jk_attn_args a = {od, ldo, qd + (q - (qbuf ? qbuf : kvbuf)), ldq,
                              kvd + (k - kvbuf), ldk, kvd + (v - kvbuf), ldv,
-                             c->nq, c->nkv, c->n_head, hd, scale, qpd, kpd, 1, wsd};
+                             c->nq, c->nkv, c->n_head, hd, scale, qpd, kpd, 1, wsd,
+                             NULL, 0, JK_F16};
     kt.attn(&a);
     a.o = od2;
+    a.o16 = o16d, a.ldo16 = ldo16, a.o16_type = g_o16_bf16 ? JK_BF16 : JK_F16;
     kt.attn(&a);
     ct_download_guarded(o, od, no);
     ct_download_guarded(o2, od2, no);
+    ct_download(o16, o16d, no16 * sizeof(uint16_t));
+    ct_free(o16d);
 
     /* the reference on the inputs as given; for the tensor cores also on copies of the
      * inputs rounded to f16 */
     const int mma = mma_path(c);
     float *orf = ca_alloc_guarded(no), *orf16 = mma ? ca_alloc_guarded(no) : NULL;
     struct jk_attn_args ar = {orf, ldo, q, ldq, k, ldk, v, ldv, c->nq, c->nkv, c->n_head, hd,
-                              scale, qpos, kpos, 1, NULL};
+                              scale, qpos, kpos, 1, NULL, NULL, 0, JK_F16};
     kref.attn(&ar);
     float *q16 = NULL, *k16 = NULL, *v16 = NULL, *kv16 = NULL, *qb16 = NULL;
     if (mma) {
@@ -280,6 +296,22 @@ static int run_case(const struct tcase *c) {
     CHECK(gaps, "attn wrote outside o (row padding or guard bands)");
     CHECK(!memcmp(o - CA_GUARD, o2 - CA_GUARD, (no + 2 * CA_GUARD) * sizeof(float)),
              "two identical attn calls gave different bits");
+    /* o16: the f32 output rounded (runtime/dtype.h, nearest even), bit for bit; the
+     * padding untouched */
+    size_t bad16 = 0;
+    for (int i = 0; i < c->nq; i++)
+        for (size_t x = 0; x < ldo16; x++) {
+            const uint16_t got = o16[(size_t)i * ldo16 + x];
+            const float f = o[(size_t)i * ldo + x];
+            if (x >= (size_t)D) bad16 += got != 0xfffe;
+            else if (isnan(f))   /* any NaN of the type (CUDA's is 0x7fff) */
+                bad16 += g_o16_bf16 ? (got & 0x7f80) != 0x7f80 || !(got & 0x7f)
+                                    : (got & 0x7c00) != 0x7c00 || !(got & 0x3ff);
+            else bad16 += got != (g_o16_bf16 ? f32_to_bf16(f) : f32_to_f16(f));
+        }
+    CHECK(bad16 == 0, "o16 (%s): %zu elements differ from the rounded f32 output",
+          g_o16_bf16 ? "bf16" : "f16", bad16);
+    free(o16);
 
     ct_free_guarded(od), ct_free_guarded(od2), ct_free(kvd);
     if (wsd) ct_free(wsd);
@@ -304,13 +336,21 @@ static void check_nonfinite(int nq, int nkv, int hd) {
     float *v = (float *)xmalloc(nkb * sizeof(float)), *o = (float *)xmalloc(nqb * sizeof(float));
     ca_fill(q, nqb, 1.0f), ca_fill(k, nkb, 1.0f), ca_fill(v, nkb, 1.0f);
     const int i0 = nq - 1, j0 = nkv / 2;
+    void *ws = NULL;   /* the pipelined kernel runs only with its workspace */
+    if (g_staged) {
+        const size_t wsb = kt.attn_ws(1, NH, hd, nkv);
+        void *fill = xmalloc(wsb);
+        memset(fill, 0xff, wsb);
+        ws = ct_upload(fill, wsb);
+        free(fill);
+    }
     for (int which = 0; which < 2; which++) {
         if (which == 0) q[(size_t)i0 * D + 3] = NAN;
         else q[(size_t)i0 * D + 3] = 0.5f, k[(size_t)j0 * D + 3] = NAN;
         float *qd = ct_upload_f(q, nqb), *kd = ct_upload_f(k, nkb), *vd = ct_upload_f(v, nkb);
         float *od = ct_upload_f(o, nqb);
         struct jk_attn_args a = {od, ldo, qd, (size_t)D, kd, (size_t)D, vd, (size_t)D, nq, nkv, NH, hd,
-                                 1.0f / sqrtf((float)hd), NULL, NULL, 1, NULL};
+                                 1.0f / sqrtf((float)hd), NULL, NULL, 1, ws, NULL, 0, JK_F16};
         kt.attn(&a);
         ct_download(o, od, nqb * sizeof(float));
         int bad = 0;
@@ -323,6 +363,7 @@ static void check_nonfinite(int nq, int nkv, int hd) {
               which ? "k" : "q", bad);
         ct_free(qd), ct_free(kd), ct_free(vd), ct_free(od);
     }
+    if (ws) ct_free(ws);
     free(q), free(k), free(v), free(o);
 }
 
@@ -397,25 +438,46 @@ int main(void) {
         if (cases[x].fused) cases[x].nkv = cases[x].nq;
         if (cases[x].mask == MASK_FRAMES && cases[x].fr < 1) cases[x].fr = 16;
         if (mma_path(&cases[x])) {
-            for (int v = 0; v < 4; v++) {
+            for (int v = 0; v < 6; v++) {
                 const int w = v & 1 ? 8 : 4;
-                g_staged = v >= 2;
-                jkc_attn_force(w, g_staged);
-                printf("  (%d warps a block, %s)\n", w, g_staged ? "K and V staged once" : "no workspace");
+                g_staged = v == 2 || v == 3 || v == 4;
+                g_o16_bf16 = (v + (v >= 4 ? x : 0)) % 2;   /* the pipelined kernel: both by x */
+                if (v < 4) {
+                    jkc_attn_force(w, g_staged);
+                    printf("  (%d warps a block, %s)\n", w, g_staged ? "K and V staged once" : "no workspace");
+                } else {
+                    /* the pipelined kernel; without its workspace, the default kernels */
+                    jkc_attn_force(0, 0);
+                    jkc_kernels_force_pipe(1);
+                    printf("  (JEPA_CUDA_KERNELS=pipe, %s)\n",
+                           g_staged ? "the pipelined kernel" : "no workspace: the default kernels");
+                }
                 run_case(&cases[x]);
+                jkc_kernels_force_pipe(-1);
             }
             jkc_attn_force(0, 0);
             g_staged = 0;
         } else {
             g_staged = x % 2;   /* the f32 kernel ignores the workspace */
+            g_o16_bf16 = x % 2;
             run_case(&cases[x]);
+            jkc_kernels_force_pipe(1);   /* the pipelined choice falls back to the f32 kernel */
+            run_case(&cases[x]);
+            jkc_kernels_force_pipe(-1);
             g_staged = 0;
         }
     }
-    check_nonfinite(64, 64, 64);
-    check_nonfinite(1, 200, 64);
-    check_nonfinite(2, 2100, 64);
-    printf("  NaN in q and in k: 3 shapes\n");
+    for (int pipe = 0; pipe < 2; pipe++) {
+        jkc_kernels_force_pipe(pipe);
+        g_staged = pipe;
+        check_nonfinite(64, 64, 64);
+        check_nonfinite(130, 70, 32);
+        check_nonfinite(1, 200, 64);
+        check_nonfinite(2, 2100, 64);
+    }
+    jkc_kernels_force_pipe(-1);
+    g_staged = 0;
+    printf("  NaN in q and in k: 4 shapes, default and pipelined kernels\n");
     ct_close();
     return ca_finish("test_cuda_attn");
 }
