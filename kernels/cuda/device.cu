@@ -268,19 +268,6 @@ struct jk_device *jk_device_open_cuda(int ordinal, char *err, size_t errlen) {
     return d;
 }
 
-/* The pipelined table's attention while no attention kernel writes o16 itself: the
- * default kernel, then o16 = o rounded (the output projection's x16, kernels.h), by the
- * matmul's y16 rounding. */
-static void attn_o16(const struct jk_attn_args *a) {
-    jkc_attn(a);
-    if (!a->o16 || a->nq <= 0) return;
-    struct jk_gemm_args g;
-    memset(&g, 0, sizeof g);
-    g.y = a->o, g.ldy = a->ldo, g.M = a->nq, g.N = a->n_head * a->head_dim;
-    g.y16 = a->o16, g.ldy16 = a->ldo16, g.y16_type = a->o16_type;
-    jkc_gemm_y16(&g, "attn o16");
-}
-
 void jk_init_cuda(struct jk_kernels *k) {
     memset(k, 0, sizeof *k);
     k->isa = "cuda";
@@ -302,7 +289,6 @@ void jk_init_cuda(struct jk_kernels *k) {
         k->x16 = true;
         k->layernorm16 = jkc_layernorm16;
         k->patchify16 = jkc_patchify16;
-        k->attn = attn_o16;
     }
 }
 
