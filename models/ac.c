@@ -92,8 +92,14 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
     struct rope_pos *rp = NULL;
     void *ws = NULL;
     const int ks[] = {D, A, S, pd, vit->ffn};
+    /* 16-bit copies (forward.h): h16 [R, pd] for the blocks and the final norm, wide16
+     * [R, ffn] for the blocks; each adds its size rounded up to the arena alignment */
+    const bool blk16 = jm_vit_x16(c, vit), proj16 = jm_x16_type(c, &pr->proj) >= 0;
+    uint16_t *h16 = NULL, *wide16 = NULL;
     for (int pass = 0; pass < 2; pass++) {
         struct plan pl = plan_begin(c, pass);
+        if (blk16 || proj16) h16 = plan_dev(&pl, jm_x16_bytes(true, (size_t)R * pd));
+        if (blk16) wide16 = plan_dev(&pl, jm_x16_bytes(true, (size_t)R * vit->ffn));
         if (!host) {
             tok_d = plan_dev(&pl, sizeof(float) * (size_t)BFN * D);
             act_d = plan_dev(&pl, sizeof(float) * (size_t)BF * A);
@@ -134,13 +140,15 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
     c->k.gather(x, (size_t)pd, src, (size_t)pd, gin.dev, R, pd, nt);
 
     struct vit_scratch s = {.h = h, .wide = wide, .tmp = tmp, .cos = cosb.dev, .sin = sinb.dev,
-                            .mask_pos = pr->frame_causal ? posb.dev : NULL, .ws = ws};
+                            .mask_pos = pr->frame_causal ? posb.dev : NULL, .ws = ws,
+                            .h16 = blk16 ? h16 : NULL, .wide16 = wide16};
     for (int l = 0; l < vit->n_layer; l++) jm_vit_block(c, vit, &vit->blk[l], x, n, B, &s);
 
-    /* the patch rows: norm, projection back to the encoder's width */
+    /* the patch rows: norm (and its copy), projection back to the encoder's width */
     c->k.gather(xo, (size_t)pd, x, (size_t)pd, gout.dev, BFN, pd, nt);
-    c->k.layernorm(xo, (size_t)pd, xo, (size_t)pd, dw(c, pr->norm.w), dw(c, pr->norm.b), BFN, pd, vit->ln_eps, nt);
-    jm_linear_forward(c, out, (size_t)OD, xo, (size_t)pd, &pr->proj, BFN, JK_EPI_STORE, ws);
+    const struct jm_x16 xo16 = jm_x16_for(c, &pr->proj, h16, (size_t)pd);
+    jm_layernorm16(c, xo, (size_t)pd, &xo16, xo, (size_t)pd, &pr->norm, BFN, pd, vit->ln_eps);
+    jm_linear16(c, out, (size_t)OD, xo, (size_t)pd, &xo16, &pr->proj, BFN, JK_EPI_STORE, NULL, ws);
     dev->download(dev, pred, out, sizeof(float) * (size_t)BFN * OD);
     return JEPA_OK;
 }

@@ -127,6 +127,10 @@ struct enc_run {
     struct rope_pos *pos;                       /* host */
     struct staged cosb, sinb, pos_tab, frame;
     void *ws;
+    /* 16-bit copies (forward.h, a table with the x16 flag): h16 [B*n, d] and wide16, the
+     * patches' copy [B*n_patch, F] while the clip is embedded, then the blocks' hidden
+     * layer [B*n, ffn]; NULL where nothing reads them */
+    uint16_t *h16, *wide16;
 };
 
 /* ---- the request: what the model can run, the input's geometry ---- */
@@ -225,8 +229,14 @@ static jepa_status plan_buffers(struct jepa_ctx *c, struct enc_run *r, const flo
         wide_floats = patch_floats + clip_floats + input_floats;
     r->pos = NULL;
     r->cosb = r->sinb = r->pos_tab = r->frame = (struct staged){0};
+    /* the copies: each adds its size rounded up to the arena alignment */
+    const bool blk16 = jm_vit_x16(c, vit), pe16 = jm_x16_type(c, r->in.pe) >= 0;
+    size_t wide16 = blk16 ? (size_t)B * n * vit->ffn : 0;
+    if (pe16 && wide16 < (size_t)B * r->in.n_patch * F) wide16 = (size_t)B * r->in.n_patch * F;
     for (int pass = 0; pass < 2; pass++) {
         struct plan pl = plan_begin(c, pass);
+        r->h16 = blk16 ? plan_dev(&pl, jm_x16_bytes(true, (size_t)B * n * d)) : NULL;
+        r->wide16 = wide16 ? plan_dev(&pl, jm_x16_bytes(true, wide16)) : NULL;
         r->x = plan_dev(&pl, sizeof(float) * (size_t)B * n * d);            /* [B*n, d] */
         r->h = plan_dev(&pl, sizeof(float) * (size_t)B * r->rows0 * d);     /* [B*rows0, d] */
         r->wide = plan_dev(&pl, sizeof(float) * wide_floats);
@@ -293,14 +303,24 @@ static void upload_clip(struct jepa_ctx *c, struct enc_run *r, const float *x_in
 /* ---- patch embeddings = patchify(clip) . Wpe^T + b (+ modality embedding); CLS rows ---- */
 static void tokenize(struct jepa_ctx *c, struct enc_run *r) {
     const int d = r->e->vit.d, n_patch = r->in.n_patch, F = r->in.pe->n_in, nt = c->nthreads;
-    for (int b = 0; b < r->B; b++)                                       /* [B*n_patch, F] */
-        c->k.patchify(r->wide + (size_t)b * n_patch * F, r->src + (size_t)b * r->clip_floats,
-                      r->e->in_chans, r->in.frames, r->H, r->W, r->in.tubelet, r->e->patch, nt);
+    const struct jm_x16 p16 = jm_x16_for(c, r->in.pe, r->wide16, (size_t)F);   /* its copy */
+    for (int b = 0; b < r->B; b++) {                                     /* [B*n_patch, F] */
+        float *out = r->wide + (size_t)b * n_patch * F;
+        const float *src = r->src + (size_t)b * r->clip_floats;
+        if (p16.p)
+            c->k.patchify16(out, p16.p + (size_t)b * n_patch * F, p16.t, src, r->e->in_chans,
+                            r->in.frames, r->H, r->W, r->in.tubelet, r->e->patch, nt);
+        else
+            c->k.patchify(out, src, r->e->in_chans, r->in.frames, r->H, r->W, r->in.tubelet,
+                          r->e->patch, nt);
+    }
     const int nblk = r->pcontig ? 1 : r->B, blk_rows = r->pcontig ? r->B * n_patch : n_patch;
     for (int i = 0; i < nblk; i++) {
         float *pb = r->pe + (size_t)i * r->pstride;
-        jm_linear_forward(c, pb, (size_t)d, r->wide + (size_t)i * n_patch * F, (size_t)F, r->in.pe,
-                          blk_rows, JK_EPI_STORE, r->ws);
+        struct jm_x16 pi = p16;
+        if (pi.p) pi.p += (size_t)i * n_patch * F;
+        jm_linear16(c, pb, (size_t)d, r->wide + (size_t)i * n_patch * F, (size_t)F, &pi, r->in.pe,
+                    blk_rows, JK_EPI_STORE, NULL, r->ws);
         if (r->in.modality) c->k.add(pb, (size_t)d, dw(c, r->in.modality), 0, NULL, blk_rows, d, nt);
     }
     if (r->ncls)   /* the CLS row of every clip */
@@ -369,7 +389,8 @@ static void run_blocks(struct jepa_ctx *c, struct enc_run *r) {
     const struct jm_vit *vit = &e->vit;
     const int d = vit->d, n = r->n;
     struct vit_scratch s = {.h = r->h, .wide = r->wide, .tmp = r->tmp, .cos = r->cosb.dev,
-                            .sin = r->sinb.dev, .mask_pos = r->frame.dev, .ws = r->ws};
+                            .sin = r->sinb.dev, .mask_pos = r->frame.dev, .ws = r->ws,
+                            .h16 = r->h16, .wide16 = r->wide16};
     int next_hier = 0;
     for (int l = 0; l < vit->n_layer; l++) {
         jm_vit_block(c, vit, &vit->blk[l], r->x, n, r->B, &s);

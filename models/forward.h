@@ -12,28 +12,70 @@
 
 /* ---- building blocks ---- */
 
+/* ---- 16-bit operand copies (a table with the x16 flag: kernels.h, jk_gemm_args x16) ----
+ * On such a table the op that produces a matmul's input (LayerNorm, patchify, a matmul's
+ * erf-GELU epilogue, attention) also writes the copy that matmul reads, rounded to the
+ * weight's type; the f32 result is written as always, so a matmul without a copy reads
+ * it. Only matmuls with f16 / bf16 weights read copies (f32 and block-format weights read
+ * f32 X). Every other table plans and passes none. */
+struct jm_x16 {
+    uint16_t *p;          /* NULL: no copy */
+    size_t ld;            /* row stride, elements */
+    enum jk_dtype t;      /* JK_F16 or JK_BF16 */
+};
+
+/* The type of the copy L's matmul reads on c: JK_F16 / JK_BF16 where c's table has the
+ * x16 flag and L's weights are of that type; -1 where L reads f32 X. */
+int jm_x16_type(const struct jepa_ctx *c, const struct jm_linear *L);
+/* buf (row stride ld) as the copy L reads: p = NULL where L reads none (or buf is NULL). */
+struct jm_x16 jm_x16_for(const struct jepa_ctx *c, const struct jm_linear *L, uint16_t *buf,
+                         size_t ld);
+/* Whether some matmul of the stack's blocks reads a copy on c (its scratch then plans h16
+ * and wide16). */
+bool jm_vit_x16(const struct jepa_ctx *c, const struct jm_vit *vit);
+/* Bytes of an arena buffer of n 16-bit values: 0 when `need` is false. */
+static inline size_t jm_x16_bytes(bool need, size_t n) { return need ? n * sizeof(uint16_t) : 0; }
+
+/* LayerNorm into y (and, where out->p, its copy out: layernorm16); out may be NULL. */
+void jm_layernorm16(const struct jepa_ctx *c, float *y, size_t ldy, const struct jm_x16 *out,
+                    const float *x, size_t ldx, const struct jm_norm *nm, int n, int d, float eps);
+
 /* Scratch of one ViT stack over nb clips of n rows of width d (planned in the arena):
  *   h    [nb*n, d]                 LayerNorm output, then the attention output
  *   wide [nb*n, max(3d, ffn, ...)] fused qkv, then the MLP hidden layer
  *   tmp  [nb*n, d]                 branch output before layer-scale (NULL without it)
  *   cos, sin [n, head_dim]         RoPE tables, the same for every clip (NULL: no RoPE)
  *   ws                             kernel workspace
+ *   h16  [nb*n, d], wide16 [nb*n, >= ffn]   the 16-bit copies of h and of the MLP hidden
+ *                                  layer (jm_vit_x16; NULL on every other table)
  * All device memory. */
 struct vit_scratch {
     float *h, *wide, *tmp;
     const float *cos, *sin;
     const int32_t *mask_pos;   /* attention mask rule (kernels.h) of one clip, NULL = full */
     void *ws;
+    uint16_t *h16, *wide16;
 };
 
 /* y = act/epi(x . W^T + b) for M rows (strides in floats); W, b translated by dw(). */
 void jm_linear_forward(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
             const struct jm_linear *L, int M, enum jk_epilogue epi, void *ws);
+/* The same reading xin (the copy of x, where xin->p and its type is L's) and also writing
+ * yout (where yout->p: the next matmul's copy; never with JK_EPI_ADD). Either may be NULL. */
+void jm_linear16(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
+                 const struct jm_x16 *xin, const struct jm_linear *L, int M, enum jk_epilogue epi,
+                 const struct jm_x16 *yout, void *ws);
 
 /* y = act(x . W^T + b): the erf-GELU as the matmul's epilogue (it has no slot of its
  * own), the tanh-GELU and SiLU by their slots on y after the matmul. */
 void jm_linear_act(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
                    const struct jm_linear *L, int M, enum jm_act act, void *ws);
+/* jm_linear_act with jm_linear16's copies: yout is written only with the erf-GELU (the
+ * epilogue; the other activations run after the matmul, on y alone). Returns whether it
+ * was: the next matmul reads yout only then. */
+bool jm_linear_act16(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
+                     const struct jm_x16 *xin, const struct jm_linear *L, int M, enum jm_act act,
+                     const struct jm_x16 *yout, void *ws);
 
 /* x [nb*n, vit->d] += attn(ln1(x)); x += mlp(ln2(x)) — one pre-LN block over nb clips of
  * n rows each: row-wise ops run once over nb*n rows, RoPE and attention per clip. */

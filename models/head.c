@@ -47,8 +47,16 @@ jepa_status jm_head_forward(struct jepa_ctx *c, const float *tokens, int n, floa
     float *x = NULL, *h = NULL, *wide = NULL, *tmp = NULL, *q = NULL, *y = NULL, *yn = NULL;
     float *mid = NULL, *logits_d = NULL;
     void *ws = NULL;
+    /* 16-bit copies (forward.h): h16 [n, D] for the blocks and ln_kv's output, wide16
+     * [n, ffn] for the blocks (the one-row matmuls after the pooling read f32); each adds
+     * its size rounded up to the arena alignment */
+    const bool blk16 = jm_vit_x16(c, vit);
+    const bool kv16 = jm_x16_type(c, &hd_->k) >= 0 || jm_x16_type(c, &hd_->v) >= 0;
+    uint16_t *h16 = NULL, *wide16 = NULL;
     for (int pass = 0; pass < 2; pass++) {
         struct plan pl = plan_begin(c, pass);
+        if (blk16 || kv16) h16 = plan_dev(&pl, jm_x16_bytes(true, (size_t)n * D));
+        if (blk16) wide16 = plan_dev(&pl, jm_x16_bytes(true, (size_t)n * vit->ffn));
         if (copy_in) x = plan_dev(&pl, sizeof(float) * (size_t)n * D);  /* [n, D] */
         h = plan_dev(&pl, sizeof(float) * (size_t)n * D);           /* [n, D] */
         wide = plan_dev(&pl, sizeof(float) * (size_t)n * wide_cols);/* [n, 3D | ffn] */
@@ -71,17 +79,19 @@ jepa_status jm_head_forward(struct jepa_ctx *c, const float *tokens, int n, floa
         xs = x;
     }
     struct vit_scratch s = {.h = h, .wide = wide, .tmp = tmp, .cos = NULL, .sin = NULL,
-                            .mask_pos = NULL, .ws = ws};
+                            .mask_pos = NULL, .ws = ws, .h16 = blk16 ? h16 : NULL,
+                            .wide16 = wide16};
     for (int l = 0; l < vit->n_layer; l++) jm_vit_block(c, vit, &vit->blk[l], x, n, 1, &s);
 
-    /* cross-attention: the raw query attends to ln_kv(x) */
+    /* cross-attention: the raw query attends to ln_kv(x) (its copy in k's type, else v's) */
     const float *query = dw(c, hd_->query);
     float *kmat = wide, *vmat = wide + D;          /* [n, D] each, row stride 2D */
-    c->k.layernorm(h, (size_t)D, xs, (size_t)D, dw(c, hd_->ln_kv.w), dw(c, hd_->ln_kv.b), n, D,
-                   hd_->ln_eps, nt);
+    struct jm_x16 kv = jm_x16_for(c, &hd_->k, h16, (size_t)D);
+    if (!kv.p) kv = jm_x16_for(c, &hd_->v, h16, (size_t)D);
+    jm_layernorm16(c, h, (size_t)D, &kv, xs, (size_t)D, &hd_->ln_kv, n, D, hd_->ln_eps);
     jm_linear_forward(c, q, (size_t)D, query, (size_t)D, &hd_->q, 1, JK_EPI_STORE, ws);
-    jm_linear_forward(c, kmat, (size_t)2 * D, h, (size_t)D, &hd_->k, n, JK_EPI_STORE, ws);
-    jm_linear_forward(c, vmat, (size_t)2 * D, h, (size_t)D, &hd_->v, n, JK_EPI_STORE, ws);
+    jm_linear16(c, kmat, (size_t)2 * D, h, (size_t)D, &kv, &hd_->k, n, JK_EPI_STORE, NULL, ws);
+    jm_linear16(c, vmat, (size_t)2 * D, h, (size_t)D, &kv, &hd_->v, n, JK_EPI_STORE, NULL, ws);
     struct jk_attn_args at = {
         .o = y, .ldo = (size_t)D, .q = q, .ldq = (size_t)D, .k = kmat, .ldk = (size_t)2 * D,
         .v = vmat, .ldv = (size_t)2 * D, .nq = 1, .nkv = n, .n_head = hd_->n_head,

@@ -70,13 +70,35 @@ struct lewm_buf {
     void *ws;
     char *attn_ws;    /* host: one single-thread attention workspace per thread */
     size_t attn_ws1;  /* its bytes per thread */
+    /* 16-bit copies (forward.h): h16 [R, pd] of the LayerNorm outputs, wide16 [R, wide
+     * columns] of the attention output, the MLP's and the projector's hidden layers and
+     * the action embedding's; NULL where nothing reads them */
+    uint16_t *h16, *wide16;
 };
+
+/* The matmuls of the predictor that may read a copy: the one after each LayerNorm (qkv,
+ * up, proj0), after attention (out) and after an erf-GELU epilogue (down, proj2,
+ * action_embed2). h: some of the first kind does; wide: some of the others. */
+static void lewm_x16(const struct jepa_ctx *c, bool *h, bool *wide) {
+    const struct jm_predictor *p = &c->m->pred;
+    *h = jm_x16_type(c, &p->proj0) >= 0;
+    *wide = jm_x16_type(c, &p->proj2) >= 0 || jm_x16_type(c, &p->action_embed2) >= 0;
+    for (int l = 0; l < p->vit.n_layer; l++) {
+        const struct jm_block *b = &p->vit.blk[l];
+        *h = *h || jm_x16_type(c, &b->qkv) >= 0 || jm_x16_type(c, &b->up) >= 0;
+        *wide = *wide || jm_x16_type(c, &b->out) >= 0 || jm_x16_type(c, &b->down) >= 0;
+    }
+}
 
 static void plan_lewm(struct plan *pl, const struct jepa_ctx *c, int B, int T, struct lewm_buf *b,
                       struct staged *pos) {
     const struct jm_predictor *p = &c->m->pred;
     const struct jm_vit *v = &p->vit;
     const size_t R = (size_t)B * T, pd = (size_t)v->d, inner = (size_t)v->n_head * v->head_dim;
+    bool h16, wide16;
+    lewm_x16(c, &h16, &wide16);
+    b->h16 = h16 ? plan_dev(pl, jm_x16_bytes(true, R * pd)) : NULL;
+    b->wide16 = wide16 ? plan_dev(pl, jm_x16_bytes(true, R * (size_t)lewm_wide_cols(p))) : NULL;
     b->x = plan_dev(pl, sizeof(float) * R * pd);
     b->ca = plan_dev(pl, sizeof(float) * R * pd);
     b->mod = plan_dev(pl, sizeof(float) * R * 6 * pd);
@@ -91,12 +113,14 @@ static void plan_lewm(struct plan *pl, const struct jepa_ctx *c, int B, int T, s
     b->attn_ws = c->dev->host_memory ? plan_dev(pl, b->attn_ws1 * (size_t)(c->nthreads > 0 ? c->nthreads : 1)) : NULL;
 }
 
-/* Causal attention of every sequence: qkv [R, 3 inner] -> att [R, inner]. On the CPU the
+/* Causal attention of every sequence: qkv [R, 3 inner] -> att [R, inner] (and its copy
+ * o16, [R, inner] at row stride o16->ld, where o16 && o16->p). On the CPU the
  * sequences (a few rows each: thousands of kernel calls of a planning batch) are spread
  * over the threads, each call single-threaded with its own workspace: one OpenMP region
  * instead of one per sequence, the same bits (the kernel gives them at any thread
  * count). On a GPU the calls are queued on the stream in turn. */
-static void attend(const struct jepa_ctx *c, const struct lewm_buf *b, int B, int T) {
+static void attend(const struct jepa_ctx *c, const struct lewm_buf *b, int B, int T,
+                   const struct jm_x16 *o16) {
     const struct jm_vit *v = &c->m->pred.vit;
     const int nh = v->n_head, hd = v->head_dim, inner = nh * hd, nt = c->nthreads > 0 ? c->nthreads : 1;
     const size_t ld3 = (size_t)3 * inner;
@@ -118,6 +142,8 @@ static void attend(const struct jepa_ctx *c, const struct lewm_buf *b, int B, in
             .q_pos = b->pos, .k_pos = b->pos,
             .nthreads = host ? 1 : c->nthreads, .ws = host ? b->attn_ws + (size_t)tid * b->attn_ws1 : b->ws,
         };
+        if (o16 && o16->p)
+            at.o16 = o16->p + (size_t)s * T * inner, at.ldo16 = o16->ld, at.o16_type = o16->t;
         c->k.attn(&at);
     }
 }
@@ -131,10 +157,12 @@ static void run_lewm(struct jepa_ctx *c, const float *emb, const float *act, int
     const size_t ld6 = (size_t)6 * pd, ld3 = (size_t)3 * inner;
 
     /* action embedding, then its SiLU: the input of every block's modulation */
-    jm_linear_act(c, b->wide, (size_t)p->action_embed0.n_out, act, (size_t)p->action_dim,
-                  &p->action_embed0, R, p->action_act, b->ws);
-    jm_linear_forward(c, b->ca, (size_t)pd, b->wide, (size_t)p->action_embed0.n_out,
-                      &p->action_embed2, R, JK_EPI_STORE, b->ws);
+    const size_t ha = (size_t)p->action_embed0.n_out;
+    const struct jm_x16 a16 = jm_x16_for(c, &p->action_embed2, b->wide16, ha);
+    const bool ae16 = jm_linear_act16(c, b->wide, ha, act, (size_t)p->action_dim, NULL,
+                                      &p->action_embed0, R, p->action_act, &a16, b->ws);
+    jm_linear16(c, b->ca, (size_t)pd, b->wide, ha, ae16 ? &a16 : NULL, &p->action_embed2, R,
+                JK_EPI_STORE, NULL, b->ws);
     c->k.silu(b->ca, (size_t)R * pd, nt);
 
     /* x = emb + pos_embed[t]: frame t of every sequence is a strided matrix of B rows
@@ -151,28 +179,37 @@ static void run_lewm(struct jepa_ctx *c, const float *emb, const float *act, int
         /* attention branch */
         c->k.layernorm(b->h, (size_t)pd, b->x, (size_t)pd, NULL, NULL, R, pd, p->adaln_eps, nt);
         c->k.madd(b->h, (size_t)pd, b->h, (size_t)pd, mod + pd, ld6, mod, ld6, 1.0f, R, pd, nt);
-        c->k.layernorm(b->h, (size_t)pd, b->h, (size_t)pd, dw(c, blk->ln1.w), dw(c, blk->ln1.b), R, pd,
-                       v->ln_eps, nt);
-        jm_linear_forward(c, b->wide, ld3, b->h, (size_t)pd, &blk->qkv, R, JK_EPI_STORE, b->ws);
-        attend(c, b, B, T);
-        jm_linear_forward(c, b->tmp, (size_t)pd, b->att, (size_t)inner, &blk->out, R, JK_EPI_STORE, b->ws);
+        const struct jm_x16 q16 = jm_x16_for(c, &blk->qkv, b->h16, (size_t)pd);
+        jm_layernorm16(c, b->h, (size_t)pd, &q16, b->h, (size_t)pd, &blk->ln1, R, pd, v->ln_eps);
+        jm_linear16(c, b->wide, ld3, b->h, (size_t)pd, &q16, &blk->qkv, R, JK_EPI_STORE, NULL, b->ws);
+        const struct jm_x16 o16 = jm_x16_for(c, &blk->out, b->wide16, (size_t)inner);
+        attend(c, b, B, T, &o16);
+        jm_linear16(c, b->tmp, (size_t)pd, b->att, (size_t)inner, &o16, &blk->out, R, JK_EPI_STORE, NULL,
+                    b->ws);
         c->k.madd(b->x, (size_t)pd, b->tmp, (size_t)pd, mod + 2 * pd, ld6, b->x, (size_t)pd, 0.0f, R, pd, nt);
 
         /* MLP branch */
         c->k.layernorm(b->h, (size_t)pd, b->x, (size_t)pd, NULL, NULL, R, pd, p->adaln_eps, nt);
         c->k.madd(b->h, (size_t)pd, b->h, (size_t)pd, mod + 4 * pd, ld6, mod + 3 * pd, ld6, 1.0f, R, pd, nt);
-        c->k.layernorm(b->h, (size_t)pd, b->h, (size_t)pd, dw(c, blk->ln2.w), dw(c, blk->ln2.b), R, pd,
-                       v->ln_eps, nt);
-        jm_linear_act(c, b->wide, (size_t)v->ffn, b->h, (size_t)pd, &blk->up, R, v->act, b->ws);
-        jm_linear_forward(c, b->tmp, (size_t)pd, b->wide, (size_t)v->ffn, &blk->down, R, JK_EPI_STORE, b->ws);
+        const struct jm_x16 u16 = jm_x16_for(c, &blk->up, b->h16, (size_t)pd);
+        const struct jm_x16 m16 = jm_x16_for(c, &blk->down, b->wide16, (size_t)v->ffn);
+        jm_layernorm16(c, b->h, (size_t)pd, &u16, b->h, (size_t)pd, &blk->ln2, R, pd, v->ln_eps);
+        const bool d16 = jm_linear_act16(c, b->wide, (size_t)v->ffn, b->h, (size_t)pd, &u16, &blk->up, R,
+                                         v->act, &m16, b->ws);
+        jm_linear16(c, b->tmp, (size_t)pd, b->wide, (size_t)v->ffn, d16 ? &m16 : NULL, &blk->down, R,
+                    JK_EPI_STORE, NULL, b->ws);
         c->k.madd(b->x, (size_t)pd, b->tmp, (size_t)pd, mod + 5 * pd, ld6, b->x, (size_t)pd, 0.0f, R, pd, nt);
     }
 
     /* x = norm(x); pred = proj2(act(proj0(x))) */
-    c->k.layernorm(b->x, (size_t)pd, b->x, (size_t)pd, dw(c, p->norm.w), dw(c, p->norm.b), R, pd, v->ln_eps, nt);
-    jm_linear_act(c, b->wide, (size_t)p->proj0.n_out, b->x, (size_t)pd, &p->proj0, R, p->proj_act, b->ws);
-    jm_linear_forward(c, pred, (size_t)p->out_dim, b->wide, (size_t)p->proj0.n_out, &p->proj2, R,
-                      JK_EPI_STORE, b->ws);
+    const size_t hp = (size_t)p->proj0.n_out;
+    const struct jm_x16 x16 = jm_x16_for(c, &p->proj0, b->h16, (size_t)pd);
+    const struct jm_x16 p16 = jm_x16_for(c, &p->proj2, b->wide16, hp);
+    jm_layernorm16(c, b->x, (size_t)pd, &x16, b->x, (size_t)pd, &p->norm, R, pd, v->ln_eps);
+    const bool pr16 = jm_linear_act16(c, b->wide, hp, b->x, (size_t)pd, &x16, &p->proj0, R, p->proj_act,
+                                      &p16, b->ws);
+    jm_linear16(c, pred, (size_t)p->out_dim, b->wide, hp, pr16 ? &p16 : NULL, &p->proj2, R, JK_EPI_STORE,
+                NULL, b->ws);
 }
 
 /* Plan the scratch and the device copies of the inputs and the output; fill the frame

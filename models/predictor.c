@@ -93,7 +93,7 @@ jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
     const struct jm_predictor *pr = &m->pred;
     const struct jm_vit *vit = &pr->vit;
     struct jk_device *dev = c->dev;
-    const int pd = vit->d, hd = vit->head_dim, nt = c->nthreads;
+    const int pd = vit->d, hd = vit->head_dim;
 
     jepa_status cst = check_predict(c, p, ctx_out);
     if (cst) return cst;
@@ -107,8 +107,16 @@ jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
     struct staged cosb, sinb;
     void *ws = NULL;
     const int ks[] = {pd, vit->ffn, D};   /* K of every matmul: blocks, embed (proj: pd) */
+    /* 16-bit copies (forward.h): h16 [n, pd] for the blocks and the projections, wide16
+     * [n, ffn] for the blocks; each adds its size rounded up to the arena alignment */
+    const bool blk16 = jm_vit_x16(c, vit);
+    const bool out16 = jm_x16_type(c, &pr->proj) >= 0 ||
+                       (ctx_out && jm_x16_type(c, &pr->proj_context) >= 0);
+    uint16_t *h16 = NULL, *wide16 = NULL;
     for (int pass = 0; pass < 2; pass++) {
         struct plan pl = plan_begin(c, pass);
+        if (blk16 || out16) h16 = plan_dev(&pl, jm_x16_bytes(true, (size_t)n * pd));
+        if (blk16) wide16 = plan_dev(&pl, jm_x16_bytes(true, (size_t)n * vit->ffn));
         if (!host) tok_d = plan_dev(&pl, sizeof(float) * (size_t)nc * D);  /* [n_ctx, D] */
         x = plan_dev(&pl, sizeof(float) * (size_t)n * pd);          /* [n, pd] */
         h = plan_dev(&pl, sizeof(float) * (size_t)n * pd);          /* [n, pd] */
@@ -147,17 +155,22 @@ jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
     stage_upload(c, &sinb);
 
     struct vit_scratch s = {.h = h, .wide = wide, .tmp = tmp, .cos = cosb.dev, .sin = sinb.dev,
-                            .mask_pos = NULL, .ws = ws};
+                            .mask_pos = NULL, .ws = ws, .h16 = blk16 ? h16 : NULL,
+                            .wide16 = wide16};
     for (int l = 0; l < vit->n_layer; l++) jm_vit_block(c, vit, &vit->blk[l], x, n, 1, &s);
 
-    /* x = norm(x); project the targets (and the context) */
-    c->k.layernorm(x, (size_t)pd, x, (size_t)pd, dw(c, pr->norm.w), dw(c, pr->norm.b), n, pd,
-                   vit->ln_eps, nt);
-    jm_linear_forward(c, pred_d, (size_t)pr->out_dim, x + (size_t)nc * pd, (size_t)pd, &pr->proj, ntg,
-           JK_EPI_STORE, ws);
+    /* x = norm(x) (and its copy, in proj's type or else proj_context's); project the
+     * targets (and the context) */
+    struct jm_x16 x16 = jm_x16_for(c, &pr->proj, h16, (size_t)pd);
+    if (!x16.p && ctx_out) x16 = jm_x16_for(c, &pr->proj_context, h16, (size_t)pd);
+    jm_layernorm16(c, x, (size_t)pd, &x16, x, (size_t)pd, &pr->norm, n, pd, vit->ln_eps);
+    struct jm_x16 t16 = x16;   /* the target rows' */
+    if (t16.p) t16.p += (size_t)nc * pd;
+    jm_linear16(c, pred_d, (size_t)pr->out_dim, x + (size_t)nc * pd, (size_t)pd, &t16, &pr->proj,
+                ntg, JK_EPI_STORE, NULL, ws);
     if (ctx_out)
-        jm_linear_forward(c, ctx_d, (size_t)pr->out_dim, x, (size_t)pd, &pr->proj_context, nc,
-               JK_EPI_STORE, ws);
+        jm_linear16(c, ctx_d, (size_t)pr->out_dim, x, (size_t)pd, &x16, &pr->proj_context, nc,
+                    JK_EPI_STORE, NULL, ws);
     dev->download(dev, pred, pred_d, sizeof(float) * (size_t)ntg * pr->out_dim);
     if (ctx_out) dev->download(dev, ctx_out, ctx_d, sizeof(float) * (size_t)nc * pr->out_dim);
     return JEPA_OK;

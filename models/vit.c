@@ -13,28 +13,78 @@
 #include "models/forward.h"
 #include "runtime/dtype.h"
 
-void jm_linear_forward(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
-            const struct jm_linear *L, int M, enum jk_epilogue epi, void *ws) {
+int jm_x16_type(const struct jepa_ctx *c, const struct jm_linear *L) {
+    return c->k.x16 && (L->dt == JK_F16 || L->dt == JK_BF16) ? (int)L->dt : -1;
+}
+
+struct jm_x16 jm_x16_for(const struct jepa_ctx *c, const struct jm_linear *L, uint16_t *buf,
+                         size_t ld) {
+    const int t = jm_x16_type(c, L);
+    struct jm_x16 r = {t >= 0 ? buf : NULL, ld, t >= 0 ? (enum jk_dtype)t : JK_F16};
+    return r;
+}
+
+bool jm_vit_x16(const struct jepa_ctx *c, const struct jm_vit *vit) {
+    if (!c->k.x16) return false;
+    for (int l = 0; l < vit->n_layer; l++) {
+        const struct jm_block *b = &vit->blk[l];
+        const struct jm_linear *ls[] = {&b->out, &b->up, &b->down, &b->qkv, &b->q, &b->k, &b->v};
+        const size_t nl = b->qkv_fused ? 4 : sizeof ls / sizeof *ls;
+        for (size_t i = 0; i < nl; i++)
+            if ((i != 3 || b->qkv_fused) && jm_x16_type(c, ls[i]) >= 0) return true;
+    }
+    return false;
+}
+
+void jm_layernorm16(const struct jepa_ctx *c, float *y, size_t ldy, const struct jm_x16 *out,
+                    const float *x, size_t ldx, const struct jm_norm *nm, int n, int d, float eps) {
+    const float *w = nm ? dw(c, nm->w) : NULL, *b = nm ? dw(c, nm->b) : NULL;
+    if (out && out->p && c->k.layernorm16)
+        c->k.layernorm16(y, ldy, out->p, out->ld, out->t, x, ldx, w, b, n, d, eps, c->nthreads);
+    else
+        c->k.layernorm(y, ldy, x, ldx, w, b, n, d, eps, c->nthreads);
+}
+
+void jm_linear16(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
+                 const struct jm_x16 *xin, const struct jm_linear *L, int M, enum jk_epilogue epi,
+                 const struct jm_x16 *yout, void *ws) {
     struct jk_gemm_args a = {
         .y = y, .ldy = ldy, .x = x, .ldx = ldx, .w = dw(c, L->w), .ldw = L->ldw,
         .bias = dw(c, L->b),
         .M = M, .N = L->n_out, .K = L->n_in, .epi = epi, .nthreads = c->nthreads, .ws = ws,
         .w_packed = jm_prepack_get(c, L, M),
     };
+    if (c->k.x16) {
+        if (xin && xin->p && jm_x16_type(c, L) == (int)xin->t) a.x16 = xin->p, a.ldx16 = xin->ld;
+        if (yout && yout->p && epi != JK_EPI_ADD)
+            a.y16 = yout->p, a.ldy16 = yout->ld, a.y16_type = yout->t;
+    }
     c->k.gemm[L->dt](&a);
 }
 
-void jm_linear_act(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
-                   const struct jm_linear *L, int M, enum jm_act act, void *ws) {
+void jm_linear_forward(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
+            const struct jm_linear *L, int M, enum jk_epilogue epi, void *ws) {
+    jm_linear16(c, y, ldy, x, ldx, NULL, L, M, epi, NULL, ws);
+}
+
+bool jm_linear_act16(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
+                     const struct jm_x16 *xin, const struct jm_linear *L, int M, enum jm_act act,
+                     const struct jm_x16 *yout, void *ws) {
     if (act == JM_ACT_GELU_ERF) {
-        jm_linear_forward(c, y, ldy, x, ldx, L, M, JK_EPI_GELU, ws);
-        return;
+        jm_linear16(c, y, ldy, x, ldx, xin, L, M, JK_EPI_GELU, yout, ws);
+        return c->k.x16 && yout && yout->p;
     }
-    jm_linear_forward(c, y, ldy, x, ldx, L, M, JK_EPI_STORE, ws);
+    jm_linear16(c, y, ldy, x, ldx, xin, L, M, JK_EPI_STORE, NULL, ws);
     jk_unary_fn *fn = act == JM_ACT_SILU ? c->k.silu : c->k.gelu_tanh;
     if (ldy == (size_t)L->n_out) fn(y, (size_t)M * ldy, c->nthreads);   /* one call, dense rows */
     else
         for (int m = 0; m < M; m++) fn(y + (size_t)m * ldy, (size_t)L->n_out, c->nthreads);
+    return false;
+}
+
+void jm_linear_act(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
+                   const struct jm_linear *L, int M, enum jm_act act, void *ws) {
+    (void)jm_linear_act16(c, y, ldy, x, ldx, NULL, L, M, act, NULL, ws);
 }
 
 jepa_status jm_check_finite(struct jepa_ctx *c, const float *x, size_t n, const char *what) {
@@ -59,15 +109,16 @@ size_t jm_vit_ws_bytes(const struct jepa_ctx *c, int n, int n_head, int head_dim
     return w;
 }
 
-/* x += branch, or x += ls * branch with layer-scale: a matmul whose epilogue adds. */
+/* x += branch, or x += ls * branch with layer-scale: a matmul whose epilogue adds. in16:
+ * the copy of in, or NULL. */
 static void residual_linear(const struct jepa_ctx *c, float *x, int d, const float *in,
-                            size_t ldin, const struct jm_linear *L, const float *ls, int n,
-                            const struct vit_scratch *s) {
+                            size_t ldin, const struct jm_x16 *in16, const struct jm_linear *L,
+                            const float *ls, int n, const struct vit_scratch *s) {
     if (!ls) {
-        jm_linear_forward(c, x, (size_t)d, in, ldin, L, n, JK_EPI_ADD, s->ws);
+        jm_linear16(c, x, (size_t)d, in, ldin, in16, L, n, JK_EPI_ADD, NULL, s->ws);
         return;
     }
-    jm_linear_forward(c, s->tmp, (size_t)d, in, ldin, L, n, JK_EPI_STORE, s->ws);
+    jm_linear16(c, s->tmp, (size_t)d, in, ldin, in16, L, n, JK_EPI_STORE, NULL, s->ws);
     c->k.add(x, (size_t)d, s->tmp, (size_t)d, dw(c, ls), n, d, c->nthreads);
 }
 
@@ -79,16 +130,21 @@ void jm_vit_block(const struct jepa_ctx *c, const struct jm_vit *vit, const stru
     float *h = s->h;          /* [rows, d]  */
     float *qkv = s->wide;     /* [rows, 3d] rows [q | k | v] */
 
-    /* attention branch: h = ln1(x); qkv = h W^T + b */
-    c->k.layernorm(h, (size_t)d, x, (size_t)d, dw(c, b->ln1.w), dw(c, b->ln1.b), rows, d,
-                   vit->ln_eps, nt);
+    /* attention branch: h = ln1(x); qkv = h W^T + b (h16: h's copy, in the type of the
+     * q weights; a k or v of another type reads h) */
+    const struct jm_x16 h16 =
+        jm_x16_for(c, b->qkv_fused ? &b->qkv : &b->q, s->h16, (size_t)d);
+    jm_layernorm16(c, h, (size_t)d, &h16, x, (size_t)d, &b->ln1, rows, d, vit->ln_eps);
     if (b->qkv_fused) {
-        jm_linear_forward(c, qkv, ld3, h, (size_t)d, &b->qkv, rows, JK_EPI_STORE, s->ws);
+        jm_linear16(c, qkv, ld3, h, (size_t)d, &h16, &b->qkv, rows, JK_EPI_STORE, NULL, s->ws);
     } else {
-        jm_linear_forward(c, qkv, ld3, h, (size_t)d, &b->q, rows, JK_EPI_STORE, s->ws);
-        jm_linear_forward(c, qkv + d, ld3, h, (size_t)d, &b->k, rows, JK_EPI_STORE, s->ws);
-        jm_linear_forward(c, qkv + 2 * d, ld3, h, (size_t)d, &b->v, rows, JK_EPI_STORE, s->ws);
+        jm_linear16(c, qkv, ld3, h, (size_t)d, &h16, &b->q, rows, JK_EPI_STORE, NULL, s->ws);
+        jm_linear16(c, qkv + d, ld3, h, (size_t)d, &h16, &b->k, rows, JK_EPI_STORE, NULL, s->ws);
+        jm_linear16(c, qkv + 2 * d, ld3, h, (size_t)d, &h16, &b->v, rows, JK_EPI_STORE, NULL,
+                    s->ws);
     }
+    /* the attention output's copy, for the output projection (h16 is free again) */
+    const struct jm_x16 o16 = jm_x16_for(c, &b->out, s->h16, (size_t)d);
     /* per clip: RoPE on q and k (before the 1/sqrt(hd) scaling), then
      * h = softmax(q k^T / sqrt(hd)) v per head (h is free again after the qkv matmul) */
     for (int cl = 0; cl < nb; cl++) {
@@ -104,14 +160,21 @@ void jm_vit_block(const struct jepa_ctx *c, const struct jm_vit *vit, const stru
             .head_dim = hd, .scale = (float)(1.0 / sqrt((double)hd)), .q_pos = s->mask_pos,
             .k_pos = s->mask_pos, .nthreads = nt, .ws = s->ws,
         };
+        if (o16.p) {
+            at.o16 = o16.p + (size_t)cl * n * d, at.ldo16 = o16.ld, at.o16_type = o16.t;
+        }
         c->k.attn(&at);
     }
-    residual_linear(c, x, d, h, (size_t)d, &b->out, b->ls1, rows, s);
+    residual_linear(c, x, d, h, (size_t)d, &o16, &b->out, b->ls1, rows, s);
 
-    /* MLP branch: x += down(act(up(ln2(x)))) */
+    /* MLP branch: x += down(act(up(ln2(x)))); the hidden layer's copy from up's epilogue
+     * (the erf-GELU only) */
     float *mid = s->wide;     /* [rows, ffn] */
-    c->k.layernorm(h, (size_t)d, x, (size_t)d, dw(c, b->ln2.w), dw(c, b->ln2.b), rows, d,
-                   vit->ln_eps, nt);
-    jm_linear_act(c, mid, (size_t)vit->ffn, h, (size_t)d, &b->up, rows, vit->act, s->ws);
-    residual_linear(c, x, d, mid, (size_t)vit->ffn, &b->down, b->ls2, rows, s);
+    const struct jm_x16 u16 = jm_x16_for(c, &b->up, s->h16, (size_t)d);
+    const struct jm_x16 mid16 = jm_x16_for(c, &b->down, s->wide16, (size_t)vit->ffn);
+    jm_layernorm16(c, h, (size_t)d, &u16, x, (size_t)d, &b->ln2, rows, d, vit->ln_eps);
+    const bool down16 = jm_linear_act16(c, mid, (size_t)vit->ffn, h, (size_t)d, &u16, &b->up, rows,
+                                        vit->act, &mid16, s->ws);
+    residual_linear(c, x, d, mid, (size_t)vit->ffn, down16 ? &mid16 : NULL, &b->down, b->ls2,
+                    rows, s);
 }

@@ -286,6 +286,11 @@ void jk_init_cuda(struct jk_kernels *k) {
     k->mean_rows = jkc_mean_rows;
     k->gemm_ws = gemm_ws_cuda;
     k->attn_ws = jkc_attn_ws;
+    if (jkc_kernels_pipe()) {   /* the 16-bit operand copies (kernels.h, jk_gemm_args x16) */
+        k->x16 = true;
+        k->layernorm16 = jkc_layernorm16;
+        k->patchify16 = jkc_patchify16;
+    }
 }
 
 } // extern "C"

@@ -53,6 +53,9 @@ jk_unary_fn jkc_gelu_tanh, jkc_silu;
 jk_add_fn jkc_add;
 jk_madd_fn jkc_madd;
 jk_patchify_fn jkc_patchify;
+/* ops.cu: the x16 table's (JEPA_CUDA_KERNELS=pipe) */
+jk_layernorm16_fn jkc_layernorm16;
+jk_patchify16_fn jkc_patchify16;
 jk_gather_fn jkc_gather;
 jk_mean_rows_fn jkc_mean_rows;
 }

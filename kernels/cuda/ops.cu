@@ -1,8 +1,10 @@
 /*
  * ops.cu — the row and element-wise slots of the CUDA table: LayerNorm, tanh-GELU,
  * SiLU, residual add / layer-scale, the modulation multiply-add, RoPE, patchify, row
- * gather and the column mean. Same semantics as the reference (kernels/ref/ops_ref.c), device
- * pointers, queued on jkc_stream(); nthreads is ignored.
+ * gather and the column mean; and the x16 table's layernorm16 / patchify16 (the same
+ * kernels, also writing the 16-bit copy the next matmul reads). Same semantics as the
+ * reference (kernels/ref/ops_ref.c), device pointers, queued on jkc_stream(); nthreads is
+ * ignored.
  *
  * Determinism: every output element is computed by one thread, and every reduction
  * (a row's sums, the column sums of mean_rows) runs in an order fixed by the shape
@@ -77,10 +79,19 @@ struct row_group {
  *           var = s2/d - (s1/d)^2          (the corrected two-pass variance: s1 is the
  *                                           rounding left in m0, tiny against s2)
  *   out:    (c - s1/d) rstd               (0 for a constant row: y = b exactly) */
-template <int VPL, bool kBlock>
+/* A 16-bit copy of a row result (layernorm16, patchify16): the f32 value o rounded to
+ * nearest even, to bf16 or to f16. */
+__device__ __forceinline__ uint16_t round16(float o, bool bf16) {
+    return bf16 ? jkc_f32_to_bf16(o) : jkc_f32_to_f16(o);
+}
+
+/* k16 (layernorm16): y may be NULL, and y16 (not NULL) gets every output rounded to bf16
+ * or f16; the f32 arithmetic is the same code either way, so y has the same bits. */
+template <int VPL, bool kBlock, bool k16 = false>
 __device__ __forceinline__ void layernorm_row(const row_group<VPL, kBlock> &g, float *y,
                                               const float *x, const float *__restrict__ w,
-                                              const float *__restrict__ b, int d, float eps) {
+                                              const float *__restrict__ b, int d, float eps,
+                                              uint16_t *y16 = nullptr, bool bf16 = false) {
     const float x0 = x[0];
     const float rd = (float)d;
     float v[VPL > 0 ? VPL : 1];
@@ -127,7 +138,12 @@ __device__ __forceinline__ void layernorm_row(const row_group<VPL, kBlock> &g, f
                 float o = ((v[k] - m0) - dm) * rstd;
                 if (w) o *= w[j];
                 if (b) o += b[j];
-                y[j] = o;
+                if constexpr (k16) {
+                    if (y) y[j] = o;
+                    y16[j] = round16(o, bf16);
+                } else {
+                    y[j] = o;
+                }
             }
         }
     } else {
@@ -135,7 +151,12 @@ __device__ __forceinline__ void layernorm_row(const row_group<VPL, kBlock> &g, f
             float o = ((x[j] - m0) - dm) * rstd;
             if (w) o *= w[j];
             if (b) o += b[j];
-            y[j] = o;
+            if constexpr (k16) {
+                if (y) y[j] = o;
+                y16[j] = round16(o, bf16);
+            } else {
+                y[j] = o;
+            }
         }
     }
 }
@@ -159,6 +180,32 @@ layernorm_block_kernel(float *y, size_t ldy, const float *x, size_t ldx, const f
     (void)n;
     const size_t row = blockIdx.x;
     layernorm_row(g, y + row * ldy, x + row * ldx, w, b, d, eps);
+}
+
+/* layernorm16: the kernels above with the 16-bit copy (y NULL: the copy alone). */
+template <int VPL>
+__global__ void JKC_LAUNCH_BOUNDS(32 * kRowsPerBlock)
+layernorm16_warp_kernel(float *y, size_t ldy, uint16_t *y16, size_t ldy16, bool bf16,
+                        const float *x, size_t ldx, const float *w, const float *b, int n, int d,
+                        float eps) {
+    const int row = (int)(blockIdx.x * blockDim.y + threadIdx.y);
+    if (row >= n) return;
+    const row_group<VPL, false> g = {(int)threadIdx.x, 32, nullptr};
+    layernorm_row<VPL, false, true>(g, y ? y + (size_t)row * ldy : nullptr, x + (size_t)row * ldx,
+                                    w, b, d, eps, y16 + (size_t)row * ldy16, bf16);
+}
+
+template <int VPL>
+__global__ void JKC_LAUNCH_BOUNDS(kRowThreads)
+layernorm16_block_kernel(float *y, size_t ldy, uint16_t *y16, size_t ldy16, bool bf16,
+                         const float *x, size_t ldx, const float *w, const float *b, int n, int d,
+                         float eps) {
+    __shared__ float red[32];
+    const row_group<VPL, true> g = {(int)threadIdx.x, (int)blockDim.x, red};
+    (void)n;
+    const size_t row = blockIdx.x;
+    layernorm_row<VPL, true, true>(g, y ? y + row * ldy : nullptr, x + row * ldx, w, b, d, eps,
+                                   y16 + row * ldy16, bf16);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -271,10 +318,12 @@ rope_kernel(float *x, size_t ldx, int n, int n_head, int head_dim, const float *
 
 /* Patchify: out[tok, f], f = ((c tubelet + dt) p + dy) p + dx, from
  * in[c, t tubelet + dt, h p + dy, w p + dx], tok = (t gh + h) gw + w. Writes are
- * contiguous along f; reads along dx. */
+ * contiguous along f; reads along dx. k16 (patchify16): out may be NULL, and out16 (not
+ * NULL, rows of F) gets every value rounded to bf16 or f16. */
+template <bool k16>
 __global__ void JKC_LAUNCH_BOUNDS(256)
-patchify_kernel(float *out, const float *in, int T, int H, int W, int tubelet, int p,
-                int ntok, int F) {
+patchify_kernel(float *out, uint16_t *out16, bool bf16, const float *in, int T, int H, int W,
+                int tubelet, int p, int ntok, int F) {
     const int f = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     if (f >= F) return;
     const int gh = H / p, gw = W / p, pp = p * p;
@@ -284,7 +333,13 @@ patchify_kernel(float *out, const float *in, int T, int H, int W, int tubelet, i
         const int t = tok / (gh * gw), h = (tok / gw) % gh, w = tok % gw;
         const size_t src = (((size_t)c * T + (size_t)(t * tubelet + dt)) * H +
                             (size_t)(h * p + dy)) * W + (size_t)(w * p + dx);
-        out[(size_t)tok * F + f] = in[src];
+        if constexpr (k16) {
+            const float v = in[src];
+            if (out) out[(size_t)tok * F + f] = v;
+            out16[(size_t)tok * F + f] = round16(v, bf16);
+        } else {
+            out[(size_t)tok * F + f] = in[src];
+        }
     }
 }
 
@@ -395,6 +450,20 @@ void jkc_layernorm(float *y, size_t ldy, const float *x, size_t ldx, const float
     jkc_check_launch("layernorm");
 }
 
+void jkc_layernorm16(float *y, size_t ldy, uint16_t *y16, size_t ldy16, enum jk_dtype t,
+                     const float *x, size_t ldx, const float *w, const float *b, int n, int d,
+                     float eps, int nthreads) {
+    if (!y16) {
+        if (y) jkc_layernorm(y, ldy, x, ldx, w, b, n, d, eps, nthreads);
+        return;
+    }
+    if (n <= 0 || d <= 0) return;
+    const bool bf16 = t == JK_BF16;
+    ROW_DISPATCH(layernorm16_warp_kernel, layernorm16_block_kernel, n, d, y, ldy, y16, ldy16,
+                 bf16, x, ldx, w, b, n, d, eps);
+    jkc_check_launch("layernorm16");
+}
+
 static void unary(float *x, size_t n, int op, const char *what) {
     if (n == 0) return;
     const dim3 grid(blocks_1d(n, 256)), block(256);
@@ -464,9 +533,24 @@ void jkc_patchify(float *out, const float *in, int C, int T, int H, int W, int t
     if (ntok <= 0 || F <= 0) return;
     dim3 grid, block;
     cols_rows(F, ntok, &grid, &block);
-    JKC_LAUNCH(patchify_kernel, grid, block, 0, jkc_stream(), out, in, T, H, W, tubelet, p,
-               ntok, F);
+    JKC_LAUNCH(patchify_kernel<false>, grid, block, 0, jkc_stream(), out, nullptr, false, in, T,
+               H, W, tubelet, p, ntok, F);
     jkc_check_launch("patchify");
+}
+
+void jkc_patchify16(float *out, uint16_t *out16, enum jk_dtype t, const float *in, int C,
+                    int T, int H, int W, int tubelet, int p, int nthreads) {
+    if (!out16) {
+        if (out) jkc_patchify(out, in, C, T, H, W, tubelet, p, nthreads);
+        return;
+    }
+    const int ntok = (T / tubelet) * (H / p) * (W / p), F = C * tubelet * p * p;
+    if (ntok <= 0 || F <= 0) return;
+    dim3 grid, block;
+    cols_rows(F, ntok, &grid, &block);
+    JKC_LAUNCH(patchify_kernel<true>, grid, block, 0, jkc_stream(), out, out16, t == JK_BF16,
+               in, T, H, W, tubelet, p, ntok, F);
+    jkc_check_launch("patchify16");
 }
 
 void jkc_mean_rows(float *y, const float *x, size_t ldx, int n, int d, int nthreads) {

@@ -14,7 +14,9 @@
  * fused qkv buffer, odd head counts, odd head dims and pass-through dims; gather with
  * repeated ids; mean_rows over 1 to 3136 rows, offsets 0, 1 and 1e4. LayerNorm, the
  * activations and mean_rows launched twice on the same input must give the
- * same bits.
+ * same bits. The pipelined table's layernorm16 / patchify16 (f16 and bf16 copies, with and
+ * without the f32 output, in place too) must give layernorm's / patchify's bits and
+ * their rounding, and write nothing outside the copy's rows and columns.
  *
  * The cases (inputs, reference outputs, checks) and the tolerance models are shared
  * with tests/checkasm/test_ops.c in tests/checkasm/ops_check.h. The GPU evaluates in f32
@@ -28,6 +30,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/ref/ref.h"
+#include "runtime/dtype.h"
 #include "tests/checkasm/checkasm.h"
 #include "tests/checkasm/ops_check.h"
 #include "tests/cuda/cuda_test.h"
@@ -273,6 +276,166 @@ static void check_gather(const struct jk_kernels *k, const struct jk_kernels *rt
 }
 
 /* ======================================================================================
+ * the x16 table's layernorm16 and patchify16: the f32 kernels' bits, and the copy their
+ * result rounded (runtime/dtype.h's conversions, round to nearest even)
+ * ====================================================================================== */
+
+#define X16_SENTINEL 0x7e5au   /* a NaN pattern neither conversion produces from these inputs */
+
+static uint16_t round_host(float v, enum jk_dtype t) {
+    return t == JK_BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+}
+
+/* A device array of n 16-bit values, every one X16_SENTINEL. */
+static uint16_t *x16_alloc(size_t n) {
+    uint16_t *h = malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++) h[i] = X16_SENTINEL;
+    uint16_t *d = ct_upload(h, n * sizeof *h);
+    free(h);
+    return d;
+}
+
+/* y16 [rows, ld16] (downloaded) against the rounding of y [rows, ldy] over `cols` columns,
+ * the sentinel everywhere else (padding, the guard rows before and after). */
+static int x16_check(const char *what, const uint16_t *y16, size_t ld16, const float *y, size_t ldy,
+                     int rows, int cols, enum jk_dtype t) {
+    int bad = 0;
+    for (int i = 0; i < rows + 2 && !bad; i++)
+        for (size_t j = 0; j < ld16 && !bad; j++) {
+            const int r = i - 1;   /* guard row -1 and rows */
+            const uint16_t got = y16[(size_t)i * ld16 + j];
+            const uint16_t want = r >= 0 && r < rows && j < (size_t)cols
+                                      ? round_host(y[(size_t)r * ldy + j], t) : X16_SENTINEL;
+            if (got != want) {
+                printf("FAIL: %s: row %d column %zu: 0x%04x, want 0x%04x\n", what, r, j, got, want);
+                bad = 1;
+            }
+        }
+    return bad;
+}
+
+/* y, y16 and y16 without y from one layernorm16 launch each, against k's layernorm. */
+static void check_layernorm16(const struct jk_kernels *k, const struct jk_kernels *kp) {
+    static const int ds[] = {1, 7, 31, 33, 100, 1024, 1025, 8193};
+    static const enum jk_dtype ts[] = {JK_F16, JK_BF16};
+    int fails = 0, cases = 0;
+    for (size_t di = 0; di < sizeof ds / sizeof *ds; di++)
+        for (int kind = 0; kind < OPS_LN_KINDS; kind++)
+            for (int ti = 0; ti < 2; ti++) {
+                const int d = ds[di], aff = (int)(di + kind) % 3;
+                const enum jk_dtype t = ts[ti];
+                struct ops_ln c;
+                const int rows = kind == OPS_LN_CONSTANT ? 6 : d > 2000 ? 2 : 5 + (int)di;
+                ops_ln_make(&c, rows, d, kind, aff);
+                const int n = c.n;
+                const size_t ny = (size_t)n * c.ldy, ld16 = (size_t)d + 3, n16 = (n + 2) * ld16;
+                float *dw = ct_upload_f(c.w, (size_t)d), *db = ct_upload_f(c.b, (size_t)d);
+                const float *w = c.wa ? dw : NULL, *b = c.ba ? db : NULL;
+                float *y1 = ca_alloc_guarded(ny), *y2 = ca_alloc_guarded(ny);
+                uint16_t *h16 = malloc(n16 * sizeof *h16), *h16b = malloc(n16 * sizeof *h16b);
+                uint16_t *d16 = x16_alloc(n16), *d16b = x16_alloc(n16);
+                for (int run = 0; run < 2; run++) {   /* layernorm, then layernorm16 */
+                    float *out = run ? y2 : y1;
+                    float *dx = ct_upload_guarded(c.x, (size_t)n * c.ldx);
+                    float *dy = kind == OPS_LN_INPLACE ? dx : ct_upload_guarded(out, ny);
+                    if (run) {
+                        kp->layernorm16(dy, c.ldy, d16 + ld16, ld16, t, dx, c.ldx, w, b, n, d,
+                                        c.eps, 1);
+                    } else {
+                        k->layernorm(dy, c.ldy, dx, c.ldx, w, b, n, d, c.eps, 1);
+                    }
+                    ct_download_guarded(out, dy, ny);
+                    if (dy != dx) ct_free_guarded(dy);
+                    ct_free_guarded(dx);
+                }
+                /* the copy alone, from a fresh input */
+                float *dx = ct_upload_guarded(c.x, (size_t)n * c.ldx);
+                kp->layernorm16(NULL, 0, d16b + ld16, ld16, t, dx, c.ldx, w, b, n, d, c.eps, 1);
+                ct_free_guarded(dx);
+                ct_download(h16, d16, n16 * sizeof *h16);
+                ct_download(h16b, d16b, n16 * sizeof *h16b);
+                char what[160];
+                snprintf(what, sizeof what, "cuda layernorm16 %s n %d d %d %s %s", jk_dtype_name(t),
+                         n, d, ops_ln_kind[kind], ops_ln_affine[aff]);
+                int bad = 0;
+                if (memcmp(y1 - CA_GUARD, y2 - CA_GUARD, (ny + 2 * CA_GUARD) * sizeof(float))) {
+                    printf("FAIL: %s: y differs from layernorm's bits\n", what);
+                    bad = 1;
+                }
+                bad |= x16_check(what, h16, ld16, y1, c.ldy, n, d, t);
+                if (!bad && memcmp(h16, h16b, n16 * sizeof *h16)) {
+                    printf("FAIL: %s: the copy without y differs from the copy with it\n", what);
+                    bad = 1;
+                }
+                fails += bad;
+                cases++;
+                ct_free(dw), ct_free(db), ct_free(d16), ct_free(d16b);
+                free(h16), free(h16b), free(c.w), free(c.b);
+                ca_free_guarded(y1), ca_free_guarded(y2);
+                ca_free_guarded(c.x), ca_free_guarded(c.yr);
+            }
+    CHECK(fails == 0, "cuda layernorm16: %d of %d cases failed", fails, cases);
+    printf("  cuda layernorm16: %d cases, %d failed\n", cases, fails);
+}
+
+static void check_patchify16(const struct jk_kernels *k, const struct jk_kernels *kp) {
+    static const enum jk_dtype ts[] = {JK_F16, JK_BF16};
+    int fails = 0, cases = 0;
+    struct ops_patchify c;
+    for (size_t si = 0; ops_patchify_make(&c, si); si++) {
+        const int F = c.C * c.tub * c.p * c.p, ntok = (int)(c.nout / (size_t)F);
+        const size_t n16 = (size_t)(ntok + 2) * F;
+        float *o1 = ca_alloc_guarded(c.nout), *o2 = ca_alloc_guarded(c.nout);
+        uint16_t *h16 = malloc(n16 * sizeof *h16), *h16b = malloc(n16 * sizeof *h16b);
+        float *din = ct_upload_f(c.in, c.nin);
+        for (int ti = 0; ti < 2; ti++) {
+            const enum jk_dtype t = ts[ti];
+            float *d1 = ct_upload_guarded(o1, c.nout), *d2 = ct_upload_guarded(o2, c.nout);
+            uint16_t *d16 = x16_alloc(n16), *d16b = x16_alloc(n16);
+            k->patchify(d1, din, c.C, c.T, c.H, c.W, c.tub, c.p, 1);
+            kp->patchify16(d2, d16 + F, t, din, c.C, c.T, c.H, c.W, c.tub, c.p, 1);
+            kp->patchify16(NULL, d16b + F, t, din, c.C, c.T, c.H, c.W, c.tub, c.p, 1);
+            ct_download_guarded(o1, d1, c.nout);
+            ct_download_guarded(o2, d2, c.nout);
+            ct_download(h16, d16, n16 * sizeof *h16);
+            ct_download(h16b, d16b, n16 * sizeof *h16b);
+            ct_free_guarded(d1), ct_free_guarded(d2), ct_free(d16), ct_free(d16b);
+            char what[160];
+            snprintf(what, sizeof what, "cuda patchify16 %s C %d T %d %dx%d tubelet %d p %d",
+                     jk_dtype_name(t), c.C, c.T, c.H, c.W, c.tub, c.p);
+            int bad = 0;
+            if (memcmp(o1 - CA_GUARD, o2 - CA_GUARD, (c.nout + 2 * CA_GUARD) * sizeof(float))) {
+                printf("FAIL: %s: out differs from patchify's bits\n", what);
+                bad = 1;
+            }
+            bad |= x16_check(what, h16, (size_t)F, o1, (size_t)F, ntok, F, t);
+            if (!bad && memcmp(h16, h16b, n16 * sizeof *h16)) {
+                printf("FAIL: %s: the copy without out differs from the copy with it\n", what);
+                bad = 1;
+            }
+            fails += bad;
+            cases++;
+        }
+        ct_free(din);
+        free(h16), free(h16b), free(c.in);
+        ca_free_guarded(o1), ca_free_guarded(o2), ca_free_guarded(c.orf);
+    }
+    CHECK(fails == 0, "cuda patchify16: %d of %d cases failed", fails, cases);
+    printf("  cuda patchify16: %d cases, %d failed\n", cases, fails);
+}
+
+/* The switch: the default table has no x16 and no 16-bit variants; the pipelined one
+ * (JEPA_CUDA_KERNELS=pipe) has both, and everything else of the default table. */
+static void check_x16_table(const struct jk_kernels *k, const struct jk_kernels *kp) {
+    CHECK(!k->x16 && !k->layernorm16 && !k->patchify16,
+          "the default CUDA table sets x16 or the 16-bit variants");
+    CHECK(kp->x16 && kp->layernorm16 && kp->patchify16,
+          "the pipelined CUDA table lacks x16 or the 16-bit variants");
+    CHECK(kp->layernorm == k->layernorm && kp->patchify == k->patchify,
+          "the pipelined CUDA table's layernorm / patchify are not the default's");
+}
+
+/* ======================================================================================
  * mean_rows
  * ====================================================================================== */
 
@@ -324,6 +487,7 @@ int main(void) {
     struct jk_kernels ref, k;
     memset(&ref, 0, sizeof ref);
     jk_init_ref(&ref);
+    jkc_kernels_force_pipe(0);   /* the default table, whatever JEPA_CUDA_KERNELS says */
     dev->init_kernels(dev, &k, 0);
     CHECK(!strcmp(k.isa, "cuda"), "the device's table is \"%s\", not \"cuda\"", k.isa);
 
@@ -336,6 +500,16 @@ int main(void) {
     check_patchify(&k);
     check_gather(&k, &ref);
     check_mean_rows(&k, &ref);
+
+    struct jk_kernels kp;   /* the pipelined table (JEPA_CUDA_KERNELS=pipe) */
+    jkc_kernels_force_pipe(1);
+    dev->init_kernels(dev, &kp, 0);
+    jkc_kernels_force_pipe(-1);
+    check_x16_table(&k, &kp);
+    if (kp.layernorm16 && kp.patchify16) {
+        check_layernorm16(&k, &kp);
+        check_patchify16(&k, &kp);
+    }
 
     CHECK(!dev->sync(dev), "device error after the tests: %s", dev->error(dev));
     ct_close();

@@ -12,6 +12,18 @@
  * the CPU: the kernels' logic, the device memory plumbing and the forward's device-neutral
  * code) and with the nvcc build (runs on a GPU; exit 77 = skipped without one).
  *
+ * The fixtures run in passes: the default table (its outputs recorded); the 16-bit
+ * operand copies (kernels.h, the x16 flag) with the default matmul and attention, each
+ * f16 / bf16 matmul checking that the copy it is given is its input rounded, bit for bit,
+ * and the copies of its output and of attention's written from the f32 result, so the
+ * forwards' plumbing of the copies is checked before any kernel reads them: the outputs
+ * must be the default table's bits; the pipelined table (JEPA_CUDA_KERNELS=pipe) against
+ * the references at the bars above; then every family with its weights rewritten in bf16
+ * and in f16, the copies checked the same way (outputs: the default table's bits on the
+ * same file), and the pipelined kernels, which read the copies, against the default
+ * table on that file at the GPU-vs-CPU bars. Last, the arena with the copies: exactly
+ * their size more.
+ *
  * usage: test_gpu_parity DATA_DIR
  */
 #include <stdio.h>
@@ -22,7 +34,9 @@
 #include "gguf/gguf.h"
 #include "jepa.h"
 #include "kernels/device.h"
+#include "models/context.h"   /* the copies' checks swap a GPU context's kernel table */
 #include "models/quantize.h"
+#include "runtime/dtype.h"
 #include "tests/models/parity.h"
 
 #define TOKEN_COS 0.9999
@@ -32,6 +46,125 @@
 
 static const char *data_dir;
 static int failures;
+
+/* ---- passes: which table a GPU context gets, which weights, what check() does ---- */
+enum table_mode { TAB_DEFAULT, TAB_X16_CHECKED, TAB_PIPE };
+static enum table_mode tab_mode;
+static uint32_t wtype;     /* 0: the files' weights; GGUF_TYPE_BF16 / _F16: rewritten */
+static int bits_only;      /* outputs recorded or compared only (no reference bars) */
+enum rec_mode { REC_OFF, REC_RECORD, REC_COMPARE, REC_NEAR };   /* NEAR: at the GPU-vs-CPU bars */
+static enum rec_mode rec_mode;
+static struct rec { float *v; size_t n; } *recs;
+static size_t nrecs, irec;
+
+static void rec_clear(void) {
+    for (size_t i = 0; i < nrecs; i++) free(recs[i].v);
+    free(recs);
+    recs = NULL, nrecs = irec = 0;
+}
+
+/* ---- the 16-bit operand copies, checked (TAB_X16_CHECKED) ----
+ * The context's table is the default one with the x16 flag, the pipelined table's
+ * layernorm16 / patchify16, and wrappers around the f16 / bf16 matmuls and attention:
+ * they check x16 against x rounded, run the default kernel without the copies, and write
+ * y16 / o16 as the f32 result rounded (what a kernel that writes them must give). */
+static struct jk_kernels x16_def, x16_pipe;
+static struct jk_device *x16_dev;
+static struct {
+    long gemm16, x16, y16, o16, plain;   /* plain: f16 / bf16 matmuls of > 8 rows without x16 */
+    int bad;
+} xs;
+
+static uint16_t round16(float v, enum jk_dtype t) {
+    return t == JK_BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+}
+
+/* Elements from the first of `rows` rows of `cols` at stride ld to the last one's end. */
+static size_t span(int rows, int cols, size_t ld) { return (size_t)(rows - 1) * ld + (size_t)cols; }
+
+static void x16_xfer(void *host, const void *dev, size_t bytes, int up) {
+    if (x16_dev->sync(x16_dev) ||
+        (up ? x16_dev->upload(x16_dev, (void *)dev, host, bytes)
+            : x16_dev->download(x16_dev, host, dev, bytes))) {
+        printf("FAIL x16 check: device: %s\n", x16_dev->error(x16_dev));
+        exit(1);
+    }
+}
+
+/* d16 (rows x cols at ld16) = y (at ldy) rounded to t; the elements between rows kept. */
+static void x16_write(uint16_t *d16, size_t ld16, enum jk_dtype t, const float *y, size_t ldy,
+                      int rows, int cols) {
+    const size_t ny = span(rows, cols, ldy), n16 = span(rows, cols, ld16);
+    float *hy = malloc(ny * sizeof *hy);
+    uint16_t *h16 = malloc(n16 * sizeof *h16);
+    x16_xfer(hy, y, ny * sizeof *hy, 0);
+    x16_xfer(h16, d16, n16 * sizeof *h16, 0);
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            h16[(size_t)i * ld16 + j] = round16(hy[(size_t)i * ldy + j], t);
+    x16_xfer(h16, d16, n16 * sizeof *h16, 1);
+    free(hy), free(h16);
+}
+
+static void x16_gemm(const struct jk_gemm_args *a0, enum jk_dtype t) {
+    struct jk_gemm_args a = *a0;
+    a.x16 = NULL, a.ldx16 = 0, a.y16 = NULL, a.ldy16 = 0;
+    xs.gemm16++;
+    if (a0->x16) {
+        xs.x16++;
+        const size_t nx = span(a0->M, a0->K, a0->ldx), n16 = span(a0->M, a0->K, a0->ldx16);
+        float *hx = malloc(nx * sizeof *hx);
+        uint16_t *h16 = malloc(n16 * sizeof *h16);
+        x16_xfer(hx, a0->x, nx * sizeof *hx, 0);
+        x16_xfer(h16, a0->x16, n16 * sizeof *h16, 0);
+        for (int i = 0; i < a0->M; i++)
+            for (int j = 0; j < a0->K; j++) {
+                const uint16_t want = round16(hx[(size_t)i * a0->ldx + j], t);
+                if (h16[(size_t)i * a0->ldx16 + j] != want && xs.bad++ < 5)
+                    printf("FAIL x16 of a %s matmul %dx%dx%d: row %d column %d is 0x%04x, x rounded 0x%04x\n",
+                           jk_dtype_name(t), a0->M, a0->N, a0->K, i, j, h16[(size_t)i * a0->ldx16 + j], want);
+            }
+        free(hx), free(h16);
+    } else if (a0->M > 8) {
+        xs.plain++;
+    }
+    x16_def.gemm[t](&a);
+    if (a0->y16) {
+        xs.y16++;
+        if (a0->y16_type != JK_F16 && a0->y16_type != JK_BF16 && xs.bad++ < 5)
+            printf("FAIL y16 of type %s\n", jk_dtype_name(a0->y16_type));
+        x16_write(a0->y16, a0->ldy16, a0->y16_type, a0->y, a0->ldy, a0->M, a0->N);
+    }
+}
+static void x16_gemm_f16(const struct jk_gemm_args *a) { x16_gemm(a, JK_F16); }
+static void x16_gemm_bf16(const struct jk_gemm_args *a) { x16_gemm(a, JK_BF16); }
+
+static void x16_attn(const struct jk_attn_args *a0) {
+    struct jk_attn_args a = *a0;
+    a.o16 = NULL, a.ldo16 = 0;
+    x16_def.attn(&a);
+    if (a0->o16) {
+        xs.o16++;
+        x16_write(a0->o16, a0->ldo16, a0->o16_type, a0->o, a0->ldo, a0->nq, a0->n_head * a0->head_dim);
+    }
+}
+
+static void x16_install(jepa_ctx *c) {
+    struct jk_kernels k = x16_def;
+    k.x16 = true;
+    k.layernorm16 = x16_pipe.layernorm16;
+    k.patchify16 = x16_pipe.patchify16;
+    k.gemm[JK_F16] = x16_gemm_f16;
+    k.gemm[JK_BF16] = x16_gemm_bf16;
+    k.attn = x16_attn;
+    c->k = k;
+    x16_dev = c->dev;
+}
+
+/* Models rewritten for a pass (wtype): freed at the pass's end. */
+static void *wbufs[64];
+static int nwbufs;
+static jepa_model *load_16(const char *dir, const char *name, uint32_t type, void **buf);
 
 static struct npy load(const char *dir, const char *name, int ids) {
     char path[1024];
@@ -46,6 +179,8 @@ static struct npy load(const char *dir, const char *name, int ids) {
 }
 
 static jepa_model *load_model(const char *dir, const char *name) {
+    if (wtype && nwbufs < (int)(sizeof wbufs / sizeof *wbufs))
+        return load_16(dir, name, wtype, &wbufs[nwbufs++]);
     char path[1024], err[JEPA_ERR_LEN];
     snprintf(path, sizeof path, "%s/%s/%s", data_dir, dir, name);
     jepa_model *m = NULL;
@@ -56,8 +191,9 @@ static jepa_model *load_model(const char *dir, const char *name) {
     return m;
 }
 
-/* The model's file rewritten with its matmul weights in bf16, loaded from memory. */
-static jepa_model *load_bf16(const char *dir, const char *name, void **buf) {
+/* The model's file rewritten with its matmul weights in `type` (GGUF_TYPE_BF16 / _F16),
+ * loaded from memory. */
+static jepa_model *load_16(const char *dir, const char *name, uint32_t type, void **buf) {
     char path[1024], err[JEPA_ERR_LEN];
     snprintf(path, sizeof path, "%s/%s/%s", data_dir, dir, name);
     struct jerr e = {0};
@@ -65,19 +201,22 @@ static jepa_model *load_bf16(const char *dir, const char *name, void **buf) {
     size_t size = 0;
     jepa_model *src = NULL;
     *buf = NULL;
-    if (!w || jepa_model_load(&src, path, e.msg) || jm_quantize(src, w, GGUF_TYPE_BF16, false, &e) ||
+    if (!w || jepa_model_load(&src, path, e.msg) || jm_quantize(src, w, type, false, &e) ||
         jg_writer_write_mem(w, buf, &size, &e)) {
-        fprintf(stderr, "%s: bf16 rewrite: %s\n", path, e.msg);
+        fprintf(stderr, "%s: 16-bit rewrite: %s\n", path, e.msg);
         exit(1);
     }
     jg_writer_free(w);
     jepa_model_free(src);
     jepa_model *m = NULL;
     if (jepa_model_load_memory(&m, *buf, size, err)) {
-        fprintf(stderr, "%s (bf16): %s\n", path, err);
+        fprintf(stderr, "%s (16-bit): %s\n", path, err);
         exit(1);
     }
     return m;
+}
+static jepa_model *load_bf16(const char *dir, const char *name, void **buf) {
+    return load_16(dir, name, GGUF_TYPE_BF16, buf);
 }
 
 static jepa_ctx *new_ctx(const jepa_model *m, const char *device) {
@@ -89,12 +228,38 @@ static jepa_ctx *new_ctx(const jepa_model *m, const char *device) {
         fprintf(stderr, "cannot create a context on '%s': %s\n", device ? device : "cpu", err);
         exit(1);
     }
+    if (device && tab_mode == TAB_X16_CHECKED) x16_install(c);
     return c;
 }
 
+/* An output at the bars against ref; recorded, or compared bit for bit with the output
+ * recorded at the same place of the recording pass (rec_mode). */
 static void check(const char *what, const float *got, const float *ref, int rows, int cols,
                   double cos_bar, double rel_bar) {
-    failures += parity_check(what, got, ref, rows, cols, cos_bar, rel_bar);
+    const size_t n = (size_t)rows * cols;
+    if (rec_mode == REC_RECORD) {
+        recs = realloc(recs, (nrecs + 1) * sizeof *recs);
+        recs[nrecs].v = malloc(n * sizeof(float));
+        memcpy(recs[nrecs].v, got, n * sizeof(float));
+        recs[nrecs++].n = n;
+    } else if (rec_mode == REC_COMPARE) {
+        const int same = irec < nrecs && recs[irec].n == n && !memcmp(recs[irec].v, got, n * sizeof(float));
+        printf("%-4s %s: the default table's bits\n", same ? "ok" : "FAIL", what);
+        failures += !same;
+        irec++;
+    } else if (rec_mode == REC_NEAR) {
+        char w[200];
+        snprintf(w, sizeof w, "%s vs default table", what);
+        if (irec < nrecs && recs[irec].n == n) {
+            if (!memcmp(recs[irec].v, got, n * sizeof(float))) strcat(w, " (the same bits)");
+            failures += parity_check(w, got, recs[irec].v, rows, cols, GPU_VS_CPU_COS, REL_BAR);
+        } else {
+            printf("FAIL %s: no recorded output of %zu values\n", w, n);
+            failures++;
+        }
+        irec++;
+    }
+    if (!bits_only) failures += parity_check(what, got, ref, rows, cols, cos_bar, rel_bar);
 }
 
 /* Encode x on ctx: tokens [n, D] (+ pooled, hier, cls, emb where asked). */
@@ -137,7 +302,14 @@ static void encoder_case(const char *tag, const jepa_model *m, const char *dir, 
     jepa_ctx *g = new_ctx(m, "cuda:0"), *c = new_ctx(m, NULL);
     struct enc eg = {0}, ec = {0};
     char what[160];
-    if (!encode(g, m, &x, ref_hier != NULL, &eg) && !encode(c, m, &x, ref_hier != NULL, &ec)) {
+    const long plain0 = xs.plain;
+    const int genc = encode(g, m, &x, ref_hier != NULL, &eg);
+    if (tab_mode == TAB_X16_CHECKED && xs.plain != plain0) {   /* every matmul of > 8 rows */
+        printf("FAIL %s: %ld f16 / bf16 matmuls of more than 8 rows read no 16-bit copy\n", tag,
+               xs.plain - plain0);
+        failures++;
+    }
+    if (!genc && !encode(c, m, &x, ref_hier != NULL, &ec)) {
         if (ref_tokens) {
             struct npy r = load(dir, ref_tokens, 0);
             snprintf(what, sizeof what, "%s tokens vs reference", tag);
@@ -318,7 +490,7 @@ static void classify_case(const char *tag, const jepa_model *m, const char *dir,
             if (logits[i] > logits[a]) a = i;
             if (((const float *)r.data)[i] > ((const float *)r.data)[b]) b = i;
         }
-        if (a != b) {
+        if (a != b && !bits_only) {
             printf("FAIL %s: top-1 %d, reference %d\n", tag, a, b);
             failures++;
         }
@@ -410,6 +582,83 @@ static void ac_case(const char *tag, const jepa_model *m, const char *sfx) {
     npy_free(&tk), npy_free(&ac), npy_free(&stt), npy_free(&r);
 }
 
+static void run_fixtures(void);
+
+static void run_pass(const char *what, enum table_mode tab, uint32_t wt, enum rec_mode rec) {
+    printf("---- pass: %s%s%s\n", what, wt ? ", weights " : "",
+           wt == GGUF_TYPE_BF16 ? "bf16" : wt == GGUF_TYPE_F16 ? "f16" : "");
+    tab_mode = tab, wtype = wt, rec_mode = rec, bits_only = wt != 0, irec = 0;
+    /* the kernels' choice for the whole pass: the tables made in it, and the kernels that
+     * read the switch when they run, both follow it (the default unless asked) */
+    jkc_kernels_force_pipe(tab == TAB_PIPE);
+    run_fixtures();
+    jkc_kernels_force_pipe(-1);
+    if ((rec == REC_COMPARE || rec == REC_NEAR) && irec != nrecs) {
+        printf("FAIL %zu outputs compared, %zu recorded\n", irec, nrecs);
+        failures++;
+    }
+    for (int i = 0; i < nwbufs; i++) free(wbufs[i]);
+    nwbufs = 0;
+    tab_mode = TAB_DEFAULT, wtype = 0, rec_mode = REC_OFF, bits_only = 0;
+}
+
+static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* The arena with the copies planned: the default table's plus exactly the copies, each
+ * rounded up to the arena's 64-byte alignment (a buffer planned anywhere shifts the rest
+ * by that). The vjepa2 tiny encoder and predictor, weights in bf16. */
+static void x16_arena_case(void) {
+    void *buf;
+    jepa_model *m = load_bf16("vjepa2_tiny", "model.gguf", &buf);
+    struct npy x = load("vjepa2_tiny", "input.npy", 0), tk = load("vjepa2_tiny", "tokens.npy", 0);
+    struct npy ci = load("vjepa2_tiny", "ctx_ids.npy", 1), ti = load("vjepa2_tiny", "tgt_ids.npy", 1);
+    const struct jm_encoder *e = &m->enc;
+    const struct jm_predictor *pr = &m->pred;
+    size_t got[2][2];   /* [encoder, predictor][default, copies] */
+    int n = 0;
+    jkc_kernels_force_pipe(0);
+    for (int t = 0; t < 2; t++) {
+        tab_mode = t ? TAB_X16_CHECKED : TAB_DEFAULT;
+        jepa_ctx *g = new_ctx(m, "cuda:0"), *gp = new_ctx(m, "cuda:0");
+        struct enc o = {0};
+        const int nc = (int)ci.count, ntg = (int)ti.count, D = e->vit.d;
+        float *ctx_tok = malloc(sizeof(float) * (size_t)nc * D);
+        for (int i = 0; i < nc; i++)
+            memcpy(ctx_tok + (size_t)i * D, (const float *)tk.data + (size_t)((int32_t *)ci.data)[i] * D,
+                   sizeof(float) * (size_t)D);
+        float *pred = malloc(sizeof(float) * (size_t)ntg * pr->out_dim);
+        jepa_predict_params p = {ci.data, nc, ti.data, ntg, 0, JEPA_MODALITY_AUTO};
+        if (encode(g, m, &x, 0, &o) || jepa_ctx_predict(gp, ctx_tok, &p, pred, NULL)) {
+            printf("FAIL x16 arena: %s\n", jepa_ctx_error(gp));
+            failures++;
+        }
+        n = o.n;
+        got[0][t] = jepa_ctx_arena_bytes(g), got[1][t] = jepa_ctx_arena_bytes(gp);
+        enc_free(&o), free(ctx_tok), free(pred);
+        jepa_ctx_free(g), jepa_ctx_free(gp);
+    }
+    tab_mode = TAB_DEFAULT;
+    jkc_kernels_force_pipe(-1);
+    /* encoder: h16 [n, d] and wide16, the larger of the blocks' [n, ffn] and the patches'
+     * [n, F] where the patch embedding is bf16 (no CLS: n tokens are n patches);
+     * predictor: h16 [n, pd], wide16 [n, ffn] */
+    const size_t F = e->patch_embed.dt == JK_BF16 ? (size_t)e->patch_embed.n_in : 0;
+    const size_t np = ci.count + ti.count;
+    const size_t wide = (size_t)n * e->vit.ffn > (size_t)n * F ? (size_t)n * e->vit.ffn : (size_t)n * F;
+    const size_t want[2] = {round64(2 * (size_t)n * e->vit.d) + round64(2 * wide),
+                            round64(2 * np * pr->vit.d) + round64(2 * np * pr->vit.ffn)};
+    static const char *const name[2] = {"encoder", "predictor"};
+    for (int i = 0; i < 2; i++) {
+        const int ok = got[i][1] == got[i][0] + want[i];
+        printf("%-4s x16 arena, vjepa2 tiny %s (bf16): %zu bytes, default %zu, copies %zu\n", ok ? "ok" : "FAIL",
+               name[i], got[i][1], got[i][0], want[i]);
+        failures += !ok;
+    }
+    jepa_model_free(m);
+    free(buf);
+    npy_free(&x), npy_free(&tk), npy_free(&ci), npy_free(&ti);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: test_gpu_parity DATA_DIR\n");
@@ -424,7 +673,43 @@ int main(int argc, char **argv) {
     }
     printf("device: %s\n", d->name);
     d->close(d);
+    jkc_kernels_force_pipe(0);   /* the default table, and the pipelined one */
+    jk_init_cuda(&x16_def);
+    jkc_kernels_force_pipe(1);
+    jk_init_cuda(&x16_pipe);
+    jkc_kernels_force_pipe(-1);
+    if (x16_def.x16 || !x16_pipe.x16 || !x16_pipe.layernorm16 || !x16_pipe.patchify16) {
+        printf("FAIL the x16 flag: default table %d, pipelined table %d (layernorm16 %s, patchify16 %s)\n",
+               x16_def.x16, x16_pipe.x16, x16_pipe.layernorm16 ? "set" : "NULL",
+               x16_pipe.patchify16 ? "set" : "NULL");
+        return 1;
+    }
 
+    run_pass("the default table (outputs recorded)", TAB_DEFAULT, 0, REC_RECORD);
+    run_pass("16-bit copies checked, default matmul and attention", TAB_X16_CHECKED, 0, REC_COMPARE);
+    rec_clear();
+    run_pass("the pipelined kernels (JEPA_CUDA_KERNELS=pipe)", TAB_PIPE, 0, REC_OFF);
+    static const uint32_t wts[] = {GGUF_TYPE_BF16, GGUF_TYPE_F16};
+    for (int i = 0; i < 2; i++) {
+        run_pass("weights rewritten: the default table (outputs recorded)", TAB_DEFAULT, wts[i], REC_RECORD);
+        run_pass("weights rewritten: 16-bit copies checked", TAB_X16_CHECKED, wts[i], REC_COMPARE);
+        run_pass("weights rewritten: the pipelined kernels", TAB_PIPE, wts[i], REC_NEAR);
+        rec_clear();
+    }
+    printf("16-bit copies: %ld f16 / bf16 matmuls, %ld read a copy, %ld wrote one, %ld attention "
+           "calls wrote one, %d wrong\n", xs.gemm16, xs.x16, xs.y16, xs.o16, xs.bad);
+    if (xs.bad || !xs.x16 || !xs.y16 || !xs.o16) {
+        printf("FAIL the 16-bit copies: %d wrong, or no copy read, or none written\n", xs.bad);
+        failures++;
+    }
+    x16_arena_case();
+
+    printf("%s: %d failure%s\n", failures ? "FAIL" : "ok", failures, failures == 1 ? "" : "s");
+    return failures ? 1 : 0;
+}
+
+/* The fixtures of every family, on the table and weights of the pass (run_pass). */
+static void run_fixtures(void) {
     jepa_model *m = load_model("vjepa2_tiny", "model.gguf");
     encoder_case("vjepa2 tiny (f32)", m, "vjepa2_tiny", "input.npy", "tokens.npy", NULL, NULL, NULL);
     predict_case("vjepa2 tiny all ids", m, "vjepa2_tiny", "tokens.npy", "ctx_all.npy", "ctx_all.npy", 1,
@@ -487,7 +772,4 @@ int main(int argc, char **argv) {
     m = load_model("ac_wm", "model_b.gguf");
     ac_case("v-jepa 2-ac b (f32)", m, "b");
     jepa_model_free(m);
-
-    printf("%s: %d failure%s\n", failures ? "FAIL" : "ok", failures, failures == 1 ? "" : "s");
-    return failures ? 1 : 0;
 }
