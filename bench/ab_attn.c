@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
     const size_t wa = AB_FN(A_jk_attn_ws_)(1, H, hd, N), wb = AB_FN(B_jk_attn_ws_)(1, H, hd, N);
     void *ws = xalloc(wa > wb ? wa : wb);
     struct jk_attn_args a = {oa, D, qkv, 3 * D, qkv + D, 3 * D, qkv + 2 * D, 3 * D, N, N, H, hd,
-                             1.0f / 8.0f, pos, pos, 1, ws};
+                             1.0f / 8.0f, pos, pos, 1, ws, NULL, 0, JK_F32, NULL};
     struct jk_attn_args b = a;
     b.o = ob;
     AB_FN(A_jk_attn_)(&a);

@@ -66,12 +66,6 @@ static inline uint32_t ab_pair(float lo, float hi) {
     return (uint32_t)f32_to_bf16(lo) | (uint32_t)f32_to_bf16(hi) << 16;
 }
 
-/* The same 64 bytes as the bf16 vector type VDPBF16PS takes. */
-static OPS_ALWAYS __m512bh ab_bh(__m512i v) {
-    __m512bh r;
-    memcpy(&r, &v, sizeof r);
-    return r;
-}
 
 /* Per-thread workspace, in 64-byte aligned regions: Qp [16][hp] pairs, S [16][64] f32,
  * P [16][32] pairs, O [16][hdp] f32, m, l, alpha, rowsum [16] f32, qpos [16] int32. */
@@ -161,6 +155,14 @@ static void ab_pv(const struct ab_unit *u, const uint32_t *vp, int kt, int nk, i
     }
 }
 #else
+
+/* The same 64 bytes as the bf16 vector type VDPBF16PS takes. */
+static OPS_ALWAYS __m512bh ab_bh(__m512i v) {
+    __m512bh r;
+    memcpy(&r, &v, sizeof r);
+    return r;
+}
+
 static void ab_tiles_start(void) {}
 static void ab_tiles_end(void) {}
 

@@ -132,9 +132,11 @@ static void attn_free(struct attn_data *t) {
 }
 
 static struct jk_attn_args attn_args(const struct attn_data *t, float *o, int nthreads, void *ws) {
-    struct jk_attn_args a = {o, t->ldo, t->q, t->ldq, t->k, t->ldk, t->v, t->ldv,
-                             t->c.nq, t->c.nkv, t->c.n_head, t->c.hd, t->scale,
-                             t->qpos, t->kpos, nthreads, ws};
+    struct jk_attn_args a = {.o = o, .ldo = t->ldo, .q = t->q, .ldq = t->ldq, .k = t->k,
+                             .ldk = t->ldk, .v = t->v, .ldv = t->ldv, .nq = t->c.nq,
+                             .nkv = t->c.nkv, .n_head = t->c.n_head, .head_dim = t->c.hd,
+                             .scale = t->scale, .q_pos = t->qpos, .k_pos = t->kpos,
+                             .nthreads = nthreads, .ws = ws};
     return a;
 }
 

@@ -190,7 +190,7 @@ static int run_case(const struct tcase *c) {
     struct jk_attn_args a = {od, ldo, qd + (q - (qbuf ? qbuf : kvbuf)), ldq,
                              kvd + (k - kvbuf), ldk, kvd + (v - kvbuf), ldv,
                              c->nq, c->nkv, c->n_head, hd, scale, qpd, kpd, 1, wsd,
-                             NULL, 0, JK_F16};
+                             NULL, 0, JK_F16, NULL};
     kt.attn(&a);
     a.o = od2;
     a.o16 = o16d, a.ldo16 = ldo16, a.o16_type = g_o16_bf16 ? JK_BF16 : JK_F16;
@@ -205,7 +205,7 @@ static int run_case(const struct tcase *c) {
     const int mma = mma_path(c);
     float *orf = ca_alloc_guarded(no), *orf16 = mma ? ca_alloc_guarded(no) : NULL;
     struct jk_attn_args ar = {orf, ldo, q, ldq, k, ldk, v, ldv, c->nq, c->nkv, c->n_head, hd,
-                              scale, qpos, kpos, 1, NULL, NULL, 0, JK_F16};
+                              scale, qpos, kpos, 1, NULL, NULL, 0, JK_F16, NULL};
     kref.attn(&ar);
     float *q16 = NULL, *k16 = NULL, *v16 = NULL, *kv16 = NULL, *qb16 = NULL;
     if (mma) {
@@ -350,7 +350,7 @@ static void check_nonfinite(int nq, int nkv, int hd) {
         float *qd = ct_upload_f(q, nqb), *kd = ct_upload_f(k, nkb), *vd = ct_upload_f(v, nkb);
         float *od = ct_upload_f(o, nqb);
         struct jk_attn_args a = {od, ldo, qd, (size_t)D, kd, (size_t)D, vd, (size_t)D, nq, nkv, NH, hd,
-                                 1.0f / sqrtf((float)hd), NULL, NULL, 1, ws, NULL, 0, JK_F16};
+                                 1.0f / sqrtf((float)hd), NULL, NULL, 1, ws, NULL, 0, JK_F16, NULL};
         kt.attn(&a);
         ct_download(o, od, nqb * sizeof(float));
         int bad = 0;
