@@ -47,7 +47,7 @@ static void usage(FILE *f) {
             "              as a forward pass reads them from memory; M <= 16 rows only\n"
             "  --op OP     only matmul or only attn (default all)\n"
             "  --cpu L     cap the kernel ISA (as JEPA_CPU does)\n"
-            "  --precision T  the matmul's tier: exact (default), high, bf16 (as JEPA_PRECISION;\n"
+            "  --precision T  the precision tier: exact (default), high, bf16 (as JEPA_PRECISION;\n"
             "              kernels, encoder and world; `jepa cpu` shows what each tier runs here)\n"
             "  -g, --gpu N the CUDA kernels on GPU N instead of the CPU's\n"
             "  --kernel K  GPU matmul: mma (default) or pipe, the pipelined kernel (cp.async,\n"

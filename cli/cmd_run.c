@@ -152,7 +152,7 @@ static void run_usage(enum run_cmd c) {
            "  -g, --gpu N           run on CUDA GPU N (exit 1 with the reason when there is none)\n"
            "  -t, --threads N       threads (default: all cores)\n"
            "  --cpu ISA             cap the kernels: scalar, avx2, avx512, neon\n"
-           "  --precision T         the CPU matmul's tier: exact (default: f32 products), high\n"
+           "  --precision T         the CPU's precision tier: exact (default: f32 products), high\n"
            "                        (f32-grade on matrix units; exact without them), bf16 (bf16\n"
            "                        operands, f32 sums: faster where the CPU has a bf16 dot\n"
            "                        product); JEPA_PRECISION does the same (docs/precision.md)\n"

@@ -52,7 +52,7 @@ static void serve_usage(void) {
            "                         /health (default: the JEPA_API_KEY environment variable)\n"
            "  -g, --gpu N            run on CUDA GPU N\n"
            "  --cpu ISA              cap the kernels: scalar, avx2, avx512, neon\n"
-           "  --precision T          the CPU matmul's tier: exact (default), high, bf16\n"
+           "  --precision T          the CPU's precision tier: exact (default), high, bf16\n"
            "                         (docs/precision.md; JEPA_PRECISION does the same)\n"
            "  --prepack              each worker keeps the matmul weights packed after their\n"
            "                         first use (4-9 %% faster on small models; 4 bytes per\n"

@@ -72,7 +72,7 @@ static void world_usage(enum world_cmd c, FILE *f) {
                "  -o, --out OUT.npy     the output (-o -: stdout)\n"
                "  -t, --threads N       threads (default: all cores)\n"
                "  --cpu LEVEL           cap the kernels: scalar, avx2, avx512, neon\n"
-               "  --precision T         the CPU matmul's tier: exact (default), high, bf16\n"
+               "  --precision T         the CPU's precision tier: exact (default), high, bf16\n"
                "                        (docs/precision.md; JEPA_PRECISION does the same)\n"
                "  -g, --gpu N           run on CUDA GPU N\n"
                "  -q, --quiet           no summary line on stderr\n");

@@ -140,17 +140,19 @@ typedef struct jepa_ctx_params {
                             the environment variable JEPA_CPU does the same */
     const char *device;  /* NULL, "" or "cpu": the CPU; "cuda" (= "cuda:0") or "cuda:N": CUDA
                             GPU number N. A zero-initialised struct means the CPU. */
-    const char *precision; /* the CPU matmul's tier; NULL or "": the environment variable
+    const char *precision; /* the CPU's precision tier; NULL or "": the environment variable
                             JEPA_PRECISION, else "exact".
                               "exact": f32 products of the exact weight values (the default)
-                              "high":  f32-grade on 16-bit matrix units (bf16 split terms);
-                                       "exact" where the CPU has none (today: every CPU)
-                              "bf16":  activations and weights rounded to bf16 for the
-                                       products (as PyTorch bf16 does), accumulated and stored
-                                       in f32; on AVX512-BF16 (VDPBF16PS), "exact" elsewhere;
-                                       the attention's q, k, v and probabilities too
-                            jepa_ctx_matmul_isa / jepa_ctx_attn_isa say what ran. A GPU keeps its own rule
-                            (16-bit tiles, kernels/kernels.h) whatever the tier. */
+                              "high":  the matmuls f32-grade on 16-bit matrix units (bf16
+                                       split terms, Intel AMX); attention f32; "exact" where
+                                       the CPU has no such units
+                              "bf16":  the operands of every matmul and of attention's two
+                                       products (q, k, v and the probabilities) rounded to
+                                       bf16, as PyTorch bf16 does, accumulated and stored in
+                                       f32; on AMX tiles, AVX512-BF16 (VDPBF16PS) or Arm
+                                       FEAT_BF16 (BFDOT), "exact" elsewhere
+                            jepa_ctx_matmul_isa / jepa_ctx_attn_isa say what ran. A GPU keeps
+                            its own rule (16-bit tiles, kernels/kernels.h) whatever the tier. */
 } jepa_ctx_params;
 
 JEPA_API jepa_ctx_params jepa_ctx_default_params(void);

@@ -76,7 +76,7 @@ struct sv_batcher_params {
     const jepa_model *model;
     int workers, threads;    /* contexts, threads each (0: all cores / workers) */
     const char *cpu;         /* ISA cap (NULL: auto) */
-    const char *precision;   /* the matmul's tier (NULL: JEPA_PRECISION, else exact) */
+    const char *precision;   /* the CPU's precision tier (NULL: JEPA_PRECISION, else exact) */
     int gpu;                 /* < 0: the CPU */
     int prepack;             /* each worker's weights packed once (jepa_ctx_set_prepack) */
     int max_batch;           /* >= 1 */

@@ -12,7 +12,7 @@ struct serve_opts {
     int port;                  /* 0: any free port (the startup line says which) */
     int workers, threads;      /* contexts; threads each (0: all cores / workers) */
     const char *cpu;
-    const char *precision;     /* the CPU matmul's tier (NULL: JEPA_PRECISION, else exact) */
+    const char *precision;     /* the CPU's precision tier (NULL: JEPA_PRECISION, else exact) */
     int gpu;                   /* < 0: the CPU */
     int prepack;               /* --prepack: each worker keeps its weights packed */
     int max_batch, batch_wait_ms, queue;

@@ -258,8 +258,8 @@ class Model:
     kernels' packed f32 form after its first use (`jepa embed --prepack`): the same
     outputs bit for bit, a few % faster on small models over many calls, at 4 bytes per
     weight in every context (one per thread that calls the model at once). It raises
-    jepa.Error on the scalar kernels and on a GPU, which pack nothing. precision: the CPU
-    matmul's tier, "exact" (the default: f32 products), "high" (f32-grade on matrix units,
+    jepa.Error on the scalar kernels and on a GPU, which pack nothing. precision: the CPU's
+    precision tier, "exact" (the default: f32 products), "high" (f32-grade on matrix units,
     "exact" without them) or "bf16" (bf16 operands, f32 sums; faster where the CPU has a
     bf16 dot product), as `jepa --precision` (None: the JEPA_PRECISION variable, else
     exact; docs/precision.md). `matmul_isa` says what the tier runs here.

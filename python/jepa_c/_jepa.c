@@ -813,7 +813,7 @@ static PyObject *plan_defaults(PyObject *mod, PyObject *args) {
 
 static PyGetSetDef Context_getset[] = {
     {"isa", (getter)Context_get_isa, NULL, "the kernels' instruction set", NULL},
-    {"precision", (getter)Context_get_precision, NULL, "the matmul's precision tier", NULL},
+    {"precision", (getter)Context_get_precision, NULL, "the precision tier (matmuls; attention too in bf16)", NULL},
     {"matmul_isa", (getter)Context_get_matmul_isa, NULL, "the kernels the matmul runs for the tier", NULL},
     {"device", (getter)Context_get_device, NULL, "the device the context runs on", NULL},
     {"threads", (getter)Context_get_threads, NULL, "the thread count", NULL},
