@@ -296,6 +296,9 @@ const char *jepa_ctx_precision(const jepa_ctx *c) { return c ? jk_precision_name
 const char *jepa_ctx_matmul_isa(const jepa_ctx *c) { return c ? c->k.gemm_isa : ""; }
 const char *jepa_ctx_device(const jepa_ctx *c) { return c ? c->dev->name : ""; }
 size_t jepa_ctx_arena_bytes(const jepa_ctx *c) { return c ? c->arena.cap + c->host.cap : 0; }
+void jepa_ctx_cancel(jepa_ctx *c) {
+    if (c) atomic_store(&c->cancel, true);
+}
 
 /* ---- runs ---- */
 
