@@ -217,7 +217,8 @@ typedef struct jepa_embed_params {
     int batch;               /* clips B in x (0 or 1: one clip) */
     /* progress: called from the calling thread after each encoder block with the blocks
        done (1 .. n_layers) and their count; NULL: not called. On a GPU each call first
-       waits for its block to finish. The callback must not use the context. */
+       waits for its block to finish. The callback must not use the context, except to
+       call jepa_ctx_cancel (the call then stops before the next block). */
     void (*on_layer)(void *user, int layers_done, int n_layers);
     void *user;
 } jepa_embed_params;
@@ -346,7 +347,8 @@ typedef struct jepa_plan_params {
     const jepa_plan_component *components;
     /* after each iteration mean = (1 - m) elites' mean + m mean, std likewise (0: the elites') */
     float momentum_mean, momentum_std;
-    /* progress: called after each iteration with its best energy (NULL: not called) */
+    /* progress: called after each iteration with its best energy (NULL: not called); it may
+       call jepa_ctx_cancel, which stops the plan inside the next iteration */
     void (*on_iteration)(void *user, int iteration, float best_energy);
     void *user;
 } jepa_plan_params;
