@@ -55,6 +55,7 @@ typedef enum jepa_status {
     JEPA_ERR_NOMEM = 6,       /* allocation failed */
     JEPA_ERR_DEVICE = 7,      /* the compute device is unavailable or failed (no CUDA in this
                                  build, no such GPU, a failed copy or kernel) */
+    JEPA_ERR_CANCELLED = 8,   /* stopped by jepa_ctx_cancel */
 } jepa_status;
 
 /* A short English name of a status code ("format error", ...). */
@@ -190,6 +191,18 @@ JEPA_API const char *jepa_ctx_device(const jepa_ctx *c);
 /* Bytes of activation arena the context holds now (device memory on a GPU, plus the
  * host staging of its tables). */
 JEPA_API size_t jepa_ctx_arena_bytes(const jepa_ctx *c);
+/* Stop the call running on c: callable from any thread at any time (the one exception to
+ * "one call at a time per context"); it never blocks. The call running on c, or if none
+ * runs the next one, returns JEPA_ERR_CANCELLED at its next cancel point: before each
+ * block of the encoder and of the predictors, and after the last (a rollout or a plan
+ * stops inside its step or iteration). The request is consumed there: the call after runs
+ * normally. A call that reaches no cancel point (jepa_ctx_classify, jepa_ctx_embed_input)
+ * leaves it for the next. What a cancelled call wrote: jepa_ctx_embed, the predict calls
+ * and jepa_ctx_lewm_rollout write no output (on the CPU, jepa_ctx_embed may have written
+ * the hierarchical levels it computed, jepa_embed_out.hier); a V-JEPA 2-AC rollout and a
+ * plan may have written part of theirs. On a GPU the blocks already queued run first.
+ * NULL: nothing. */
+JEPA_API void jepa_ctx_cancel(jepa_ctx *c);
 
 /* ---- embed ------------------------------------------------------------------- */
 
@@ -210,7 +223,8 @@ typedef struct jepa_embed_params {
     int batch;               /* clips B in x (0 or 1: one clip) */
     /* progress: called from the calling thread after each encoder block with the blocks
        done (1 .. n_layers) and their count; NULL: not called. On a GPU each call first
-       waits for its block to finish. The callback must not use the context. */
+       waits for its block to finish. The callback must not use the context, except to
+       call jepa_ctx_cancel (the call then stops before the next block). */
     void (*on_layer)(void *user, int layers_done, int n_layers);
     void *user;
 } jepa_embed_params;
@@ -339,7 +353,8 @@ typedef struct jepa_plan_params {
     const jepa_plan_component *components;
     /* after each iteration mean = (1 - m) elites' mean + m mean, std likewise (0: the elites') */
     float momentum_mean, momentum_std;
-    /* progress: called after each iteration with its best energy (NULL: not called) */
+    /* progress: called after each iteration with its best energy (NULL: not called); it may
+       call jepa_ctx_cancel, which stops the plan inside the next iteration */
     void (*on_iteration)(void *user, int iteration, float best_energy);
     void *user;
 } jepa_plan_params;

@@ -142,7 +142,10 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
     struct vit_scratch s = {.h = h, .wide = wide, .tmp = tmp, .cos = cosb.dev, .sin = sinb.dev,
                             .mask_pos = pr->frame_causal ? posb.dev : NULL, .ws = ws,
                             .h16 = blk16 ? h16 : NULL, .wide16 = wide16};
-    for (int l = 0; l < vit->n_layer; l++) jm_vit_block(c, vit, &vit->blk[l], x, n, B, &s);
+    for (int l = 0; l <= vit->n_layer; l++) {   /* a cancel point before each block and after the last */
+        if ((st = jm_cancel_point(c))) return st;
+        if (l < vit->n_layer) jm_vit_block(c, vit, &vit->blk[l], x, n, B, &s);
+    }
 
     /* the patch rows: norm (and its copy), projection back to the encoder's width */
     c->k.gather(xo, (size_t)pd, x, (size_t)pd, gout.dev, BFN, pd, nt);

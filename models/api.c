@@ -297,6 +297,9 @@ const char *jepa_ctx_matmul_isa(const jepa_ctx *c) { return c ? c->k.gemm_isa : 
 const char *jepa_ctx_attn_isa(const jepa_ctx *c) { return c && c->k.attn_isa ? c->k.attn_isa : ""; }
 const char *jepa_ctx_device(const jepa_ctx *c) { return c ? c->dev->name : ""; }
 size_t jepa_ctx_arena_bytes(const jepa_ctx *c) { return c ? c->arena.cap + c->host.cap : 0; }
+void jepa_ctx_cancel(jepa_ctx *c) {
+    if (c) atomic_store(&c->cancel, true);
+}
 
 /* ---- runs ---- */
 

@@ -23,6 +23,7 @@
 #define JEPA_MODELS_CONTEXT_H
 
 #include <assert.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "jepa.h"
@@ -48,7 +49,16 @@ struct jepa_ctx {
     uint8_t *w_dev;
     struct jm_prepack *pp;     /* weights packed once (prepack.c), or NULL */
     struct jerr err;
+    atomic_bool cancel;        /* jepa_ctx_cancel asked, not yet consumed (jm_cancel_point) */
 };
+
+/* A cancel point, between two blocks of a forward: JEPA_ERR_CANCELLED (the request is
+ * consumed) when jepa_ctx_cancel was called since the last one consumed, else JEPA_OK. */
+static inline jepa_status jm_cancel_point(struct jepa_ctx *c) {
+    if (!atomic_load_explicit(&c->cancel, memory_order_relaxed) || !atomic_exchange(&c->cancel, false))
+        return JEPA_OK;
+    return jr_err_set(&c->err, JEPA_ERR_CANCELLED, "cancelled (jepa_ctx_cancel)");
+}
 
 /* ---- weights packed once (prepack.c, jepa_ctx_set_prepack) ---- */
 struct jm_prepack;

@@ -384,7 +384,7 @@ static void position_tables(struct jepa_ctx *c, struct enc_run *r) {
 }
 
 /* ---- the blocks; V-JEPA 2.1's hierarchical outputs on the way ---- */
-static void run_blocks(struct jepa_ctx *c, struct enc_run *r) {
+static jepa_status run_blocks(struct jepa_ctx *c, struct enc_run *r) {
     const struct jm_encoder *e = r->e;
     const struct jm_vit *vit = &e->vit;
     const int d = vit->d, n = r->n;
@@ -392,7 +392,9 @@ static void run_blocks(struct jepa_ctx *c, struct enc_run *r) {
                             .sin = r->sinb.dev, .mask_pos = r->frame.dev, .ws = r->ws,
                             .h16 = r->h16, .wide16 = r->wide16};
     int next_hier = 0;
+    jepa_status st;
     for (int l = 0; l < vit->n_layer; l++) {
+        if ((st = jm_cancel_point(c))) return st;
         jm_vit_block(c, vit, &vit->blk[l], r->x, n, r->B, &s);
         if (next_hier < e->n_hier && e->hier_layers[next_hier] == l) {
             if (r->want_hier)   /* [B, n_hier, n, d]: level k of clip b */
@@ -408,6 +410,7 @@ static void run_blocks(struct jepa_ctx *c, struct enc_run *r) {
             r->p->on_layer(r->p->user, l + 1, vit->n_layer);
         }
     }
+    return jm_cancel_point(c);   /* before any output is written */
 }
 
 /* ---- tokens = norm(x); pooled = mean of the patch tokens; lewm emb = proj(cls) ---- */
@@ -458,7 +461,7 @@ jepa_status jm_encoder_forward(struct jepa_ctx *c, const float *x, int T, int H,
     add_table_positions(c, &r);
     keep_context(c, &r);
     position_tables(c, &r);
-    run_blocks(c, &r);
+    if ((st = run_blocks(c, &r))) return st;
     final_outputs(c, &r);
     download_outputs(c, &r);
     return JEPA_OK;

@@ -148,8 +148,8 @@ static void attend(const struct jepa_ctx *c, const struct lewm_buf *b, int B, in
     }
 }
 
-static void run_lewm(struct jepa_ctx *c, const float *emb, const float *act, int B, int T,
-                     float *pred, const struct lewm_buf *b) {
+static jepa_status run_lewm(struct jepa_ctx *c, const float *emb, const float *act, int B, int T,
+                            float *pred, const struct lewm_buf *b) {
     const struct jm_predictor *p = &c->m->pred;
     const struct jm_vit *v = &p->vit;
     const int pd = v->d, nh = v->n_head, hd = v->head_dim, inner = nh * hd, nt = c->nthreads;
@@ -171,7 +171,9 @@ static void run_lewm(struct jepa_ctx *c, const float *emb, const float *act, int
     for (int t = 0; t < T; t++)
         c->k.add(b->x + (size_t)t * pd, (size_t)T * pd, dw(c, p->pos_embed + (size_t)t * pd), 0, NULL, B, pd, nt);
 
+    jepa_status st;
     for (int l = 0; l < v->n_layer; l++) {
+        if ((st = jm_cancel_point(c))) return st;
         const struct jm_block *blk = &v->blk[l];
         float *mod = b->mod;
         jm_linear_forward(c, mod, ld6, b->ca, (size_t)pd, &blk->adaln, R, JK_EPI_STORE, b->ws);
@@ -202,6 +204,7 @@ static void run_lewm(struct jepa_ctx *c, const float *emb, const float *act, int
     }
 
     /* x = norm(x); pred = proj2(act(proj0(x))) */
+    if ((st = jm_cancel_point(c))) return st;
     const size_t hp = (size_t)p->proj0.n_out;
     const struct jm_x16 x16 = jm_x16_for(c, &p->proj0, b->h16, (size_t)pd);
     const struct jm_x16 p16 = jm_x16_for(c, &p->proj2, b->wide16, hp);
@@ -210,6 +213,7 @@ static void run_lewm(struct jepa_ctx *c, const float *emb, const float *act, int
                                       &p16, b->ws);
     jm_linear16(c, pred, (size_t)p->out_dim, b->wide, hp, pr16 ? &p16 : NULL, &p->proj2, R, JK_EPI_STORE,
                 NULL, b->ws);
+    return JEPA_OK;
 }
 
 /* Plan the scratch and the device copies of the inputs and the output; fill the frame
@@ -257,7 +261,7 @@ jepa_status jm_lewm_predict(struct jepa_ctx *c, const float *emb, const float *a
         c->dev->upload(c->dev, emb_d, emb, sizeof(float) * n_emb);
         c->dev->upload(c->dev, act_d, actions, sizeof(float) * n_act);
     }
-    run_lewm(c, emb_d, act_d, B, T, pred_d, &b);
+    if ((st = run_lewm(c, emb_d, act_d, B, T, pred_d, &b))) return st;
     c->dev->download(c->dev, pred, pred_d, sizeof(float) * n_out);
     return JEPA_OK;
 }
@@ -320,7 +324,7 @@ jepa_status jm_lewm_rollout(struct jepa_ctx *c, const float *emb, int B, int T, 
             c->dev->copy(c->dev, win_a + (size_t)s * w * A, act_d + ((size_t)s * (L - 1) + t0) * A,
                          sizeof(float) * (size_t)w * A);
         }
-        run_lewm(c, win_e, win_a, B, w, win_p, &b);
+        if ((st = run_lewm(c, win_e, win_a, B, w, win_p, &b))) return st;
         for (int s = 0; s < B; s++) {   /* append the last prediction row; it is the output */
             const float *last = win_p + ((size_t)s * w + w - 1) * pd;
             c->dev->copy(c->dev, seq + ((size_t)s * L + len) * pd, last, sizeof(float) * (size_t)pd);

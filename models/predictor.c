@@ -157,7 +157,10 @@ jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
     struct vit_scratch s = {.h = h, .wide = wide, .tmp = tmp, .cos = cosb.dev, .sin = sinb.dev,
                             .mask_pos = NULL, .ws = ws, .h16 = blk16 ? h16 : NULL,
                             .wide16 = wide16};
-    for (int l = 0; l < vit->n_layer; l++) jm_vit_block(c, vit, &vit->blk[l], x, n, 1, &s);
+    for (int l = 0; l <= vit->n_layer; l++) {   /* a cancel point before each block and after the last */
+        if ((cst = jm_cancel_point(c))) return cst;
+        if (l < vit->n_layer) jm_vit_block(c, vit, &vit->blk[l], x, n, 1, &s);
+    }
 
     /* x = norm(x) (and its copy, in proj's type or else proj_context's); project the
      * targets (and the context) */

@@ -50,6 +50,7 @@ const char *jr_status_str(jepa_status s) {
     case JEPA_ERR_ARG: return "bad argument";
     case JEPA_ERR_NOMEM: return "out of memory";
     case JEPA_ERR_DEVICE: return "device error";
+    case JEPA_ERR_CANCELLED: return "cancelled";
     }
     return "unknown status";
 }

@@ -15,6 +15,8 @@ struct worker {
     pthread_t thread;
     bool started;
     struct sv_job **batch;   /* [max_batch] the clips of the forward being formed */
+    int n_run;               /* under b->mu: batch[0 .. n_run) are in the forward running now */
+    bool cancelled;          /* under b->mu: jepa_ctx_cancel was called for that forward */
 };
 
 struct sv_batcher {
@@ -83,6 +85,18 @@ void sv_group_release(struct sv_batcher *b, struct sv_group *g) {
     const bool last = group_unref_locked(g);
     pthread_mutex_unlock(&b->mu);
     if (last) group_free(g);
+}
+
+/* With b->mu held: cancel each running forward whose clips' requests have all stopped
+ * waiting (gone or timed out): nobody reads its outputs, and it would hold its worker for
+ * as long as it runs. Once per forward: a second cancel could be left over for the next. */
+static void cancel_unwanted(struct sv_batcher *b) {
+    for (int i = 0; i < b->n_workers; i++) {
+        struct worker *w = &b->w[i];
+        bool wanted = false;
+        for (int k = 0; k < w->n_run && !wanted; k++) wanted = !w->batch[k]->group->abandoned;
+        if (w->n_run && !wanted && !w->cancelled) jepa_ctx_cancel(w->ctx), w->cancelled = true;
+    }
 }
 
 /* ---- the queue ---- */
@@ -165,7 +179,7 @@ enum sv_wait_result sv_wait(struct sv_batcher *b, struct sv_group *g, double dea
         pthread_cond_timedwait(&g->done, &b->mu, &ts);
     }
     /* what runs finishes into the group, which its worker's reference keeps alive */
-    if (res != SV_DONE) take_back(b, g), g->abandoned = true;
+    if (res != SV_DONE) take_back(b, g), g->abandoned = true, cancel_unwanted(b);
     pthread_mutex_unlock(&b->mu);
     return res;
 }
@@ -298,9 +312,20 @@ static void *worker_main(void *arg) {
         }
         if (!(g = kept)) continue;
         b->running += g;
-        pthread_mutex_unlock(&b->mu);
-        run_batch(w, batch, g);
-        pthread_mutex_lock(&b->mu);
+        w->n_run = g;
+        for (;;) {
+            w->cancelled = false;
+            pthread_mutex_unlock(&b->mu);
+            run_batch(w, batch, g);
+            pthread_mutex_lock(&b->mu);
+            /* cancelled while a request still waits for it: a cancel meant for the forward
+             * before, which ended first and left it to this one; it is consumed, run again */
+            bool cancelled = false, wanted = false;
+            for (int k = 0; k < g; k++)
+                cancelled |= batch[k]->status == JEPA_ERR_CANCELLED, wanted |= !batch[k]->group->abandoned;
+            if (!cancelled || !wanted) break;
+        }
+        w->n_run = 0;
         b->running -= g;
         for (int k = 0; k < g; k++) {
             struct sv_group *gr = batch[k]->group;

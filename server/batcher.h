@@ -13,7 +13,9 @@
  * A group whose deadline passes, or whose client closes its connection, is taken back:
  * its clips still queued leave the queue, those a worker holds for a batch it is still
  * forming are dropped from it, and a clip already running finishes into memory that the worker frees with the group
- * (sv_group_release), so a timed-out request never waits for the compute it started.
+ * (sv_group_release), so a timed-out request never waits for the compute it started. A
+ * running forward whose clips' groups have all been taken back is cancelled
+ * (jepa_ctx_cancel): it stops at its next block boundary and its worker takes the next job.
  * Stopping (sv_batcher_stop) lets the workers finish every queued clip first.
  */
 #ifndef JEPA_SERVER_BATCHER_H

@@ -7,7 +7,8 @@
  *
  * Shutdown (SIGTERM / SIGINT, taken by sigwait on the main thread): the listening socket
  * closes, requests already read finish (new ones on open connections get 503), the
- * queue drains, the workers stop, exit 0.
+ * queue drains, the workers stop, exit 0. A forward that no request waits for any more
+ * was cancelled when its last request went (server/batcher.h), so none holds it up.
  */
 #include "server/serve.h"
 

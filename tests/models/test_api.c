@@ -9,7 +9,10 @@
  *    and leave the context usable;
  *  - devices: NULL / "" / "cpu" / zero-initialised params are the CPU, malformed names are
  *    refused naming the name, and "cuda", "cuda:N" in a build (or on a machine) without a
- *    GPU fail with JEPA_ERR_DEVICE and a one-line reason.
+ *    GPU fail with JEPA_ERR_DEVICE and a one-line reason;
+ *  - jepa_ctx_cancel from another thread stops a call between two blocks (JEPA_ERR_CANCELLED,
+ *    no output written), and one made while no call runs stops the next; the call after
+ *    either runs normally and gives the bits of one never cancelled.
  *
  * usage: test_api DATA_DIR
  */
@@ -56,6 +59,44 @@ static void log_layer(void *user, int done, int n_layers) {
     struct layer_log *l = user;
     l->in_order = (l->calls ? l->in_order : 1) && done == l->last + 1;
     l->calls++, l->last = done, l->total = n_layers;
+}
+
+/* on_layer that has another thread cancel the call after block 1 and waits until it has:
+ * the call must stop at the cancel point before block 2. */
+struct canceller {
+    jepa_ctx *c;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int asked, done, layers;
+};
+static void *cancel_main(void *arg) {
+    struct canceller *k = arg;
+    pthread_mutex_lock(&k->mu);
+    while (!k->asked) pthread_cond_wait(&k->cv, &k->mu);
+    jepa_ctx_cancel(k->c);
+    k->done = 1;
+    pthread_cond_broadcast(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    return NULL;
+}
+static void cancel_after_first(void *user, int done, int n_layers) {
+    struct canceller *k = user;
+    (void)n_layers;
+    pthread_mutex_lock(&k->mu);
+    k->layers = done;
+    if (done == 1) {
+        k->asked = 1;
+        pthread_cond_broadcast(&k->cv);
+        while (!k->done) pthread_cond_wait(&k->cv, &k->mu);
+    }
+    pthread_mutex_unlock(&k->mu);
+}
+
+/* Every byte of p[0 .. n) is b. */
+static int all_bytes(const void *p, size_t n, unsigned char b) {
+    for (size_t i = 0; i < n; i++)
+        if (((const unsigned char *)p)[i] != b) return 0;
+    return 1;
 }
 
 int main(int argc, char **argv) {
@@ -157,6 +198,55 @@ int main(int argc, char **argv) {
               lg.total == info.n_layer && !memcmp(ref, again, sizeof(float) * 32 * 128),
           "on_layer: %d calls for %d blocks (in order: %d, last %d of %d), same bits", lg.calls, info.n_layer,
           lg.in_order, lg.last, lg.total);
+
+    /* cancel: from another thread during a call, then with no call running */
+    {
+        const size_t nt = sizeof(float) * 32 * 128, np = sizeof(float) * 128;
+        float *tk = malloc(nt), *pl = malloc(np);
+        int32_t cids[3] = {0, 1, 2}, tids[2] = {3, 4};
+        jepa_predict_params cpp = {.ctx_ids = cids, .n_ctx = 3, .tgt_ids = tids, .n_tgt = 2, .mask_index = 1};
+        float pref[2 * 128], pgot[2 * 128];
+        CHECK(tk && pl && jepa_ctx_predict(c, ref, &cpp, pref, NULL) == JEPA_OK, "a predict to compare with");
+        memset(tk, 0xA5, nt), memset(pl, 0xA5, np);
+        struct canceller k = {.c = c};
+        pthread_mutex_init(&k.mu, NULL);
+        pthread_cond_init(&k.cv, NULL);
+        pthread_t th;
+        pthread_create(&th, NULL, cancel_main, &k);
+        jepa_embed_params cp = {.on_layer = cancel_after_first, .user = &k};
+        jepa_embed_out co = {.tokens = tk, .pooled = pl};
+        st = jepa_ctx_embed(c, x.data, 4, 64, 64, &cp, &co);
+        pthread_join(th, NULL);
+        CHECK(st == JEPA_ERR_CANCELLED && k.layers == 1 && !strcmp(jepa_status_str(st), "cancelled") &&
+                  strstr(jepa_ctx_error(c), "cancel"),
+              "cancelled from another thread after block 1 of %d: stopped before block 2 (%s, %d block(s) run, '%s')",
+              info.n_layer, jepa_status_str(st), k.layers, jepa_ctx_error(c));
+        CHECK(all_bytes(tk, nt, 0xA5) && all_bytes(pl, np, 0xA5), "the cancelled call wrote no output");
+        CHECK(jepa_ctx_embed(c, x.data, 4, 64, 64, NULL, &co) == JEPA_OK && !memcmp(tk, ref, nt),
+              "the call after it runs: the bits of one never cancelled");
+        jepa_ctx_cancel(c);   /* no call running: the next one stops at its first cancel point */
+        jepa_ctx_cancel(c);   /* a second before it is consumed: still one request */
+        memset(tk, 0xA5, nt), memset(pl, 0xA5, np);
+        struct layer_log none_run = {0};
+        jepa_embed_params lp2 = {.on_layer = log_layer, .user = &none_run};
+        st = jepa_ctx_embed(c, x.data, 4, 64, 64, &lp2, &co);
+        CHECK(st == JEPA_ERR_CANCELLED && none_run.calls == 0 && all_bytes(tk, nt, 0xA5) && all_bytes(pl, np, 0xA5),
+              "cancelled with no call running: the next call stops before its first block, no output (%s, %d)",
+              jepa_status_str(st), none_run.calls);
+        CHECK(jepa_ctx_embed(c, x.data, 4, 64, 64, NULL, &co) == JEPA_OK && !memcmp(tk, ref, nt),
+              "the call after that runs: the same bits");
+        jepa_ctx_cancel(c);
+        memset(pgot, 0xA5, sizeof pgot);
+        st = jepa_ctx_predict(c, ref, &cpp, pgot, NULL);
+        CHECK(st == JEPA_ERR_CANCELLED && all_bytes(pgot, sizeof pgot, 0xA5),
+              "the predictor: cancelled, no output (%s)", jepa_status_str(st));
+        CHECK(jepa_ctx_predict(c, ref, &cpp, pgot, NULL) == JEPA_OK && !memcmp(pgot, pref, sizeof pref),
+              "the predict after it: the same bits");
+        jepa_ctx_cancel(NULL);
+        pthread_cond_destroy(&k.cv);
+        pthread_mutex_destroy(&k.mu);
+        free(tk), free(pl);
+    }
 
     /* bad arguments: refused, named, and the context still works */
     st = jepa_ctx_embed(c, x.data, 4, 15, 64, NULL, &out);

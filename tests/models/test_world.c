@@ -27,7 +27,10 @@
  *    slides (tokens at the bars above, states to 2e-6), its step 0 unnormalized = the
  *    last frame of predict (bits), and a plan with Meta's action box and momentum
  *    against the generator's CEM on the same stream (within 1e-4, 1 = 2 threads bits);
- *    bad input refused.
+ *    bad input refused;
+ *  - jepa_ctx_cancel from a plan's on_iteration (LeWM after iteration 1, V-JEPA 2-AC after
+ *    iteration 0): JEPA_ERR_CANCELLED inside the next iteration's rollout, and the plan
+ *    after it gives the bits of the first.
  *
  * usage: test_world DATA_DIR
  */
@@ -83,6 +86,19 @@ static jepa_ctx *open_ctx(const jepa_model *m, const char *cpu, int threads) {
 }
 
 static int same_bits(const float *a, const float *b, size_t n) { return !memcmp(a, b, n * sizeof(float)); }
+
+/* on_iteration that cancels its plan (jepa_ctx_cancel) after iteration `at`; seen counts
+ * the iterations reported. */
+struct plan_stop {
+    jepa_ctx *c;
+    int at, seen;
+};
+static void stop_plan(void *user, int it, float best) {
+    struct plan_stop *s = user;
+    (void)best;
+    s->seen = it + 1;
+    if (it == s->at) jepa_ctx_cancel(s->c);
+}
 
 static void world_case(const char *tag, const char *cpu) {
     char path[1024], what[160];
@@ -271,6 +287,18 @@ static void plan_case(const char *cpu, int functional) {
             g2[3] = NAN;
             EXPECT(jepa_ctx_lewm_plan(c, hist.data, T, past.data, g2, &pp, act, NULL, NULL) == JEPA_ERR_ARG &&
                        strstr(jepa_ctx_error(c), "goal"), "plan with a NaN goal");
+            /* cancelled after iteration 1: it stops inside iteration 2's rollout; the plan
+             * after it gives the bits of one never cancelled */
+            struct plan_stop ps = {.c = c, .at = 1};
+            jepa_plan_params pc = pp;
+            pc.on_iteration = stop_plan, pc.user = &ps;
+            float ca[64], ce[4], cf = 0;
+            st = jepa_ctx_lewm_plan(c, hist.data, T, past.data, goal.data, &pc, ca, ce, &cf);
+            EXPECT(st == JEPA_ERR_CANCELLED && ps.seen == 2, "plan cancelled after iteration 1: %s after %d iterations",
+                   jepa_status_str(st), ps.seen);
+            EXPECT(jepa_ctx_lewm_plan(c, hist.data, T, past.data, goal.data, &pp, ca, ce, &cf) == JEPA_OK &&
+                       same_bits(ca, act, (size_t)2 * A) && same_bits(ce, en, 4) && cf == fin,
+                   "the plan after a cancelled one differs from the first");
         }
     }
     jepa_ctx_free(c), jepa_ctx_free(c1);
@@ -462,6 +490,16 @@ static void ac_world_case(const char *cpu) {
         badact[9] = NAN;
         EXPECT(jepa_ctx_ac_rollout(c, rt.data, rs.data, 1, T, badact, K, 1, tr, NULL) == JEPA_ERR_ARG &&
                    strstr(jepa_ctx_error(c), "action"), "[ac] a NaN action in a rollout: '%s'", jepa_ctx_error(c));
+        struct plan_stop stop = {.c = c, .at = 0};   /* cancelled after iteration 0 (see plan_case) */
+        jepa_plan_params pc = pp;
+        pc.on_iteration = stop_plan, pc.user = &stop;
+        float ca[14], ce[3], cf = 0;
+        st = jepa_ctx_ac_plan(c, qt.data, qs.data, 1, NULL, qg.data, &pc, ca, ce, &cf);
+        EXPECT(st == JEPA_ERR_CANCELLED && stop.seen == 1, "[ac] plan cancelled after iteration 0: %s after %d iterations",
+               jepa_status_str(st), stop.seen);
+        EXPECT(jepa_ctx_ac_plan(c, qt.data, qs.data, 1, NULL, qg.data, &pp, ca, ce, &cf) == JEPA_OK &&
+                   same_bits(ca, act, 14) && same_bits(ce, en, 3) && cf == fin,
+               "[ac] the plan after a cancelled one differs from the first");
         jepa_plan_params bad = pp;
         bad.horizon = 0;
         EXPECT(jepa_ctx_ac_plan(c, qt.data, qs.data, 1, NULL, qg.data, &bad, act, NULL, NULL) == JEPA_ERR_ARG, "[ac] plan horizon 0");

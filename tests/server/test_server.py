@@ -327,6 +327,53 @@ def video_flood(png):
     check(rc == 0, "SIGTERM after them: exit 0 (%s, %.1f s)" % (rc, time.time() - t0))
 
 
+def abandoned_forward(png):
+    """Issue 48's abandoned forward, scaled to seconds in a release build: a small video asking
+    for 6 clips of 512 frames (144 MiB decoded, within the default decode budget) runs as one
+    forward of 6 x 4096 tokens through the 12 blocks of the V-JEPA 2.1 fixture. Its client
+    closes the connection once /metrics shows the forward running: the server cancels it
+    (jepa_ctx_cancel) at the next block boundary, so a small request after it gets 200 and
+    only that request's clip counts as encoded (the abandoned forward, had it run to its end,
+    would count 6 before the small one could start: one worker). Then the same forward, its
+    client gone and SIGTERM sent at once: exit 0 within a deadline only a hang would miss."""
+    S = Server("cancel", V21, "-q")
+    big = json.dumps({"input": [{"video": b64file(VIDEO), "frames_per_clip": 512, "num_clips": 6}],
+                      "pool": "mean"}).encode()
+
+    def start():
+        """The big request sent; its socket and whether its forward was seen running."""
+        s = socket.create_connection(("127.0.0.1", S.port), timeout=30)
+        s.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(big) + big)
+        t = time.time()
+        while time.time() - t < 300:   # decoding first: minutes in a sanitizer build on a busy machine
+            if metric(S, "jepa_clips_running") == 6:
+                return s, True
+            time.sleep(0.05)
+        return s, False
+
+    clips0 = metric(S, "jepa_clips_total")
+    s, running = start()
+    check(running, "6 clips of 512 frames run as one forward (jepa_clips_running 6)")
+    t0 = time.time()
+    s.close()
+    try:
+        st, _, _ = S.post("/v1/embeddings", {"input": ["data:image/png;base64," + png], "pool": "mean"},
+                          conn=S.conn(timeout=300))
+    except OSError as e:
+        st = repr(e)
+    dt = time.time() - t0
+    clips1 = metric(S, "jepa_clips_total")
+    check(st == 200 and clips1 == clips0 + 1, "the client of a running forward left: the forward is dropped, a small "
+          "request after it gets 200 in %.1f s (%s) and only its clip was encoded (%s -> %s)" % (dt, st, clips0, clips1))
+    s, running = start()
+    s.close()
+    t0 = time.time()
+    rc, _ = S.stop(timeout=120)
+    check(running and rc == 0, "SIGTERM as the client of a running forward leaves: exit 0 in %.1f s (%s, forward "
+          "seen running: %s)" % (time.time() - t0, rc, running))
+
+
 def world_routes(png):
     """/v1/predict, /v1/rollout, /v1/plan against `jepa predict / rollout / plan` on the same
     .npy files: the same bits (one request alone, and requests merged into one call)."""
@@ -991,6 +1038,7 @@ def main():
     check(rc == 0, "server E: exit 0 (%s)" % rc)
     if have_video:
         video_flood(png)
+        abandoned_forward(png)
 
     # ===== V-JEPA 2.1: hierarchical outputs =====
     D = Server("d", V21, "--max-batch", "1", "--model-id", "v21-tiny")
