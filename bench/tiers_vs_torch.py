@@ -116,7 +116,7 @@ def main():
     import torch
     print(f"torch {torch.__version__}, {a.threads} threads; CPU: "
           + next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?"))
-    print("\n| case | tokens | jepa.c exact | jepa.c bf16 (matmul) | PyTorch bf16 | OpenVINO bf16 | bf16 / PyTorch | bf16 / OpenVINO |")
+    print("\n| case | tokens | jepa.c exact | jepa.c bf16 (matmul kernels) | PyTorch bf16 | OpenVINO bf16 | bf16 / PyTorch | bf16 / OpenVINO |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in a.cases:
         c = CASES[name]
