@@ -62,11 +62,6 @@
 static inline int ab_min(int a, int b) { return a < b ? a : b; }
 static inline int ab_up32(int n) { return (n + 31) & ~31; }
 
-static inline uint32_t ab_pair(float lo, float hi) {
-    return (uint32_t)f32_to_bf16(lo) | (uint32_t)f32_to_bf16(hi) << 16;
-}
-
-
 /* Per-thread workspace, in 64-byte aligned regions: Qp [16][hp] pairs, S [16][64] f32,
  * P [16][32] pairs, O [16][hdp] f32, m, l, alpha, rowsum [16] f32, qpos [16] int32. */
 static inline size_t ab_per_thread(int hd) {
@@ -250,6 +245,30 @@ static OPS_ALWAYS __m512i ab_pairs32(vf x, vf y) {
     return _mm512_permutex2var_epi16(r[0], idx, r[1]);
 }
 
+/* 16 values of p[i] for the i < n of 16 (0 past them): a load that stays inside the row */
+static OPS_ALWAYS vf ab_load_n(const float *p, int n) {
+    if (n >= 16) return vf_load(p);
+    float t[16] = {0};
+    if (n > 0) memcpy(t, p, sizeof(float) * (size_t)n);
+    return vf_load(t);
+}
+
+/* 16 pairs of consecutive values: p[0..32) as far as n of them exist, zeros after (the
+ * operand packing of q and k: pairs along head_dim); the bits of ab_pair on each pair */
+static OPS_ALWAYS __m512i ab_pairs_n(const float *p, int n) {
+    return ab_pairs32(ab_load_n(p, n), ab_load_n(p + 16, n - 16));
+}
+
+/* bf16(x) in the high half of each lane (rounded as f32_to_bf16, NaN kept quiet) */
+static OPS_ALWAYS __m512i ab_round_hi(vf x) {
+    const __m512i u = _mm512_castps_si512(x);
+    const __m512i rn = _mm512_add_epi32(
+        u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
+                            _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1))));
+    const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    return _mm512_mask_blend_epi32(nan, rn, _mm512_or_si512(u, _mm512_set1_epi32(0x00400000)));
+}
+
 /* After S: scores in log2 units, the mask, the running maximum, alpha, P as bf16 pairs,
  * l; O rescaled by alpha. Keys kt .. kt + nk (nk 32 or 64). */
 static void ab_softmax(const struct jk_attn_args *a, const struct ab_unit *u, int kt, int nk,
@@ -303,10 +322,9 @@ static void ab_unit(const struct jk_attn_args *a, const struct ab_unit *u, int h
     for (int i = 0; i < AB_BQ; i++) {
         const float *q = a->q + (size_t)(i0 + i) * a->ldq + (size_t)h * hd;
         uint32_t *qp = u->qp + (size_t)i * hp;
-        for (int p = 0; p < hp; p++)
-            qp[p] = i < nqb ? ab_pair(2 * p < hd ? q[2 * p] : 0.0f,
-                                      2 * p + 1 < hd ? q[2 * p + 1] : 0.0f)
-                            : 0u;
+        for (int p = 0; p < hp; p += 16)   /* hp is a multiple of 16 */
+            _mm512_storeu_si512((void *)(qp + p),
+                                i < nqb ? ab_pairs_n(q + 2 * p, hd - 2 * p) : _mm512_setzero_si512());
         u->qpos[i] = masked && i < nqb ? a->q_pos[i0 + i] : INT32_MAX;
         if (masked && i < nqb)
             qmin = ab_min(qmin, u->qpos[i]), qmax = u->qpos[i] > qmax ? u->qpos[i] : qmax;
@@ -368,21 +386,30 @@ void AB_SFX(attn)(const struct jk_attn_args *a) {
             /* pack the head's K (pairs along head_dim) and V (pairs along the keys) */
 #pragma omp for schedule(static)
             for (int g = 0; g < nkp / 2; g++) {
+                /* K: key j's pairs go down column j of the [hp][nkp] panel */
                 for (int r = 0; r < 2; r++) {
                     const int j = 2 * g + r;
                     const float *k = a->k + (size_t)j * a->ldk + (size_t)h * hd;
-                    for (int p = 0; p < hp; p++)
-                        kp[(size_t)p * nkp + j] =
-                            j < a->nkv ? ab_pair(2 * p < hd ? k[2 * p] : 0.0f,
-                                                 2 * p + 1 < hd ? k[2 * p + 1] : 0.0f)
-                                       : 0u;
+                    for (int p = 0; p < hp; p += 16) {
+                        uint32_t t[16];
+                        _mm512_storeu_si512((void *)t, j < a->nkv ? ab_pairs_n(k + 2 * p, hd - 2 * p)
+                                                                  : _mm512_setzero_si512());
+                        for (int e = 0; e < 16; e++) kp[(size_t)(p + e) * nkp + j] = t[e];
+                    }
                 }
+                /* V: the pair of keys 2g, 2g + 1 for each d, one row of hdp */
                 const float *v0 = a->v + (size_t)(2 * g) * a->ldv + (size_t)h * hd,
                             *v1 = v0 + a->ldv;
-                const int has0 = 2 * g < a->nkv, has1 = 2 * g + 1 < a->nkv;
+                const int n0 = 2 * g < a->nkv ? hd : 0, n1 = 2 * g + 1 < a->nkv ? hd : 0;
                 uint32_t *row = vp + (size_t)g * hdp;
-                for (int d = 0; d < hdp; d++)
-                    row[d] = d < hd ? ab_pair(has0 ? v0[d] : 0.0f, has1 ? v1[d] : 0.0f) : 0u;
+                for (int d = 0; d < hdp; d += 16) {
+                    const __m512i lo = ab_round_hi(ab_load_n(v0 + d, n0 - d)),
+                                  hi = ab_round_hi(ab_load_n(v1 + d, n1 - d));
+                    _mm512_storeu_si512((void *)(row + d),
+                                        _mm512_or_si512(_mm512_srli_epi32(lo, 16),
+                                                        _mm512_and_si512(hi, _mm512_set1_epi32(
+                                                                                 (int)0xffff0000u))));
+                }
             }
 #pragma omp for schedule(dynamic, 1)
             for (int b = 0; b < nb; b++) ab_unit(a, &u, h, b * AB_BQ, kp, vp);
