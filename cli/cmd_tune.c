@@ -304,7 +304,12 @@ static void attn_reference(struct tune_run *r) {
                 }
                 for (int e = 0; e < hd; e++) {
                     double vmax = 0;
-                    for (int j = 0; j < s->n; j++) vmax = fmax(vmax, fabs(vh[(size_t)j * ld + e]));
+                    /* a compare, not fmax: gcc 12's aarch64 vectorizer fails on this fmax reduction
+                     * (internal compiler error in vect_transform_reduction); NaN is skipped alike */
+                    for (int j = 0; j < s->n; j++) {
+                        const double x = fabs(vh[(size_t)j * ld + e]);
+                        vmax = x > vmax ? x : vmax;
+                    }
                     tol[(size_t)q * D + (size_t)h * hd + e] =
                         vmax * (2.0 * (hd + 3) * 0x1p-24 * emax + 2.0 * (smax - smin + 4) * 0x1p-24 +
                                 (2.0 * s->n + 8) * 0x1p-24) + 1e-30;
