@@ -364,9 +364,10 @@ void jkc_gemm_y16(const struct jk_gemm_args *a, const char *what) {
  * Not measured: the rule is the reasoning above, for the first GPU run to confirm.
  *
  * Workspace: nsplit x M x N x 4 <= slots x BM x BN x 4 <= SMs x 2 x 128 x 128 x 4 bytes
- * (16.5 MiB for 132 SMs): the bound gemm_ws returns (jkc_gemm_splitk_ws) for K of at
- * least 16 steps, the only K the rule splits; a call is split only if its partial sums fit
- * that bound, whatever the tests force.
+ * (16.5 MiB for 132 SMs; SMs of the current device, which a forward binds before it plans
+ * and runs): the bound gemm_ws returns (jkc_gemm_splitk_ws) for K of at least 16 steps, the
+ * only K the rule splits; a call is split only if its partial sums fit that bound, whatever
+ * the tests force.
  */
 
 namespace {

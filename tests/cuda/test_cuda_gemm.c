@@ -31,7 +31,12 @@
  *    16-byte aligned for its cp.async variant, or offset with odd strides for its
  *    plain-load one), y16 of either 16-bit type or none. Besides the two checks below,
  *    pipe_call checks y16 = Y rounded bit for bit, the switch off ignoring x16 / y16, and
- *    the pipelined Y equal bit for bit to the default kernel's (the same mma chain).
+ *    the pipelined Y equal bit for bit to the default kernel's (the same mma chain);
+ *  - the pipelined kernel's split-K (jkc_gemm_force_splitk, or its rule with the workspace
+ *    gemm_ws asks for): Y bit for bit against each K range run as a one-pass call of its
+ *    own and the ranges summed in order on the host (split_check), the same bits from a
+ *    second call, every partial sum written and nothing past them, plus the two checks
+ *    below (the model's bound holds for any order of the f32 sum).
  *
  * Which arithmetic a case gets is mirrored from gemm.cu: M <= 8 takes the GEMV kernel
  * (f32 products of the exact weights, f32 sums); larger M the tensor cores, where X is
