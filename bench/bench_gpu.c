@@ -7,7 +7,10 @@
  *           --kernel pipe: the pipelined kernel (kernels/cuda/gemm_pipe.cu) for f16 / bf16,
  *           with X also given as its 16-bit copy x16 (the same values rounded to the
  *           weight's type, as a forward's previous op writes it); f32 weights run the
- *           default kernel either way
+ *           default kernel either way; its rows also run M = 577 (a batch-1 image of 577
+ *           tokens, where the grid of tiles is short) and pass the workspace a forward
+ *           plans (gemm_ws: split-K where its rule splits), and at M = 577 each shape is
+ *           timed again without it ("no split-K": the one-pass kernel)
  *   attn    2048 tokens, head_dim 64 x 16 heads (ViT-L) and head_dim 32 x 12 heads (the
  *           V-JEPA 2 predictor), full and block-causal (8 frames of 256 tokens)
  *
@@ -108,14 +111,14 @@ static void report(const struct bench_opts *o, const char *op, const char *dtype
 static int bench_gpu_matmul(const struct bench_opts *o, struct jk_device *d, const struct jk_kernels *k) {
     const int pipe = o->kernel && !strcmp(o->kernel, "pipe");
     static const enum jk_dtype types[] = {JK_F16, JK_BF16, JK_F32};
-    const int Ms[] = {2048, 8 * 2048};
+    const int Ms[] = {577, 2048, 8 * 2048};   /* 577: the pipelined kernel only */
     const int nshapes = o->quick ? 1 : (int)(sizeof gpu_mm_shapes / sizeof gpu_mm_shapes[0]);
-    const int nm = o->quick ? 1 : 2;
+    const int nm = o->quick ? 1 : 3;
     uint64_t seed = 11;
     for (int ti = 0; ti < 3; ti++) {
         const enum jk_dtype t = types[ti];
         if (!k->gemm[t]) continue;
-        for (int mi = 0; mi < nm; mi++) {
+        for (int mi = pipe || o->quick ? 0 : 1; mi < nm; mi++) {
             for (int si = 0; si < nshapes; si++) {
                 const int M = o->quick ? 64 : Ms[mi], N = o->quick ? 96 : gpu_mm_shapes[si].N;
                 const int K = o->quick ? 80 : gpu_mm_shapes[si].K;
@@ -126,32 +129,41 @@ static int bench_gpu_matmul(const struct bench_opts *o, struct jk_device *d, con
                 void *w = dev_random(d, (size_t)N * K, t, 0.05f, &seed);
                 float *bias = dev_random(d, (size_t)N, JK_F32, 0.1f, &seed);
                 float *y = d->alloc(d, sizeof(float) * (size_t)M * N);
+                /* the pipelined kernel: the workspace a forward plans (split-K) */
+                const size_t wsb = x16 ? k->gemm_ws(1, K) : 0;
+                void *ws = wsb ? d->alloc(d, wsb) : NULL;
                 int rc = 0;
-                if (!x || !w || !bias || !y || (pipe && t != JK_F32 && !x16)) {
+                if (!x || !w || !bias || !y || (pipe && t != JK_F32 && !x16) || (wsb && !ws)) {
                     fprintf(stderr, "jepa bench gpu: %s\n", d->error(d));
                     rc = 1;
                 } else {
                     struct gemm_case a = {t, {
                         .y = y, .ldy = (size_t)N, .x = x, .ldx = (size_t)K, .w = w,
                         .ldw = jk_row_bytes(t, K), .bias = bias, .M = M, .N = N, .K = K,
-                        .epi = JK_EPI_STORE, .nthreads = 1, .ws = NULL,
+                        .epi = JK_EPI_STORE, .nthreads = 1, .ws = ws,
                         .x16 = x16, .ldx16 = (size_t)K,
                     }};
                     const double flops = 2.0 * M * N * K;
                     const int reps = o->quick ? 2 : (int)fmax(3.0, fmin(200.0, 2e12 / flops));
-                    const double sec = time_case(d, k, run_gemm, &a, reps);
-                    if (sec < 0) {
-                        fprintf(stderr, "jepa bench gpu: %s\n", d->error(d));
-                        rc = 1;
-                    } else {
-                        char what[64];
-                        snprintf(what, sizeof what, "%s%s", o->quick ? "smoke" : gpu_mm_shapes[si].what,
-                                 M > 2048 ? " x8" : "");
-                        report(o, x16 ? "pipe" : "matmul", jk_dtype_name(t), what, M, N, K, sec,
-                               flops, d->name);
+                    /* then at M < 2048, without the workspace: never split */
+                    for (int v = 0; v < (ws && M < 2048 ? 2 : 1) && !rc; v++) {
+                        a.a.ws = v ? NULL : ws;
+                        const double sec = time_case(d, k, run_gemm, &a, reps);
+                        if (sec < 0) {
+                            fprintf(stderr, "jepa bench gpu: %s\n", d->error(d));
+                            rc = 1;
+                        } else {
+                            char what[64];
+                            snprintf(what, sizeof what, "%s%s%s",
+                                     o->quick ? "smoke" : gpu_mm_shapes[si].what,
+                                     M > 2048 ? " x8" : "", v ? " no split-K" : "");
+                            report(o, x16 ? "pipe" : "matmul", jk_dtype_name(t), what, M, N, K,
+                                   sec, flops, d->name);
+                        }
                     }
                 }
                 d->free(d, x), d->free(d, x16), d->free(d, w), d->free(d, bias), d->free(d, y);
+                d->free(d, ws);
                 if (rc) return rc;
             }
         }

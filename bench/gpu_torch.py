@@ -83,7 +83,8 @@ def main():
 
     # cuBLAS on the ViT shapes
     for dt, dname in ((torch.float16, "f16"), (torch.bfloat16, "bf16"), (torch.float32, "f32")):
-        for M in ((64,) if smoke else (2048, 8 * 2048)):
+        # 577: the batch-1 image rows of `jepa bench gpu --kernel pipe` (its split-K)
+        for M in ((64,) if smoke else (577, 2048, 8 * 2048)):
             for N, K, what in (MM_SHAPES[:1] if smoke else MM_SHAPES):
                 if smoke:
                     N, K = 96, 80

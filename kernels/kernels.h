@@ -205,7 +205,9 @@ typedef void jk_mean_rows_fn(float *y, const float *x, size_t ldx, int n, int d,
 
 /* Workspace bytes for nthreads threads: gemm for any of the gemm slots with rows of up
  * to K weights; attention for up to n_head heads of the given head_dim and up to nkv
- * keys (more heads or keys may need more: plan with the largest call's). */
+ * keys (more heads or keys may need more: plan with the largest call's). The CUDA table's
+ * gemm_ws is a bound independent of M and N (the pipelined matmul's split-K partial sums,
+ * kernels/cuda/gemm_pipe.cu), and its gemm also takes ws NULL: no split then. */
 typedef size_t jk_gemm_ws_fn(int nthreads, int K);
 typedef size_t jk_attn_ws_fn(int nthreads, int n_head, int head_dim, int nkv);
 

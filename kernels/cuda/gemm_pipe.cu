@@ -44,11 +44,14 @@
  * stored to the same swizzled stages, which gives the same bits. Element alignment is
  * assumed (2 bytes).
  *
- * Split-K / stream-K is not done: the kernels.h workspace contract (gemm_ws(nthreads, K))
- * sizes scratch by K only, while deterministic split-K needs M x N partial sums per split,
- * and without atomics (which the emulator lacks) they have to be reduced in a fixed order
- * by a second pass through that scratch.
+ * Split-K (the section "split-K" at the end): where the grid of tiles is short, blockIdx.z
+ * walks one contiguous range of K steps and stores its raw sums to a workspace, and a
+ * second kernel adds the ranges in order and applies the epilogue.
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "kernels/cuda/gemm_common.cuh"
 #include "kernels/cuda/internal.cuh"
 #include "kernels/cuda/math.cuh"
@@ -75,6 +78,12 @@ struct PipeParams {
     int y16_f16;        /* y16 is f16 (else bf16) */
     int M, N, K;
     int epi;
+    /* split-K: block z walks K steps [z * ksteps, (z + 1) * ksteps) (ksteps >= the step
+     * count: one pass); with part set it stores its raw sums to part[z][M][N] (row stride
+     * N) instead of the epilogue. ws: jk_gemm_args.ws (host side only). */
+    float *part;
+    int ksteps;
+    void *ws;
 };
 
 constexpr int PBK = 32;          /* K step: a tile row is 32 elements = 64 bytes           */
@@ -211,12 +220,14 @@ __global__ void PIPE_LAUNCH_BOUNDS(WM *WN * 32, (512 / (WM * WN * 32)))
     float acc[C::MI][C::NJ][4];
     jkc_acc_zero(acc);
 
-    /* Prologue: steps 0 .. STAGES - 2 in flight, one commit group each (empty past K,
-     * so that the group count the waits below rely on is the same for every K). */
-    const int nk = (p.K + PBK - 1) / PBK;
+    /* This block's K steps: kt0 .. kt0 + nk - 1 (split-K: blockIdx.z's range), from column
+     * kb on. Prologue: steps 0 .. STAGES - 2 in flight, one commit group each (empty past
+     * the range, so that the group count the waits below rely on is the same for every K). */
+    const int kt0 = (int)blockIdx.z * p.ksteps, left = (p.K + PBK - 1) / PBK - kt0;
+    const int nk = left < p.ksteps ? left : p.ksteps, kb = kt0 * PBK;
     JKC_UNROLL
     for (int s = 0; s < STAGES - 1; s++) {
-        if (s < nk) load_stage<C, ASYNC>(p, smem + s * C::STAGE_BYTES, tid, m0, n0, s * PBK);
+        if (s < nk) load_stage<C, ASYNC>(p, smem + s * C::STAGE_BYTES, tid, m0, n0, kb + s * PBK);
         jkc_cp_async_commit();
     }
     for (int kt = 0; kt < nk; kt++) {
@@ -228,12 +239,18 @@ __global__ void PIPE_LAUNCH_BOUNDS(WM *WN * 32, (512 / (WM * WN * 32)))
         const int next = kt + STAGES - 1;
         if (next < nk)
             load_stage<C, ASYNC>(p, smem + (next % STAGES) * C::STAGE_BYTES, tid, m0, n0,
-                                 next * PBK);
+                                 kb + next * PBK);
         jkc_cp_async_commit();
         mma_stage<MODE, C>(acc, smem + (kt % STAGES) * C::STAGE_BYTES, wm, wn, lane);
     }
     jkc_cp_async_wait_all();   /* only empty groups are left; retire them */
 
+    if (p.part) {   /* split-K: the raw sums of this range, no bias or epilogue */
+        float *part = p.part + (size_t)blockIdx.z * (size_t)p.M * (size_t)p.N;
+        jkc_acc_store(acc, m0 + wm, n0 + wn, g, t, p.M, p.N, nullptr,
+                      [&](int row, int col, float v, float) { part[(size_t)row * p.N + col] = v; });
+        return;
+    }
     jkc_acc_store(acc, m0 + wm, n0 + wn, g, t, p.M, p.N, p.bias,
                   [&](int row, int col, float v, float b) { store_pipe(p, row, col, v, b); });
 }
@@ -260,18 +277,26 @@ PipeParams params(const struct jk_gemm_args *a) {
     p.y16 = a->y16, p.ldy16 = a->ldy16, p.y16_f16 = a->y16_type == JK_F16;
     p.M = a->M, p.N = a->N, p.K = a->K;
     p.epi = (int)a->epi;
+    p.part = nullptr, p.ksteps = (a->K + PBK - 1) / PBK, p.ws = a->ws;
     return p;
 }
 
+int splitk_plan(PipeParams &p, int BM, int BN, int per_sm);
+void splitk_reduce(const PipeParams &p, int nsplit, const char *what);
+
 template <int MODE, int BM, int BN, int WM, int WN, bool ASYNC>
-void launch_pipe(const PipeParams &p, const char *what) {
+void launch_pipe(const PipeParams &p0, const char *what) {
     constexpr int smem = PipeCfg<BM, BN, WM, WN>::SMEM_BYTES;
     static std::atomic<uint64_t> optin{0};
     jkc_smem_optin(optin, gemm_pipe<MODE, BM, BN, WM, WN, ASYNC>, smem);
-    const dim3 grid((unsigned)((p.N + BN - 1) / BN), (unsigned)((p.M + BM - 1) / BM));
+    PipeParams p = p0;
+    const int nsplit = splitk_plan(p, BM, BN, 512 / (WM * WN * 32));
+    const dim3 grid((unsigned)((p.N + BN - 1) / BN), (unsigned)((p.M + BM - 1) / BM),
+                    (unsigned)nsplit);
     JKC_LAUNCH((gemm_pipe<MODE, BM, BN, WM, WN, ASYNC>), grid, dim3(WM * WN * 32), smem,
                jkc_stream(), p);
     jkc_check_launch(what);
+    if (nsplit > 1) splitk_reduce(p, nsplit, what);
 }
 
 template <int MODE, bool ASYNC>
@@ -306,4 +331,126 @@ void jkc_gemm_y16(const struct jk_gemm_args *a, const char *what) {
     const dim3 grid((unsigned)((p.N + 255) / 256), (unsigned)(p.M < 65535 ? p.M : 65535));
     JKC_LAUNCH(round_y16, grid, dim3(256), 0, jkc_stream(), p);
     jkc_check_launch(what);
+}
+
+/* ---- split-K ----
+ *
+ * When the grid of tiles leaves most of the GPU idle (batch-1 shapes: M = 577 tokens with
+ * N = 1024 is 160 tiles of 64 x 64 for 132 SMs x 4 resident blocks), the K steps are cut
+ * into nsplit contiguous ranges and blockIdx.z = j walks range j: steps
+ * [j * ksteps, min((j + 1) * ksteps, nk)) with ksteps = ceil(nk / nsplit), nk = ceil(K / 32),
+ * every range non-empty (nsplit = ceil(nk / ksteps)). Each block stores the raw f32 sums of
+ * its range (no bias, no epilogue) to part[j][M][N] in the workspace; then splitk_reduce,
+ * one thread per output, adds the ranges in order and applies the one-pass epilogue:
+ *
+ *     s = part[0]; s += part[1]; ...; s += part[nsplit - 1];   (f32, in this order)
+ *     y = epi(s + b)  (store_pipe: b = bias or 0; GELU; or y_old + t), y16 = y rounded.
+ *
+ * part[j] is, bit for bit, what the one-pass kernel gives with K cut down to range j (x16
+ * and w advanced to its first column, no bias, store): the same chain of mma from zero.
+ * So the result is deterministic (no atomics: the emulator has none, and the order of the
+ * sum is fixed), and differs from the one-pass kernel's only by where the f32 sum is cut.
+ *
+ * When (the rule, host side; jkc_gemm_force_splitk overrides it for the tests):
+ *   - a workspace is given (jk_gemm_args.ws; NULL: one pass), JEPA_CUDA_SPLITK is not "0";
+ *   - slots = SMs x the blocks per SM the launch bounds budget for (2 of 128 x 128, 4 of
+ *     64 x 64); split only if the tiles fill at most half of them (tiles * 2 <= slots):
+ *     a fuller grid has enough warps per SM to hide latency, and the partial sums cost
+ *     2 x nsplit x M x N x 4 bytes of traffic;
+ *   - nsplit = min(slots / tiles, nk / 8, 16): all nsplit x tiles blocks resident at once
+ *     (one wave, no tail), each range at least 8 steps (twice the 4-stage ring, so the
+ *     prologue is amortised), at most 16 ranges for the reduction to read; no split below 2.
+ * The tile choice (run_pipe) is unchanged, so only the 64 x 64 tile splits by this rule.
+ * Not measured: the rule is the reasoning above, for the first GPU run to confirm.
+ *
+ * Workspace: nsplit x M x N x 4 <= slots x BM x BN x 4 <= SMs x 2 x 128 x 128 x 4 bytes
+ * (16.5 MiB for 132 SMs; SMs of the current device, which a forward binds before it plans
+ * and runs): the bound gemm_ws returns (jkc_gemm_splitk_ws) for K of at least 16 steps, the
+ * only K the rule splits; a call is split only if its partial sums fit that bound, whatever
+ * the tests force.
+ */
+
+namespace {
+
+constexpr int SPLITK_MIN_STEPS = 8;   /* K steps per range at least (the rule above)  */
+constexpr int SPLITK_MAX = 16;        /* ranges at most                               */
+
+/* Forced by the tests: 0 = the rule, 1 = never split, n >= 2 = n ranges. */
+std::atomic<int> forced_splitk{0};
+
+/* JEPA_CUDA_SPLITK, read once: "0" turns split-K off, unset / "" / "1" leaves it on. */
+bool splitk_env_on() {
+    static const bool on = [] {
+        const char *e = getenv("JEPA_CUDA_SPLITK");
+        if (!e || !*e || !strcmp(e, "1")) return true;
+        if (!strcmp(e, "0")) return false;
+        fprintf(stderr, "jepa: JEPA_CUDA_SPLITK=%s ignored (\"0\" or \"1\"); split-K stays on\n",
+                e);
+        return true;
+    }();
+    return on;
+}
+
+size_t splitk_ws_bound() { return (size_t)jkc_sm_count() * 2 * 128 * 128 * 4; }
+
+/* The ranges for a call of BM x BN tiles, per_sm of them resident on an SM: p.ksteps and
+ * p.part set (p.part NULL, one pass, when the result is 1). */
+int splitk_plan(PipeParams &p, int BM, int BN, int per_sm) {
+    const int nk = (p.K + PBK - 1) / PBK;
+    p.part = nullptr, p.ksteps = nk;
+    const int forced = forced_splitk.load(std::memory_order_relaxed);
+    if (!p.ws || forced == 1 || (forced == 0 && !splitk_env_on())) return 1;
+    const long tiles = (long)((p.M + BM - 1) / BM) * (long)((p.N + BN - 1) / BN);
+    const long slots = (long)jkc_sm_count() * per_sm;
+    long n;
+    if (forced >= 2) {
+        n = forced;
+    } else {
+        if (tiles * 2 > slots) return 1;
+        n = slots / tiles;
+        if (n > nk / SPLITK_MIN_STEPS) n = nk / SPLITK_MIN_STEPS;
+        if (n > SPLITK_MAX) n = SPLITK_MAX;
+    }
+    const size_t plane = (size_t)p.M * (size_t)p.N * sizeof(float);
+    if ((size_t)n > splitk_ws_bound() / plane) n = (long)(splitk_ws_bound() / plane);
+    if (n > nk) n = nk;
+    if (n < 2) return 1;
+    p.ksteps = (int)((nk + n - 1) / n);
+    p.part = static_cast<float *>(p.ws);
+    return (nk + p.ksteps - 1) / p.ksteps;
+}
+
+/* y = epi(sum of the ranges in order + b) for column blockIdx.x * 256 + threadIdx.x, rows
+ * blockIdx.y, + gridDim.y, ... */
+__global__ void JKC_LAUNCH_BOUNDS(256) splitk_sum(PipeParams p, int nsplit) {
+    const int n = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (n >= p.N) return;
+    const float b = p.bias ? p.bias[n] : 0.0f;
+    const size_t plane = (size_t)p.M * (size_t)p.N;
+    for (int m = (int)blockIdx.y; m < p.M; m += (int)gridDim.y) {
+        const float *q = p.part + (size_t)m * p.N + n;
+        float s = q[0];
+        for (int j = 1; j < nsplit; j++) s += q[(size_t)j * plane];
+        store_pipe(p, m, n, s, b);
+    }
+}
+
+void splitk_reduce(const PipeParams &p, int nsplit, const char *what) {
+    const dim3 grid((unsigned)((p.N + 255) / 256), (unsigned)(p.M < 65535 ? p.M : 65535));
+    JKC_LAUNCH(splitk_sum, grid, dim3(256), 0, jkc_stream(), p, nsplit);
+    jkc_check_launch(what);
+}
+
+} // namespace
+
+size_t jkc_gemm_splitk_ws(int K) {
+    if (!jkc_kernels_pipe() || !splitk_env_on() || (K + PBK - 1) / PBK < 2 * SPLITK_MIN_STEPS)
+        return 0;
+    return splitk_ws_bound();
+}
+
+/* Test hook (not in any public header): 0 = the rule, 1 = never split, n >= 2 = n ranges
+ * (fewer where K has fewer steps or the partial sums would not fit the workspace bound). */
+extern "C" void jkc_gemm_force_splitk(int n) {
+    forced_splitk.store(n < 0 ? 0 : n, std::memory_order_relaxed);
 }

@@ -65,5 +65,8 @@ jk_mean_rows_fn jkc_mean_rows;
  * hook). And y16 = y rounded to y16_type, after a call another kernel served. */
 void jkc_gemm_pipe(const struct jk_gemm_args *a, int dt, int tile, const char *what);
 void jkc_gemm_y16(const struct jk_gemm_args *a, const char *what);
+/* gemm_pipe.cu: the workspace its split-K may use for rows of up to K weights, with the
+ * switch on (0 with it off, or where K is too short to split): gemm_ws of the CUDA table. */
+size_t jkc_gemm_splitk_ws(int K);
 
 #endif

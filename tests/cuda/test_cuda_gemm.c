@@ -31,7 +31,12 @@
  *    16-byte aligned for its cp.async variant, or offset with odd strides for its
  *    plain-load one), y16 of either 16-bit type or none. Besides the two checks below,
  *    pipe_call checks y16 = Y rounded bit for bit, the switch off ignoring x16 / y16, and
- *    the pipelined Y equal bit for bit to the default kernel's (the same mma chain).
+ *    the pipelined Y equal bit for bit to the default kernel's (the same mma chain);
+ *  - the pipelined kernel's split-K (jkc_gemm_force_splitk, or its rule with the workspace
+ *    gemm_ws asks for): Y bit for bit against each K range run as a one-pass call of its
+ *    own and the ranges summed in order on the host (split_check), the same bits from a
+ *    second call, every partial sum written and nothing past them, plus the two checks
+ *    below (the model's bound holds for any order of the f32 sum).
  *
  * Which arithmetic a case gets is mirrored from gemm.cu: M <= 8 takes the GEMV kernel
  * (f32 products of the exact weights, f32 sums); larger M the tensor cores, where X is
@@ -83,6 +88,8 @@
 void jkc_gemm_force_tile(int tile);
 /* The switch of the pipelined kernels (JEPA_CUDA_KERNELS=pipe), set by the test. */
 void jkc_kernels_force_pipe(int on);
+/* gemm_pipe.cu's split-K hook: 0 = its rule, 1 = never split, n >= 2 = n ranges. */
+void jkc_gemm_force_splitk(int n);
 
 #define GEMV_MAX_M 8           /* gemm.cu: M <= this takes the f32 GEMV kernel */
 
@@ -114,6 +121,8 @@ struct gcase {
     int wide;     /* X over 2^-16 .. 2^6 */
     int report;   /* print this case's accuracy */
     int pipe;     /* f16 / bf16: the pipelined kernel, X from x16 (pipe_call) */
+    int split;    /* pipe: 0 no workspace (one pass), n >= 2 split-K forced to n ranges,
+                   * -1 a workspace and the kernel's rule (split_check) */
 };
 
 /* Worst |y - y_ref| / S per dtype, and for f32 weights what plain bf16 would give. */
@@ -154,6 +163,147 @@ static void fill_block_row(enum jk_dtype t, uint8_t *row, int K, double ws) {
     }
 }
 
+/* ---- split-K (gemm_pipe.cu) ---- */
+
+/* The workspace a forward plans for the pipelined matmul (gemm_ws with the switch on, for
+ * K up to 2^20), allocated once; before each call its first SPLIT_NAN bytes (more than any
+ * case here uses) are set to NaN (0xff bytes), so a partial sum not written shows. */
+#define SPLIT_NAN ((size_t)17 * 300 * 300 * 4)
+static void *split_dws, *split_nan;
+static void *split_ws(void) {
+    if (!split_dws) {
+        jkc_kernels_force_pipe(1);
+        const size_t wsb = kt.gemm_ws(1, 1 << 20);
+        const size_t w480 = kt.gemm_ws(1, 480), w481 = kt.gemm_ws(1, 481);
+        jkc_kernels_force_pipe(0);
+        const size_t off = kt.gemm_ws(1, 1 << 20);
+        /* 16 ranges of the largest case here (300 x 300) must fit; K of 15 steps is never
+         * split by the rule, so it asks for nothing; the switch off asks for nothing */
+        CHECK(wsb >= SPLIT_NAN && w480 == 0 && w481 == wsb && !off,
+              "gemm_ws with the switch on: %zu (K 2^20), %zu (K 480), %zu (K 481); off: %zu",
+              wsb, w480, w481, off);
+        if (wsb < SPLIT_NAN) ct_die("split-K workspace too small");
+        split_nan = xmalloc(SPLIT_NAN);
+        memset(split_nan, 0xff, SPLIT_NAN);
+        split_dws = ct_dev->alloc(ct_dev, wsb);
+        if (!split_dws) ct_die("split-K workspace");
+    }
+    ct_dev->upload(ct_dev, split_dws, split_nan, SPLIT_NAN);
+    return split_dws;
+}
+
+/* The ranges a split case runs (gemm_pipe.cu's contract): n forced, or by its rule, which
+ * on these shapes (at most 4 tiles of 64 x 64, so on any GPU of 8 SMs or more the grid is
+ * short and every range is resident) is min(nk / 8, 16); then ksteps = ceil(nk / n) steps
+ * a range and ceil(nk / ksteps) ranges. 1: one pass (M <= 8 is the GEMV). */
+static int split_count(const struct gcase *c) {
+    const int nk = (c->K + 31) / 32;
+    int n = c->split > 0 ? c->split : nk / 8;
+    if (n > 16) n = 16;
+    if (n > nk) n = nk;
+    if (c->M <= GEMV_MAX_M || n < 2) return 1;
+    const int ks = (nk + n - 1) / n;
+    return (nk + ks - 1) / ks;
+}
+
+/* y = gelu_erf(t) as the device computes it: the f32 GEMV with X = 1, K = 1 (its product
+ * 1 * t and the warp's sum with zeros are exact; check_gelu_sweep measures that function). */
+static void dev_gelu(const float *t, size_t n, float *out) {
+    const float one = 1.0f;
+    float *dx = ct_upload_f(&one, 1), *dw = ct_upload_f(t, n), *dy = ct_upload_f(t, n);
+    struct jk_gemm_args g = {.y = dy, .ldy = n, .x = dx, .ldx = 1, .w = dw, .ldw = 4, .M = 1,
+                             .N = (int)n, .K = 1, .epi = JK_EPI_GELU, .nthreads = 1};
+    kt.gemm[JK_F32](&g);
+    ct_download(out, dy, n * sizeof(float));
+    ct_free(dx), ct_free(dw), ct_free(dy);
+}
+
+/* Case c ran split into nsplit ranges, giving yg. Independently of the kernel's split
+ * path: each range j is run as a one-pass pipelined call of its own (x16 and w advanced to
+ * its first column, K its length, no bias, store, no workspace), and
+ *     y = epi((((p_0 + p_1) + p_2) + ... + p_{n-1}) + b)
+ * in f32 on the host (GELU: the device's own, dev_gelu) must be yg bit for bit. Then the
+ * split call again gives the same bits (run to run), writes every partial sum of the
+ * workspace and nothing past them. Nonzero on a failure (printed). */
+static int split_check(const struct gcase *c, const struct jk_gemm_args *a0, int nsplit,
+                       const uint16_t *dx16, size_t ldx16, const float *yold, const float *bias,
+                       const float *yg, size_t ny, const char *what) {
+    const int M = c->M, N = c->N, K = c->K, nk = (K + 31) / 32;
+    const int ks = (nk + nsplit - 1) / nsplit;
+    const size_t ldy = a0->ldy, mn = (size_t)M * N;
+    float *sum = (float *)xmalloc(mn * sizeof(float)), *part = ca_alloc_guarded(ny);
+    float *want = (float *)xmalloc(mn * sizeof(float));
+    float *dp = ct_upload_guarded(part, ny);
+    int bad = 0;
+    jkc_kernels_force_pipe(1);
+    jkc_gemm_force_splitk(1);
+    for (int j = 0; j < nsplit; j++) {
+        const int k0 = j * ks * 32, len = K - k0 < ks * 32 ? K - k0 : ks * 32;
+        struct jk_gemm_args r = *a0;
+        r.y = dp, r.x = a0->x + k0, r.x16 = dx16 + k0, r.ldx16 = ldx16;
+        r.w = (const uint8_t *)a0->w + (size_t)2 * k0, r.K = len;
+        r.bias = NULL, r.epi = JK_EPI_STORE, r.y16 = NULL, r.ws = NULL;
+        kt.gemm[c->t](&r);
+        ct_download_guarded(part, dp, ny);
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                const float v = part[(size_t)m * ldy + n];
+                float *s = &sum[(size_t)m * N + n];
+                *s = j ? *s + v : v;
+            }
+    }
+    jkc_gemm_force_splitk(0);
+    jkc_kernels_force_pipe(0);
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            const size_t i = (size_t)m * N + n;
+            const float t = sum[i] + (bias ? bias[n] : 0.0f);
+            want[i] = c->epi == JK_EPI_ADD ? yold[(size_t)m * ldy + n] + t : t;
+        }
+    if (c->epi == JK_EPI_GELU) dev_gelu(want, mn, want);
+    for (size_t i = 0; i < mn && !bad; i++) {
+        const size_t m = i / (size_t)N, n = i % (size_t)N;
+        if (memcmp(&want[i], &yg[m * ldy + n], 4)) {
+            printf("FAIL %s split %d: y[%zu,%zu] = %.9g, the ranges summed in order give %.9g\n",
+                   what, nsplit, m, n, (double)yg[m * ldy + n], (double)want[i]);
+            bad = 1;
+        }
+    }
+
+    /* run to run, and the workspace: nsplit x M x N partial sums written, nothing after */
+    float *dy2 = ct_upload_guarded(yold, ny), *y2 = ca_alloc_guarded(ny);
+    struct jk_gemm_args a2 = *a0;
+    a2.y = dy2, a2.x16 = dx16, a2.ldx16 = ldx16, a2.y16 = NULL;
+    a2.ws = split_ws();
+    jkc_kernels_force_pipe(1);
+    jkc_gemm_force_splitk(c->split > 0 ? c->split : 0);
+    kt.gemm[c->t](&a2);
+    jkc_gemm_force_splitk(0);
+    jkc_kernels_force_pipe(0);
+    ct_download_guarded(y2, dy2, ny);
+    if (memcmp(y2 - CA_GUARD, yg - CA_GUARD, (ny + 2 * CA_GUARD) * sizeof(float))) {
+        printf("FAIL %s split %d: a second call gave other bits\n", what, nsplit);
+        bad = 1;
+    }
+    const size_t used = (size_t)nsplit * mn, tail = 1024;
+    uint32_t *wsh = (uint32_t *)xmalloc((used + tail) * 4);
+    ct_download(wsh, split_dws, (used + tail) * 4);
+    size_t unwritten = 0, past = 0;
+    for (size_t i = 0; i < used + tail; i++) {
+        if (i < used && wsh[i] == 0xffffffffu) unwritten++;
+        if (i >= used && wsh[i] != 0xffffffffu) past++;
+    }
+    if (unwritten || past) {
+        printf("FAIL %s split %d: %zu partial sums not written, %zu words written past them\n",
+               what, nsplit, unwritten, past);
+        bad = 1;
+    }
+    free(wsh), free(sum), free(want);
+    ca_free_guarded(part), ca_free_guarded(y2);
+    ct_free_guarded(dp), ct_free_guarded(dy2);
+    return bad;
+}
+
 /* The pipelined kernel (gemm_pipe.cu) on case c: a has the device X, W, bias and Y (y_old
  * in it) set up by run_case. Makes x16 = X rounded to the weight type (nearest even, the
  * host's conversion; NaN padding, so a read past K or M shows) and, two times in three,
@@ -168,7 +318,8 @@ static void fill_block_row(enum jk_dtype t, uint8_t *row, int K, double ws) {
  *    same chain of mma in the same K order as gemm.cu's kernel (M <= 8: the same GEMV).
  * Returns nonzero on a failure (printed). */
 static int pipe_call(const struct gcase *c, const struct jk_gemm_args *a0, const float *xm,
-                     size_t ldx, const float *yold, float *dy, float *yg, size_t ny) {
+                     size_t ldx, const float *yold, const float *bias, float *dy, float *yg,
+                     size_t ny) {
     const int M = c->M, N = c->N, K = c->K;
     const enum jk_dtype t = c->t;
     const int x16_odd = c->odd ? ca_int(0, 1) : ca_int(0, 2) == 0;
@@ -197,12 +348,15 @@ static int pipe_call(const struct gcase *c, const struct jk_gemm_args *a0, const
              epi_name(c->epi), x16_odd || c->odd ? " (plain loads)" : "");
     int bad = 0;
 
-    /* the pipelined call */
+    /* the pipelined call (split: with the workspace the table asks for, NaN-filled) */
     struct jk_gemm_args a = *a0;
     a.x16 = dx16 + x16off, a.ldx16 = ldx16;
     a.y16 = with_y16 ? dy16 + G : NULL, a.ldy16 = ldy16, a.y16_type = y16t;
+    if (c->split) a.ws = split_ws();
     jkc_kernels_force_pipe(1);
+    jkc_gemm_force_splitk(c->split > 0 ? c->split : 0);
     kt.gemm[t](&a);
+    jkc_gemm_force_splitk(0);
     jkc_kernels_force_pipe(0);
     ct_download_guarded(yg, dy, ny);
     ct_download(y16b, dy16, ny16 * 2);
@@ -226,6 +380,7 @@ static int pipe_call(const struct gcase *c, const struct jk_gemm_args *a0, const
     float *dyb = ct_upload_guarded(yold, ny), *dyc = ct_upload_guarded(yold, ny);
     uint16_t *dy16b = (uint16_t *)ct_upload(y16, ny16 * 2);
     a.y = dyb, a.y16 = dy16b + G;
+    a.ws = NULL;
     kt.gemm[t](&a);
     struct jk_gemm_args ac = *a0;
     ac.y = dyc;
@@ -237,10 +392,14 @@ static int pipe_call(const struct gcase *c, const struct jk_gemm_args *a0, const
         printf("FAIL %s: the switch off wrote y16\n", what);
         bad = 1;
     }
+    /* split into ranges: Y is the ranges' sum (split_check), not the one-pass bits */
+    const int nsplit = c->split ? split_count(c) : 1;
+    if (nsplit > 1)
+        bad |= split_check(c, a0, nsplit, dx16 + x16off, ldx16, yold, bias, yg, ny, what);
     for (int m = 0; m < M; m++)
         for (int n = 0; n < N; n++) {
             const size_t i = (size_t)m * a0->ldy + (size_t)n;
-            if (memcmp(&yb[i], &yc[i], 4) || memcmp(&yg[i], &yc[i], 4)) {
+            if (memcmp(&yb[i], &yc[i], 4) || (nsplit == 1 && memcmp(&yg[i], &yc[i], 4))) {
                 printf("FAIL %s: y[%d,%d] = %.9g (pipe), %.9g (switch off, x16 set), today's "
                        "kernel %.9g\n", what, m, n, (double)yg[i], (double)yb[i], (double)yc[i]);
                 bad = 1;
@@ -329,7 +488,8 @@ static int run_case(const struct gcase *c) {
     a.y = dy, a.x = dx + xoff, a.w = dw + woff, a.bias = c->bias ? db : NULL, a.ws = NULL;
     jkc_gemm_force_tile(c->tile);
     int pipe_bad = 0;
-    if (c->pipe) pipe_bad = pipe_call(c, &a, xm, ldx, yold, dy, yg, ny);
+    if (c->pipe)
+        pipe_bad = pipe_call(c, &a, xm, ldx, yold, c->bias ? bias : NULL, dy, yg, ny);
     else kt.gemm[t](&a);
     if (!c->pipe) ct_download_guarded(yg, dy, ny);
     const int gemv = M <= GEMV_MAX_M;
@@ -486,6 +646,7 @@ static struct gcase random_case(enum jk_dtype t) {
     c.wide = ca_int(0, 4) == 0;
     c.report = 0;
     c.pipe = 0;
+    c.split = 0;
     return c;
 }
 
@@ -500,7 +661,7 @@ static int run_vit(void) {
         const enum jk_dtype t = ti == 0 ? JK_F16 : ti == 1 ? JK_BF16 : JK_F32;
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
             struct gcase c = {t, shapes[i][0], shapes[i][1], shapes[i][2],
-                              (enum jk_epilogue)(i % 3), 1, 0, 0, 0, 1, 0};
+                              (enum jk_epilogue)(i % 3), 1, 0, 0, 0, 1, 0, 0};
             run_case(&c);
         }
     }
@@ -645,7 +806,7 @@ int main(int argc, char **argv) {
             if (reduced && qk > 1 && (double)fixed[f][0] * fixed[f][1] * K > 4e6) continue;
             struct gcase c = {t, fixed[f][0], fixed[f][1], K,
                               (enum jk_epilogue)((f + ti) % 3), (f + ti) & 1, f % 3 == 1,
-                              fixed[f][3], 0, K >= 96 && qk == 1, 0};
+                              fixed[f][3], 0, K >= 96 && qk == 1, 0, 0};
             tf += run_case(&c);
             tc++;
         }
@@ -680,7 +841,7 @@ int main(int argc, char **argv) {
         for (int f = 0; f < nfixed + npfixed; f++) {
             const int *s = f < nfixed ? fixed[f] : pipe_fixed[f - nfixed];
             struct gcase c = {t, s[0], s[1], s[2], (enum jk_epilogue)((f + ti) % 3), (f + ti) & 1,
-                              f % 3 == 1, s[3], f % 5 == 4, 0, 1};
+                              f % 3 == 1, s[3], f % 5 == 4, 0, 1, 0};
             tf += run_case(&c);
             tc++;
         }
@@ -693,6 +854,34 @@ int main(int argc, char **argv) {
         printf("  %s pipe: %d shapes, %d failed; worst err/tol %.2g (model), %.2g (reference)\n",
                jk_dtype_name(t), tc, tf, q1_worst[t], q2_worst[t]);
     }
+
+    /* Split-K (gemm_pipe.cu): ranges forced (K not a multiple of the ranges, ranges of one
+     * 32-deep step, a last range of one column, more ranges asked than K has steps, M or N
+     * below a tile, both tiles) and chosen by the kernel's rule (17 and 33 steps: 2 and 4
+     * ranges; 15 steps: none, the one-pass bits); every epilogue, bias or not, aligned or
+     * odd strides, y16 or not, as pipe_call draws them. */
+    static const int split_fixed[][5] = {
+        /* M, N, K, tile, split */
+        {40, 72, 300, 64, 3},  {9, 5, 97, 0, 4},      {130, 200, 33, 128, 2}, {65, 130, 260, 64, 16},
+        {17, 300, 128, 64, 2}, {100, 100, 520, 0, -1}, {33, 40, 1040, 0, -1},  {70, 90, 480, 0, -1},
+        {24, 48, 200, 128, 5},
+    };
+    for (int ti = 0; ti < 2; ti++) {
+        const enum jk_dtype t = ti == 0 ? JK_F16 : JK_BF16;
+        const int nsf = (int)(sizeof split_fixed / sizeof *split_fixed);
+        int tf = 0;
+        q1_worst[t] = q2_worst[t] = 0.0;
+        for (int f = 0; f < nsf; f++) {
+            const int *s = split_fixed[f];
+            struct gcase c = {t, s[0], s[1], s[2], (enum jk_epilogue)((f + ti) % 3), (f + ti) & 1,
+                              (f + ti) % 3 == 2, s[3], 0, 0, 1, s[4]};
+            tf += run_case(&c);
+        }
+        printf("  %s split-K: %d shapes, %d failed; worst err/tol %.2g (model), %.2g (reference)\n",
+               jk_dtype_name(t), nsf, tf, q1_worst[t], q2_worst[t]);
+    }
+    if (split_dws) ct_free(split_dws);
+    free(split_nan);
     check_y16_others();
     check_gelu_sweep();
     (void)cases, (void)fails;
