@@ -1022,13 +1022,21 @@ void jkc_cp_async_wait_group(int n) {
 
 /* ---- warpgroup MMA (the kernel-side API) ------------------------------------------- */
 
-uint64_t jkc_wgmma_desc(const void *smem, uint32_t lbo, uint32_t sbo, int swizzle) {
-    Fiber *self = current("jkc_wgmma_desc");
+/* Offset of p in the launch's dynamic shared memory, or abort naming `what`. */
+static size_t smem_offset(const void *smem, const char *what) {
+    Fiber *self = current(what);
     const unsigned char *p = static_cast<const unsigned char *>(smem);
     const unsigned char *base = jkc_emu::dyn_smem;
     if (!base || p < base || p >= base + S.desc->smem)
-        wg_die(self, "jkc_wgmma_desc", "%p is not in the launch's dynamic shared memory", smem);
-    const size_t off = (size_t)(p - base);
+        wg_die(self, what, "%p is not in the launch's dynamic shared memory", smem);
+    return (size_t)(p - base);
+}
+
+uint32_t jkc_smem_addr(const void *p) { return (uint32_t)smem_offset(p, "jkc_smem_addr"); }
+
+uint64_t jkc_wgmma_desc(const void *smem, uint32_t lbo, uint32_t sbo, int swizzle) {
+    const size_t off = smem_offset(smem, "jkc_wgmma_desc");
+    Fiber *self = S.cur;
     if (off % 16 || lbo % 16 || sbo % 16 || lbo >= (1u << 18) || sbo >= (1u << 18) ||
         swizzle < 0 || swizzle > 3)
         wg_die(self, "jkc_wgmma_desc", "start offset %zu, LBO %u, SBO %u must be multiples of "

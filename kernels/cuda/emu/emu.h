@@ -234,6 +234,9 @@ void jkc_ldmatrix_x4_trans(uint32_t r[4], const void *row);
  * returns. Arithmetic: exact f32 products added in k order per element, as jkc_mma_f16. */
 enum { JKC_WGMMA_SWZ_NONE = 0, JKC_WGMMA_SWZ_128B = 1, JKC_WGMMA_SWZ_64B = 2,
        JKC_WGMMA_SWZ_32B = 3 };
+/* The shared address of p: its offset in the launch's dynamic shared memory (aborts
+ * outside it). */
+uint32_t jkc_smem_addr(const void *p);
 uint64_t jkc_wgmma_desc(const void *smem, uint32_t lbo, uint32_t sbo, int swizzle);
 void jkc_wgmma_fence();
 void jkc_wgmma_commit();
