@@ -10,7 +10,9 @@
  *           default kernel either way; its rows also run M = 577 (a batch-1 image of 577
  *           tokens, where the grid of tiles is short) and pass the workspace a forward
  *           plans (gemm_ws: split-K where its rule splits), and at M = 577 each shape is
- *           timed again without it ("no split-K": the one-pass kernel)
+ *           timed again without it ("no split-K": the one-pass kernel); --kernel wgmma:
+ *           the same rows through the wgmma table (kernels/cuda/gemm_wgmma.cu on an sm_90
+ *           device, else the pipelined kernel)
  *   attn    2048 tokens, head_dim 64 x 16 heads (ViT-L) and head_dim 32 x 12 heads (the
  *           V-JEPA 2 predictor), full and block-causal (8 frames of 256 tokens)
  *
@@ -93,23 +95,25 @@ static void run_attn(const struct jk_kernels *k, void *ctx) {
     k->attn((const struct jk_attn_args *)ctx);
 }
 
-/* op "pipe": a matmul by the pipelined kernel (JSON: op "matmul" with "kernel":"pipe"). */
+/* op "pipe" / "wgmma": a matmul by that table's kernel (JSON: op "matmul" with "kernel":
+ * "pipe" or "wgmma"). */
 static void report(const struct bench_opts *o, const char *op, const char *dtype, const char *what,
                    int M, int N, int K, double sec, double flops, const char *devname) {
     const double tf = flops / sec * 1e-12;
-    const int pipe = !strcmp(op, "pipe");
+    const int x16k = !strcmp(op, "pipe") || !strcmp(op, "wgmma");
     if (o->json)
-        printf("{\"op\":\"%s\",%s\"dtype\":\"%s\",\"what\":\"%s\",\"M\":%d,\"N\":%d,"
+        printf("{\"op\":\"%s\",%s%s%s\"dtype\":\"%s\",\"what\":\"%s\",\"M\":%d,\"N\":%d,"
                "\"K\":%d,\"ms\":%.4f,\"tflops\":%.2f,\"device\":\"%s\"}\n",
-               pipe ? "matmul" : op, pipe ? "\"kernel\":\"pipe\"," : "", dtype, what, M, N, K,
-               sec * 1e3, tf, devname);
+               x16k ? "matmul" : op, x16k ? "\"kernel\":\"" : "", x16k ? op : "",
+               x16k ? "\"," : "", dtype, what, M, N, K, sec * 1e3, tf, devname);
     else
         printf("%-6s %-5s %-22s %6d %6d %5d %9.3f %8.1f\n", op, dtype, what, M, N, K, sec * 1e3, tf);
     fflush(stdout);
 }
 
 static int bench_gpu_matmul(const struct bench_opts *o, struct jk_device *d, const struct jk_kernels *k) {
-    const int pipe = o->kernel && !strcmp(o->kernel, "pipe");
+    /* pipe and wgmma: the tables that read x16 */
+    const int pipe = o->kernel && (!strcmp(o->kernel, "pipe") || !strcmp(o->kernel, "wgmma"));
     static const enum jk_dtype types[] = {JK_F16, JK_BF16, JK_F32};
     const int Ms[] = {577, 2048, 8 * 2048};   /* 577: the pipelined kernel only */
     const int nshapes = o->quick ? 1 : (int)(sizeof gpu_mm_shapes / sizeof gpu_mm_shapes[0]);
@@ -157,7 +161,7 @@ static int bench_gpu_matmul(const struct bench_opts *o, struct jk_device *d, con
                             snprintf(what, sizeof what, "%s%s%s",
                                      o->quick ? "smoke" : gpu_mm_shapes[si].what,
                                      M > 2048 ? " x8" : "", v ? " no split-K" : "");
-                            report(o, x16 ? "pipe" : "matmul", jk_dtype_name(t), what, M, N, K,
+                            report(o, x16 ? o->kernel : "matmul", jk_dtype_name(t), what, M, N, K,
                                    sec, flops, d->name);
                         }
                     }
@@ -229,9 +233,10 @@ static int bench_gpu_attn(const struct bench_opts *o, struct jk_device *d, const
 int bench_gpu(const struct bench_opts *o, int ordinal) {
     /* --kernel: the CUDA table's matmul for this process, through the variable the table
      * reads once, at its first matmul (kernels/cuda/device.cu); the default kernel unless
-     * pipe is asked for, whatever the environment says */
+     * pipe or wgmma is asked for, whatever the environment says */
     const int pipe = o->kernel && !strcmp(o->kernel, "pipe");
-    setenv("JEPA_CUDA_KERNELS", pipe ? "pipe" : "mma", 1);
+    const int wgmma = o->kernel && !strcmp(o->kernel, "wgmma");
+    setenv("JEPA_CUDA_KERNELS", pipe ? "pipe" : wgmma ? "wgmma" : "mma", 1);
     char err[256];
     struct jk_device *d = jk_device_open_cuda(ordinal, err, sizeof err);
     if (!d) {
@@ -243,7 +248,10 @@ int bench_gpu(const struct bench_opts *o, int ordinal) {
     d->bind(d);
     FILE *info = o->json ? stderr : stdout;
     fprintf(info, "jepa bench gpu: %s, kernels %s%s%s\n", d->name, k.isa,
-            pipe ? " (matmul: pipe for f16 / bf16, never run on a GPU before)" : "",
+            pipe    ? " (matmul: pipe for f16 / bf16, never run on a GPU before)"
+            : wgmma ? " (matmul: wgmma for f16 / bf16 on sm_90, else pipe; never run on a GPU "
+                      "before)"
+                    : "",
             o->quick ? " (smoke shapes: checks the harness, not the speed)" : "");
     if (!o->json)
         printf("\n%-6s %-5s %-22s %6s %6s %5s %9s %8s\n", "op", "dtype", "shape", "M", "N", "K",

@@ -79,6 +79,9 @@ grep '^{' "$out/bench_gpu.log" >"$out/bench_gpu.jsonl" 2>/dev/null
 # M = 577 with the forward's workspace (split-K where its rule splits) and "no split-K"
 step bench_gpu_pipe 120 "$jepa" bench gpu -g 0 --json --op matmul --kernel pipe $bq
 grep '"kernel":"pipe"' "$out/bench_gpu_pipe.log" >>"$out/bench_gpu.jsonl" 2>/dev/null
+# the wgmma matmul (JEPA_CUDA_KERNELS=wgmma, sm_90 only, not the default yet): f16 / bf16 rows
+step bench_gpu_wgmma 120 "$jepa" bench gpu -g 0 --json --op matmul --kernel wgmma $bq
+grep '"kernel":"wgmma"' "$out/bench_gpu_wgmma.log" >>"$out/bench_gpu.jsonl" 2>/dev/null
 
 # ---- end to end: random-weight models at real sizes (jepa synth), GPU vs CPU ----
 # name | synth arch | dtype | test pattern | batch

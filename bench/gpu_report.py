@@ -45,7 +45,7 @@ def main():
         b = base.get(("matmul", r["dtype"], r["what"], r["M"]))
         bt = f"{b['tflops']:.1f}" if b else "-"
         ratio = f"{r['tflops'] / b['tflops']:.2f}" if b else "-"
-        dt = r["dtype"] + (" pipe" if r.get("kernel") == "pipe" else "")   # --kernel pipe
+        dt = r["dtype"] + (" " + r["kernel"] if r.get("kernel") in ("pipe", "wgmma") else "")
         print(f"| {r['what']} ({r['N']}x{r['K']}) | {r['M']} | {dt} | {r['ms']:.3f} | "
               f"{r['tflops']:.1f} | {pct(r['tflops'])} | {bt} | {ratio} |")
 

@@ -21,7 +21,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: jepa bench kernels [--json] [-t N] [--quick | --full] [--cold] [--op all|matmul|attn]\n"
             "                          [--cpu scalar|avx2|avx512|neon] [--precision exact|high|bf16] [-g N]\n"
-            "       jepa bench gpu [-g N] [--json] [--quick] [--op all|matmul|attn] [--kernel mma|pipe]\n"
+            "       jepa bench gpu [-g N] [--json] [--quick] [--op all|matmul|attn]\n"
+            "                      [--kernel mma|pipe|wgmma]\n"
             "       jepa bench world -m MODEL [--samples N] [--horizon H] [-t N] [--json] [--quick]\n"
             "       jepa bench encoder -m MODEL [--frames T] [--size H[xW]] [--reps R] [-t N] [--prepack] [--json]\n"
             "\n"
@@ -52,18 +53,20 @@ static void usage(FILE *f) {
             "  -g, --gpu N the CUDA kernels on GPU N instead of the CPU's\n"
             "  --kernel K  GPU matmul: mma (default) or pipe, the pipelined kernel (cp.async,\n"
             "              ldmatrix; f16 / bf16 weights, X given as its 16-bit copy; never run on\n"
-            "              a GPU yet: JEPA_CUDA_KERNELS=pipe selects it in a forward)\n"
+            "              a GPU yet: JEPA_CUDA_KERNELS=pipe selects it in a forward), or\n"
+            "              wgmma: the same rows through the warpgroup-MMA kernel on an sm_90\n"
+            "              GPU (else pipe's; never run on a GPU yet: JEPA_CUDA_KERNELS=wgmma)\n"
             "  -h, --help  this help\n");
 }
 
-/* The options that exclude each other or need another: --quick / --full, --kernel K (mma
- * or pipe, GPU only); nonzero after saying what is wrong. */
+/* The options that exclude each other or need another: --quick / --full, --kernel K (mma,
+ * pipe or wgmma, GPU only); nonzero after saying what is wrong. */
 static int opts_error(const struct bench_opts *o, int gpu) {
     if (o->quick && o->full)
         return cli_usage_error("bench", "--quick and --full exclude each other");
     if (!o->kernel) return 0;
-    if (strcmp(o->kernel, "mma") && strcmp(o->kernel, "pipe"))
-        return cli_usage_error("bench", "unknown kernel '%s' (mma, pipe)", o->kernel);
+    if (strcmp(o->kernel, "mma") && strcmp(o->kernel, "pipe") && strcmp(o->kernel, "wgmma"))
+        return cli_usage_error("bench", "unknown kernel '%s' (mma, pipe, wgmma)", o->kernel);
     if (gpu < 0)
         return cli_usage_error("bench", "--kernel is the GPU's matmul: bench gpu or -g N");
     return 0;

@@ -162,7 +162,7 @@ static const struct {
     {BEN, {"--full", NULL, CLI_ARG_FLAG, NULL}},
     {BEN, {"--cold", NULL, CLI_ARG_FLAG, NULL}},
     {BEN, {"--op", NULL, CLI_ARG_VALUE, "all|matmul|attn"}},
-    {BEN, {"--kernel", NULL, CLI_ARG_VALUE, "mma|pipe"}},
+    {BEN, {"--kernel", NULL, CLI_ARG_VALUE, "mma|pipe|wgmma"}},
     {BEN, {"--frames", NULL, CLI_ARG_VALUE, "T"}},
     {BEN, {"--size", NULL, CLI_ARG_VALUE, "H[xW]"}},
     {BEN, {"--reps", NULL, CLI_ARG_VALUE, "R"}},

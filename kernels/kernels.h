@@ -370,5 +370,9 @@ void jk_init_cuda(struct jk_kernels *k);
  * environment (JEPA_CUDA_KERNELS=pipe, else the default). For the tests and `jepa bench
  * gpu`; set it before the work it should apply to is queued. */
 void jkc_kernels_force_pipe(int on);
+/* The same, for the wgmma table: 1 = the pipelined kernels plus the wgmma matmul where the
+ * device is sm_90 (never run on a GPU yet), 0 = the default ones, -1 = the environment
+ * (JEPA_CUDA_KERNELS=wgmma). */
+void jkc_kernels_force_wgmma(int on);
 
 #endif

@@ -26,6 +26,8 @@
  *   collective: lane l gives the 16-byte aligned address of row l%8 of matrix l/8 in
  *   shared memory, and receives the mma fragment layout below). A thread must not return
  *   with copies pending. The emulator checks all of this (kernels/cuda/emu/emu.h).
+ * Files built for sm_90a only (gemm_wgmma.cu) may also use kernels/cuda/wgmma.cuh:
+ * warpgroup MMA with shared-memory descriptors (wgmma), which the emulator models too.
  * Nothing else: no atomics, no cuda_fp16 types in signatures (16-bit values travel as
  * uint16_t bit patterns, pairs as uint32_t).
  * Host code launches with JKC_LAUNCH(kernel, grid, block, smem_bytes, stream, args...)

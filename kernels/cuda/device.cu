@@ -180,30 +180,39 @@ void jkc_check_launch(const char *what) {
 
 extern "C" {
 
-/* JEPA_CUDA_KERNELS, read once: "pipe" selects the pipelined kernels, unset / "" / "mma"
- * the default ones; anything else warns once and keeps the default. */
-static int env_kernels_pipe(void) {
-    static const int pipe = [] {
+/* JEPA_CUDA_KERNELS, read once: "pipe" selects the pipelined kernels, "wgmma" those and
+ * the wgmma matmul on sm_90, unset / "" / "mma" the default ones; anything else warns once
+ * and keeps the default. 0 default, 1 pipe, 2 wgmma. */
+static int env_kernels(void) {
+    static const int mode = [] {
         const char *e = getenv("JEPA_CUDA_KERNELS");
         if (!e || !*e || !strcmp(e, "mma")) return 0;
         if (!strcmp(e, "pipe")) return 1;
-        fprintf(stderr, "jepa: JEPA_CUDA_KERNELS=%s ignored (\"pipe\" or \"mma\"); the "
-                "default (mma) kernels are in force\n", e);
+        if (!strcmp(e, "wgmma")) return 2;
+        fprintf(stderr, "jepa: JEPA_CUDA_KERNELS=%s ignored (\"pipe\", \"wgmma\" or \"mma\"); "
+                "the default (mma) kernels are in force\n", e);
         return 0;
     }();
-    return pipe;
+    return mode;
 }
 
-/* -1: the environment decides; 0 / 1: forced by jkc_kernels_force_pipe. */
-static std::atomic<int> g_force_pipe{-1};
+/* -1: the environment decides; 0 / 1 / 2: forced by jkc_kernels_force_pipe / _wgmma. */
+static std::atomic<int> g_force_kernels{-1};
 
-int jkc_kernels_pipe(void) {
-    const int f = g_force_pipe.load(std::memory_order_relaxed);
-    return f >= 0 ? f : env_kernels_pipe();
+static int kernels_mode(void) {
+    const int f = g_force_kernels.load(std::memory_order_relaxed);
+    return f >= 0 ? f : env_kernels();
 }
+
+int jkc_kernels_pipe(void) { return kernels_mode() >= 1; }
+int jkc_kernels_wgmma(void) { return kernels_mode() == 2; }
 
 void jkc_kernels_force_pipe(int on) {
-    g_force_pipe.store(on < 0 ? -1 : on != 0, std::memory_order_relaxed);
+    g_force_kernels.store(on < 0 ? -1 : on != 0, std::memory_order_relaxed);
+}
+
+void jkc_kernels_force_wgmma(int on) {
+    g_force_kernels.store(on < 0 ? -1 : on ? 2 : 0, std::memory_order_relaxed);
 }
 
 int jk_device_cuda_count(void) {

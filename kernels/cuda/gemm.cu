@@ -526,7 +526,8 @@ void gemm_today(const struct jk_gemm_args *a, const char *what) {
 }
 
 /* With the pipelined kernels on (jkc_kernels_pipe), f16 / bf16 weights with x16 above the
- * GEMV's M go to gemm_pipe.cu; every other call runs the kernels above on x, and then
+ * GEMV's M go to gemm_pipe.cu (to gemm_wgmma.cu with the wgmma switch on a 9.0 device and
+ * aligned operands); every other call runs the kernels above on x, and then
  * writes y16 from y when asked. With them off, x16 and y16 are ignored. */
 template <int DT>
 void gemm(const struct jk_gemm_args *a, const char *what) {
@@ -534,7 +535,8 @@ void gemm(const struct jk_gemm_args *a, const char *what) {
     const bool pipe = jkc_kernels_pipe();
     if constexpr (DT == JK_F16 || DT == JK_BF16) {
         if (pipe && a->x16 && a->M > GEMV_MAX_M) {
-            jkc_gemm_pipe(a, DT, forced_tile.load(std::memory_order_relaxed), what);
+            if (jkc_kernels_wgmma() && jkc_gemm_wgmma_ready(a)) jkc_gemm_wgmma(a, DT, what);
+            else jkc_gemm_pipe(a, DT, forced_tile.load(std::memory_order_relaxed), what);
             return;
         }
     }

@@ -9,6 +9,8 @@
 #include <atomic>
 
 #include "kernels/cuda/compat.cuh"
+#include "kernels/cuda/internal.cuh"
+#include "kernels/cuda/math.cuh"
 
 /* Let `kernel` use `smem` bytes of dynamic shared memory where that is above the 48 KiB
  * default: once per device (the attribute lives in the device's context; `done` is the
@@ -63,6 +65,18 @@ __device__ __forceinline__ void jkc_acc_store(const float (&acc)[MI][NJ][4], int
                     if (col + e < N) store(row, col + e, acc[i][j][2 * h + e], b[e]);
             }
     }
+}
+
+/* The 16-bit-operand matmuls' store of one element (gemm_wgmma.cu): *y = epi(acc + b) as
+ * gemm.cu's store_out (GELU, or the residual add of the old *y), and, when y16 is set, the
+ * stored value rounded to nearest even to f16 (y16_f16) or bf16 there. */
+__device__ __forceinline__ void jkc_epi_store(float *y, uint16_t *y16, int y16_f16, int epi,
+                                              float acc, float b) {
+    float t = acc + b;
+    if (epi == JK_EPI_GELU) t = gelu_erf(t);
+    else if (epi == JK_EPI_ADD) t = *y + t;
+    *y = t;
+    if (y16) *y16 = y16_f16 ? jkc_f32_to_f16(t) : jkc_f32_to_bf16(t);
 }
 
 #endif

@@ -41,6 +41,9 @@ extern "C" {
  * JEPA_CUDA_KERNELS=pipe or jkc_kernels_force_pipe (kernels.h); 0 for the default ones.
  * The pipelined kernels have never run on a GPU: selectable, not the default. */
 int jkc_kernels_pipe(void);
+/* device.cu: 1 where the wgmma matmul is selected too (JEPA_CUDA_KERNELS=wgmma or
+ * jkc_kernels_force_wgmma; it implies jkc_kernels_pipe). Never run on a GPU either. */
+int jkc_kernels_wgmma(void);
 /* gemm.cu */
 JK_GEMM_DECLARE(cuda)
 /* attn.cu */
@@ -68,5 +71,11 @@ void jkc_gemm_y16(const struct jk_gemm_args *a, const char *what);
 /* gemm_pipe.cu: the workspace its split-K may use for rows of up to K weights, with the
  * switch on (0 with it off, or where K is too short to split): gemm_ws of the CUDA table. */
 size_t jkc_gemm_splitk_ws(int K);
+
+/* gemm_wgmma.cu (sm_90a): whether the call's operands suit the wgmma matmul (x16 and w
+ * 16-byte aligned, ldx16 a multiple of 8, ldw of 16) on a device of compute capability 9.0,
+ * the only one its image runs on; and the matmul itself (dt JK_F16 or JK_BF16). */
+bool jkc_gemm_wgmma_ready(const struct jk_gemm_args *a);
+void jkc_gemm_wgmma(const struct jk_gemm_args *a, int dt, const char *what);
 
 #endif

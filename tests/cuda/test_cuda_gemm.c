@@ -37,6 +37,11 @@
  *    own and the ranges summed in order on the host (split_check), the same bits from a
  *    second call, every partial sum written and nothing past them, plus the two checks
  *    below (the model's bound holds for any order of the f32 sum).
+ *  - f16 and bf16 with the wgmma table (gemm_wgmma.cu, JEPA_CUDA_KERNELS=wgmma; the
+ *    emulated device is sm_90): ragged shapes around its 128 x 128 tile and 64-deep steps,
+ *    every epilogue, the same checks as pipe_call's (so its Y is the default and the
+ *    pipelined kernels' bits), and that it ran (jkc_gemm_wgmma_count) and the pipe table
+ *    never runs it.
  *
  * Which arithmetic a case gets is mirrored from gemm.cu: M <= 8 takes the GEMV kernel
  * (f32 products of the exact weights, f32 sums); larger M the tensor cores, where X is
@@ -90,6 +95,9 @@ void jkc_gemm_force_tile(int tile);
 void jkc_kernels_force_pipe(int on);
 /* gemm_pipe.cu's split-K hook: 0 = its rule, 1 = never split, n >= 2 = n ranges. */
 void jkc_gemm_force_splitk(int n);
+/* The wgmma table (JEPA_CUDA_KERNELS=wgmma), and how many matmuls gemm_wgmma.cu ran. */
+void jkc_kernels_force_wgmma(int on);
+long jkc_gemm_wgmma_count(void);
 
 #define GEMV_MAX_M 8           /* gemm.cu: M <= this takes the f32 GEMV kernel */
 
@@ -120,7 +128,8 @@ struct gcase {
     int tile;     /* 0 (by shape), 64, 128 */
     int wide;     /* X over 2^-16 .. 2^6 */
     int report;   /* print this case's accuracy */
-    int pipe;     /* f16 / bf16: the pipelined kernel, X from x16 (pipe_call) */
+    int pipe;     /* f16 / bf16: the pipelined kernel, X from x16 (pipe_call); 2: the
+                   * wgmma table (gemm_wgmma.cu where the operands are aligned) */
     int split;    /* pipe: 0 no workspace (one pass), n >= 2 split-K forced to n ranges,
                    * -1 a workspace and the kernel's rule (split_check) */
 };
@@ -344,8 +353,9 @@ static int pipe_call(const struct gcase *c, const struct jk_gemm_args *a0, const
     uint16_t *dy16 = (uint16_t *)ct_upload(y16, ny16 * 2);
     float *yb = ca_alloc_guarded(ny), *yc = ca_alloc_guarded(ny);
     char what[96];
-    snprintf(what, sizeof what, "%s M=%d N=%d K=%d %s pipe%s", jk_dtype_name(t), M, N, K,
-             epi_name(c->epi), x16_odd || c->odd ? " (plain loads)" : "");
+    snprintf(what, sizeof what, "%s M=%d N=%d K=%d %s %s%s", jk_dtype_name(t), M, N, K,
+             epi_name(c->epi), c->pipe == 2 ? "wgmma" : "pipe",
+             x16_odd || c->odd ? " (plain loads)" : "");
     int bad = 0;
 
     /* the pipelined call (split: with the workspace the table asks for, NaN-filled) */
@@ -353,7 +363,8 @@ static int pipe_call(const struct gcase *c, const struct jk_gemm_args *a0, const
     a.x16 = dx16 + x16off, a.ldx16 = ldx16;
     a.y16 = with_y16 ? dy16 + G : NULL, a.ldy16 = ldy16, a.y16_type = y16t;
     if (c->split) a.ws = split_ws();
-    jkc_kernels_force_pipe(1);
+    if (c->pipe == 2) jkc_kernels_force_wgmma(1);   /* where aligned: gemm_wgmma.cu */
+    else jkc_kernels_force_pipe(1);
     jkc_gemm_force_splitk(c->split > 0 ? c->split : 0);
     kt.gemm[t](&a);
     jkc_gemm_force_splitk(0);
@@ -594,7 +605,7 @@ static int run_case(const struct gcase *c) {
     char what[160];
     snprintf(what, sizeof what, "%s M=%d N=%d K=%d %s%s%s%s tile=%d%s", jk_dtype_name(t), M, N,
              K, epi_name(c->epi), c->bias ? " bias" : "", c->odd ? " odd" : " aligned",
-             c->wide ? " wide" : "", c->tile, c->pipe ? " pipe" : "");
+             c->wide ? " wide" : "", c->tile, c->pipe == 2 ? " wgmma" : c->pipe ? " pipe" : "");
     int bad = !same_bits || pipe_bad;
     if (bad1) {
         const size_t i = (size_t)w1m * ldy + (size_t)w1n;
@@ -882,6 +893,47 @@ int main(int argc, char **argv) {
     }
     if (split_dws) ct_free(split_dws);
     free(split_nan);
+    /* The wgmma table (JEPA_CUDA_KERNELS=wgmma; the emulated device is sm_90): f16 and
+     * bf16, shapes ragged in M, N and K around its 128 x 128 tile and 64-deep steps (K below
+     * one step, one and a bit, more steps than its 4 stages), every epilogue, aligned
+     * operands (a third of the x16 offset: the pipelined fallback). The same checks as the
+     * pipelined kernel's: the model, the reference, y16 = Y rounded and Y the default
+     * kernel's bits (so the pipelined kernel's too). */
+    static const int wg_shapes[][3] = {
+        {130, 200, 40}, {200, 72, 160}, {33, 130, 97}, {100, 100, 7}, {9, 17, 250},
+        {257, 129, 300}, {140, 260, 520}, {72, 64, 128}, {128, 128, 64}, {20, 300, 65},
+    };
+    const long wg0 = jkc_gemm_wgmma_count();
+    int wg_cases = 0;
+    for (int ti = 0; ti < 2; ti++) {
+        const enum jk_dtype t = ti == 0 ? JK_F16 : JK_BF16;
+        int tf = 0;
+        q1_worst[t] = q2_worst[t] = 0.0;
+        for (int f = 0; f < (int)(sizeof wg_shapes / sizeof *wg_shapes); f++) {
+            const int *s = wg_shapes[f];
+            struct gcase c = {t, s[0], s[1], s[2], (enum jk_epilogue)((f + ti) % 3),
+                              (f + ti) & 1, 0, 0, f % 5 == 4, 0, 2, 0};
+            tf += run_case(&c);
+            wg_cases++;
+        }
+        printf("  %s wgmma: %d shapes, %d failed; worst err/tol %.2g (model), %.2g "
+               "(reference)\n", jk_dtype_name(t), (int)(sizeof wg_shapes / sizeof *wg_shapes),
+               tf, q1_worst[t], q2_worst[t]);
+    }
+    const long wg_ran = jkc_gemm_wgmma_count() - wg0;
+    printf("  the wgmma kernel ran %ld of the %d calls (the others: x16 offset, pipelined)\n",
+           wg_ran, wg_cases);
+    CHECK(wg_ran >= wg_cases / 2, "the wgmma table ran the wgmma kernel %ld times in %d calls",
+          wg_ran, wg_cases);
+    jkc_kernels_force_pipe(1);
+    const long wg1 = jkc_gemm_wgmma_count();
+    for (int ti = 0; ti < 2; ti++) {
+        struct gcase c = {ti ? JK_BF16 : JK_F16, 130, 200, 40, JK_EPI_STORE, 1, 0, 0, 0, 0, 1, 0};
+        run_case(&c);
+    }
+    CHECK(jkc_gemm_wgmma_count() == wg1, "the pipe table ran the wgmma kernel");
+    jkc_kernels_force_pipe(-1);
+
     check_y16_others();
     check_gelu_sweep();
     (void)cases, (void)fails;

@@ -330,6 +330,98 @@ __global__ void k_ldsm_misaligned() {
     jkc_ldmatrix_x4(r, &sm[8 * threadIdx.x + (threadIdx.x == 20 ? 4 : 0)]);
 }
 
+/* ---- wgmma (sm_90a) ---------------------------------------------------------------- */
+
+/* The shared-memory image of a wgmma test: A (64 x 32) and B (N x 32), 16-bit, K-major,
+ * in one layout mode; k-step s (k 16 s .. 16 s + 15) described by a descriptor each. */
+struct WgLayout {
+    int swz;                  /* JKC_WGMMA_SWZ_* */
+    unsigned lbo, sbo;        /* bytes (lbo: no-swizzle mode only) */
+    unsigned a_off[2], b_off[2]; /* each k-step's start, bytes */
+    unsigned bytes;
+};
+
+/* Copy the image to dynamic shared memory, then run the two k-steps through wgmma into d
+ * (zeroed); out[t * N / 2 + i] = thread t's d[i]. bug 1: read d before the wait; bug 2:
+ * the descriptors name 64B swizzle whatever the image's layout is. */
+template <bool BF16, int N>
+__global__ void k_wgmma(float *out, const uint32_t *img, WgLayout L, int bug) {
+    JKC_DYN_SMEM(uint32_t, sm);
+    const int t = (int)threadIdx.x;
+    for (unsigned i = (unsigned)t; i < L.bytes / 4; i += blockDim.x) sm[i] = img[i];
+    __syncthreads();
+    float d[N / 2];
+    for (int i = 0; i < N / 2; i++) d[i] = 0.0f;
+    const int swz = bug == 2 ? JKC_WGMMA_SWZ_64B : L.swz;
+    const unsigned char *base = reinterpret_cast<const unsigned char *>(sm);
+    jkc_wgmma_fence();
+    for (int s = 0; s < 2; s++) {
+        const uint64_t da = jkc_wgmma_desc(base + L.a_off[s], L.lbo, L.sbo, swz);
+        const uint64_t db = jkc_wgmma_desc(base + L.b_off[s], L.lbo, L.sbo, swz);
+        if (BF16) jkc_wgmma_ss_bf16<N>(d, da, db);
+        else jkc_wgmma_ss_f16<N>(d, da, db);
+    }
+    jkc_wgmma_commit();
+    if (bug == 1)
+        for (int i = 0; i < N / 2; i++) out[t * (N / 2) + i] = d[i];
+    jkc_wgmma_wait<0>();
+    if (bug != 1)
+        for (int i = 0; i < N / 2; i++) out[t * (N / 2) + i] = d[i];
+}
+
+/* Group retirement and chaining: d1 = A0 B0 (group 0), d2 = A0 B0 + A1 B1 (two chained
+ * ops, group 1); after wait<1> d1 is final and d2 still in flight; after wait<0> both.
+ * out: [3][128][4]: d1 and d2 after wait<1>, d2 after wait<0> (the first 4 of 8). */
+__global__ void k_wgmma_groups(float *out, const uint32_t *img, WgLayout L) {
+    JKC_DYN_SMEM(uint32_t, sm);
+    const int t = (int)threadIdx.x;
+    for (unsigned i = (unsigned)t; i < L.bytes / 4; i += blockDim.x) sm[i] = img[i];
+    __syncthreads();
+    float d1[8] = {}, d2[8] = {};
+    const unsigned char *base = reinterpret_cast<const unsigned char *>(sm);
+    uint64_t da[2], db[2];
+    for (int s = 0; s < 2; s++) {
+        da[s] = jkc_wgmma_desc(base + L.a_off[s], L.lbo, L.sbo, L.swz);
+        db[s] = jkc_wgmma_desc(base + L.b_off[s], L.lbo, L.sbo, L.swz);
+    }
+    jkc_wgmma_fence();
+    jkc_wgmma_ss_f16<16>(d1, da[0], db[0]);
+    jkc_wgmma_commit();
+    jkc_wgmma_ss_f16<16>(d2, da[0], db[0]);
+    jkc_wgmma_ss_f16<16>(d2, da[1], db[1]);
+    jkc_wgmma_commit();
+    jkc_wgmma_wait<1>();
+    for (int i = 0; i < 4; i++) {
+        out[(0 * 128 + t) * 4 + i] = d1[i];
+        out[(1 * 128 + t) * 4 + i] = d2[i];
+    }
+    jkc_wgmma_wait<0>();
+    for (int i = 0; i < 4; i++) out[(2 * 128 + t) * 4 + i] = d2[i];
+}
+
+/* wgmma misuse the emulator must abort on. what: 0 no fence, 1 divergent warpgroup ops,
+ * 2 pending at return, 3 swizzled start off its pattern, 4 B's second chunk (LBO) outside
+ * shared memory, 5 misaligned descriptor pointer, 6 cp.async data without the proxy fence,
+ * 7 (launched with 96 threads) not whole warpgroups. */
+__global__ void k_wgmma_bug(const float *src, int what) {
+    JKC_DYN_SMEM(unsigned char, sm);
+    float d[4] = {};
+    if (what == 6) {
+        jkc_cp_async16(sm + 16 * threadIdx.x, src, 16);
+        jkc_cp_async_wait_all();
+        __syncthreads();
+    }
+    if (what == 1 && threadIdx.x >= 96) jkc_wgmma_commit();
+    else if (what != 0) jkc_wgmma_fence();
+    const uint64_t a = jkc_wgmma_desc(sm + (what == 3 ? 128 : what == 5 ? 8 : 0), 0, 1024,
+                                      JKC_WGMMA_SWZ_128B);
+    const uint64_t b = what == 4 ? jkc_wgmma_desc(sm, 16384, 128, JKC_WGMMA_SWZ_NONE)
+                                 : jkc_wgmma_desc(sm, 0, 1024, JKC_WGMMA_SWZ_128B);
+    jkc_wgmma_ss_f16<8>(d, a, b);
+    jkc_wgmma_commit();
+    if (what != 2) jkc_wgmma_wait<0>();
+}
+
 /* Kernel bugs the emulator must catch (run in forked children). */
 __global__ void k_divergent_sync(int *out) {
     if (threadIdx.x < 100) __syncthreads(); /* only part of the block */
@@ -953,10 +1045,163 @@ template <class F> static void expect_abort(const char *what, const char *want, 
           aborted ? "aborted" : "did not abort", err.c_str());
 }
 
+/* A K-major operand of `rows` x 32 16-bit values into the image, in L's mode: 16-byte
+ * chunk j of a row holds k 8 j .. 8 j + 7. Written the way the PTX ISA draws the layouts
+ * (core matrices of 8 rows x 16 bytes; a swizzled row of W bytes stores chunk j at
+ * j ^ (row / (128 / W)) % (W / 16) of its 8-row pattern), independently of the emulator's
+ * address formula. */
+static void wg_place(std::vector<uint16_t> &img, const WgLayout &L, const unsigned off[2],
+                     const std::vector<uint16_t> &m, int rows) {
+    const unsigned W = L.swz == JKC_WGMMA_SWZ_128B ? 128 : L.swz == JKC_WGMMA_SWZ_64B ? 64
+                     : L.swz == JKC_WGMMA_SWZ_32B ? 32 : 0;
+    for (int r = 0; r < rows; r++)
+        for (int k = 0; k < 32; k++) {
+            const unsigned s = (unsigned)k / 16, j = (unsigned)(k % 16) / 8, e = (unsigned)k % 8;
+            unsigned byte;
+            if (!W) {
+                byte = off[s] + (unsigned)(r / 8) * L.sbo + (unsigned)(r % 8) * 16 + j * L.lbo +
+                       2 * e;
+            } else {
+                /* this k-step's chunk within the row: the start's offset in the row + j */
+                const unsigned chunk = (off[s] % W) / 16 + j, rr = (unsigned)r % 8;
+                const unsigned sw = chunk ^ ((rr / (128 / W)) % (W / 16));
+                byte = off[s] - off[s] % W + (unsigned)(r / 8) * L.sbo + rr * W + 16 * sw + 2 * e;
+            }
+            img[byte / 2] = m[(size_t)r * 32 + (size_t)k];
+        }
+}
+
+/* Runs k_wgmma<BF16, N> in mode swz; the largest |error| against a naive matmul of
+ * small integers (exact), or NaN / nonzero for a broken use. */
+template <bool BF16, int N> static double wgmma_error(int swz, int bug) {
+    WgLayout L{};
+    L.swz = swz;
+    const unsigned W = swz == JKC_WGMMA_SWZ_128B ? 128 : swz == JKC_WGMMA_SWZ_64B ? 64
+                     : swz == JKC_WGMMA_SWZ_32B ? 32 : 0;
+    const unsigned a_bytes = 64 * 64, b_bytes = (unsigned)N * 64; /* 32 values a row */
+    if (!W) {
+        /* one k-step: chunk 0 of every 8-row group (SBO 128 apart), then chunk 1, LBO
+         * further; one LBO serves A and B when both have 64 rows */
+        if (N != 64) return -1;
+        L.sbo = 128, L.lbo = 1024;
+        L.a_off[0] = 0, L.a_off[1] = a_bytes / 2;
+        L.b_off[0] = a_bytes, L.b_off[1] = a_bytes + b_bytes / 2;
+    } else if (W == 32) {
+        /* a row holds one k-step: the two k-steps are two blocks of rows */
+        L.sbo = 256;
+        L.a_off[0] = 0, L.a_off[1] = a_bytes / 2;
+        L.b_off[0] = a_bytes, L.b_off[1] = a_bytes + b_bytes / 2;
+    } else {
+        /* a row holds both k-steps (32 bytes apart): rows of W bytes, 8-row patterns */
+        L.sbo = 8 * W;
+        L.a_off[0] = 0, L.a_off[1] = 32;
+        L.b_off[0] = (64 / 8 * L.sbo + 1023) / 1024 * 1024, L.b_off[1] = L.b_off[0] + 32;
+    }
+    L.bytes = 2 * (a_bytes + b_bytes) + 2048;
+    std::vector<uint16_t> A((size_t)64 * 32), B((size_t)N * 32), img(L.bytes / 2, 0xffff);
+    auto h = [](float v) { return BF16 ? f32_to_bf16(v) : f32_to_f16(v); };
+    auto f = [](uint16_t v) { return BF16 ? bf16_to_f32(v) : f16_to_f32(v); };
+    for (auto &v : A) v = h((float)((int)(rnd() % 9) - 4));
+    for (auto &v : B) v = h((float)((int)(rnd() % 9) - 4));
+    wg_place(img, L, L.a_off, A, 64);
+    wg_place(img, L, L.b_off, B, N);
+    uint32_t *dimg = dev_alloc<uint32_t>(L.bytes / 4);
+    float *dout = dev_alloc<float>((size_t)64 * N);
+    cudaMemcpy(dimg, img.data(), L.bytes, cudaMemcpyHostToDevice);
+    JKC_LAUNCH((k_wgmma<BF16, N>), 1, 128, L.bytes, 0, dout, dimg, L, bug);
+    CHECK(cudaGetLastError() == cudaSuccess, "k_wgmma: launch failed");
+    std::vector<float> out((size_t)64 * N);
+    cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost);
+    double worst = 0;
+    for (int t = 0; t < 128; t++)
+        for (int i = 0; i < N / 2; i++) {
+            const int w = t / 32, l = t % 32;
+            const int row = 16 * w + l / 4 + 8 * ((i >> 1) & 1);
+            const int col = 8 * (i >> 2) + 2 * (l % 4) + (i & 1);
+            double want = 0;
+            for (int k = 0; k < 32; k++)
+                want += (double)f(A[(size_t)row * 32 + k]) * f(B[(size_t)col * 32 + k]);
+            const double e = fabs((double)out[(size_t)t * (N / 2) + i] - want);
+            worst = e > worst || e != e ? e : worst;
+        }
+    cudaFree(dimg);
+    cudaFree(dout);
+    return worst;
+}
+
+static void test_wgmma() {
+    printf("wgmma m64nNk16 (f16, bf16; N 64, 128, 16): A and B through descriptors in every "
+           "swizzle mode against a naive matmul on the PTX layouts; group retirement and "
+           "chaining; reading too early and a wrong swizzle come out wrong\n");
+    const int modes[4] = {JKC_WGMMA_SWZ_NONE, JKC_WGMMA_SWZ_32B, JKC_WGMMA_SWZ_64B,
+                          JKC_WGMMA_SWZ_128B};
+    const char *names[4] = {"none", "32B", "64B", "128B"};
+    for (int m = 0; m < 4; m++) {
+        double e = wgmma_error<false, 64>(modes[m], 0);
+        CHECK(e == 0, "f16 N=64 swizzle %s: max error %g", names[m], e);
+        e = wgmma_error<true, 64>(modes[m], 0);
+        CHECK(e == 0, "bf16 N=64 swizzle %s: max error %g", names[m], e);
+        if (modes[m] != JKC_WGMMA_SWZ_NONE) {
+            e = wgmma_error<false, 128>(modes[m], 0);
+            CHECK(e == 0, "f16 N=128 swizzle %s: max error %g", names[m], e);
+            e = wgmma_error<true, 128>(modes[m], 0);
+            CHECK(e == 0, "bf16 N=128 swizzle %s: max error %g", names[m], e);
+        }
+    }
+    double e = wgmma_error<false, 128>(JKC_WGMMA_SWZ_128B, 1);
+    CHECK(!(e == 0), "accumulators read before the wait: still right (error %g)", e);
+    e = wgmma_error<false, 128>(JKC_WGMMA_SWZ_128B, 2);
+    CHECK(!(e == 0), "128B data read as 64B swizzle: still right (error %g)", e);
+    e = wgmma_error<true, 64>(JKC_WGMMA_SWZ_32B, 2);
+    CHECK(!(e == 0), "32B data read as 64B swizzle: still right (error %g)", e);
+
+    /* groups: N = 16 tiles of the 64B layout */
+    WgLayout L{};
+    L.swz = JKC_WGMMA_SWZ_64B;
+    L.sbo = 512;
+    L.a_off[0] = 0, L.a_off[1] = 32, L.b_off[0] = 4096, L.b_off[1] = 4096 + 32;
+    L.bytes = 8192;
+    std::vector<uint16_t> A((size_t)64 * 32), B((size_t)16 * 32), img(L.bytes / 2, 0xffff);
+    for (auto &v : A) v = f32_to_f16((float)((int)(rnd() % 9) - 4));
+    for (auto &v : B) v = f32_to_f16((float)((int)(rnd() % 9) - 4));
+    wg_place(img, L, L.a_off, A, 64);
+    wg_place(img, L, L.b_off, B, 16);
+    uint32_t *dimg = dev_alloc<uint32_t>(L.bytes / 4);
+    float *dout = dev_alloc<float>(3 * 128 * 4);
+    cudaMemcpy(dimg, img.data(), L.bytes, cudaMemcpyHostToDevice);
+    JKC_LAUNCH(k_wgmma_groups, 1, 128, L.bytes, 0, dout, dimg, L);
+    CHECK(cudaGetLastError() == cudaSuccess, "k_wgmma_groups: launch failed");
+    std::vector<float> out(3 * 128 * 4);
+    cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost);
+    size_t bad[3] = {0, 0, 0};
+    for (int t = 0; t < 128; t++)
+        for (int i = 0; i < 4; i++) {
+            const int w = t / 32, l = t % 32;
+            const int row = 16 * w + l / 4 + 8 * ((i >> 1) & 1), col = 2 * (l % 4) + (i & 1);
+            float k16 = 0, k32 = 0;
+            for (int k = 0; k < 32; k++) {
+                const float p = f16_to_f32(A[(size_t)row * 32 + k]) *
+                                f16_to_f32(B[(size_t)col * 32 + k]);
+                if (k < 16) k16 += p;
+                k32 += p;
+            }
+            bad[0] += out[(size_t)t * 4 + i] != k16;
+            bad[1] += out[(size_t)(128 + t) * 4 + i] == out[(size_t)(128 + t) * 4 + i]; /* NaN */
+            bad[2] += out[(size_t)(256 + t) * 4 + i] != k32;
+        }
+    CHECK(bad[0] == 0, "wait<1>: %zu wrong values of the retired group", bad[0]);
+    CHECK(bad[1] == 0, "wait<1>: %zu values of the pending group already landed", bad[1]);
+    CHECK(bad[2] == 0, "wait<0>: %zu wrong values of the chained pair", bad[2]);
+    cudaFree(dimg);
+    cudaFree(dout);
+}
+
 static void test_bug_detection() {
     printf("kernel bugs abort with a message: divergent __syncthreads, early return before a "
            "barrier, partial warp, divergent warp ops, misaligned or oversized cp.async, "
-           "cp.async pending at return, misaligned ldmatrix\n");
+           "cp.async pending at return, misaligned ldmatrix, wgmma misuse (no fence, divergence, "
+           "pending at return, descriptors off pattern / outside / misaligned, no proxy fence, "
+           "partial warpgroup)\n");
     int *out = dev_alloc<int>(1024);
     float *fo = dev_alloc<float>(1024);
     expect_abort("divergent __syncthreads",
@@ -982,6 +1227,27 @@ static void test_bug_detection() {
                  [&] { JKC_LAUNCH(k_cp_pending, 1, 32, 0, 0, src); });
     expect_abort("ldmatrix misaligned row", "jkc_ldmatrix_x4: lane 20's row address",
                  [&] { JKC_LAUNCH(k_ldsm_misaligned, 1, 32, 0, 0); });
+    const struct {
+        const char *what, *want;
+        unsigned threads;
+    } wg_bugs[] = {
+        {"wgmma without a fence", "no jkc_wgmma_fence since the last wait", 128},
+        {"wgmma divergent warpgroup", "divergent warpgroup ops", 128},
+        {"wgmma pending at return", "returned with 1 wgmma ops pending", 256},
+        {"wgmma swizzled start off its pattern",
+         "descriptor A: start 0x80 is not aligned to its 128-byte swizzle pattern", 128},
+        {"wgmma operand outside shared memory",
+         "descriptor B: row 0 chunk 1 at shared offset 16384 is outside the 8192 bytes", 128},
+        {"wgmma misaligned descriptor", "start offset 8, LBO 0, SBO 1024 must be", 128},
+        {"wgmma on cp.async data without the proxy fence",
+         "has cp.async data retired since its last jkc_fence_proxy_async", 128},
+        {"wgmma in a block of 96 threads", "kernel k_wgmma_bug: jkc_wgmma_fence with blockDim "
+         "(96,1,1) = 96 threads, not whole warpgroups", 96},
+    };
+    for (int i = 0; i < (int)(sizeof wg_bugs / sizeof wg_bugs[0]); i++)
+        expect_abort(wg_bugs[i].what, wg_bugs[i].want, [&] {
+            JKC_LAUNCH(k_wgmma_bug, 1, wg_bugs[i].threads, 8192, 0, src, i);
+        });
     cudaFree(src);
 #if defined(__SANITIZE_ADDRESS__)
     printf("ASan: an out-of-bounds store in a kernel is reported\n");
@@ -1040,6 +1306,7 @@ int main() {
     test_cp_async();
     test_ldmatrix();
     test_pipeline();
+    test_wgmma();
     test_conversions();
     test_launch_errors();
     test_runtime();

@@ -21,8 +21,10 @@
  * the references at the bars above; then every family with its weights rewritten in bf16
  * and in f16, the copies checked the same way (outputs: the default table's bits on the
  * same file), and the pipelined kernels, which read the copies, against the default
- * table on that file at the GPU-vs-CPU bars. Last, the arena with the copies: exactly
- * their size more.
+ * table on that file at the GPU-vs-CPU bars, and the wgmma table (JEPA_CUDA_KERNELS=wgmma:
+ * gemm_wgmma.cu on an sm_90 device, the emulated one included) at the same bars, with the
+ * count of matmuls it ran printed. Last, the arena with the copies: exactly their size
+ * more.
  *
  * usage: test_gpu_parity DATA_DIR
  */
@@ -36,6 +38,9 @@
 #include "kernels/device.h"
 #include "models/context.h"   /* the copies' checks swap a GPU context's kernel table */
 #include "models/quantize.h"
+
+/* kernels/cuda/gemm_wgmma.cu: how many matmuls the wgmma kernel has queued. */
+long jkc_gemm_wgmma_count(void);
 #include "runtime/dtype.h"
 #include "tests/models/parity.h"
 
@@ -48,7 +53,7 @@ static const char *data_dir;
 static int failures;
 
 /* ---- passes: which table a GPU context gets, which weights, what check() does ---- */
-enum table_mode { TAB_DEFAULT, TAB_X16_CHECKED, TAB_PIPE };
+enum table_mode { TAB_DEFAULT, TAB_X16_CHECKED, TAB_PIPE, TAB_WGMMA };
 static enum table_mode tab_mode;
 static uint32_t wtype;     /* 0: the files' weights; GGUF_TYPE_BF16 / _F16: rewritten */
 static int bits_only;      /* outputs recorded or compared only (no reference bars) */
@@ -590,8 +595,15 @@ static void run_pass(const char *what, enum table_mode tab, uint32_t wt, enum re
     tab_mode = tab, wtype = wt, rec_mode = rec, bits_only = wt != 0, irec = 0;
     /* the kernels' choice for the whole pass: the tables made in it, and the kernels that
      * read the switch when they run, both follow it (the default unless asked) */
-    jkc_kernels_force_pipe(tab == TAB_PIPE);
+    if (tab == TAB_WGMMA) jkc_kernels_force_wgmma(1);
+    else jkc_kernels_force_pipe(tab == TAB_PIPE);
+    const long wg0 = jkc_gemm_wgmma_count();
     run_fixtures();
+    if (tab == TAB_WGMMA) {
+        const long ran = jkc_gemm_wgmma_count() - wg0;
+        printf("%-4s the wgmma kernel ran %ld matmuls in this pass\n", ran > 0 ? "ok" : "FAIL", ran);
+        failures += ran <= 0;
+    }
     jkc_kernels_force_pipe(-1);
     if ((rec == REC_COMPARE || rec == REC_NEAR) && irec != nrecs) {
         printf("FAIL %zu outputs compared, %zu recorded\n", irec, nrecs);
@@ -694,6 +706,10 @@ int main(int argc, char **argv) {
         run_pass("weights rewritten: the default table (outputs recorded)", TAB_DEFAULT, wts[i], REC_RECORD);
         run_pass("weights rewritten: 16-bit copies checked", TAB_X16_CHECKED, wts[i], REC_COMPARE);
         run_pass("weights rewritten: the pipelined kernels", TAB_PIPE, wts[i], REC_NEAR);
+        /* the emulated device is sm_90: the f16 / bf16 matmuls with aligned copies run
+         * gemm_wgmma.cu */
+        run_pass("weights rewritten: the wgmma table (JEPA_CUDA_KERNELS=wgmma)", TAB_WGMMA, wts[i],
+                 REC_NEAR);
         rec_clear();
     }
     printf("16-bit copies: %ld f16 / bf16 matmuls, %ld read a copy, %ld wrote one, %ld attention "

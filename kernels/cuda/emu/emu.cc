@@ -118,6 +118,7 @@ struct Fiber {
     unsigned char state = READY;
     std::vector<AsyncCopy> copies; /* pending, in issue order */
     unsigned committed = 0;        /* groups committed by this thread in this block */
+    bool async_stale = false;      /* cp.async data retired since jkc_fence_proxy_async */
 };
 
 extern "C" void jkc_emu_switch_ctx(void **save_sp, void *new_sp);
@@ -251,6 +252,46 @@ struct Warp {
     WarpSlot slot[2];
 };
 
+/* warpgroup ops (wgmma, sm_90a) */
+enum : unsigned char { WG_NONE, WG_FENCE, WG_COMMIT, WG_WAIT, WG_MMA };
+
+const char *wg_name(unsigned op) {
+    switch (op) {
+    case WG_FENCE: return "jkc_wgmma_fence";
+    case WG_COMMIT: return "jkc_wgmma_commit";
+    case WG_WAIT: return "jkc_wgmma_wait";
+    case WG_MMA: return "jkc_wgmma_ss";
+    }
+    return "?";
+}
+
+/* An issued wgmma.mma_async not yet retired by a wait: its operands (the shared memory
+ * is read at retirement) and its input accumulators, either snapshotted at issue (din,
+ * 128 threads x n/2) or the result of the pending op `from` (an id) it chains on. */
+struct WgOp {
+    unsigned id, group;
+    bool bf16;
+    int n;
+    uint64_t da, db;
+    float *d[128];
+    std::vector<float> din;
+    unsigned from;
+};
+
+struct WarpGroup {
+    unsigned arrived;
+    unsigned char op;
+    bool fenced;          /* a fence since the last wait (or the block's start) */
+    unsigned committed;   /* groups committed; the open group's id */
+    unsigned next_id;
+    std::vector<WgOp> pending; /* issue order */
+    /* the op being gathered: the first arrival's arguments, every thread's d */
+    int n, arg;
+    bool bf16;
+    uint64_t da, db;
+    float *d[128];
+};
+
 struct Sched {
     const jkc_emu::launch_desc *desc = nullptr;
     Pool *pool = nullptr;
@@ -261,6 +302,7 @@ struct Sched {
     std::vector<Fiber *> queue; /* ring buffer of ready fibers, capacity n */
     unsigned qhead = 0, qcount = 0;
     std::vector<Warp> warps;
+    std::vector<WarpGroup> groups; /* empty when the block is not whole warpgroups */
 } S;
 
 std::mutex g_launch_mutex;
@@ -460,6 +502,11 @@ void fiber_main(Fiber *self) {
                 "copies pending (no jkc_cp_async_wait retired them)", kname(), blockIdx.x,
                 blockIdx.y, blockIdx.z, self->tid.x, self->tid.y, self->tid.z,
                 self->copies.size());
+        if (!S.groups.empty() && !S.groups[self->warp / 4].pending.empty())
+            die("kernel %s block (%u,%u,%u) thread (%u,%u,%u): returned with %zu wgmma ops "
+                "pending (no jkc_wgmma_wait retired them)", kname(), blockIdx.x, blockIdx.y,
+                blockIdx.z, self->tid.x, self->tid.y, self->tid.z,
+                S.groups[self->warp / 4].pending.size());
         self->state = DONE;
         S.done++;
         Fiber *next = pop_ready();
@@ -637,6 +684,206 @@ void cp_async(void *smem, const void *gmem, int src_bytes, unsigned n, const cha
     self->copies.push_back(c);
 }
 
+/* ---- warpgroup MMA ------------------------------------------------------------------ */
+
+[[noreturn]] void wg_die(Fiber *self, const char *what, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    die("kernel %s block (%u,%u,%u) thread (%u,%u,%u): %s: %s", kname(), blockIdx.x, blockIdx.y,
+        blockIdx.z, self->tid.x, self->tid.y, self->tid.z, what, msg);
+}
+
+/* A wgmma descriptor, decoded (byte values). */
+struct Desc {
+    size_t start, lbo, sbo;
+    unsigned base, swizzle;
+};
+
+Desc decode(uint64_t v) {
+    return Desc{(size_t)(v & 0x3fffu) << 4, (size_t)((v >> 16) & 0x3fffu) << 4,
+                (size_t)((v >> 32) & 0x3fffu) << 4, (unsigned)((v >> 49) & 7u),
+                (unsigned)(v >> 62)};
+}
+
+/* Swizzle width in bytes (0: none). */
+unsigned swz_bytes(unsigned mode) { return mode == 1 ? 128 : mode == 2 ? 64 : mode == 3 ? 32 : 0; }
+
+/* The shared-memory offset of element (r, k) of a K-major operand (emu.h). */
+size_t desc_elem(const Desc &d, unsigned r, unsigned k) {
+    const size_t c = k / 8, e = k % 8;
+    const unsigned w = swz_bytes(d.swizzle);
+    if (!w) return d.start + (r / 8) * d.sbo + (r % 8) * 16 + c * d.lbo + 2 * e;
+    const size_t a = d.start + (r / 8) * d.sbo + (r % 8) * w + 16 * c + 2 * e;
+    return a ^ (((a >> 7) & (w / 16 - 1)) << 4);
+}
+
+/* Abort unless every element of the rows x 16 operand lies in dynamic shared memory and
+ * the descriptor is of a form the model knows. */
+void check_desc(Fiber *self, const char *which, uint64_t v, unsigned rows) {
+    const Desc d = decode(v);
+    const size_t size = S.desc->smem;
+    if (d.base)
+        wg_die(self, "jkc_wgmma_ss", "descriptor %s has base offset %u (not modelled: start "
+               "the matrix on its swizzle pattern)", which, d.base);
+    const unsigned w = swz_bytes(d.swizzle);
+    if (w && ((d.start >> 7) & (w / 16 - 1)))
+        wg_die(self, "jkc_wgmma_ss", "descriptor %s: start 0x%zx is not aligned to its %u-byte "
+               "swizzle pattern (address bits 7.. must be 0)", which, d.start, w);
+    for (unsigned r = 0; r < rows; r++)
+        for (unsigned k = 0; k < 16; k += 8) {
+            const size_t a = desc_elem(d, r, k);
+            if (a + 16 > size)
+                wg_die(self, "jkc_wgmma_ss", "descriptor %s: row %u chunk %u at shared offset "
+                       "%zu is outside the %zu bytes of dynamic shared memory", which, r, k / 8,
+                       a, size);
+        }
+}
+
+/* Retire one op: D (its input) += A . B^T read from shared memory now, written to every
+ * thread's d; an op chained on this one takes the result as its input. */
+void wg_retire(WarpGroup &wg, size_t idx) {
+    WgOp &op = wg.pending[idx];
+    const int n = op.n, h = n / 2;
+    const Desc da = decode(op.da), db = decode(op.db);
+    const unsigned char *sm = jkc_emu::dyn_smem;
+    std::vector<float> A(64 * 16), B((size_t)n * 16), D((size_t)64 * n);
+    auto rd = [&](const Desc &d, unsigned r, unsigned k) {
+        uint16_t v;
+        memcpy(&v, sm + desc_elem(d, r, k), 2);
+        return op.bf16 ? jkc_bf16_to_f32(v) : jkc_f16_to_f32(v);
+    };
+    for (unsigned r = 0; r < 64; r++)
+        for (unsigned k = 0; k < 16; k++) A[r * 16 + k] = rd(da, r, k);
+    for (unsigned r = 0; r < (unsigned)n; r++)
+        for (unsigned k = 0; k < 16; k++) B[r * 16 + k] = rd(db, r, k);
+    /* thread t (warp w, lane l), register i <-> D[16 w + l / 4 + 8 ((i >> 1) & 1)]
+     *                                          [8 (i >> 2) + 2 (l % 4) + (i & 1)] */
+    auto at = [&](unsigned t, unsigned i) {
+        const unsigned w = t / 32, l = t % 32;
+        return (size_t)(16 * w + l / 4 + 8 * ((i >> 1) & 1)) * n + 8 * (i >> 2) + 2 * (l % 4) +
+               (i & 1);
+    };
+    for (unsigned t = 0; t < 128; t++)
+        for (unsigned i = 0; i < (unsigned)h; i++) D[at(t, i)] = op.din[(size_t)t * h + i];
+    for (unsigned m = 0; m < 64; m++)
+        for (unsigned c = 0; c < (unsigned)n; c++) {
+            float acc = D[(size_t)m * n + c];
+            for (unsigned k = 0; k < 16; k++) acc += A[m * 16 + k] * B[c * 16 + k];
+            D[(size_t)m * n + c] = acc;
+        }
+    std::vector<float> out((size_t)128 * h);
+    for (unsigned t = 0; t < 128; t++)
+        for (unsigned i = 0; i < (unsigned)h; i++) {
+            out[(size_t)t * h + i] = D[at(t, i)];
+            op.d[t][i] = D[at(t, i)];
+        }
+    for (size_t j = idx + 1; j < wg.pending.size(); j++)
+        if (wg.pending[j].from == op.id) {
+            wg.pending[j].din = out;
+            wg.pending[j].from = 0;
+        }
+}
+
+/* The warpgroup's op, done by the last of its 128 threads to arrive. */
+void wg_action(WarpGroup &wg, Fiber *self) {
+    switch (wg.op) {
+    case WG_FENCE: wg.fenced = true; break;
+    case WG_COMMIT: wg.committed++; break;
+    case WG_WAIT: {
+        const unsigned n = (unsigned)wg.arg;
+        const unsigned keep_from = n < wg.committed ? wg.committed - n : 0;
+        size_t i = 0;
+        while (i < wg.pending.size() && wg.pending[i].group < keep_from) i++;
+        for (size_t j = 0; j < i; j++) wg_retire(wg, j);
+        wg.pending.erase(wg.pending.begin(), wg.pending.begin() + (ptrdiff_t)i);
+        wg.fenced = false;
+        break;
+    }
+    case WG_MMA: {
+        if (!wg.fenced)
+            wg_die(self, "jkc_wgmma_ss", "no jkc_wgmma_fence since the last wait (or the start)");
+        for (unsigned i = 0; i < S.n; i++)
+            if (S.pool->fibers[i]->async_stale) {
+                const Fiber *f = S.pool->fibers[i];
+                wg_die(self, "jkc_wgmma_ss", "thread (%u,%u,%u) has cp.async data retired since "
+                       "its last jkc_fence_proxy_async (wgmma reads shared memory through the "
+                       "async proxy)", f->tid.x, f->tid.y, f->tid.z);
+            }
+        check_desc(self, "A", wg.da, 64);
+        check_desc(self, "B", wg.db, (unsigned)wg.n);
+        WgOp op;
+        op.id = wg.next_id++;
+        op.group = wg.committed;
+        op.bf16 = wg.bf16;
+        op.n = wg.n;
+        op.da = wg.da;
+        op.db = wg.db;
+        memcpy(op.d, wg.d, sizeof op.d);
+        op.from = 0;
+        const size_t h = (size_t)wg.n / 2;
+        for (size_t j = wg.pending.size(); j-- > 0;) {
+            const WgOp &prev = wg.pending[j];
+            if (prev.d[0] != op.d[0]) continue;
+            for (unsigned t = 0; t < 128; t++)
+                if (prev.d[t] != op.d[t] || prev.n != op.n)
+                    wg_die(self, "jkc_wgmma_ss", "thread %u's accumulators overlap a pending "
+                           "op's differently", t);
+            op.from = prev.id;
+            break;
+        }
+        if (!op.from) {
+            op.din.resize(128 * h);
+            for (unsigned t = 0; t < 128; t++) memcpy(&op.din[t * h], op.d[t], h * 4);
+        }
+        /* in flight: the registers are undefined until the wait */
+        for (unsigned t = 0; t < 128; t++)
+            for (size_t i = 0; i < h; i++) op.d[t][i] = jkc_emu_float(0x7fc00000u);
+        wg.pending.push_back(std::move(op));
+        break;
+    }
+    }
+}
+
+/* A warpgroup collective: post this thread's arguments, park until the 128 threads have
+ * arrived at the same op with the same arguments; the last one does it. */
+void wg_sync(unsigned op, float *d, int n, int arg, bool bf16, uint64_t da, uint64_t db) {
+    Fiber *self = current(wg_name(op));
+    if (S.groups.empty())
+        die("kernel %s: %s with blockDim (%u,%u,%u) = %u threads, not whole warpgroups (a "
+            "multiple of 128: 4 whole warps)", kname(), wg_name(op), blockDim.x, blockDim.y,
+            blockDim.z, S.n);
+    WarpGroup &wg = S.groups[self->warp / 4];
+    const unsigned t = (self->warp % 4) * 32 + self->lane;
+    if (wg.arrived == 0) {
+        wg.op = (unsigned char)op;
+        wg.n = n, wg.arg = arg, wg.bf16 = bf16, wg.da = da, wg.db = db;
+    } else if (wg.op != op) {
+        wg_die(self, wg_name(op), "warpgroup %u: %u thread(s) are in %s (divergent warpgroup "
+               "ops: the 4 warps must run them in lockstep)", self->warp / 4, wg.arrived,
+               wg_name(wg.op));
+    } else if (wg.n != n || wg.arg != arg || wg.bf16 != bf16 || wg.da != da || wg.db != db) {
+        wg_die(self, wg_name(op), "warpgroup %u: arguments differ from its other threads' "
+               "(descriptors, shape and counts must be uniform)", self->warp / 4);
+    }
+    wg.d[t] = d;
+    if (++wg.arrived < 128) {
+        self->state = AT_WARP_OP;
+        park(self);
+        return;
+    }
+    wg.arrived = 0;
+    wg_action(wg, self);
+    Fiber **f = &S.pool->fibers[(self->warp / 4) * 128];
+    for (unsigned i = 0; i < 128; i++)
+        if (f[i] != self) {
+            f[i]->state = READY;
+            push_ready(f[i]);
+        }
+}
+
 /* ---- runtime state ----------------------------------------------------------------- */
 
 thread_local cudaError_t t_last_error = cudaSuccess;
@@ -763,11 +1010,49 @@ void jkc_cp_async_wait_group(int n) {
     size_t kept = 0;
     for (size_t i = 0; i < self->copies.size(); i++) {
         AsyncCopy &c = self->copies[i];
-        if (c.group < keep_from || c.group == self->committed) memcpy(c.dst, c.data, c.size);
-        else self->copies[kept++] = c;
+        if (c.group < keep_from || c.group == self->committed) {
+            memcpy(c.dst, c.data, c.size);
+            self->async_stale = true;
+        } else {
+            self->copies[kept++] = c;
+        }
     }
     self->copies.resize(kept);
 }
+
+/* ---- warpgroup MMA (the kernel-side API) ------------------------------------------- */
+
+/* Offset of p in the launch's dynamic shared memory, or abort naming `what`. */
+static size_t smem_offset(const void *smem, const char *what) {
+    Fiber *self = current(what);
+    const unsigned char *p = static_cast<const unsigned char *>(smem);
+    const unsigned char *base = jkc_emu::dyn_smem;
+    if (!base || p < base || p >= base + S.desc->smem)
+        wg_die(self, what, "%p is not in the launch's dynamic shared memory", smem);
+    return (size_t)(p - base);
+}
+
+uint32_t jkc_smem_addr(const void *p) { return (uint32_t)smem_offset(p, "jkc_smem_addr"); }
+
+uint64_t jkc_wgmma_desc(const void *smem, uint32_t lbo, uint32_t sbo, int swizzle) {
+    const size_t off = smem_offset(smem, "jkc_wgmma_desc");
+    Fiber *self = S.cur;
+    if (off % 16 || lbo % 16 || sbo % 16 || lbo >= (1u << 18) || sbo >= (1u << 18) ||
+        swizzle < 0 || swizzle > 3)
+        wg_die(self, "jkc_wgmma_desc", "start offset %zu, LBO %u, SBO %u must be multiples of "
+               "16 below 2^18, swizzle %d one of 0..3", off, lbo, sbo, swizzle);
+    return (uint64_t)(off >> 4) | (uint64_t)(lbo >> 4) << 16 | (uint64_t)(sbo >> 4) << 32 |
+           (uint64_t)swizzle << 62;
+}
+
+void jkc_wgmma_fence() { wg_sync(WG_FENCE, nullptr, 0, 0, false, 0, 0); }
+void jkc_wgmma_commit() { wg_sync(WG_COMMIT, nullptr, 0, 0, false, 0, 0); }
+void jkc_wgmma_wait_group(int n) { wg_sync(WG_WAIT, nullptr, 0, n, false, 0, 0); }
+void jkc_wgmma_ss(float *d, int n, uint64_t da, uint64_t db, bool bf16) {
+    wg_sync(WG_MMA, d, n, 0, bf16, da, db);
+}
+
+void jkc_fence_proxy_async() { current("jkc_fence_proxy_async")->async_stale = false; }
 
 /* ---- launches ---------------------------------------------------------------------- */
 
@@ -826,9 +1111,15 @@ void launch(const launch_desc &d) {
     S.queue.assign(n, nullptr);
     S.warps.resize((n + 31) / 32);
     for (unsigned w = 0; w < S.warps.size(); w++) S.warps[w].partial = (w + 1) * 32 > n;
+    S.groups.clear();
+    if (n % 128 == 0) S.groups.resize(n / 128);
     blockDim = b;
     gridDim = g;
-    unsigned char *smem = d.smem ? (unsigned char *)malloc(d.smem) : nullptr;
+    /* 1024-byte aligned: shared address 0 (wgmma's descriptors, jkc_wgmma_desc) is its
+     * start, and the swizzle modes XOR address bits up to bit 9. */
+    void *smem_mem = nullptr;
+    if (d.smem && posix_memalign(&smem_mem, 1024, d.smem) != 0) smem_mem = nullptr;
+    unsigned char *smem = (unsigned char *)smem_mem;
     if (d.smem && !smem)
         die("kernel %s: cannot allocate %zu bytes of shared memory", d.name, d.smem);
     jkc_emu::dyn_smem = smem;
@@ -845,12 +1136,21 @@ void launch(const launch_desc &d) {
                     w.gen = 0;
                     w.op = OP_NONE;
                 }
+                for (WarpGroup &wg : S.groups) {
+                    wg.arrived = 0;
+                    wg.op = WG_NONE;
+                    wg.fenced = false;
+                    wg.committed = 0;
+                    wg.next_id = 1;
+                    wg.pending.clear();
+                }
                 S.qhead = 0;
                 S.qcount = 0;
                 for (unsigned i = 0; i < n; i++) {
                     p->fibers[i]->state = READY;
                     p->fibers[i]->copies.clear();
                     p->fibers[i]->committed = 0;
+                    p->fibers[i]->async_stale = false;
                     push_ready(p->fibers[i]);
                 }
                 switch_to(&p->host, pop_ready());

@@ -198,6 +198,67 @@ void jkc_ldmatrix_x1_trans(uint32_t r[1], const void *row);
 void jkc_ldmatrix_x2_trans(uint32_t r[2], const void *row);
 void jkc_ldmatrix_x4_trans(uint32_t r[4], const void *row);
 
+/* ---- warpgroup MMA (sm_90a): wgmma.mma_async and its fences, kernels/cuda/wgmma.cuh --
+ * A warpgroup is 4 consecutive warps (threads 128 g .. 128 g + 127 of the block); every op
+ * below is a warpgroup collective: all 128 threads call it, the same op with the same
+ * arguments (descriptors, shape), else "emu: ..." names the kernel and aborts, as does a
+ * block whose size is not a multiple of 128 threads.
+ *
+ * Shared memory for descriptors is the launch's dynamic shared memory: its start is shared
+ * address 0 (1024-byte aligned in host memory, so the swizzle's address bits are those of
+ * the offset); jkc_wgmma_desc(p, lbo, sbo, swizzle) aborts on a pointer outside it or not
+ * 16-byte aligned and encodes PTX's 64-bit matrix descriptor: bits 0-13 start >> 4, 16-29
+ * LBO >> 4, 32-45 SBO >> 4, 49-51 base offset (0), 62-63 the swizzle (0 none, 1 128B, 2
+ * 64B, 3 32B).
+ *
+ * jkc_wgmma_ss_f16 / _bf16<N>(d, da, db): wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,
+ * bf16} with A (64 x 16) and B (N x 16, i.e. B^T: both K-major, no transpose) read through
+ * the descriptors, D (64 x N, f32) += A . B^T. Thread t of the warpgroup (warp w = t / 32,
+ * lane l) holds in d[i], i < N / 2:
+ *   D[16 w + l / 4 + 8 ((i >> 1) & 1)][8 (i >> 2) + 2 (l % 4) + (i & 1)].
+ * Element (r, k) of a K-major operand (r the M or N row, k < 16, chunk c = k / 8) is at
+ *   no swizzle:        start + (r / 8) SBO + (r % 8) 16 + c LBO + 2 (k % 8)
+ *   swizzle W = 32/64/128 bytes: a = start + (r / 8) SBO + (r % 8) W + 16 c + 2 (k % 8),
+ *                      then bits 4.. of a XORed with bits 7.. of a (log2(W / 16) bits);
+ * a swizzled start must have those bits 7.. zero (the base offset is not modelled), and
+ * every byte read must lie inside dynamic shared memory.
+ * Asynchrony, modelled to make misuse show: the issue snapshots the accumulators (or, when
+ * an earlier pending op of the warpgroup targets the same d, chains on its result) and
+ * fills d with NaN; shared memory is read, and the results written to every thread's d,
+ * only when jkc_wgmma_wait<N>() retires the op's group: wait<N> retires every committed
+ * group but the N newest (ops not yet committed stay pending). jkc_wgmma_commit() closes
+ * the group of the ops issued since the last commit. A jkc_wgmma_fence() is required since
+ * the last wait (or the block's start) before an mma; an mma while some thread of the block
+ * has cp.async data retired since its last jkc_fence_proxy_async() (the generic-to-async
+ * proxy fence that makes it visible to wgmma) aborts; so do ops pending when a thread
+ * returns. Arithmetic: exact f32 products added in k order per element, as jkc_mma_f16. */
+enum { JKC_WGMMA_SWZ_NONE = 0, JKC_WGMMA_SWZ_128B = 1, JKC_WGMMA_SWZ_64B = 2,
+       JKC_WGMMA_SWZ_32B = 3 };
+/* The shared address of p: its offset in the launch's dynamic shared memory (aborts
+ * outside it). */
+uint32_t jkc_smem_addr(const void *p);
+uint64_t jkc_wgmma_desc(const void *smem, uint32_t lbo, uint32_t sbo, int swizzle);
+void jkc_wgmma_fence();
+void jkc_wgmma_commit();
+void jkc_wgmma_wait_group(int n);
+template <int N> inline void jkc_wgmma_wait() {
+    static_assert(N >= 0 && N <= 7, "wgmma.wait_group takes 0..7");
+    jkc_wgmma_wait_group(N);
+}
+void jkc_fence_proxy_async();
+void jkc_wgmma_ss(float *d, int n, uint64_t da, uint64_t db, bool bf16);
+template <int N> inline void jkc_wgmma_ss_f16(float *d, uint64_t da, uint64_t db) {
+    static_assert(N >= 8 && N <= 256 && N % 8 == 0, "m64nNk16: N = 8, 16, ..., 256");
+    jkc_wgmma_ss(d, N, da, db, false);
+}
+template <int N> inline void jkc_wgmma_ss_bf16(float *d, uint64_t da, uint64_t db) {
+    static_assert(N >= 8 && N <= 256 && N % 8 == 0, "m64nNk16: N = 8, 16, ..., 256");
+    jkc_wgmma_ss(d, N, da, db, true);
+}
+/* The compiler barrier that keeps accumulator accesses on their side of a wait (nvcc); a
+ * no-op here. */
+inline void jkc_wgmma_fence_acc(float *, int) {}
+
 /* ---- the runtime subset (CUDA's names, types and error numbers) ------------------- */
 
 enum cudaError_t {
