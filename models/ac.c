@@ -93,13 +93,20 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
     void *ws = NULL;
     const int ks[] = {D, A, S, pd, vit->ffn};
     /* 16-bit copies (forward.h): h16 [R, pd] for the blocks and the final norm, wide16
-     * [R, ffn] for the blocks; each adds its size rounded up to the arena alignment */
+     * [R, ffn] for the blocks and first, one after the other, of the uploaded actions,
+     * states and tokens for their embeddings (the largest size); each adds its size rounded
+     * up to the arena alignment */
     const bool blk16 = jm_vit_x16(c, vit), proj16 = jm_x16_type(c, &pr->proj) >= 0;
+    size_t wide16_n = blk16 ? (size_t)R * vit->ffn : 0;
+    const struct jm_linear *emb_l[] = {&pr->action_embed, &pr->state_embed, &pr->embed};
+    const size_t emb_n[] = {(size_t)BF * A, (size_t)BF * S, (size_t)BFN * D};
+    for (int i = 0; i < 3; i++)
+        if (jm_x16_type(c, emb_l[i]) >= 0 && wide16_n < emb_n[i]) wide16_n = emb_n[i];
     uint16_t *h16 = NULL, *wide16 = NULL;
     for (int pass = 0; pass < 2; pass++) {
         struct plan pl = plan_begin(c, pass);
         if (blk16 || proj16) h16 = plan_dev(&pl, jm_x16_bytes(true, (size_t)R * pd));
-        if (blk16) wide16 = plan_dev(&pl, jm_x16_bytes(true, (size_t)R * vit->ffn));
+        if (wide16_n) wide16 = plan_dev(&pl, jm_x16_bytes(true, wide16_n));
         if (!host) {
             tok_d = plan_dev(&pl, sizeof(float) * (size_t)BFN * D);
             act_d = plan_dev(&pl, sizeof(float) * (size_t)BF * A);
@@ -130,9 +137,17 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
         tok = tok_d, act = act_d, sta = st_d, out = out_d;
     }
     /* the three embeddings into one source, then x in Meta's order by one gather */
-    jm_linear_forward(c, src, (size_t)pd, act, (size_t)A, &pr->action_embed, BF, JK_EPI_STORE, ws);
-    jm_linear_forward(c, src + (size_t)BF * pd, (size_t)pd, sta, (size_t)S, &pr->state_embed, BF, JK_EPI_STORE, ws);
-    jm_linear_forward(c, src + (size_t)2 * BF * pd, (size_t)pd, tok, (size_t)D, &pr->embed, BFN, JK_EPI_STORE, ws);
+    /* (each reads the copy of its input in wide16, written just before it) */
+    const float *emb_x[] = {act, sta, tok};
+    const int emb_k[] = {A, S, D}, emb_m[] = {BF, BF, BFN};
+    float *emb_y = src;
+    for (int i = 0; i < 3; i++) {
+        const struct jm_x16 in16 = jm_x16_for(c, emb_l[i], wide16, (size_t)emb_k[i]);
+        const bool on = jm_round16(c, &in16, emb_x[i], (size_t)emb_k[i], emb_m[i], emb_k[i]);
+        jm_linear16(c, emb_y, (size_t)pd, emb_x[i], (size_t)emb_k[i], on ? &in16 : NULL, emb_l[i],
+                    emb_m[i], JK_EPI_STORE, NULL, ws);
+        emb_y += (size_t)emb_m[i] * pd;
+    }
     ac_row_tables(B, F, g, gin.host, gout.host, posb.host, rp);
     jm_rope_tables(cosb.host, sinb.host, rp, n, hd, pr->rope_theta, pr->rope_layout);
     stage_upload(c, &gin), stage_upload(c, &gout), stage_upload(c, &posb);
@@ -141,7 +156,7 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
 
     struct vit_scratch s = {.h = h, .wide = wide, .tmp = tmp, .cos = cosb.dev, .sin = sinb.dev,
                             .mask_pos = pr->frame_causal ? posb.dev : NULL, .ws = ws,
-                            .h16 = blk16 ? h16 : NULL, .wide16 = wide16};
+                            .h16 = blk16 ? h16 : NULL, .wide16 = blk16 ? wide16 : NULL};
     for (int l = 0; l <= vit->n_layer; l++) {   /* a cancel point before each block and after the last */
         if ((st = jm_cancel_point(c))) return st;
         if (l < vit->n_layer) jm_vit_block(c, vit, &vit->blk[l], x, n, B, &s);

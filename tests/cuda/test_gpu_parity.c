@@ -72,6 +72,7 @@ static struct jk_kernels x16_def, x16_pipe;
 static struct jk_device *x16_dev;
 static struct {
     long gemm16, x16, y16, o16, plain;   /* plain: f16 / bf16 matmuls of > 8 rows without x16 */
+    long gelu16, silu16, round16;         /* calls of the pipelined table's copy writers */
     int bad;
 } xs;
 
@@ -149,11 +150,32 @@ static void x16_attn(const struct jk_attn_args *a0) {
     }
 }
 
+/* The pipelined table's gelu_tanh16 / silu16 / round16, counted: what they write is
+ * checked where a matmul reads it (x16_gemm). */
+static void x16_gelu16(float *x, size_t ldx, uint16_t *y16, size_t ldy16, enum jk_dtype t, int n,
+                       int d, int nt) {
+    xs.gelu16++;
+    x16_pipe.gelu_tanh16(x, ldx, y16, ldy16, t, n, d, nt);
+}
+static void x16_silu16(float *x, size_t ldx, uint16_t *y16, size_t ldy16, enum jk_dtype t, int n,
+                       int d, int nt) {
+    xs.silu16++;
+    x16_pipe.silu16(x, ldx, y16, ldy16, t, n, d, nt);
+}
+static void x16_round16(uint16_t *y16, size_t ldy16, enum jk_dtype t, const float *x, size_t ldx,
+                        int n, int d, int nt) {
+    xs.round16++;
+    x16_pipe.round16(y16, ldy16, t, x, ldx, n, d, nt);
+}
+
 static void x16_install(jepa_ctx *c) {
     struct jk_kernels k = x16_def;
     k.x16 = true;
     k.layernorm16 = x16_pipe.layernorm16;
     k.patchify16 = x16_pipe.patchify16;
+    k.gelu_tanh16 = x16_gelu16;
+    k.silu16 = x16_silu16;
+    k.round16 = x16_round16;
     k.gemm[JK_F16] = x16_gemm_f16;
     k.gemm[JK_BF16] = x16_gemm_bf16;
     k.attn = x16_attn;
@@ -191,8 +213,9 @@ static jepa_model *load_model(const char *dir, const char *name) {
     return m;
 }
 
-/* The model's file rewritten with its matmul weights in `type` (GGUF_TYPE_BF16 / _F16),
- * loaded from memory. */
+/* The model's file rewritten with every matmul weight in `type` (GGUF_TYPE_BF16 / _F16),
+ * those `jepa quantize` leaves alone too (the patch embedding, adaLN, the action and state
+ * embeddings: a file converted in 16 bits has them so), loaded from memory. */
 static jepa_model *load_16(const char *dir, const char *name, uint32_t type, void **buf) {
     char path[1024], err[JEPA_ERR_LEN];
     snprintf(path, sizeof path, "%s/%s/%s", data_dir, dir, name);
@@ -201,7 +224,12 @@ static jepa_model *load_16(const char *dir, const char *name, uint32_t type, voi
     size_t size = 0;
     jepa_model *src = NULL;
     *buf = NULL;
-    if (!w || jepa_model_load(&src, path, e.msg) || jm_quantize(src, w, type, false, &e) ||
+    if (!w || jepa_model_load(&src, path, e.msg)) {
+        fprintf(stderr, "%s: 16-bit rewrite: %s\n", path, e.msg);
+        exit(1);
+    }
+    for (int i = 0; i < src->n_weights; i++) src->weights[i].quantizable = true;
+    if (jm_quantize(src, w, type, false, &e) ||
         jg_writer_write_mem(w, buf, &size, &e)) {
         fprintf(stderr, "%s: 16-bit rewrite: %s\n", path, e.msg);
         exit(1);
@@ -678,10 +706,13 @@ int main(int argc, char **argv) {
     jkc_kernels_force_pipe(1);
     jk_init_cuda(&x16_pipe);
     jkc_kernels_force_pipe(-1);
-    if (x16_def.x16 || !x16_pipe.x16 || !x16_pipe.layernorm16 || !x16_pipe.patchify16) {
-        printf("FAIL the x16 flag: default table %d, pipelined table %d (layernorm16 %s, patchify16 %s)\n",
+    if (x16_def.x16 || !x16_pipe.x16 || !x16_pipe.layernorm16 || !x16_pipe.patchify16 ||
+        !x16_pipe.gelu_tanh16 || !x16_pipe.silu16 || !x16_pipe.round16) {
+        printf("FAIL the x16 flag: default table %d, pipelined table %d (layernorm16 %s, patchify16 %s, "
+               "gelu_tanh16 %s, silu16 %s, round16 %s)\n",
                x16_def.x16, x16_pipe.x16, x16_pipe.layernorm16 ? "set" : "NULL",
-               x16_pipe.patchify16 ? "set" : "NULL");
+               x16_pipe.patchify16 ? "set" : "NULL", x16_pipe.gelu_tanh16 ? "set" : "NULL",
+               x16_pipe.silu16 ? "set" : "NULL", x16_pipe.round16 ? "set" : "NULL");
         return 1;
     }
 
@@ -697,9 +728,12 @@ int main(int argc, char **argv) {
         rec_clear();
     }
     printf("16-bit copies: %ld f16 / bf16 matmuls, %ld read a copy, %ld wrote one, %ld attention "
-           "calls wrote one, %d wrong\n", xs.gemm16, xs.x16, xs.y16, xs.o16, xs.bad);
-    if (xs.bad || !xs.x16 || !xs.y16 || !xs.o16) {
-        printf("FAIL the 16-bit copies: %d wrong, or no copy read, or none written\n", xs.bad);
+           "calls wrote one, %d wrong; %ld of more than 8 rows read none; written by %ld "
+           "gelu_tanh16, %ld silu16, %ld round16 calls\n", xs.gemm16, xs.x16, xs.y16, xs.o16,
+           xs.bad, xs.plain, xs.gelu16, xs.silu16, xs.round16);
+    if (xs.bad || !xs.x16 || !xs.y16 || !xs.o16 || xs.plain || !xs.silu16 || !xs.round16) {
+        printf("FAIL the 16-bit copies: %d wrong, or no copy read, or none written, or a matmul "
+               "of more than 8 rows without one, or no silu16 / round16 call\n", xs.bad);
         failures++;
     }
     x16_arena_case();
