@@ -669,12 +669,15 @@ static void x16_arena_case(void) {
     jkc_kernels_force_pipe(-1);
     /* encoder: h16 [n, d] and wide16, the larger of the blocks' [n, ffn] and the patches'
      * [n, F] where the patch embedding is bf16 (no CLS: n tokens are n patches);
-     * predictor: h16 [n, pd], wide16 [n, ffn] */
+     * predictor: h16 [n, pd], wide16 the larger of [n, ffn] and the embedded tokens' [n_ctx,
+     * D] (the embed is bf16) */
     const size_t F = e->patch_embed.dt == JK_BF16 ? (size_t)e->patch_embed.n_in : 0;
     const size_t np = ci.count + ti.count;
     const size_t wide = (size_t)n * e->vit.ffn > (size_t)n * F ? (size_t)n * e->vit.ffn : (size_t)n * F;
+    const size_t ctxw = (size_t)ci.count * (size_t)e->vit.d;
+    const size_t pwide = np * pr->vit.ffn > ctxw ? np * pr->vit.ffn : ctxw;
     const size_t want[2] = {round64(2 * (size_t)n * e->vit.d) + round64(2 * wide),
-                            round64(2 * np * pr->vit.d) + round64(2 * np * pr->vit.ffn)};
+                            round64(2 * np * pr->vit.d) + round64(2 * pwide)};
     static const char *const name[2] = {"encoder", "predictor"};
     for (int i = 0; i < 2; i++) {
         const int ok = got[i][1] == got[i][0] + want[i];
@@ -685,6 +688,42 @@ static void x16_arena_case(void) {
     jepa_model_free(m);
     free(buf);
     npy_free(&x), npy_free(&tk), npy_free(&ci), npy_free(&ti);
+
+    /* the LeWM predictor (every matmul bf16): h16 [R, max(pd, A)], wide16 [R, wide
+     * columns], ca16 [R, pd] */
+    m = load_bf16("lewm_wm", "model_a.gguf", &buf);
+    const struct jm_predictor *lp = &m->pred;
+    struct npy emb = load("lewm_wm", "emb_a.npy", 0), act = load("lewm_wm", "actions_a.npy", 0);
+    const int B = (int)emb.shape[0], T = (int)emb.shape[1];
+    size_t lg[2];
+    float *out = malloc(sizeof(float) * (size_t)B * T * lp->out_dim);
+    jkc_kernels_force_pipe(0);
+    for (int t = 0; t < 2; t++) {
+        tab_mode = t ? TAB_X16_CHECKED : TAB_DEFAULT;
+        jepa_ctx *g = new_ctx(m, "cuda:0");
+        if (jepa_ctx_lewm_predict(g, emb.data, act.data, B, T, out)) {
+            printf("FAIL x16 arena, lewm: %s\n", jepa_ctx_error(g));
+            failures++;
+        }
+        lg[t] = jepa_ctx_arena_bytes(g);
+        jepa_ctx_free(g);
+    }
+    tab_mode = TAB_DEFAULT;
+    jkc_kernels_force_pipe(-1);
+    const struct jm_vit *lv = &lp->vit;
+    const size_t R = (size_t)B * T, pd = (size_t)lv->d, A = (size_t)lp->action_dim;
+    size_t wc = (size_t)3 * lv->n_head * lv->head_dim;
+    const size_t more[] = {(size_t)lv->ffn, (size_t)lp->action_embed0.n_out, (size_t)lp->proj0.n_out};
+    for (int i = 0; i < 3; i++) wc = more[i] > wc ? more[i] : wc;
+    const size_t lwant = round64(2 * R * (pd > A ? pd : A)) + round64(2 * R * wc) + round64(2 * R * pd);
+    const int lok = lg[1] == lg[0] + lwant;
+    printf("%-4s x16 arena, lewm world model a predictor (bf16): %zu bytes, default %zu, copies %zu\n",
+           lok ? "ok" : "FAIL", lg[1], lg[0], lwant);
+    failures += !lok;
+    free(out);
+    jepa_model_free(m);
+    free(buf);
+    npy_free(&emb), npy_free(&act);
 }
 
 int main(int argc, char **argv) {
