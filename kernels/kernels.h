@@ -198,7 +198,7 @@ typedef void jk_unary16_fn(float *x, size_t ldx, uint16_t *y16, size_t ldy16, en
                            int n, int d, int nthreads);
 /* The x16 table's copy of an f32 matrix it did not produce (an uploaded input): y16[i, j] =
  * x[i, j] rounded (nearest even) to t (JK_F16 or JK_BF16), rows of d, strides in elements.
- * Optional, not a slot. */
+ * Optional, not a slot. (In every copy a NaN becomes a NaN of t, its payload not kept.) */
 typedef void jk_round16_fn(uint16_t *y16, size_t ldy16, enum jk_dtype t, const float *x,
                            size_t ldx, int n, int d, int nthreads);
 
