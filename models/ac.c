@@ -67,6 +67,37 @@ static void ac_row_tables(int B, int F, int g, int32_t *gi, int32_t *go, int32_t
         }
 }
 
+/* The elements of the largest copy of an uploaded input (actions, states, tokens: n_act,
+ * n_st, n_tok elements) that an embedding reads on c; 0 where none does. */
+static size_t inputs16(const struct jepa_ctx *c, int n_act, int n_st, int n_tok) {
+    const struct jm_predictor *pr = &c->m->pred;
+    const struct jm_linear *l[] = {&pr->action_embed, &pr->state_embed, &pr->embed};
+    const int ne[] = {n_act, n_st, n_tok};
+    size_t n = 0;
+    for (int i = 0; i < 3; i++)
+        if (jm_x16_type(c, l[i]) >= 0 && n < (size_t)ne[i]) n = (size_t)ne[i];
+    return n;
+}
+
+/* src [actions | states | tokens] = the three embeddings of in = {actions [B F, A], states
+ * [B F, S], tokens [B F N, D]}, each reading the copy of its input in in16 (written just
+ * before it, where the embedding reads one; inputs16's elements). */
+static void embed_inputs(struct jepa_ctx *c, float *src, const float *const in[3], int B, int F,
+                         uint16_t *in16, void *ws) {
+    const struct jm_predictor *pr = &c->m->pred;
+    const int g = pr->grid_size, pd = pr->vit.d;
+    const struct jm_linear *l[] = {&pr->action_embed, &pr->state_embed, &pr->embed};
+    const int k[] = {pr->action_dim, pr->state_dim, c->m->enc.vit.d};
+    const int m[] = {B * F, B * F, B * F * g * g};
+    for (int i = 0; i < 3; i++) {
+        const struct jm_x16 x16 = jm_x16_for(c, l[i], in16, (size_t)k[i]);
+        const bool on = jm_round16(c, &x16, in[i], (size_t)k[i], m[i], k[i]);
+        jm_linear16(c, src, (size_t)pd, in[i], (size_t)k[i], on ? &x16 : NULL, l[i], m[i],
+                    JK_EPI_STORE, NULL, ws);
+        src += (size_t)m[i] * pd;
+    }
+}
+
 jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *actions, const float *states,
                           int B, int F, float *pred) {
     const struct jepa_model *m = c->m;
@@ -98,10 +129,8 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
      * up to the arena alignment */
     const bool blk16 = jm_vit_x16(c, vit), proj16 = jm_x16_type(c, &pr->proj) >= 0;
     size_t wide16_n = blk16 ? (size_t)R * vit->ffn : 0;
-    const struct jm_linear *emb_l[] = {&pr->action_embed, &pr->state_embed, &pr->embed};
-    const size_t emb_n[] = {(size_t)BF * A, (size_t)BF * S, (size_t)BFN * D};
-    for (int i = 0; i < 3; i++)
-        if (jm_x16_type(c, emb_l[i]) >= 0 && wide16_n < emb_n[i]) wide16_n = emb_n[i];
+    const size_t in16_n = inputs16(c, BF * A, BF * S, BFN * D);
+    if (wide16_n < in16_n) wide16_n = in16_n;
     uint16_t *h16 = NULL, *wide16 = NULL;
     for (int pass = 0; pass < 2; pass++) {
         struct plan pl = plan_begin(c, pass);
@@ -137,17 +166,8 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
         tok = tok_d, act = act_d, sta = st_d, out = out_d;
     }
     /* the three embeddings into one source, then x in Meta's order by one gather */
-    /* (each reads the copy of its input in wide16, written just before it) */
-    const float *emb_x[] = {act, sta, tok};
-    const int emb_k[] = {A, S, D}, emb_m[] = {BF, BF, BFN};
-    float *emb_y = src;
-    for (int i = 0; i < 3; i++) {
-        const struct jm_x16 in16 = jm_x16_for(c, emb_l[i], wide16, (size_t)emb_k[i]);
-        const bool on = jm_round16(c, &in16, emb_x[i], (size_t)emb_k[i], emb_m[i], emb_k[i]);
-        jm_linear16(c, emb_y, (size_t)pd, emb_x[i], (size_t)emb_k[i], on ? &in16 : NULL, emb_l[i],
-                    emb_m[i], JK_EPI_STORE, NULL, ws);
-        emb_y += (size_t)emb_m[i] * pd;
-    }
+    const float *in[3] = {act, sta, tok};
+    embed_inputs(c, src, in, B, F, wide16, ws);
     ac_row_tables(B, F, g, gin.host, gout.host, posb.host, rp);
     jm_rope_tables(cosb.host, sinb.host, rp, n, hd, pr->rope_theta, pr->rope_layout);
     stage_upload(c, &gin), stage_upload(c, &gout), stage_upload(c, &posb);
