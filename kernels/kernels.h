@@ -191,6 +191,16 @@ typedef void jk_layernorm16_fn(float *y, size_t ldy, uint16_t *y16, size_t ldy16
                                const float *b, int n, int d, float eps, int nthreads);
 typedef void jk_patchify16_fn(float *out, uint16_t *out16, enum jk_dtype t, const float *in,
                               int C, int T, int H, int W, int tubelet, int p, int nthreads);
+/* The x16 table's variants of gelu_tanh and silu (optional, not slots), on n rows of d
+ * floats at row stride ldx: the same f32 values as the slot's, in place, each also written
+ * rounded (nearest even) to t (JK_F16 or JK_BF16) to y16 (row stride ldy16 elements). */
+typedef void jk_unary16_fn(float *x, size_t ldx, uint16_t *y16, size_t ldy16, enum jk_dtype t,
+                           int n, int d, int nthreads);
+/* The x16 table's copy of an f32 matrix it did not produce (an uploaded input): y16[i, j] =
+ * x[i, j] rounded (nearest even) to t (JK_F16 or JK_BF16), rows of d, strides in elements.
+ * Optional, not a slot. (In every copy a NaN becomes a NaN of t, its payload not kept.) */
+typedef void jk_round16_fn(uint16_t *y16, size_t ldy16, enum jk_dtype t, const float *x,
+                           size_t ldx, int n, int d, int nthreads);
 
 /* Row gather: y[i, :] = x[idx[i], :] for 0 <= i < n, rows of d floats (strides in
  * floats). idx lives in the same memory as x (device memory for a GPU table); every
@@ -229,11 +239,14 @@ struct jk_kernels {
     jk_gemm_prepack_fn *gemm_prepack;
     jk_gemm_prepack_floats_fn *gemm_prepack_floats;
     /* The GPU's pipelined kernels (JEPA_CUDA_KERNELS=pipe): the gemm reads jk_gemm_args'
-     * x16 and writes y16, the attention writes o16, and layernorm16 / patchify16 are set;
+     * x16 and writes y16, the attention writes o16, and layernorm16 / patchify16 /
+     * gelu_tanh16 / silu16 / round16 are set;
      * a forward then plans the 16-bit copies and passes them. false everywhere else. */
     bool x16;
     jk_layernorm16_fn *layernorm16;
     jk_patchify16_fn *patchify16;
+    jk_unary16_fn *gelu_tanh16, *silu16;
+    jk_round16_fn *round16;
     jk_gemm_fn *gemm[JK_NDTYPES];
     jk_attn_fn *attn;
     jk_rope_fn *rope;

@@ -67,6 +67,37 @@ static void ac_row_tables(int B, int F, int g, int32_t *gi, int32_t *go, int32_t
         }
 }
 
+/* The elements of the largest copy of an uploaded input (actions, states, tokens: n_act,
+ * n_st, n_tok elements) that an embedding reads on c; 0 where none does. */
+static size_t inputs16(const struct jepa_ctx *c, int n_act, int n_st, int n_tok) {
+    const struct jm_predictor *pr = &c->m->pred;
+    const struct jm_linear *l[] = {&pr->action_embed, &pr->state_embed, &pr->embed};
+    const int ne[] = {n_act, n_st, n_tok};
+    size_t n = 0;
+    for (int i = 0; i < 3; i++)
+        if (jm_x16_type(c, l[i]) >= 0 && n < (size_t)ne[i]) n = (size_t)ne[i];
+    return n;
+}
+
+/* src [actions | states | tokens] = the three embeddings of in = {actions [B F, A], states
+ * [B F, S], tokens [B F N, D]}, each reading the copy of its input in in16 (written just
+ * before it, where the embedding reads one; inputs16's elements). */
+static void embed_inputs(struct jepa_ctx *c, float *src, const float *const in[3], int B, int F,
+                         uint16_t *in16, void *ws) {
+    const struct jm_predictor *pr = &c->m->pred;
+    const int g = pr->grid_size, pd = pr->vit.d;
+    const struct jm_linear *l[] = {&pr->action_embed, &pr->state_embed, &pr->embed};
+    const int k[] = {pr->action_dim, pr->state_dim, c->m->enc.vit.d};
+    const int m[] = {B * F, B * F, B * F * g * g};
+    for (int i = 0; i < 3; i++) {
+        const struct jm_x16 x16 = jm_x16_for(c, l[i], in16, (size_t)k[i]);
+        const bool on = jm_round16(c, &x16, in[i], (size_t)k[i], m[i], k[i]);
+        jm_linear16(c, src, (size_t)pd, in[i], (size_t)k[i], on ? &x16 : NULL, l[i], m[i],
+                    JK_EPI_STORE, NULL, ws);
+        src += (size_t)m[i] * pd;
+    }
+}
+
 jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *actions, const float *states,
                           int B, int F, float *pred) {
     const struct jepa_model *m = c->m;
@@ -93,13 +124,18 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
     void *ws = NULL;
     const int ks[] = {D, A, S, pd, vit->ffn};
     /* 16-bit copies (forward.h): h16 [R, pd] for the blocks and the final norm, wide16
-     * [R, ffn] for the blocks; each adds its size rounded up to the arena alignment */
+     * [R, ffn] for the blocks and first, one after the other, of the uploaded actions,
+     * states and tokens for their embeddings (the largest size); each adds its size rounded
+     * up to the arena alignment */
     const bool blk16 = jm_vit_x16(c, vit), proj16 = jm_x16_type(c, &pr->proj) >= 0;
+    size_t wide16_n = blk16 ? (size_t)R * vit->ffn : 0;
+    const size_t in16_n = inputs16(c, BF * A, BF * S, BFN * D);
+    if (wide16_n < in16_n) wide16_n = in16_n;
     uint16_t *h16 = NULL, *wide16 = NULL;
     for (int pass = 0; pass < 2; pass++) {
         struct plan pl = plan_begin(c, pass);
         if (blk16 || proj16) h16 = plan_dev(&pl, jm_x16_bytes(true, (size_t)R * pd));
-        if (blk16) wide16 = plan_dev(&pl, jm_x16_bytes(true, (size_t)R * vit->ffn));
+        if (wide16_n) wide16 = plan_dev(&pl, jm_x16_bytes(true, wide16_n));
         if (!host) {
             tok_d = plan_dev(&pl, sizeof(float) * (size_t)BFN * D);
             act_d = plan_dev(&pl, sizeof(float) * (size_t)BF * A);
@@ -130,9 +166,8 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
         tok = tok_d, act = act_d, sta = st_d, out = out_d;
     }
     /* the three embeddings into one source, then x in Meta's order by one gather */
-    jm_linear_forward(c, src, (size_t)pd, act, (size_t)A, &pr->action_embed, BF, JK_EPI_STORE, ws);
-    jm_linear_forward(c, src + (size_t)BF * pd, (size_t)pd, sta, (size_t)S, &pr->state_embed, BF, JK_EPI_STORE, ws);
-    jm_linear_forward(c, src + (size_t)2 * BF * pd, (size_t)pd, tok, (size_t)D, &pr->embed, BFN, JK_EPI_STORE, ws);
+    const float *in[3] = {act, sta, tok};
+    embed_inputs(c, src, in, B, F, wide16, ws);
     ac_row_tables(B, F, g, gin.host, gout.host, posb.host, rp);
     jm_rope_tables(cosb.host, sinb.host, rp, n, hd, pr->rope_theta, pr->rope_layout);
     stage_upload(c, &gin), stage_upload(c, &gout), stage_upload(c, &posb);
@@ -141,7 +176,7 @@ jepa_status jm_ac_predict(struct jepa_ctx *c, const float *tokens, const float *
 
     struct vit_scratch s = {.h = h, .wide = wide, .tmp = tmp, .cos = cosb.dev, .sin = sinb.dev,
                             .mask_pos = pr->frame_causal ? posb.dev : NULL, .ws = ws,
-                            .h16 = blk16 ? h16 : NULL, .wide16 = wide16};
+                            .h16 = blk16 ? h16 : NULL, .wide16 = blk16 ? wide16 : NULL};
     for (int l = 0; l <= vit->n_layer; l++) {   /* a cancel point before each block and after the last */
         if ((st = jm_cancel_point(c))) return st;
         if (l < vit->n_layer) jm_vit_block(c, vit, &vit->blk[l], x, n, B, &s);

@@ -229,13 +229,19 @@ static jepa_status plan_buffers(struct jepa_ctx *c, struct enc_run *r, const flo
         wide_floats = patch_floats + clip_floats + input_floats;
     r->pos = NULL;
     r->cosb = r->sinb = r->pos_tab = r->frame = (struct staged){0};
-    /* the copies: each adds its size rounded up to the arena alignment */
+    /* the copies: each adds its size rounded up to the arena alignment; the LeWM
+     * projector's (the CLS rows [B, d] in h16, its hidden layer [B, hidden] in wide16) fit
+     * in the blocks' or take their own size */
     const bool blk16 = jm_vit_x16(c, vit), pe16 = jm_x16_type(c, r->in.pe) >= 0;
+    const bool pj0 = r->want_emb && jm_x16_type(c, &e->proj0) >= 0;
+    const bool pj2 = r->want_emb && jm_x16_type(c, &e->proj2) >= 0;
     size_t wide16 = blk16 ? (size_t)B * n * vit->ffn : 0;
     if (pe16 && wide16 < (size_t)B * r->in.n_patch * F) wide16 = (size_t)B * r->in.n_patch * F;
+    if (pj2 && wide16 < (size_t)B * e->proj0.n_out) wide16 = (size_t)B * e->proj0.n_out;
+    const size_t h16 = blk16 ? (size_t)B * n * d : pj0 ? (size_t)B * d : 0;
     for (int pass = 0; pass < 2; pass++) {
         struct plan pl = plan_begin(c, pass);
-        r->h16 = blk16 ? plan_dev(&pl, jm_x16_bytes(true, (size_t)B * n * d)) : NULL;
+        r->h16 = h16 ? plan_dev(&pl, jm_x16_bytes(true, h16)) : NULL;
         r->wide16 = wide16 ? plan_dev(&pl, jm_x16_bytes(true, wide16)) : NULL;
         r->x = plan_dev(&pl, sizeof(float) * (size_t)B * n * d);            /* [B*n, d] */
         r->h = plan_dev(&pl, sizeof(float) * (size_t)B * r->rows0 * d);     /* [B*rows0, d] */
@@ -426,10 +432,14 @@ static void final_outputs(struct jepa_ctx *c, struct enc_run *r) {
                            (size_t)d, n - r->ncls, d, nt);
     if (r->want_emb) {   /* emb = proj2(act(proj0(cls))): the CLS rows are n*d apart */
         const int hid = e->proj0.n_out;
-        jm_linear_act(c, r->emb_mid, (size_t)hid, r->tokens, (size_t)n * d, &e->proj0, B, e->proj_act,
-                      r->ws);
-        jm_linear_forward(c, r->emb_d, (size_t)e->proj2.n_out, r->emb_mid, (size_t)hid, &e->proj2, B,
-                          JK_EPI_STORE, r->ws);
+        const struct jm_x16 c16 = jm_x16_for(c, &e->proj0, r->h16, (size_t)d);   /* their copy */
+        const bool cls16 = jm_round16(c, &c16, r->tokens, (size_t)n * d, B, d);
+        const struct jm_x16 m16 = jm_x16_for(c, &e->proj2, r->wide16, (size_t)hid);
+        const bool mid16 = jm_linear_act16(c, r->emb_mid, (size_t)hid, r->tokens, (size_t)n * d,
+                                           cls16 ? &c16 : NULL, &e->proj0, B, e->proj_act, &m16,
+                                           r->ws);
+        jm_linear16(c, r->emb_d, (size_t)e->proj2.n_out, r->emb_mid, (size_t)hid,
+                    mid16 ? &m16 : NULL, &e->proj2, B, JK_EPI_STORE, NULL, r->ws);
     }
 }
 

@@ -70,12 +70,23 @@ void jm_linear16(const struct jepa_ctx *c, float *y, size_t ldy, const float *x,
  * own), the tanh-GELU and SiLU by their slots on y after the matmul. */
 void jm_linear_act(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
                    const struct jm_linear *L, int M, enum jm_act act, void *ws);
-/* jm_linear_act with jm_linear16's copies: yout is written only with the erf-GELU (the
- * epilogue; the other activations run after the matmul, on y alone). Returns whether it
- * was: the next matmul reads yout only then. */
+/* jm_linear_act with jm_linear16's copies: yout is written by the erf-GELU epilogue, or
+ * after the matmul by the tanh-GELU / SiLU (jm_unary16) where the table has their x16
+ * variants. Returns whether it was: the next matmul reads yout only then. */
 bool jm_linear_act16(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,
                      const struct jm_x16 *xin, const struct jm_linear *L, int M, enum jm_act act,
                      const struct jm_x16 *yout, void *ws);
+
+/* act (JM_ACT_GELU_TANH or JM_ACT_SILU) in place on n rows of d at row stride ldx, and
+ * where out->p its copy out (the table's gelu_tanh16 / silu16: the slot's f32 bits). out
+ * may be NULL. Returns whether the copy was written. */
+bool jm_unary16(const struct jepa_ctx *c, enum jm_act act, float *x, size_t ldx, int n, int d,
+                const struct jm_x16 *out);
+/* The copy out of x (n rows of d, stride ldx) where out->p, for a matmul input no op of the
+ * forward produced (an uploaded input): the table's round16. Returns whether it was
+ * written. */
+bool jm_round16(const struct jepa_ctx *c, const struct jm_x16 *out, const float *x, size_t ldx,
+                int n, int d);
 
 /* x [nb*n, vit->d] += attn(ln1(x)); x += mlp(ln2(x)) — one pre-LN block over nb clips of
  * n rows each: row-wise ops run once over nb*n rows, RoPE and attention per clip. */

@@ -70,24 +70,37 @@ struct lewm_buf {
     void *ws;
     char *attn_ws;    /* host: one single-thread attention workspace per thread */
     size_t attn_ws1;  /* its bytes per thread */
-    /* 16-bit copies (forward.h): h16 [R, pd] of the LayerNorm outputs, wide16 [R, wide
-     * columns] of the attention output, the MLP's and the projector's hidden layers and
-     * the action embedding's; NULL where nothing reads them */
-    uint16_t *h16, *wide16;
+    /* 16-bit copies (forward.h): h16 [R, max(pd, A)] of the LayerNorm outputs and first of
+     * the actions, wide16 [R, wide columns] of the attention output, the MLP's and the
+     * projector's hidden layers and the action embedding's, ca16 [R, pd] of silu(a) for
+     * every block's adaLN; NULL where nothing reads them */
+    uint16_t *h16, *wide16, *ca16;
 };
 
 /* The matmuls of the predictor that may read a copy: the one after each LayerNorm (qkv,
- * up, proj0), after attention (out) and after an erf-GELU epilogue (down, proj2,
- * action_embed2). h: some of the first kind does; wide: some of the others. */
+ * up, proj0) or of the uploaded actions (action_embed0), after attention (out) and after
+ * an activation (down, proj2, action_embed2). h: some of the first kind does; wide: some
+ * of the others. */
 static void lewm_x16(const struct jepa_ctx *c, bool *h, bool *wide) {
     const struct jm_predictor *p = &c->m->pred;
-    *h = jm_x16_type(c, &p->proj0) >= 0;
+    *h = jm_x16_type(c, &p->proj0) >= 0 || jm_x16_type(c, &p->action_embed0) >= 0;
     *wide = jm_x16_type(c, &p->proj2) >= 0 || jm_x16_type(c, &p->action_embed2) >= 0;
     for (int l = 0; l < p->vit.n_layer; l++) {
         const struct jm_block *b = &p->vit.blk[l];
         *h = *h || jm_x16_type(c, &b->qkv) >= 0 || jm_x16_type(c, &b->up) >= 0;
         *wide = *wide || jm_x16_type(c, &b->out) >= 0 || jm_x16_type(c, &b->down) >= 0;
     }
+}
+
+/* The type of the copy of silu(a) that every block's adaLN reads: that of the first adaLN
+ * that reads one (an adaLN of the other type reads f32); -1 where none does. */
+static int lewm_ca16_type(const struct jepa_ctx *c) {
+    const struct jm_vit *v = &c->m->pred.vit;
+    for (int l = 0; l < v->n_layer; l++) {
+        const int t = jm_x16_type(c, &v->blk[l].adaln);
+        if (t >= 0) return t;
+    }
+    return -1;
 }
 
 static void plan_lewm(struct plan *pl, const struct jepa_ctx *c, int B, int T, struct lewm_buf *b,
@@ -97,7 +110,9 @@ static void plan_lewm(struct plan *pl, const struct jepa_ctx *c, int B, int T, s
     const size_t R = (size_t)B * T, pd = (size_t)v->d, inner = (size_t)v->n_head * v->head_dim;
     bool h16, wide16;
     lewm_x16(c, &h16, &wide16);
-    b->h16 = h16 ? plan_dev(pl, jm_x16_bytes(true, R * pd)) : NULL;
+    const size_t A = (size_t)p->action_dim;
+    b->h16 = h16 ? plan_dev(pl, jm_x16_bytes(true, R * (pd > A ? pd : A))) : NULL;
+    b->ca16 = lewm_ca16_type(c) >= 0 ? plan_dev(pl, jm_x16_bytes(true, R * pd)) : NULL;
     b->wide16 = wide16 ? plan_dev(pl, jm_x16_bytes(true, R * (size_t)lewm_wide_cols(p))) : NULL;
     b->x = plan_dev(pl, sizeof(float) * R * pd);
     b->ca = plan_dev(pl, sizeof(float) * R * pd);
@@ -158,12 +173,18 @@ static jepa_status run_lewm(struct jepa_ctx *c, const float *emb, const float *a
 
     /* action embedding, then its SiLU: the input of every block's modulation */
     const size_t ha = (size_t)p->action_embed0.n_out;
+    const size_t A = (size_t)p->action_dim;
+    const struct jm_x16 in16 = jm_x16_for(c, &p->action_embed0, b->h16, A);   /* the actions' */
+    const bool act16 = jm_round16(c, &in16, act, A, R, (int)A);
     const struct jm_x16 a16 = jm_x16_for(c, &p->action_embed2, b->wide16, ha);
-    const bool ae16 = jm_linear_act16(c, b->wide, ha, act, (size_t)p->action_dim, NULL,
+    const bool ae16 = jm_linear_act16(c, b->wide, ha, act, A, act16 ? &in16 : NULL,
                                       &p->action_embed0, R, p->action_act, &a16, b->ws);
     jm_linear16(c, b->ca, (size_t)pd, b->wide, ha, ae16 ? &a16 : NULL, &p->action_embed2, R,
                 JK_EPI_STORE, NULL, b->ws);
-    c->k.silu(b->ca, (size_t)R * pd, nt);
+    const int cat = lewm_ca16_type(c);
+    const struct jm_x16 ca16 = {cat >= 0 ? b->ca16 : NULL, (size_t)pd,
+                                cat >= 0 ? (enum jk_dtype)cat : JK_F16};
+    const bool ca16_on = jm_unary16(c, JM_ACT_SILU, b->ca, (size_t)pd, R, pd, &ca16);
 
     /* x = emb + pos_embed[t]: frame t of every sequence is a strided matrix of B rows
      * (stride T rows), and its table row is broadcast to them (T calls, not B) */
@@ -176,7 +197,8 @@ static jepa_status run_lewm(struct jepa_ctx *c, const float *emb, const float *a
         if ((st = jm_cancel_point(c))) return st;
         const struct jm_block *blk = &v->blk[l];
         float *mod = b->mod;
-        jm_linear_forward(c, mod, ld6, b->ca, (size_t)pd, &blk->adaln, R, JK_EPI_STORE, b->ws);
+        jm_linear16(c, mod, ld6, b->ca, (size_t)pd, ca16_on ? &ca16 : NULL, &blk->adaln, R,
+                    JK_EPI_STORE, NULL, b->ws);
 
         /* attention branch */
         c->k.layernorm(b->h, (size_t)pd, b->x, (size_t)pd, NULL, NULL, R, pd, p->adaln_eps, nt);

@@ -67,12 +67,15 @@ static jepa_status check_predict(struct jepa_ctx *c, const jepa_predict_params *
 /* x = [embed(ctx tokens); mask tokens] (+ modality): the n_ctx + n_tgt rows of width pd the
  * blocks take. tok: the context tokens as kernels read them. */
 static void embed_predictor_input(struct jepa_ctx *c, const jepa_predict_params *p, const float *tok, float *x,
-                                  void *ws) {
+                                  uint16_t *tok16, void *ws) {
     const struct jm_predictor *pr = &c->m->pred;
     struct jk_device *dev = c->dev;
     const int pd = pr->vit.d, nt = c->nthreads, D = c->m->enc.vit.d;
     const int nc = p->n_ctx, ntg = p->n_tgt, n = nc + ntg, slice = pr->grid_size * pr->grid_size;
-    jm_linear_forward(c, x, (size_t)pd, tok, (size_t)D, &pr->embed, nc, JK_EPI_STORE, ws);
+    const struct jm_x16 t16 = jm_x16_for(c, &pr->embed, tok16, (size_t)D);   /* tok's copy */
+    const bool tok16_on = jm_round16(c, &t16, tok, (size_t)D, nc, D);
+    jm_linear16(c, x, (size_t)pd, tok, (size_t)D, tok16_on ? &t16 : NULL, &pr->embed, nc,
+                JK_EPI_STORE, NULL, ws);
     int mi = p->mask_index % pr->n_mask_tokens;
     if (mi < 0) mi += pr->n_mask_tokens;
     const float *mask_tok = pr->mask_tokens + (size_t)mi * pd;
@@ -108,15 +111,18 @@ jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
     void *ws = NULL;
     const int ks[] = {pd, vit->ffn, D};   /* K of every matmul: blocks, embed (proj: pd) */
     /* 16-bit copies (forward.h): h16 [n, pd] for the blocks and the projections, wide16
-     * [n, ffn] for the blocks; each adds its size rounded up to the arena alignment */
+     * [n, ffn] for the blocks and first [n_ctx, D] of the uploaded tokens for the embedding
+     * (its larger size); each adds its size rounded up to the arena alignment */
     const bool blk16 = jm_vit_x16(c, vit);
     const bool out16 = jm_x16_type(c, &pr->proj) >= 0 ||
                        (ctx_out && jm_x16_type(c, &pr->proj_context) >= 0);
+    size_t wide16_n = blk16 ? (size_t)n * vit->ffn : 0;
+    if (jm_x16_type(c, &pr->embed) >= 0 && wide16_n < (size_t)nc * D) wide16_n = (size_t)nc * D;
     uint16_t *h16 = NULL, *wide16 = NULL;
     for (int pass = 0; pass < 2; pass++) {
         struct plan pl = plan_begin(c, pass);
         if (blk16 || out16) h16 = plan_dev(&pl, jm_x16_bytes(true, (size_t)n * pd));
-        if (blk16) wide16 = plan_dev(&pl, jm_x16_bytes(true, (size_t)n * vit->ffn));
+        if (wide16_n) wide16 = plan_dev(&pl, jm_x16_bytes(true, wide16_n));
         if (!host) tok_d = plan_dev(&pl, sizeof(float) * (size_t)nc * D);  /* [n_ctx, D] */
         x = plan_dev(&pl, sizeof(float) * (size_t)n * pd);          /* [n, pd] */
         h = plan_dev(&pl, sizeof(float) * (size_t)n * pd);          /* [n, pd] */
@@ -142,7 +148,7 @@ jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
         tok = tok_d;
     }
 
-    embed_predictor_input(c, p, tok, x, ws);
+    embed_predictor_input(c, p, tok, x, wide16, ws);
 
     /* positions of [ctx_ids; tgt_ids] on the grid_size x grid_size grid (raw, not
      * interpolated): tables on the host, uploaded */
@@ -156,7 +162,7 @@ jepa_status jm_predictor_forward(struct jepa_ctx *c, const float *tokens,
 
     struct vit_scratch s = {.h = h, .wide = wide, .tmp = tmp, .cos = cosb.dev, .sin = sinb.dev,
                             .mask_pos = NULL, .ws = ws, .h16 = blk16 ? h16 : NULL,
-                            .wide16 = wide16};
+                            .wide16 = blk16 ? wide16 : NULL};
     for (int l = 0; l <= vit->n_layer; l++) {   /* a cancel point before each block and after the last */
         if ((cst = jm_cancel_point(c))) return cst;
         if (l < vit->n_layer) jm_vit_block(c, vit, &vit->blk[l], x, n, 1, &s);

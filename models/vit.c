@@ -75,11 +75,28 @@ bool jm_linear_act16(const struct jepa_ctx *c, float *y, size_t ldy, const float
         return c->k.x16 && yout && yout->p;
     }
     jm_linear16(c, y, ldy, x, ldx, xin, L, M, JK_EPI_STORE, NULL, ws);
+    return jm_unary16(c, act, y, ldy, M, L->n_out, yout);
+}
+
+bool jm_unary16(const struct jepa_ctx *c, enum jm_act act, float *x, size_t ldx, int n, int d,
+                const struct jm_x16 *out) {
+    jk_unary16_fn *fn16 = act == JM_ACT_SILU ? c->k.silu16 : c->k.gelu_tanh16;
+    if (out && out->p && fn16) {
+        fn16(x, ldx, out->p, out->ld, out->t, n, d, c->nthreads);
+        return true;
+    }
     jk_unary_fn *fn = act == JM_ACT_SILU ? c->k.silu : c->k.gelu_tanh;
-    if (ldy == (size_t)L->n_out) fn(y, (size_t)M * ldy, c->nthreads);   /* one call, dense rows */
+    if (ldx == (size_t)d) fn(x, (size_t)n * ldx, c->nthreads);   /* one call, dense rows */
     else
-        for (int m = 0; m < M; m++) fn(y + (size_t)m * ldy, (size_t)L->n_out, c->nthreads);
+        for (int m = 0; m < n; m++) fn(x + (size_t)m * ldx, (size_t)d, c->nthreads);
     return false;
+}
+
+bool jm_round16(const struct jepa_ctx *c, const struct jm_x16 *out, const float *x, size_t ldx,
+                int n, int d) {
+    if (!out || !out->p || !c->k.round16) return false;
+    c->k.round16(out->p, out->ld, out->t, x, ldx, n, d, c->nthreads);
+    return true;
 }
 
 void jm_linear_act(const struct jepa_ctx *c, float *y, size_t ldy, const float *x, size_t ldx,

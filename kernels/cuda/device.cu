@@ -300,6 +300,9 @@ void jk_init_cuda(struct jk_kernels *k) {
         k->x16 = true;
         k->layernorm16 = jkc_layernorm16;
         k->patchify16 = jkc_patchify16;
+        k->gelu_tanh16 = jkc_gelu_tanh16;
+        k->silu16 = jkc_silu16;
+        k->round16 = jkc_round16;
     }
 }
 

@@ -59,6 +59,8 @@ jk_patchify_fn jkc_patchify;
 /* ops.cu: the x16 table's (JEPA_CUDA_KERNELS=pipe) */
 jk_layernorm16_fn jkc_layernorm16;
 jk_patchify16_fn jkc_patchify16;
+jk_unary16_fn jkc_gelu_tanh16, jkc_silu16;
+jk_round16_fn jkc_round16;
 jk_gather_fn jkc_gather;
 jk_mean_rows_fn jkc_mean_rows;
 }

@@ -1,8 +1,9 @@
 /*
  * ops.cu — the row and element-wise slots of the CUDA table: LayerNorm, tanh-GELU,
  * SiLU, residual add / layer-scale, the modulation multiply-add, RoPE, patchify, row
- * gather and the column mean; and the x16 table's layernorm16 / patchify16 (the same
- * kernels, also writing the 16-bit copy the next matmul reads). Same semantics as the
+ * gather and the column mean; and the x16 table's layernorm16 / patchify16 / gelu_tanh16 /
+ * silu16 (the same kernels, also writing the 16-bit copy the next matmul reads) and round16
+ * (the copy of an uploaded input). Same semantics as the
  * reference (kernels/ref/ops_ref.c), device pointers, queued on jkc_stream(); nthreads is
  * ignored.
  *
@@ -256,9 +257,34 @@ __global__ void JKC_LAUNCH_BOUNDS(256) unary_kernel(float *x, size_t n) {
     }
 }
 
+/* gelu_tanh16 / silu16: unary_kernel's values over rows of d at stride ldx, each also
+ * written rounded to y16 (columns on x, rows on y). */
+template <int OP>
+__global__ void JKC_LAUNCH_BOUNDS(256)
+unary16_kernel(float *x, size_t ldx, uint16_t *y16, size_t ldy16, bool bf16, int n, int d) {
+    const int j = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (j >= d) return;
+    for (int i = (int)blockIdx.y; i < n; i += (int)gridDim.y) {
+        float *xi = x + (size_t)i * ldx + j;
+        const float v = OP == OP_GELU_TANH ? gelu_tanh_f(*xi) : silu_f(*xi);
+        *xi = v;
+        y16[(size_t)i * ldy16 + j] = round16(v, bf16);
+    }
+}
+
 /* ---------------------------------------------------------------------------------
  * row-by-column kernels: x over columns, y over rows (grid-stride)
  * --------------------------------------------------------------------------------- */
+
+/* round16: y16[i, j] = x[i, j] rounded */
+__global__ void JKC_LAUNCH_BOUNDS(256)
+round16_kernel(uint16_t *y16, size_t ldy16, bool bf16, const float *x, size_t ldx, int n,
+               int d) {
+    const int j = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (j >= d) return;
+    for (int i = (int)blockIdx.y; i < n; i += (int)gridDim.y)
+        y16[(size_t)i * ldy16 + j] = round16(x[(size_t)i * ldx + j], bf16);
+}
 
 /* y[i, j] += s[j] x[i, j] (s NULL: 1); ldx = 0 adds the same row to every row. */
 __global__ void JKC_LAUNCH_BOUNDS(256)
@@ -482,6 +508,47 @@ void jkc_gelu_tanh(float *x, size_t n, int nthreads) {
 void jkc_silu(float *x, size_t n, int nthreads) {
     (void)nthreads;
     unary(x, n, OP_SILU, "silu");
+}
+
+static void unary16(float *x, size_t ldx, uint16_t *y16, size_t ldy16, enum jk_dtype t, int n,
+                    int d, int op, const char *what) {
+    if (n <= 0 || d <= 0) return;
+    dim3 grid, block;
+    cols_rows(d, n, &grid, &block);
+    const bool bf16 = t == JK_BF16;
+    const cudaStream_t st = jkc_stream();
+    switch (op) {
+    case OP_GELU_TANH:
+        JKC_LAUNCH(unary16_kernel<OP_GELU_TANH>, grid, block, 0, st, x, ldx, y16, ldy16, bf16, n,
+                   d);
+        break;
+    default:
+        JKC_LAUNCH(unary16_kernel<OP_SILU>, grid, block, 0, st, x, ldx, y16, ldy16, bf16, n, d);
+        break;
+    }
+    jkc_check_launch(what);
+}
+
+void jkc_gelu_tanh16(float *x, size_t ldx, uint16_t *y16, size_t ldy16, enum jk_dtype t, int n,
+                     int d, int nthreads) {
+    (void)nthreads;
+    unary16(x, ldx, y16, ldy16, t, n, d, OP_GELU_TANH, "gelu_tanh16");
+}
+void jkc_silu16(float *x, size_t ldx, uint16_t *y16, size_t ldy16, enum jk_dtype t, int n, int d,
+                int nthreads) {
+    (void)nthreads;
+    unary16(x, ldx, y16, ldy16, t, n, d, OP_SILU, "silu16");
+}
+
+void jkc_round16(uint16_t *y16, size_t ldy16, enum jk_dtype t, const float *x, size_t ldx, int n,
+                 int d, int nthreads) {
+    (void)nthreads;
+    if (n <= 0 || d <= 0) return;
+    dim3 grid, block;
+    cols_rows(d, n, &grid, &block);
+    JKC_LAUNCH(round16_kernel, grid, block, 0, jkc_stream(), y16, ldy16, t == JK_BF16, x, ldx, n,
+               d);
+    jkc_check_launch("round16");
 }
 
 void jkc_add(float *y, size_t ldy, const float *x, size_t ldx, const float *s, int n, int d,

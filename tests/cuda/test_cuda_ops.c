@@ -295,8 +295,15 @@ static uint16_t *x16_alloc(size_t n) {
     return d;
 }
 
-/* y16 [rows, ld16] (downloaded) against the rounding of y [rows, ldy] over `cols` columns,
- * the sentinel everywhere else (padding, the guard rows before and after). */
+/* Whether v is a NaN of type t (CUDA's conversions give the NaN 0x7fff whatever the
+ * payload; runtime/dtype.h's keep the quiet bit: any NaN is the right copy of a NaN). */
+static bool nan16(uint16_t v, enum jk_dtype t) {
+    return t == JK_BF16 ? (v & 0x7f80) == 0x7f80 && (v & 0x7f) : (v & 0x7c00) == 0x7c00 && (v & 0x3ff);
+}
+
+/* y16 [rows, ld16] (downloaded) against the rounding of y [rows, ldy] over `cols` columns
+ * (a NaN: any NaN), the sentinel everywhere else (padding, the guard rows before and
+ * after). */
 static int x16_check(const char *what, const uint16_t *y16, size_t ld16, const float *y, size_t ldy,
                      int rows, int cols, enum jk_dtype t) {
     int bad = 0;
@@ -306,7 +313,7 @@ static int x16_check(const char *what, const uint16_t *y16, size_t ld16, const f
             const uint16_t got = y16[(size_t)i * ld16 + j];
             const uint16_t want = r >= 0 && r < rows && j < (size_t)cols
                                       ? round_host(y[(size_t)r * ldy + j], t) : X16_SENTINEL;
-            if (got != want) {
+            if (got != want && !(nan16(want, t) && nan16(got, t) && got != X16_SENTINEL)) {
                 printf("FAIL: %s: row %d column %zu: 0x%04x, want 0x%04x\n", what, r, j, got, want);
                 bad = 1;
             }
@@ -424,13 +431,86 @@ static void check_patchify16(const struct jk_kernels *k, const struct jk_kernels
     printf("  cuda patchify16: %d cases, %d failed\n", cases, fails);
 }
 
+/* Rows of d at stride ld (the padding between rows 0.25): scaled normals, and in every row
+ * the values the rounding must get right: NaN, +-Inf, an f32 subnormal, f16 subnormals,
+ * 65504 / 65519 (f16's largest, still rounding down) and 65520 / 1e6 (f16 overflow to inf),
+ * f16 and bf16 ties (1 + 2^-11, 1 + 3 2^-11, 1 + 2^-8, 1 + 3 2^-8: to even, down and up),
+ * -0, 1e30 and -88 (the activations' far ends). */
+static float *x16_inputs(int n, int d, size_t ld) {
+    static const float special[] = {NAN, INFINITY, -INFINITY, 1e-40f, 3e-8f, -1e-6f,
+                                    65504.0f, 65519.0f, 65520.0f, 1e6f, -1e6f,
+                                    1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-8f,
+                                    1.0f + 3 * 0x1p-8f, -0.0f, 1e30f, -88.0f};
+    const int ns = (int)(sizeof special / sizeof *special);
+    float *x = ca_alloc_guarded((size_t)n * ld);
+    for (int i = 0; i < n; i++)
+        for (size_t j = 0; j < ld; j++)
+            x[(size_t)i * ld + j] = j >= (size_t)d ? 0.25f
+                                    : (int)j < ns && d > 2 * ns ? special[(j + (size_t)i) % ns]
+                                                                : ca_normal() * (1 + i % 4) * 3;
+    return x;
+}
+
+/* gelu_tanh16 / silu16: in place on ragged rows at a stride, against the plain slot run
+ * row by row on the same input (the same f32 bits, padding and guards untouched), the copy
+ * its result rounded; round16: the copy of the input itself, the input untouched. */
+static void check_unary16(const struct jk_kernels *k, const struct jk_kernels *kp) {
+    static const int shapes[][2] = {{1, 1}, {3, 7}, {5, 40}, {2, 255}, {9, 257}, {4, 1031}};
+    static const enum jk_dtype ts[] = {JK_F16, JK_BF16};
+    static const char *const names[] = {"gelu_tanh16", "silu16", "round16"};
+    int fails = 0, cases = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+        for (int op = 0; op < 3; op++)
+            for (int ti = 0; ti < 2; ti++) {
+                const int n = shapes[si][0], d = shapes[si][1];
+                const enum jk_dtype t = ts[ti];
+                const size_t ld = (size_t)d + 5, nx = (size_t)n * ld;
+                const size_t ld16 = (size_t)d + 3, n16 = (size_t)(n + 2) * ld16;
+                float *x = x16_inputs(n, d, ld), *y1 = ca_alloc_guarded(nx);
+                float *y2 = ca_alloc_guarded(nx);
+                uint16_t *h16 = malloc(n16 * sizeof *h16), *d16 = x16_alloc(n16);
+                float *dx1 = ct_upload_guarded(x, nx), *dx2 = ct_upload_guarded(x, nx);
+                jk_unary_fn *plain = op == 0 ? k->gelu_tanh : k->silu;
+                if (op < 2) {
+                    for (int i = 0; i < n; i++) plain(dx1 + (size_t)i * ld, (size_t)d, 1);
+                    (op == 0 ? kp->gelu_tanh16 : kp->silu16)(dx2, ld, d16 + ld16, ld16, t, n, d, 1);
+                } else {
+                    kp->round16(d16 + ld16, ld16, t, dx2, ld, n, d, 1);
+                }
+                ct_download_guarded(y1, dx1, nx);
+                ct_download_guarded(y2, dx2, nx);
+                ct_download(h16, d16, n16 * sizeof *h16);
+                char what[160];
+                snprintf(what, sizeof what, "cuda %s %s n %d d %d", names[op], jk_dtype_name(t), n,
+                         d);
+                int bad = 0;
+                if (memcmp(y1 - CA_GUARD, y2 - CA_GUARD, (nx + 2 * CA_GUARD) * sizeof(float))) {
+                    printf("FAIL: %s: the f32 result differs from %s\n", what,
+                           op < 2 ? "the plain slot's bits" : "the untouched input");
+                    bad = 1;
+                }
+                bad |= x16_check(what, h16, ld16, y1, ld, n, d, t);
+                fails += bad;
+                cases++;
+                ct_free_guarded(dx1), ct_free_guarded(dx2), ct_free(d16);
+                free(h16);
+                ca_free_guarded(x), ca_free_guarded(y1), ca_free_guarded(y2);
+            }
+    CHECK(fails == 0, "cuda gelu_tanh16 / silu16 / round16: %d of %d cases failed", fails, cases);
+    printf("  cuda gelu_tanh16 / silu16 / round16: %d cases, %d failed\n", cases, fails);
+}
+
 /* The switch: the default table has no x16 and no 16-bit variants; the pipelined one
  * (JEPA_CUDA_KERNELS=pipe) has both, and everything else of the default table. */
 static void check_x16_table(const struct jk_kernels *k, const struct jk_kernels *kp) {
-    CHECK(!k->x16 && !k->layernorm16 && !k->patchify16,
+    CHECK(!k->x16 && !k->layernorm16 && !k->patchify16 && !k->gelu_tanh16 && !k->silu16 &&
+              !k->round16,
           "the default CUDA table sets x16 or the 16-bit variants");
-    CHECK(kp->x16 && kp->layernorm16 && kp->patchify16,
+    CHECK(kp->x16 && kp->layernorm16 && kp->patchify16 && kp->gelu_tanh16 && kp->silu16 &&
+              kp->round16,
           "the pipelined CUDA table lacks x16 or the 16-bit variants");
+    CHECK(kp->gelu_tanh == k->gelu_tanh && kp->silu == k->silu,
+          "the pipelined CUDA table's gelu_tanh / silu are not the default's");
     CHECK(kp->layernorm == k->layernorm && kp->patchify == k->patchify,
           "the pipelined CUDA table's layernorm / patchify are not the default's");
 }
@@ -510,6 +590,7 @@ int main(void) {
         check_layernorm16(&k, &kp);
         check_patchify16(&k, &kp);
     }
+    if (kp.gelu_tanh16 && kp.silu16 && kp.round16) check_unary16(&k, &kp);
 
     CHECK(!dev->sync(dev), "device error after the tests: %s", dev->error(dev));
     ct_close();

@@ -77,6 +77,7 @@ static struct jk_kernels x16_def, x16_pipe;
 static struct jk_device *x16_dev;
 static struct {
     long gemm16, x16, y16, o16, plain;   /* plain: f16 / bf16 matmuls of > 8 rows without x16 */
+    long gelu16, silu16, round16;         /* calls of the pipelined table's copy writers */
     int bad;
 } xs;
 
@@ -154,11 +155,32 @@ static void x16_attn(const struct jk_attn_args *a0) {
     }
 }
 
+/* The pipelined table's gelu_tanh16 / silu16 / round16, counted: what they write is
+ * checked where a matmul reads it (x16_gemm). */
+static void x16_gelu16(float *x, size_t ldx, uint16_t *y16, size_t ldy16, enum jk_dtype t, int n,
+                       int d, int nt) {
+    xs.gelu16++;
+    x16_pipe.gelu_tanh16(x, ldx, y16, ldy16, t, n, d, nt);
+}
+static void x16_silu16(float *x, size_t ldx, uint16_t *y16, size_t ldy16, enum jk_dtype t, int n,
+                       int d, int nt) {
+    xs.silu16++;
+    x16_pipe.silu16(x, ldx, y16, ldy16, t, n, d, nt);
+}
+static void x16_round16(uint16_t *y16, size_t ldy16, enum jk_dtype t, const float *x, size_t ldx,
+                        int n, int d, int nt) {
+    xs.round16++;
+    x16_pipe.round16(y16, ldy16, t, x, ldx, n, d, nt);
+}
+
 static void x16_install(jepa_ctx *c) {
     struct jk_kernels k = x16_def;
     k.x16 = true;
     k.layernorm16 = x16_pipe.layernorm16;
     k.patchify16 = x16_pipe.patchify16;
+    k.gelu_tanh16 = x16_gelu16;
+    k.silu16 = x16_silu16;
+    k.round16 = x16_round16;
     k.gemm[JK_F16] = x16_gemm_f16;
     k.gemm[JK_BF16] = x16_gemm_bf16;
     k.attn = x16_attn;
@@ -196,8 +218,9 @@ static jepa_model *load_model(const char *dir, const char *name) {
     return m;
 }
 
-/* The model's file rewritten with its matmul weights in `type` (GGUF_TYPE_BF16 / _F16),
- * loaded from memory. */
+/* The model's file rewritten with every matmul weight in `type` (GGUF_TYPE_BF16 / _F16),
+ * those `jepa quantize` leaves alone too (the patch embedding, adaLN, the action and state
+ * embeddings: a file converted in 16 bits has them so), loaded from memory. */
 static jepa_model *load_16(const char *dir, const char *name, uint32_t type, void **buf) {
     char path[1024], err[JEPA_ERR_LEN];
     snprintf(path, sizeof path, "%s/%s/%s", data_dir, dir, name);
@@ -206,7 +229,12 @@ static jepa_model *load_16(const char *dir, const char *name, uint32_t type, voi
     size_t size = 0;
     jepa_model *src = NULL;
     *buf = NULL;
-    if (!w || jepa_model_load(&src, path, e.msg) || jm_quantize(src, w, type, false, &e) ||
+    if (!w || jepa_model_load(&src, path, e.msg)) {
+        fprintf(stderr, "%s: 16-bit rewrite: %s\n", path, e.msg);
+        exit(1);
+    }
+    for (int i = 0; i < src->n_weights; i++) src->weights[i].quantizable = true;
+    if (jm_quantize(src, w, type, false, &e) ||
         jg_writer_write_mem(w, buf, &size, &e)) {
         fprintf(stderr, "%s: 16-bit rewrite: %s\n", path, e.msg);
         exit(1);
@@ -653,12 +681,15 @@ static void x16_arena_case(void) {
     jkc_kernels_force_pipe(-1);
     /* encoder: h16 [n, d] and wide16, the larger of the blocks' [n, ffn] and the patches'
      * [n, F] where the patch embedding is bf16 (no CLS: n tokens are n patches);
-     * predictor: h16 [n, pd], wide16 [n, ffn] */
+     * predictor: h16 [n, pd], wide16 the larger of [n, ffn] and the embedded tokens' [n_ctx,
+     * D] (the embed is bf16) */
     const size_t F = e->patch_embed.dt == JK_BF16 ? (size_t)e->patch_embed.n_in : 0;
     const size_t np = ci.count + ti.count;
     const size_t wide = (size_t)n * e->vit.ffn > (size_t)n * F ? (size_t)n * e->vit.ffn : (size_t)n * F;
+    const size_t ctxw = (size_t)ci.count * (size_t)e->vit.d;
+    const size_t pwide = np * pr->vit.ffn > ctxw ? np * pr->vit.ffn : ctxw;
     const size_t want[2] = {round64(2 * (size_t)n * e->vit.d) + round64(2 * wide),
-                            round64(2 * np * pr->vit.d) + round64(2 * np * pr->vit.ffn)};
+                            round64(2 * np * pr->vit.d) + round64(2 * pwide)};
     static const char *const name[2] = {"encoder", "predictor"};
     for (int i = 0; i < 2; i++) {
         const int ok = got[i][1] == got[i][0] + want[i];
@@ -669,6 +700,42 @@ static void x16_arena_case(void) {
     jepa_model_free(m);
     free(buf);
     npy_free(&x), npy_free(&tk), npy_free(&ci), npy_free(&ti);
+
+    /* the LeWM predictor (every matmul bf16): h16 [R, max(pd, A)], wide16 [R, wide
+     * columns], ca16 [R, pd] */
+    m = load_bf16("lewm_wm", "model_a.gguf", &buf);
+    const struct jm_predictor *lp = &m->pred;
+    struct npy emb = load("lewm_wm", "emb_a.npy", 0), act = load("lewm_wm", "actions_a.npy", 0);
+    const int B = (int)emb.shape[0], T = (int)emb.shape[1];
+    size_t lg[2];
+    float *out = malloc(sizeof(float) * (size_t)B * T * lp->out_dim);
+    jkc_kernels_force_pipe(0);
+    for (int t = 0; t < 2; t++) {
+        tab_mode = t ? TAB_X16_CHECKED : TAB_DEFAULT;
+        jepa_ctx *g = new_ctx(m, "cuda:0");
+        if (jepa_ctx_lewm_predict(g, emb.data, act.data, B, T, out)) {
+            printf("FAIL x16 arena, lewm: %s\n", jepa_ctx_error(g));
+            failures++;
+        }
+        lg[t] = jepa_ctx_arena_bytes(g);
+        jepa_ctx_free(g);
+    }
+    tab_mode = TAB_DEFAULT;
+    jkc_kernels_force_pipe(-1);
+    const struct jm_vit *lv = &lp->vit;
+    const size_t R = (size_t)B * T, pd = (size_t)lv->d, A = (size_t)lp->action_dim;
+    size_t wc = (size_t)3 * lv->n_head * lv->head_dim;
+    const size_t more[] = {(size_t)lv->ffn, (size_t)lp->action_embed0.n_out, (size_t)lp->proj0.n_out};
+    for (int i = 0; i < 3; i++) wc = more[i] > wc ? more[i] : wc;
+    const size_t lwant = round64(2 * R * (pd > A ? pd : A)) + round64(2 * R * wc) + round64(2 * R * pd);
+    const int lok = lg[1] == lg[0] + lwant;
+    printf("%-4s x16 arena, lewm world model a predictor (bf16): %zu bytes, default %zu, copies %zu\n",
+           lok ? "ok" : "FAIL", lg[1], lg[0], lwant);
+    failures += !lok;
+    free(out);
+    jepa_model_free(m);
+    free(buf);
+    npy_free(&emb), npy_free(&act);
 }
 
 int main(int argc, char **argv) {
@@ -690,10 +757,13 @@ int main(int argc, char **argv) {
     jkc_kernels_force_pipe(1);
     jk_init_cuda(&x16_pipe);
     jkc_kernels_force_pipe(-1);
-    if (x16_def.x16 || !x16_pipe.x16 || !x16_pipe.layernorm16 || !x16_pipe.patchify16) {
-        printf("FAIL the x16 flag: default table %d, pipelined table %d (layernorm16 %s, patchify16 %s)\n",
+    if (x16_def.x16 || !x16_pipe.x16 || !x16_pipe.layernorm16 || !x16_pipe.patchify16 ||
+        !x16_pipe.gelu_tanh16 || !x16_pipe.silu16 || !x16_pipe.round16) {
+        printf("FAIL the x16 flag: default table %d, pipelined table %d (layernorm16 %s, patchify16 %s, "
+               "gelu_tanh16 %s, silu16 %s, round16 %s)\n",
                x16_def.x16, x16_pipe.x16, x16_pipe.layernorm16 ? "set" : "NULL",
-               x16_pipe.patchify16 ? "set" : "NULL");
+               x16_pipe.patchify16 ? "set" : "NULL", x16_pipe.gelu_tanh16 ? "set" : "NULL",
+               x16_pipe.silu16 ? "set" : "NULL", x16_pipe.round16 ? "set" : "NULL");
         return 1;
     }
 
@@ -713,9 +783,12 @@ int main(int argc, char **argv) {
         rec_clear();
     }
     printf("16-bit copies: %ld f16 / bf16 matmuls, %ld read a copy, %ld wrote one, %ld attention "
-           "calls wrote one, %d wrong\n", xs.gemm16, xs.x16, xs.y16, xs.o16, xs.bad);
-    if (xs.bad || !xs.x16 || !xs.y16 || !xs.o16) {
-        printf("FAIL the 16-bit copies: %d wrong, or no copy read, or none written\n", xs.bad);
+           "calls wrote one, %d wrong; %ld of more than 8 rows read none; written by %ld "
+           "gelu_tanh16, %ld silu16, %ld round16 calls\n", xs.gemm16, xs.x16, xs.y16, xs.o16,
+           xs.bad, xs.plain, xs.gelu16, xs.silu16, xs.round16);
+    if (xs.bad || !xs.x16 || !xs.y16 || !xs.o16 || xs.plain || !xs.silu16 || !xs.round16) {
+        printf("FAIL the 16-bit copies: %d wrong, or no copy read, or none written, or a matmul "
+               "of more than 8 rows without one, or no silu16 / round16 call\n", xs.bad);
         failures++;
     }
     x16_arena_case();
