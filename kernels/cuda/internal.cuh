@@ -65,5 +65,8 @@ jk_mean_rows_fn jkc_mean_rows;
  * hook). And y16 = y rounded to y16_type, after a call another kernel served. */
 void jkc_gemm_pipe(const struct jk_gemm_args *a, int dt, int tile, const char *what);
 void jkc_gemm_y16(const struct jk_gemm_args *a, const char *what);
+/* gemm_pipe.cu: f32 weights from their bf16 hi / lo copy a->wsplit (bf16x3, gemm.cu's bits),
+ * X f32 split in the kernel, y16 written when set. */
+void jkc_gemm_pipe_f32(const struct jk_gemm_args *a, int tile, const char *what);
 
 #endif

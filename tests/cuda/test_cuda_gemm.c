@@ -31,7 +31,10 @@
  *    16-byte aligned for its cp.async variant, or offset with odd strides for its
  *    plain-load one), y16 of either 16-bit type or none. Besides the two checks below,
  *    pipe_call checks y16 = Y rounded bit for bit, the switch off ignoring x16 / y16, and
- *    the pipelined Y equal bit for bit to the default kernel's (the same mma chain).
+ *    the pipelined Y equal bit for bit to the default kernel's (the same mma chain);
+ *  - f32 the same way with its pipelined kernel: W given as wsplit, split by the test
+ *    (hi = bf16(w), lo = bf16(w - hi), NaN padding between and after the halves), aligned
+ *    for cp.async or offset with odd strides; Y must be gemm.cu's bf16x3 bits.
  *
  * Which arithmetic a case gets is mirrored from gemm.cu: M <= 8 takes the GEMV kernel
  * (f32 products of the exact weights, f32 sums); larger M the tensor cores, where X is
@@ -113,7 +116,7 @@ struct gcase {
     int tile;     /* 0 (by shape), 64, 128 */
     int wide;     /* X over 2^-16 .. 2^6 */
     int report;   /* print this case's accuracy */
-    int pipe;     /* f16 / bf16: the pipelined kernel, X from x16 (pipe_call) */
+    int pipe;     /* the pipelined kernel: f16 / bf16 X from x16, f32 W from wsplit (pipe_call) */
 };
 
 /* Worst |y - y_ref| / S per dtype, and for f32 weights what plain bf16 would give. */
@@ -168,20 +171,32 @@ static void fill_block_row(enum jk_dtype t, uint8_t *row, int K, double ws) {
  *    same chain of mma in the same K order as gemm.cu's kernel (M <= 8: the same GEMV).
  * Returns nonzero on a failure (printed). */
 static int pipe_call(const struct gcase *c, const struct jk_gemm_args *a0, const float *xm,
-                     size_t ldx, const float *yold, float *dy, float *yg, size_t ny) {
+                     size_t ldx, const float *wf, const float *yold, float *dy, float *yg,
+                     size_t ny) {
     const int M = c->M, N = c->N, K = c->K;
     const enum jk_dtype t = c->t;
     const int x16_odd = c->odd ? ca_int(0, 1) : ca_int(0, 2) == 0;
-    const size_t ldx16 = x16_odd ? (size_t)K + 2 * (size_t)ca_int(0, 4) + 1
-                                 : ((size_t)K + 7) / 8 * 8 + 8 * (size_t)ca_int(0, 1);
+    /* the operand copy: x16 [M, K], or for f32 weights W split (wsplit [N, 2 x ldx16 / 2]) */
+    const int split = t == JK_F32, rows = split ? N : M;
+    size_t ldx16 = x16_odd ? (size_t)K + 2 * (size_t)ca_int(0, 4) + 1
+                           : ((size_t)K + 7) / 8 * 8 + 8 * (size_t)ca_int(0, 1);
+    if (split) ldx16 = x16_odd ? 2 * ldx16 : ((size_t)K + 7) / 8 * 16 + 16 * (size_t)ca_int(0, 1);
     const size_t x16off = x16_odd ? (size_t)ca_int(1, 7) : 0;
-    const size_t nx16 = x16off + (size_t)M * ldx16;
+    const size_t nx16 = x16off + (size_t)rows * ldx16;
     uint16_t *x16 = (uint16_t *)xmalloc(nx16 * 2);
     for (size_t i = 0; i < nx16; i++) x16[i] = 0xffff;   /* NaN in f16 and bf16 */
-    for (int m = 0; m < M; m++)
+    for (int r = 0; r < rows; r++)
         for (int k = 0; k < K; k++) {
-            const float v = xm[(size_t)m * ldx + k];
-            x16[x16off + (size_t)m * ldx16 + k] = t == JK_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+            uint16_t *row = x16 + x16off + (size_t)r * ldx16;
+            if (split) {
+                /* the host's split: hi = bf16(w), lo = bf16(w - hi), nearest even */
+                const float v = wf[(size_t)r * K + k];
+                row[k] = f32_to_bf16(v);
+                row[ldx16 / 2 + k] = f32_to_bf16(v - bf16_to_f32(row[k]));
+                continue;
+            }
+            const float v = xm[(size_t)r * ldx + k];
+            row[k] = t == JK_F16 ? f32_to_f16(v) : f32_to_bf16(v);
         }
     const int with_y16 = ca_int(0, 2) != 0;
     const enum jk_dtype y16t = ca_int(0, 1) ? JK_F16 : JK_BF16;
@@ -199,7 +214,8 @@ static int pipe_call(const struct gcase *c, const struct jk_gemm_args *a0, const
 
     /* the pipelined call */
     struct jk_gemm_args a = *a0;
-    a.x16 = dx16 + x16off, a.ldx16 = ldx16;
+    if (split) a.wsplit = dx16 + x16off, a.ldwsplit = ldx16;
+    else a.x16 = dx16 + x16off, a.ldx16 = ldx16;
     a.y16 = with_y16 ? dy16 + G : NULL, a.ldy16 = ldy16, a.y16_type = y16t;
     jkc_kernels_force_pipe(1);
     kt.gemm[t](&a);
@@ -329,7 +345,7 @@ static int run_case(const struct gcase *c) {
     a.y = dy, a.x = dx + xoff, a.w = dw + woff, a.bias = c->bias ? db : NULL, a.ws = NULL;
     jkc_gemm_force_tile(c->tile);
     int pipe_bad = 0;
-    if (c->pipe) pipe_bad = pipe_call(c, &a, xm, ldx, yold, dy, yg, ny);
+    if (c->pipe) pipe_bad = pipe_call(c, &a, xm, ldx, wf, yold, dy, yg, ny);
     else kt.gemm[t](&a);
     if (!c->pipe) ct_download_guarded(yg, dy, ny);
     const int gemv = M <= GEMV_MAX_M;
@@ -673,8 +689,8 @@ int main(int argc, char **argv) {
         {9, 17, 250, 64},    {257, 129, 300, 128}, {5, 40, 70, 0},   {72, 64, 128, 64},
     };
     const int npfixed = (int)(sizeof pipe_fixed / sizeof *pipe_fixed);
-    for (int ti = 0; ti < 2; ti++) {
-        const enum jk_dtype t = ti == 0 ? JK_F16 : JK_BF16;
+    for (int ti = 0; ti < 3; ti++) {
+        const enum jk_dtype t = ti == 0 ? JK_F16 : ti == 1 ? JK_BF16 : JK_F32;
         int tc = 0, tf = 0;
         q1_worst[t] = q2_worst[t] = 0.0;
         for (int f = 0; f < nfixed + npfixed; f++) {
