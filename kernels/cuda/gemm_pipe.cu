@@ -262,16 +262,16 @@ __global__ void JKC_LAUNCH_BOUNDS(256) round_y16(PipeParams p) {
  *   - A stage: the X tile, BM rows of 32 floats (128 bytes = eight 16-byte chunks, chunk c
  *     of row r at slot c ^ (r & 7)), then the W hi tile and the W lo tile in the 16-bit
  *     layout above (swz, ldmatrix.x4). F32_STAGES = 3 in the ring: 128 x 128 takes 32 KiB a
- *     stage (96 KiB, two blocks on an H100 / H200 SM), 64 x 64 16 KiB (48 KiB).
+ *     stage (96 KiB), 64 x 64 16 KiB (48 KiB).
  *   - A fragments: lane (g, t) reads 2 floats at (row g (+8), column 2t (+8)) of a 16-deep
  *     slice, 8 bytes a load; for one register the warp reads 8 rows x 2 chunks, which the
  *     swizzle puts on all eight bank groups twice (2 wavefronts for 256 bytes: the least).
  *     Each float is split by jkc_split_bf16 (gemm_common.cuh), as gemm.cu splits it.
  *   - Per 16-deep slice and mma tile: xl wh, xh wl, xh wh — gemm.cu's order over the same
  *     K steps, so given the same split of W the output has gemm.cu's bits.
- *   - Every warp that reads an X row splits it again (the 4 warps across N of the large
- *     tile): 4 conversions a float against gemm.cu's one, in exchange for no register
- *     prefetch and no conversion pass through shared memory.
+ *   - Every warp that reads an X row splits it again (the WN warps across N: 4 in the large
+ *     tile, 2 in the small): that many conversions a float against gemm.cu's one, in
+ *     exchange for no register prefetch and no conversion pass through shared memory.
  * Alignment for cp.async: x 16-byte aligned and ldx a multiple of 4 floats; wsplit 16-byte
  * aligned and ldwsplit a multiple of 16 elements (so the lo half starts on 16 bytes too;
  * devcache.c's copy always is). Otherwise plain loads into the same stages, same bits.
