@@ -24,7 +24,8 @@
  * table on that file at the GPU-vs-CPU bars. Last, the arena with the copies: exactly
  * their size more. In every pipelined pass each f32 matmul is checked on the way: the
  * weights' bf16 hi / lo copy made at upload against the test's own split of the same
- * weights, and its output against the default kernel's bits (split_gemm).
+ * weights, and its output against the default kernel's bits (split_gemm); and every GPU
+ * context's split copy has the size docs/cuda.md gives (none without the pipelined table).
  *
  * usage: test_gpu_parity DATA_DIR
  */
@@ -173,6 +174,7 @@ static void x16_install(jepa_ctx *c) {
  * (gemm.cu's bf16x3 splitting W itself). */
 static struct {
     long f32, split, missing;   /* f32 matmuls; given the split; above the GEMV's 8 rows without */
+    long sized;                 /* GPU contexts whose split copy's size was checked */
     int bad;
 } ss;
 static jk_gemm_fn *pipe_gemm_f32;
@@ -255,6 +257,24 @@ static void split_gemm(const struct jk_gemm_args *a0) {
     ss_dev->free(ss_dev, y2);
 }
 
+/* The split copy exists on the contexts of the pipelined table only, and its size is the
+ * one docs/cuda.md gives: 4 N ceil8(K) bytes per distinct f32 matmul weight, each rounded
+ * up to 256 (nothing for a file without f32 matmul weights). */
+static void split_size_check(const jepa_ctx *c) {
+    const struct jepa_model *m = c->m;
+    size_t want = 0;
+    for (int i = 0; i < m->n_weights && tab_mode == TAB_PIPE; i++) {
+        const struct jm_linear *L = m->weights[i].lin;
+        int seen = L->dt != JK_F32;
+        for (int j = 0; j < i && !seen; j++) seen = m->weights[j].lin->w == L->w;
+        if (!seen) want += (4 * (size_t)L->n_out * (((size_t)L->n_in + 7) / 8 * 8) + 255) / 256 * 256;
+    }
+    const size_t got = jm_wsplit_bytes(c->wsplit);
+    if (got != want && ss.bad++ < 5)
+        printf("FAIL the f32 split copy of a context: %zu bytes, expected %zu\n", got, want);
+    ss.sized++;
+}
+
 static void split_install(jepa_ctx *c) {
     pipe_gemm_f32 = c->k.gemm[JK_F32];
     c->k.gemm[JK_F32] = split_gemm;
@@ -330,6 +350,7 @@ static jepa_ctx *new_ctx(const jepa_model *m, const char *device) {
     }
     if (device && tab_mode == TAB_X16_CHECKED) x16_install(c);
     if (device && tab_mode == TAB_PIPE) split_install(c);
+    if (device) split_size_check(c);
     return c;
 }
 
@@ -805,7 +826,8 @@ int main(int argc, char **argv) {
     }
     x16_arena_case();
     printf("f32 split: %ld f32 matmuls in the pipelined passes, %ld read the split copy, %ld "
-           "above 8 rows did not, %d wrong\n", ss.f32, ss.split, ss.missing, ss.bad);
+           "above 8 rows did not; %ld contexts' copy sized; %d wrong\n", ss.f32, ss.split,
+           ss.missing, ss.sized, ss.bad);
     if (ss.bad || !ss.split || ss.missing) {
         printf("FAIL the f32 split copy: %d wrong, or none read, or a matmul without it\n", ss.bad);
         failures++;
