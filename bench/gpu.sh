@@ -84,11 +84,13 @@ step bench_gpu_wgmma 120 "$jepa" bench gpu -g 0 --json --op matmul --kernel wgmm
 grep '"kernel":"wgmma"' "$out/bench_gpu_wgmma.log" >>"$out/bench_gpu.jsonl" 2>/dev/null
 
 # ---- end to end: random-weight models at real sizes (jepa synth), GPU vs CPU ----
-# name | synth arch | dtype | test pattern | batch
+# name | synth arch | dtype | test pattern | batch [| JEPA_CUDA_KERNELS: pipe, tagged dtype+pipe]
 if [ "$quick" = 1 ]; then
     cases="
 tiny|vjepa2-tiny|f16|4x64x64|1
 tiny|vjepa2-tiny|bf16|4x64x64|2
+tiny|vjepa2-tiny|f32|4x64x64|1
+tiny|vjepa2-tiny|f32|4x64x64|1|pipe
 "
 else
     cases="
@@ -97,29 +99,32 @@ vitl256-clip16|vjepa2-vitl-256|f16|16x256x256|8
 vitl256-clip16|vjepa2-vitl-256|bf16|16x256x256|1
 vitl256-clip16|vjepa2-vitl-256|bf16|16x256x256|8
 vitl256-clip16|vjepa2-vitl-256|f32|16x256x256|1
+vitl256-clip16|vjepa2-vitl-256|f32|16x256x256|1|pipe
 vitb384-image|vjepa2_1-vitb-384|f16|1x384x384|1
 vitb384-clip16|vjepa2_1-vitb-384|f16|16x384x384|1
 vitb384-clip16|vjepa2_1-vitb-384|bf16|16x384x384|1
 "
 fi
 reps=$([ "$quick" = 1 ] && echo 2 || echo 10)
-echo "$cases" | while IFS='|' read -r name arch dtype pattern batch; do
+echo "$cases" | while IFS='|' read -r name arch dtype pattern batch kern; do
     [ -n "$name" ] || continue
     gguf=$models/$arch-$dtype.gguf
     [ -f "$gguf" ] || step "synth-$arch-$dtype" 120 "$jepa" synth --arch "$arch" --dtype "$dtype" -o "$gguf" || continue
-    tag=$name-$dtype-b$batch
+    tag=$name-$dtype${kern:++$kern}-b$batch
     # GPU timing: --repeat runs the forward that many times in one context and reports
     # the median (the first run, which uploads nothing but may JIT / warm caches, excluded)
-    step "e2e-$tag" 120 "$jepa" embed -m "$gguf" -g 0 --test-pattern "$pattern" --batch "$batch" \
+    step "e2e-$tag" 120 env ${kern:+JEPA_CUDA_KERNELS=$kern} "$jepa" embed -m "$gguf" -g 0 --test-pattern "$pattern" --batch "$batch" \
         --repeat "$reps" --time -o "$out/gpu-$tag.npy" || continue
-    # parity against the CPU path on the same file and input (batch 1 only: one CPU run)
+    # parity against the CPU path on the same file and input (batch 1 only: one CPU run per
+    # file, kept for a row of other kernels on it)
     if [ "$batch" = 1 ]; then
-        step "cpu-$tag" 240 "$jepa" embed -m "$gguf" --test-pattern "$pattern" -o "$out/cpu-$tag.npy" &&
-            step "parity-$tag" 60 "$cmp" "$out/gpu-$tag.npy" "$out/cpu-$tag.npy" 0.9999 0.01
-        rm -f "$out/cpu-$tag.npy"
+        cpu=$out/cpu-$name-$dtype.npy
+        { [ -f "$cpu" ] || step "cpu-$tag" 240 "$jepa" embed -m "$gguf" --test-pattern "$pattern" -o "$cpu"; } &&
+            step "parity-$tag" 60 "$cmp" "$out/gpu-$tag.npy" "$cpu" 0.9999 0.01
     fi
     rm -f "$out/gpu-$tag.npy"
 done
+rm -f "$out"/cpu-*.npy
 
 # ---- PyTorch baselines on the same GPU ----
 if [ "$quick" = 1 ]; then

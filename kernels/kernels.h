@@ -96,6 +96,11 @@ struct jk_gemm_args {
     const uint16_t *x16; size_t ldx16;
     uint16_t *y16; size_t ldy16;
     enum jk_dtype y16_type;
+    /* f32 weights split in bf16 once (a table with the x16 flag only; else ignored), or
+     * NULL: row n holds the K hi parts bf16(w) at wsplit + n * ldwsplit and the K lo parts
+     * bf16(w - hi) at wsplit + n * ldwsplit + ldwsplit / 2 (ldwsplit even, >= 2K elements),
+     * both rounded to nearest even: the split the f32 gemm would make of W itself. */
+    const uint16_t *wsplit; size_t ldwsplit;
 };
 typedef void jk_gemm_fn(const struct jk_gemm_args *a);
 

@@ -207,8 +207,9 @@ static jepa_status open_gpu(struct jepa_ctx *c, int ordinal, unsigned flags) {
                         "tensor '%s' is %s: not supported on the GPU yet; use an f16, bf16 or f32 "
                         "file", L->name, jk_dtype_name(L->dt));
     jm_weights_range(c->m, &c->w_host, &c->w_size);
-    jepa_status st = jm_dev_weights_acquire(c->m, ordinal, &c->w_dev, &c->err);
-    if (st) c->w_dev = NULL;
+    jepa_status st = jm_dev_weights_acquire(c->m, ordinal, c->k.x16, &c->w_dev, &c->wsplit,
+                                            &c->err);
+    if (st) c->w_dev = NULL, c->wsplit = NULL;
     return st;
 }
 

@@ -47,6 +47,9 @@ struct jepa_ctx {
     const uint8_t *w_host;
     size_t w_size;
     uint8_t *w_dev;
+    /* Its f32 matmul weights split in bf16 hi / lo (devcache.c; the pipelined table only),
+     * or NULL: jm_linear16 passes them as jk_gemm_args wsplit. */
+    const struct jm_wsplit *wsplit;
     struct jm_prepack *pp;     /* weights packed once (prepack.c), or NULL */
     struct jerr err;
     atomic_bool cancel;        /* jepa_ctx_cancel asked, not yet consumed (jm_cancel_point) */

@@ -192,10 +192,20 @@ struct jm_dev_cache *jm_dev_cache_new(void);
 void jm_dev_cache_free(struct jm_dev_cache *dc);
 /* The host range that is mirrored: [*host_base, *host_base + *size). */
 void jm_weights_range(const struct jepa_model *m, const uint8_t **host_base, size_t *size);
-/* Take a reference on the copy on CUDA device `ordinal` (uploading it if needed). */
-jepa_status jm_dev_weights_acquire(const struct jepa_model *m, int ordinal, uint8_t **dev_base,
+/* Take a reference on the copy on CUDA device `ordinal` (uploading it if needed). split
+ * (a context with the GPU's pipelined table): *ws is the copy's f32 matmul weights split
+ * in bf16 hi / lo (made on the first acquire that asks; NULL when the model has no f32
+ * matmul weight), else *ws = NULL. Failures: JEPA_ERR_NOMEM / JEPA_ERR_DEVICE. */
+struct jm_wsplit;
+jepa_status jm_dev_weights_acquire(const struct jepa_model *m, int ordinal, bool split,
+                                   uint8_t **dev_base, const struct jm_wsplit **ws,
                                    struct jerr *err);
 void jm_dev_weights_release(const struct jepa_model *m, int ordinal);
+/* The split of the f32 weight at host address w (a jm_linear's w) in the layout of
+ * kernels.h's jk_gemm_args wsplit, row stride *ld elements; NULL if ws has none. */
+const uint16_t *jm_wsplit_find(const struct jm_wsplit *ws, const void *w, size_t *ld);
+/* Device bytes of the split copy (0 for NULL). */
+size_t jm_wsplit_bytes(const struct jm_wsplit *ws);
 
 const char *jm_family_name(enum jm_family f);
 const char *jm_act_name(enum jm_act a);

@@ -58,6 +58,7 @@ void jm_linear16(const struct jepa_ctx *c, float *y, size_t ldy, const float *x,
         if (xin && xin->p && jm_x16_type(c, L) == (int)xin->t) a.x16 = xin->p, a.ldx16 = xin->ld;
         if (yout && yout->p && epi != JK_EPI_ADD)
             a.y16 = yout->p, a.ldy16 = yout->ld, a.y16_type = yout->t;
+        if (L->dt == JK_F32) a.wsplit = jm_wsplit_find(c->wsplit, L->w, &a.ldwsplit);
     }
     c->k.gemm[L->dt](&a);
 }

@@ -105,12 +105,6 @@ __device__ __forceinline__ uint16_t to_half(float x) {
     else return jkc_f32_to_bf16(x);
 }
 
-/* x = hi + lo in bf16, both rounded to nearest even; x - hi is exact in f32. */
-__device__ __forceinline__ void split_bf16(float x, uint16_t &hi, uint16_t &lo) {
-    hi = jkc_f32_to_bf16(x);
-    lo = jkc_f32_to_bf16(x - jkc_bf16_to_f32(hi));
-}
-
 template <int DT>
 __device__ __forceinline__ float half_to_f32(uint16_t h) {
     if constexpr (DT == JK_F16) return jkc_f16_to_f32(h);
@@ -256,7 +250,7 @@ struct Prefetch {
             if constexpr (C::SPLIT) {
                 uint16_t h[4], l[4];
                 JKC_UNROLL
-                for (int e = 0; e < 4; e++) split_bf16(x[i][e], h[e], l[e]);
+                for (int e = 0; e < 4; e++) jkc_split_bf16(x[i][e], h[e], l[e]);
                 U32x2 lo;
                 hi.v[0] = jkc_pack2(h[0], h[1]), hi.v[1] = jkc_pack2(h[2], h[3]);
                 lo.v[0] = jkc_pack2(l[0], l[1]), lo.v[1] = jkc_pack2(l[2], l[3]);
@@ -274,7 +268,7 @@ struct Prefetch {
             if constexpr (C::SPLIT) {
                 uint16_t h[4], l[4];
                 JKC_UNROLL
-                for (int e = 0; e < 4; e++) split_bf16(wf[i][e], h[e], l[e]);
+                for (int e = 0; e < 4; e++) jkc_split_bf16(wf[i][e], h[e], l[e]);
                 U32x2 hi, lo;
                 hi.v[0] = jkc_pack2(h[0], h[1]), hi.v[1] = jkc_pack2(h[2], h[3]);
                 lo.v[0] = jkc_pack2(l[0], l[1]), lo.v[1] = jkc_pack2(l[2], l[3]);
@@ -527,7 +521,8 @@ void gemm_today(const struct jk_gemm_args *a, const char *what) {
 
 /* With the pipelined kernels on (jkc_kernels_pipe), f16 / bf16 weights with x16 above the
  * GEMV's M go to gemm_pipe.cu (to gemm_wgmma.cu with the wgmma switch on a 9.0 device and
- * aligned operands); every other call runs the kernels above on x, and then
+ * aligned operands), and so do f32 weights with their split copy (wsplit); every other
+ * call runs the kernels above on x, and then
  * writes y16 from y when asked. With them off, x16 and y16 are ignored. */
 template <int DT>
 void gemm(const struct jk_gemm_args *a, const char *what) {
@@ -537,6 +532,12 @@ void gemm(const struct jk_gemm_args *a, const char *what) {
         if (pipe && a->x16 && a->M > GEMV_MAX_M) {
             if (jkc_kernels_wgmma() && jkc_gemm_wgmma_ready(a)) jkc_gemm_wgmma(a, DT, what);
             else jkc_gemm_pipe(a, DT, forced_tile.load(std::memory_order_relaxed), what);
+            return;
+        }
+    }
+    if constexpr (DT == JK_F32) {
+        if (pipe && a->wsplit && a->M > GEMV_MAX_M) {
+            jkc_gemm_pipe_f32(a, forced_tile.load(std::memory_order_relaxed), what);
             return;
         }
     }

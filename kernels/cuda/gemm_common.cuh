@@ -1,7 +1,8 @@
 /*
  * gemm_common.cuh — what the two tensor-core matmuls (gemm.cu, gemm_pipe.cu) share: the
- * opt-in to more than 48 KiB of dynamic shared memory, and a warp's accumulator fragments
- * (mma.m16n8k16, compat.cuh) zeroed and walked in the epilogue.
+ * opt-in to more than 48 KiB of dynamic shared memory, the bf16 hi / lo split of f32
+ * operands, and a warp's accumulator fragments (mma.m16n8k16, compat.cuh) zeroed and
+ * walked in the epilogue.
  */
 #ifndef JEPA_KERNELS_CUDA_GEMM_COMMON_CUH
 #define JEPA_KERNELS_CUDA_GEMM_COMMON_CUH
@@ -26,6 +27,31 @@ void jkc_smem_optin(std::atomic<uint64_t> &done, F *kernel, int smem) {
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         done.fetch_or(bit, std::memory_order_relaxed);
     }
+}
+
+/* x = hi + lo in bf16 ("bf16x3"), both rounded to nearest even; x - hi is exact in f32. */
+__device__ __forceinline__ void jkc_split_bf16(float x, uint16_t &hi, uint16_t &lo) {
+    hi = jkc_f32_to_bf16(x);
+    lo = jkc_f32_to_bf16(x - jkc_bf16_to_f32(hi));
+}
+
+/* Where a thread stands in a kernel computing a BM x BN tile of Y per block (grid x over N
+ * tiles, y over M tiles) with warps of TM x TN tiles, WN warps across N: its lane (g, t as
+ * the mma fragments name them), its warp tile's origin (wm, wn) in the block tile and the
+ * block tile's (m0, n0) in Y. */
+struct JkcTilePos {
+    int tid, lane, g, t, wm, wn, m0, n0;
+};
+template <int BM, int BN, int WN, int TM, int TN>
+__device__ __forceinline__ JkcTilePos jkc_tile_pos() {
+    JkcTilePos q;
+    q.tid = (int)threadIdx.x;
+    q.lane = q.tid & 31;
+    const int warp = q.tid >> 5;
+    q.g = q.lane >> 2, q.t = q.lane & 3;
+    q.wm = (warp / WN) * TM, q.wn = (warp % WN) * TN;
+    q.m0 = (int)blockIdx.y * BM, q.n0 = (int)blockIdx.x * BN;
+    return q;
 }
 
 template <int MI, int NJ>

@@ -2,7 +2,8 @@
  * gemm_pipe.cu — the pipelined tensor-core matmul (JEPA_CUDA_KERNELS=pipe): Y = epi(X . W^T
  * + b) for f16 and bf16 weights, reading X from its 16-bit copy x16 (jk_gemm_args: already
  * rounded to the weight's type by the op that produced X), and writing Y in f32 and, when
- * y16 is set, rounded to y16_type as well (the next matmul's x16).
+ * y16 is set, rounded to y16_type as well (the next matmul's x16). f32 weights have their
+ * own section below (bf16x3 from the weights' split copy, jk_gemm_args wsplit).
  *
  *   x16: [M, K] 16-bit, row stride ldx16 elements   w: N rows of K weights, ldw bytes apart
  *   y: f32 [M, N], row stride ldy floats            y16: [M, N] 16-bit, ldy16, or NULL
@@ -266,6 +267,196 @@ __global__ void JKC_LAUNCH_BOUNDS(256) round_y16(PipeParams p) {
     }
 }
 
+/* ==== f32 weights: bf16x3 from the split copy =========================================
+ *
+ * gemm.cu's f32 path splits W and X into bf16 hi + lo at every tile load and runs three mma
+ * per step. Here W comes already split (jk_gemm_args wsplit, made once when the weights were
+ * uploaded: models/devcache.c) and is copied by cp.async like the 16-bit tiles above; X is
+ * copied as f32 and split where its fragments are built (no 16-bit copy of X: the
+ * producers stay as they are, and a hi / lo copy of X would cost 4 bytes an element, as
+ * much as X itself).
+ *
+ *   - A stage: the X tile, BM rows of 32 floats (128 bytes = eight 16-byte chunks, chunk c
+ *     of row r at slot c ^ (r & 7)), then the W hi tile and the W lo tile in the 16-bit
+ *     layout above (swz, ldmatrix.x4). F32_STAGES = 3 in the ring: 128 x 128 takes 32 KiB a
+ *     stage (96 KiB), 64 x 64 16 KiB (48 KiB).
+ *   - A fragments: lane (g, t) reads 2 floats at (row g (+8), column 2t (+8)) of a 16-deep
+ *     slice, 8 bytes a load; for one register the warp reads 8 rows x 2 chunks, which the
+ *     swizzle puts on all eight bank groups twice (2 wavefronts for 256 bytes: the least).
+ *     Each float is split by jkc_split_bf16 (gemm_common.cuh), as gemm.cu splits it.
+ *   - Per 16-deep slice and mma tile: xl wh, xh wl, xh wh — gemm.cu's order over the same
+ *     K steps, so given the same split of W the output has gemm.cu's bits.
+ *   - Every warp that reads an X row splits it again (the WN warps across N: 4 in the large
+ *     tile, 2 in the small): that many conversions a float against gemm.cu's one, in
+ *     exchange for no register prefetch and no conversion pass through shared memory.
+ * Alignment for cp.async: x 16-byte aligned and ldx a multiple of 4 floats; wsplit 16-byte
+ * aligned and ldwsplit a multiple of 16 elements (so the lo half starts on 16 bytes too;
+ * devcache.c's copy always is). Otherwise plain loads into the same stages, same bits.
+ */
+
+constexpr int F32_STAGES = 3;
+constexpr int XROW_BYTES = PBK * 4;   /* a row of the f32 X tile: eight 16-byte chunks */
+
+template <int BM, int BN, int WM, int WN>
+struct F32Cfg {
+    static constexpr int NTHR = WM * WN * 32;
+    static constexpr int BM_ROWS = BM, BN_ROWS = BN;
+    static constexpr int TM = BM / WM, TN = BN / WN;
+    static constexpr int MI = TM / 16, NJ = TN / 8;
+    static constexpr int WHI = BM * XROW_BYTES;        /* the W hi tile in a stage */
+    static constexpr int WLO = WHI + BN * ROW_BYTES;   /* the W lo tile */
+    static constexpr int STAGE_BYTES = WLO + BN * ROW_BYTES;
+    static constexpr int SMEM_BYTES = F32_STAGES * STAGE_BYTES;
+    static_assert(MI >= 1 && NJ % 2 == 0, "warp tile: 16 rows x 16 columns at least");
+};
+
+struct F32Params {
+    PipeParams o;        /* y, bias, y16, M, N, K, epi (store_pipe); x16 and w unused */
+    const float *x;
+    size_t ldx;
+    const uint16_t *wsplit;  /* row n: K hi, then at ldwsplit / 2 the K lo */
+    size_t ldwsplit;
+};
+
+struct alignas(16) F32x4p { float v[4]; };
+struct alignas(8) F32x2p { float v[2]; };
+
+/* Byte offset of chunk c (0..7) of row r of the f32 X tile. */
+__device__ __forceinline__ int swz32(int r, int c) {
+    return r * XROW_BYTES + ((c ^ (r & 7)) << 4);
+}
+
+/* Rows r0 .. r0 + ROWS - 1, columns k0 .. k0 + 31 of f32 X (rows ld floats apart, `rows`
+ * of them) to the tile at dst, 4 floats a chunk; a row outside X or columns past K copy
+ * 0 bytes (from x's first element): zeros. */
+template <int ROWS, int NTHR, bool ASYNC>
+__device__ __forceinline__ void load_tile_f32(unsigned char *dst, const float *base, size_t ld,
+                                              int r0, int rows, int k0, int K, int tid) {
+    constexpr int XC = PBK / 4;
+    static_assert(ROWS * XC % NTHR == 0, "whole chunks per thread");
+    JKC_UNROLL
+    for (int i = 0; i < ROWS * XC / NTHR; i++) {
+        const int c = tid + i * NTHR, r = c / XC, kc = c % XC;
+        const int left = K - k0 - kc * 4;
+        const int n = r0 + r < rows ? (left >= 4 ? 4 : left > 0 ? left : 0) : 0;
+        const float *src = n ? base + (size_t)(r0 + r) * ld + (size_t)(k0 + kc * 4) : base;
+        if constexpr (ASYNC) {
+            jkc_cp_async16(dst + swz32(r, kc), src, 4 * n);
+        } else {
+            F32x4p q;
+            JKC_UNROLL
+            for (int e = 0; e < 4; e++) q.v[e] = e < n ? src[e] : 0.0f;
+            *reinterpret_cast<F32x4p *>(dst + swz32(r, kc)) = q;
+        }
+    }
+}
+
+/* Queue the X, W hi and W lo tiles of the K step starting at k0 into the stage at `st`. */
+template <class C, bool ASYNC>
+__device__ __forceinline__ void load_stage_f32(const F32Params &p, unsigned char *st, int tid,
+                                                 int m0, int n0, int k0) {
+    const unsigned char *wh = reinterpret_cast<const unsigned char *>(p.wsplit);
+    const unsigned char *wl = reinterpret_cast<const unsigned char *>(p.wsplit + p.ldwsplit / 2);
+    load_tile_f32<C::BM_ROWS, C::NTHR, ASYNC>(st, p.x, p.ldx, m0, p.o.M, k0, p.o.K, tid);
+    load_tile<C::BN_ROWS, C::NTHR, ASYNC>(st + C::WHI, wh, p.ldwsplit * 2, n0, p.o.N, k0, p.o.K,
+                                          tid);
+    load_tile<C::BN_ROWS, C::NTHR, ASYNC>(st + C::WLO, wl, p.ldwsplit * 2, n0, p.o.N, k0, p.o.K,
+                                          tid);
+}
+
+/* acc += this warp's part of the 32-deep bf16x3 product of the tiles in stage `st`. */
+template <class C>
+__device__ __forceinline__ void mma_stage_f32(float (&acc)[C::MI][C::NJ][4],
+                                                const unsigned char *st, int wm, int wn,
+                                                int lane) {
+    const unsigned char *sh = st + C::WHI, *sl = st + C::WLO;
+    const int l8 = lane & 7, q = lane >> 3, g = lane >> 2, t = lane & 3;
+    JKC_UNROLL
+    for (int ks = 0; ks < PBK / 16; ks++) {
+        /* B of W hi and W lo: the 16-bit kernel's ldmatrix addressing */
+        uint32_t bh[C::NJ][2], bl[C::NJ][2];
+        JKC_UNROLL
+        for (int jp = 0; jp < C::NJ / 2; jp++) {
+            const int at = swz(wn + jp * 16 + (q >> 1) * 8 + l8, ks * 2 + (q & 1));
+            uint32_t r[4];
+            jkc_ldmatrix_x4(r, sh + at);
+            bh[2 * jp][0] = r[0], bh[2 * jp][1] = r[1];
+            bh[2 * jp + 1][0] = r[2], bh[2 * jp + 1][1] = r[3];
+            jkc_ldmatrix_x4(r, sl + at);
+            bl[2 * jp][0] = r[0], bl[2 * jp][1] = r[1];
+            bl[2 * jp + 1][0] = r[2], bl[2 * jp + 1][1] = r[3];
+        }
+        JKC_UNROLL
+        for (int i = 0; i < C::MI; i++) {
+            /* register e: rows + 8 (e & 1), columns + 8 (e >> 1): a[0..3] of compat.cuh */
+            uint32_t ah[4], al[4];
+            JKC_UNROLL
+            for (int e = 0; e < 4; e++) {
+                const int row = wm + i * 16 + g + (e & 1) * 8;
+                const int ch = ks * 4 + (e >> 1) * 2 + (t >> 1);
+                const F32x2p v =
+                    *reinterpret_cast<const F32x2p *>(st + swz32(row, ch) + (t & 1) * 8);
+                uint16_t h0, l0, h1, l1;
+                jkc_split_bf16(v.v[0], h0, l0);
+                jkc_split_bf16(v.v[1], h1, l1);
+                ah[e] = jkc_pack2(h0, h1), al[e] = jkc_pack2(l0, l1);
+            }
+            /* gemm.cu's order: the two small terms first, then the large one */
+            JKC_UNROLL
+            for (int j = 0; j < C::NJ; j++) {
+                jkc_mma_bf16(acc[i][j], al, bh[j]);
+                jkc_mma_bf16(acc[i][j], ah, bl[j]);
+                jkc_mma_bf16(acc[i][j], ah, bh[j]);
+            }
+        }
+    }
+}
+
+/* The ring of S stages over nk K steps, gemm_pipe's schedule: load(s, k0) queues the K
+ * step at k0 into stage s (one commit group a step, empty past K), mma(s) multiplies stage
+ * s once this thread's copies of it are done (at most S - 2 younger groups pending) and
+ * the barrier has made every thread's visible and retired every read of the stage that
+ * the next load overwrites. */
+template <int S, class Load, class Mma>
+__device__ __forceinline__ void pipe_ring(int nk, Load load, Mma mma) {
+    JKC_UNROLL
+    for (int s = 0; s < S - 1; s++) {
+        if (s < nk) load(s, s * PBK);
+        jkc_cp_async_commit();
+    }
+    for (int kt = 0; kt < nk; kt++) {
+        jkc_cp_async_wait<S - 2>();
+        __syncthreads();
+        const int next = kt + S - 1;
+        if (next < nk) load(next % S, next * PBK);
+        jkc_cp_async_commit();
+        mma(kt % S);
+    }
+    jkc_cp_async_wait_all();   /* only empty groups are left; retire them */
+}
+
+/* One BM x BN tile of Y per block; grid x over N tiles, y over M tiles, through pipe_ring
+ * with F32_STAGES stages. Registers: 64 x 64 is budgeted for four blocks an SM
+ * (128 a thread); 128 x 128 for one, as gemm.cu's kernel: at 128 a thread (two blocks)
+ * ptxas spills 36-48 bytes, which the build refuses. */
+template <int BM, int BN, int WM, int WN, bool ASYNC>
+__global__ void PIPE_LAUNCH_BOUNDS(WM *WN * 32, (WM * WN * 32 >= 256 ? 1 : 4))
+    gemm_pipe_f32(F32Params p) {
+    using C = F32Cfg<BM, BN, WM, WN>;
+    JKC_DYN_SMEM(unsigned char, smem);
+    const JkcTilePos q = jkc_tile_pos<BM, BN, WN, C::TM, C::TN>();
+    float acc[C::MI][C::NJ][4];
+    jkc_acc_zero(acc);
+    pipe_ring<F32_STAGES>(
+        (p.o.K + PBK - 1) / PBK,
+        [&](int s, int k0) {
+            load_stage_f32<C, ASYNC>(p, smem + s * C::STAGE_BYTES, q.tid, q.m0, q.n0, k0);
+        },
+        [&](int s) { mma_stage_f32<C>(acc, smem + s * C::STAGE_BYTES, q.wm, q.wn, q.lane); });
+    jkc_acc_store(acc, q.m0 + q.wm, q.n0 + q.wn, q.g, q.t, p.o.M, p.o.N, p.o.bias,
+                  [&](int row, int col, float v, float b) { store_pipe(p.o, row, col, v, b); });
+}
+
 /* ---- host side ---- */
 
 PipeParams params(const struct jk_gemm_args *a) {
@@ -309,6 +500,26 @@ void run_pipe(const PipeParams &p, int tile, const char *what) {
 }
 
 bool al16(const void *ptr) { return ((uintptr_t)ptr & 15u) == 0; }
+
+template <int BM, int BN, int WM, int WN, bool ASYNC>
+void launch_pipe_f32(const F32Params &p, const char *what) {
+    constexpr int smem = F32Cfg<BM, BN, WM, WN>::SMEM_BYTES;
+    static std::atomic<uint64_t> optin{0};
+    jkc_smem_optin(optin, gemm_pipe_f32<BM, BN, WM, WN, ASYNC>, smem);
+    const dim3 grid((unsigned)((p.o.N + BN - 1) / BN), (unsigned)((p.o.M + BM - 1) / BM));
+    JKC_LAUNCH((gemm_pipe_f32<BM, BN, WM, WN, ASYNC>), grid, dim3(WM * WN * 32), smem,
+               jkc_stream(), p);
+    jkc_check_launch(what);
+}
+
+template <bool ASYNC>
+void run_pipe_f32(const F32Params &p, int tile, const char *what) {
+    const long big = (long)((p.o.M + 127) / 128) * (long)((p.o.N + 127) / 128);
+    if (tile == 128 || (tile == 0 && big >= jkc_sm_count()))
+        launch_pipe_f32<128, 128, 2, 4, ASYNC>(p, what);
+    else
+        launch_pipe_f32<64, 64, 2, 2, ASYNC>(p, what);
+}
 
 } // namespace
 
@@ -453,4 +664,15 @@ size_t jkc_gemm_splitk_ws(int K) {
  * (fewer where K has fewer steps or the partial sums would not fit the workspace bound). */
 extern "C" void jkc_gemm_force_splitk(int n) {
     forced_splitk.store(n < 0 ? 0 : n, std::memory_order_relaxed);
+}
+
+void jkc_gemm_pipe_f32(const struct jk_gemm_args *a, int tile, const char *what) {
+    if (a->M <= 0 || a->N <= 0 || a->K <= 0) return;
+    F32Params p;
+    p.o = params(a);
+    p.x = a->x, p.ldx = a->ldx;
+    p.wsplit = a->wsplit, p.ldwsplit = a->ldwsplit;
+    const bool async = al16(a->x) && a->ldx % 4 == 0 && al16(a->wsplit) && a->ldwsplit % 16 == 0;
+    if (async) run_pipe_f32<true>(p, tile, what);
+    else run_pipe_f32<false>(p, tile, what);
 }

@@ -79,5 +79,8 @@ size_t jkc_gemm_splitk_ws(int K);
  * the only one its image runs on; and the matmul itself (dt JK_F16 or JK_BF16). */
 bool jkc_gemm_wgmma_ready(const struct jk_gemm_args *a);
 void jkc_gemm_wgmma(const struct jk_gemm_args *a, int dt, const char *what);
+/* gemm_pipe.cu: f32 weights from their bf16 hi / lo copy a->wsplit (bf16x3, gemm.cu's bits),
+ * X f32 split in the kernel, y16 written when set. */
+void jkc_gemm_pipe_f32(const struct jk_gemm_args *a, int tile, const char *what);
 
 #endif

@@ -42,6 +42,9 @@
  *    every epilogue, the same checks as pipe_call's (so its Y is the default and the
  *    pipelined kernels' bits), and that it ran (jkc_gemm_wgmma_count) and the pipe table
  *    never runs it.
+ *  - f32 the same way with its pipelined kernel: W given as wsplit, split by the test
+ *    (hi = bf16(w), lo = bf16(w - hi), NaN padding between and after the halves), aligned
+ *    for cp.async or offset with odd strides; Y must be gemm.cu's bf16x3 bits.
  *
  * Which arithmetic a case gets is mirrored from gemm.cu: M <= 8 takes the GEMV kernel
  * (f32 products of the exact weights, f32 sums); larger M the tensor cores, where X is
@@ -128,8 +131,9 @@ struct gcase {
     int tile;     /* 0 (by shape), 64, 128 */
     int wide;     /* X over 2^-16 .. 2^6 */
     int report;   /* print this case's accuracy */
-    int pipe;     /* f16 / bf16: the pipelined kernel, X from x16 (pipe_call); 2: the
-                   * wgmma table (gemm_wgmma.cu where the operands are aligned) */
+    int pipe;     /* the pipelined kernel: f16 / bf16 X from x16, f32 W from wsplit
+                   * (pipe_call); 2: the wgmma table (gemm_wgmma.cu where the operands are
+                   * aligned) */
     int split;    /* pipe: 0 no workspace (one pass), n >= 2 split-K forced to n ranges,
                    * -1 a workspace and the kernel's rule (split_check) */
 };
@@ -327,21 +331,33 @@ static int split_check(const struct gcase *c, const struct jk_gemm_args *a0, int
  *    same chain of mma in the same K order as gemm.cu's kernel (M <= 8: the same GEMV).
  * Returns nonzero on a failure (printed). */
 static int pipe_call(const struct gcase *c, const struct jk_gemm_args *a0, const float *xm,
-                     size_t ldx, const float *yold, const float *bias, float *dy, float *yg,
+                     size_t ldx, const float *wf, const float *yold, const float *bias,
+                     float *dy, float *yg,
                      size_t ny) {
     const int M = c->M, N = c->N, K = c->K;
     const enum jk_dtype t = c->t;
     const int x16_odd = c->odd ? ca_int(0, 1) : ca_int(0, 2) == 0;
-    const size_t ldx16 = x16_odd ? (size_t)K + 2 * (size_t)ca_int(0, 4) + 1
-                                 : ((size_t)K + 7) / 8 * 8 + 8 * (size_t)ca_int(0, 1);
+    /* the operand copy: x16 [M, K], or for f32 weights W split (wsplit [N, 2 x ldx16 / 2]) */
+    const int split = t == JK_F32, rows = split ? N : M;
+    size_t ldx16 = x16_odd ? (size_t)K + 2 * (size_t)ca_int(0, 4) + 1
+                           : ((size_t)K + 7) / 8 * 8 + 8 * (size_t)ca_int(0, 1);
+    if (split) ldx16 = x16_odd ? 2 * ldx16 : ((size_t)K + 7) / 8 * 16 + 16 * (size_t)ca_int(0, 1);
     const size_t x16off = x16_odd ? (size_t)ca_int(1, 7) : 0;
-    const size_t nx16 = x16off + (size_t)M * ldx16;
+    const size_t nx16 = x16off + (size_t)rows * ldx16;
     uint16_t *x16 = (uint16_t *)xmalloc(nx16 * 2);
     for (size_t i = 0; i < nx16; i++) x16[i] = 0xffff;   /* NaN in f16 and bf16 */
-    for (int m = 0; m < M; m++)
+    for (int r = 0; r < rows; r++)
         for (int k = 0; k < K; k++) {
-            const float v = xm[(size_t)m * ldx + k];
-            x16[x16off + (size_t)m * ldx16 + k] = t == JK_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+            uint16_t *row = x16 + x16off + (size_t)r * ldx16;
+            if (split) {
+                /* the host's split: hi = bf16(w), lo = bf16(w - hi), nearest even */
+                const float v = wf[(size_t)r * K + k];
+                row[k] = f32_to_bf16(v);
+                row[ldx16 / 2 + k] = f32_to_bf16(v - bf16_to_f32(row[k]));
+                continue;
+            }
+            const float v = xm[(size_t)r * ldx + k];
+            row[k] = t == JK_F16 ? f32_to_f16(v) : f32_to_bf16(v);
         }
     const int with_y16 = ca_int(0, 2) != 0;
     const enum jk_dtype y16t = ca_int(0, 1) ? JK_F16 : JK_BF16;
@@ -360,7 +376,8 @@ static int pipe_call(const struct gcase *c, const struct jk_gemm_args *a0, const
 
     /* the pipelined call (split: with the workspace the table asks for, NaN-filled) */
     struct jk_gemm_args a = *a0;
-    a.x16 = dx16 + x16off, a.ldx16 = ldx16;
+    if (split) a.wsplit = dx16 + x16off, a.ldwsplit = ldx16;
+    else a.x16 = dx16 + x16off, a.ldx16 = ldx16;
     a.y16 = with_y16 ? dy16 + G : NULL, a.ldy16 = ldy16, a.y16_type = y16t;
     if (c->split) a.ws = split_ws();
     if (c->pipe == 2) jkc_kernels_force_wgmma(1);   /* where aligned: gemm_wgmma.cu */
@@ -500,7 +517,7 @@ static int run_case(const struct gcase *c) {
     jkc_gemm_force_tile(c->tile);
     int pipe_bad = 0;
     if (c->pipe)
-        pipe_bad = pipe_call(c, &a, xm, ldx, yold, c->bias ? bias : NULL, dy, yg, ny);
+        pipe_bad = pipe_call(c, &a, xm, ldx, wf, yold, c->bias ? bias : NULL, dy, yg, ny);
     else kt.gemm[t](&a);
     if (!c->pipe) ct_download_guarded(yg, dy, ny);
     const int gemv = M <= GEMV_MAX_M;
@@ -845,8 +862,8 @@ int main(int argc, char **argv) {
         {9, 17, 250, 64},    {257, 129, 300, 128}, {5, 40, 70, 0},   {72, 64, 128, 64},
     };
     const int npfixed = (int)(sizeof pipe_fixed / sizeof *pipe_fixed);
-    for (int ti = 0; ti < 2; ti++) {
-        const enum jk_dtype t = ti == 0 ? JK_F16 : JK_BF16;
+    for (int ti = 0; ti < 3; ti++) {
+        const enum jk_dtype t = ti == 0 ? JK_F16 : ti == 1 ? JK_BF16 : JK_F32;
         int tc = 0, tf = 0;
         q1_worst[t] = q2_worst[t] = 0.0;
         for (int f = 0; f < nfixed + npfixed; f++) {

@@ -24,10 +24,14 @@
  * table on that file at the GPU-vs-CPU bars, and the wgmma table (JEPA_CUDA_KERNELS=wgmma:
  * gemm_wgmma.cu on an sm_90 device, the emulated one included) at the same bars, with the
  * count of matmuls it ran printed. Last, the arena with the copies: exactly their size
- * more.
+ * more. In every pipelined pass each f32 matmul is checked on the way: the weights' bf16
+ * hi / lo copy made at upload against the test's own split of the same weights, and its
+ * output against the default kernel's bits (split_gemm); and every GPU context's split
+ * copy has the size docs/cuda.md gives (none without the pipelined table).
  *
  * usage: test_gpu_parity DATA_DIR
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +192,122 @@ static void x16_install(jepa_ctx *c) {
     x16_dev = c->dev;
 }
 
+/* ---- the f32 weights' split copy (TAB_PIPE) ----
+ * Every f32 matmul of a pipelined pass goes through split_gemm: the copy it is given
+ * (wsplit, made once at upload by models/devcache.c) must be the test's own split of the
+ * same weights, hi = W rounded to bf16 and lo = (W - hi) rounded, by frexp / nearbyint
+ * here rather than the library's conversion, zeros between K and the lo half; and the
+ * pipelined result must have, bit for bit, the default kernel's Y for the same call
+ * (gemm.cu's bf16x3 splitting W itself). */
+static struct {
+    long f32, split, missing;   /* f32 matmuls; given the split; above the GEMV's 8 rows without */
+    long sized;                 /* GPU contexts whose split copy's size was checked */
+    int bad;
+} ss;
+static jk_gemm_fn *pipe_gemm_f32;
+static struct jk_device *ss_dev;
+
+/* v rounded to bf16 (8 significant bits, spacing 2^-133 at the least), nearest even. */
+static uint16_t bf16_rne(float v) {
+    float r = v;
+    if (v != 0.0f && isfinite(v)) {
+        int e;
+        (void)frexp(v, &e);
+        const int sh = e - 8 < -133 ? -133 : e - 8;
+        r = (float)ldexp(nearbyint(ldexp(v, -sh)), sh);
+    }
+    uint32_t u;
+    memcpy(&u, &r, 4);
+    return (uint16_t)(u >> 16);
+}
+
+static void ss_xfer(void *host, const void *dev, size_t bytes) {
+    if (ss_dev->sync(ss_dev) || ss_dev->download(ss_dev, host, dev, bytes)) {
+        printf("FAIL split check: device: %s\n", ss_dev->error(ss_dev));
+        exit(1);
+    }
+}
+
+static void split_gemm(const struct jk_gemm_args *a0) {
+    ss.f32++;
+    if (!a0->wsplit) {
+        ss.missing += a0->M > 8;
+        pipe_gemm_f32(a0);
+        return;
+    }
+    ss.split++;
+    const int M = a0->M, N = a0->N, K = a0->K;
+    const size_t ld = a0->ldwsplit, half = ld / 2;
+    float *w = malloc((size_t)N * a0->ldw);
+    uint16_t *sp = malloc((size_t)N * ld * sizeof *sp);
+    ss_xfer(w, a0->w, (size_t)N * a0->ldw);
+    ss_xfer(sp, a0->wsplit, (size_t)N * ld * sizeof *sp);
+    for (int n = 0; n < N; n++)
+        for (size_t k = 0; k < half; k++) {
+            const uint16_t *row = sp + (size_t)n * ld;
+            uint16_t hi = 0, lo = 0;
+            if (k < (size_t)K) {
+                const float v = w[(size_t)n * (a0->ldw / 4) + k];
+                hi = bf16_rne(v);
+                lo = bf16_rne(v - bf16_to_f32(hi));
+            }
+            if ((row[k] != hi || row[half + k] != lo) && ss.bad++ < 5)
+                printf("FAIL split of an f32 weight %dx%d: [%d][%zu] hi 0x%04x lo 0x%04x, "
+                       "expected 0x%04x 0x%04x\n", N, K, n, k, row[k], row[half + k], hi, lo);
+        }
+    free(w), free(sp);
+    /* the default kernel on a copy of y (ADD reads it), then the pipelined one */
+    const size_t ny = span(M, N, a0->ldy) * sizeof(float);
+    float *y2 = ss_dev->alloc(ss_dev, ny);
+    struct jk_gemm_args b = *a0;
+    b.y = y2, b.wsplit = NULL, b.y16 = NULL;
+    if (!y2 || ss_dev->copy(ss_dev, y2, a0->y, ny)) {
+        printf("FAIL split check: device: %s\n", ss_dev->error(ss_dev));
+        exit(1);
+    }
+    x16_def.gemm[JK_F32](&b);
+    pipe_gemm_f32(a0);
+    float *h1 = malloc(ny), *h2 = malloc(ny);
+    ss_xfer(h1, a0->y, ny);
+    ss_xfer(h2, y2, ny);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const size_t at = (size_t)i * a0->ldy + (size_t)j;
+            if (memcmp(&h1[at], &h2[at], 4) && ss.bad++ < 5) {
+                printf("FAIL f32 matmul %dx%dx%d from the split: y[%d][%d] = %.9g, the default "
+                       "kernel %.9g\n", M, N, K, i, j, (double)h1[at], (double)h2[at]);
+                i = M;
+                break;
+            }
+        }
+    free(h1), free(h2);
+    ss_dev->free(ss_dev, y2);
+}
+
+/* The split copy exists on the contexts of the pipelined table only, and its size is the
+ * one docs/cuda.md gives: 4 N ceil8(K) bytes per distinct f32 matmul weight, each rounded
+ * up to 256 (nothing for a file without f32 matmul weights). */
+static void split_size_check(const jepa_ctx *c) {
+    const struct jepa_model *m = c->m;
+    size_t want = 0;
+    for (int i = 0; i < m->n_weights && tab_mode == TAB_PIPE; i++) {
+        const struct jm_linear *L = m->weights[i].lin;
+        int seen = L->dt != JK_F32;
+        for (int j = 0; j < i && !seen; j++) seen = m->weights[j].lin->w == L->w;
+        if (!seen) want += (4 * (size_t)L->n_out * (((size_t)L->n_in + 7) / 8 * 8) + 255) / 256 * 256;
+    }
+    const size_t got = jm_wsplit_bytes(c->wsplit);
+    if (got != want && ss.bad++ < 5)
+        printf("FAIL the f32 split copy of a context: %zu bytes, expected %zu\n", got, want);
+    ss.sized++;
+}
+
+static void split_install(jepa_ctx *c) {
+    pipe_gemm_f32 = c->k.gemm[JK_F32];
+    c->k.gemm[JK_F32] = split_gemm;
+    ss_dev = c->dev;
+}
+
 /* Models rewritten for a pass (wtype): freed at the pass's end. */
 static void *wbufs[64];
 static int nwbufs;
@@ -262,6 +382,8 @@ static jepa_ctx *new_ctx(const jepa_model *m, const char *device) {
         exit(1);
     }
     if (device && tab_mode == TAB_X16_CHECKED) x16_install(c);
+    if (device && tab_mode == TAB_PIPE) split_install(c);
+    if (device) split_size_check(c);
     return c;
 }
 
@@ -792,6 +914,13 @@ int main(int argc, char **argv) {
         failures++;
     }
     x16_arena_case();
+    printf("f32 split: %ld f32 matmuls in the pipelined passes, %ld read the split copy, %ld "
+           "above 8 rows did not; %ld contexts' copy sized; %d wrong\n", ss.f32, ss.split,
+           ss.missing, ss.sized, ss.bad);
+    if (ss.bad || !ss.split || ss.missing) {
+        printf("FAIL the f32 split copy: %d wrong, or none read, or a matmul without it\n", ss.bad);
+        failures++;
+    }
 
     printf("%s: %d failure%s\n", failures ? "FAIL" : "ok", failures, failures == 1 ? "" : "s");
     return failures ? 1 : 0;
