@@ -117,6 +117,21 @@ echo "$cases" | while IFS='|' read -r name arch dtype pattern batch; do
     rm -f "$out/gpu-$tag.npy"
 done
 
+# ---- block formats: a q8_0 encode with the default kernels (bf16x3) and with the pipelined
+# table (JEPA_CUDA_KERNELS=pipe: the integer codes on f16 tensor cores, never run on a GPU
+# before), then the two outputs against each other ----
+if [ "$quick" = 1 ]; then qn=tiny qa=vjepa2-tiny qp=4x64x64 qb=2; else
+    qn=vitl256-clip16 qa=vjepa2-vitl-256 qp=16x256x256 qb=8; fi
+gguf=$models/$qa-q8_0.gguf
+if [ -f "$gguf" ] || step "synth-$qa-q8_0" 120 "$jepa" synth --arch "$qa" --dtype q8_0 -o "$gguf"; then
+    for kern in mma pipe; do
+        step "e2e-$qn.$kern-q8_0-b$qb" 120 env JEPA_CUDA_KERNELS=$kern "$jepa" embed -m "$gguf" -g 0 \
+            --test-pattern "$qp" --batch "$qb" --repeat "$reps" --time -o "$out/gpu-q8_0-$kern.npy"
+    done
+    step parity-q8_0-pipe-vs-mma 60 "$cmp" "$out/gpu-q8_0-pipe.npy" "$out/gpu-q8_0-mma.npy" 0.9999 0.01
+    rm -f "$out/gpu-q8_0-mma.npy" "$out/gpu-q8_0-pipe.npy"
+fi
+
 # ---- PyTorch baselines on the same GPU ----
 if [ "$quick" = 1 ]; then
     step torch 300 "$py" bench/gpu_torch.py --smoke --skip-e2e --out "$out/torch.jsonl"

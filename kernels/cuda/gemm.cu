@@ -525,9 +525,9 @@ void gemm_today(const struct jk_gemm_args *a, const char *what) {
     }
 }
 
-/* With the pipelined kernels on (jkc_kernels_pipe), f16 / bf16 weights with x16 above the
- * GEMV's M go to gemm_pipe.cu; every other call runs the kernels above on x, and then
- * writes y16 from y when asked. With them off, x16 and y16 are ignored. */
+/* With the pipelined kernels on (jkc_kernels_pipe), f16 / bf16 and block-format weights
+ * with x16 above the GEMV's M go to gemm_pipe.cu; every other call runs the kernels above
+ * on x, and then writes y16 from y when asked. With them off, x16 and y16 are ignored. */
 template <int DT>
 void gemm(const struct jk_gemm_args *a, const char *what) {
     if (a->M <= 0 || a->N <= 0 || a->K <= 0) return;
@@ -535,6 +535,12 @@ void gemm(const struct jk_gemm_args *a, const char *what) {
     if constexpr (DT == JK_F16 || DT == JK_BF16) {
         if (pipe && a->x16 && a->M > GEMV_MAX_M) {
             jkc_gemm_pipe(a, DT, forced_tile.load(std::memory_order_relaxed), what);
+            return;
+        }
+    }
+    if constexpr (DT >= JK_Q8_0) {   /* block formats: x16 is f16 (gemm_pipe.cu) */
+        if (pipe && a->x16 && a->M > GEMV_MAX_M) {
+            jkc_gemm_pipe_blk(a, DT, what);
             return;
         }
     }

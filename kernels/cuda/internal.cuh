@@ -65,5 +65,8 @@ jk_mean_rows_fn jkc_mean_rows;
  * hook). And y16 = y rounded to y16_type, after a call another kernel served. */
 void jkc_gemm_pipe(const struct jk_gemm_args *a, int dt, int tile, const char *what);
 void jkc_gemm_y16(const struct jk_gemm_args *a, const char *what);
+/* gemm_pipe.cu: the same for the block formats (dt JK_Q8_0 .. JK_Q6_K), x16 in f16: the
+ * integer codes on f16 tensor cores, each block's scale applied to its partial sum. */
+void jkc_gemm_pipe_blk(const struct jk_gemm_args *a, int dt, const char *what);
 
 #endif
