@@ -75,7 +75,7 @@ step gpu_parity 180 "$build/tests/cuda/test_gpu_parity_gpu" tests/data
 if [ "$quick" = 1 ]; then bq=--quick; else bq=; fi
 step bench_gpu 240 "$jepa" bench gpu -g 0 --json $bq
 grep '^{' "$out/bench_gpu.log" >"$out/bench_gpu.jsonl" 2>/dev/null
-# the pipelined matmul (JEPA_CUDA_KERNELS=pipe, not the default yet): f16 / bf16 rows
+# the pipelined matmul (JEPA_CUDA_KERNELS=pipe, not the default yet): f16 / bf16, q8_0 / q4_K rows
 step bench_gpu_pipe 120 "$jepa" bench gpu -g 0 --json --op matmul --kernel pipe $bq
 grep '"kernel":"pipe"' "$out/bench_gpu_pipe.log" >>"$out/bench_gpu.jsonl" 2>/dev/null
 

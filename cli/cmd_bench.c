@@ -51,8 +51,9 @@ static void usage(FILE *f) {
             "              kernels, encoder and world; `jepa cpu` shows what each tier runs here)\n"
             "  -g, --gpu N the CUDA kernels on GPU N instead of the CPU's\n"
             "  --kernel K  GPU matmul: mma (default) or pipe, the pipelined kernel (cp.async,\n"
-            "              ldmatrix; f16 / bf16 weights, X given as its 16-bit copy; never run on\n"
-            "              a GPU yet: JEPA_CUDA_KERNELS=pipe selects it in a forward)\n"
+            "              ldmatrix; f16 / bf16 and q8_0 / q4_K weights, X given as its 16-bit\n"
+            "              copy; never run on a GPU yet: JEPA_CUDA_KERNELS=pipe selects it in\n"
+            "              a forward)\n"
             "  -h, --help  this help\n");
 }
 
