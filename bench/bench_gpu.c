@@ -12,7 +12,8 @@
  *           plans (gemm_ws: split-K where its rule splits), and at M = 577 each shape is
  *           timed again without it ("no split-K": the one-pass kernel); --kernel wgmma:
  *           the same rows through the wgmma table (kernels/cuda/gemm_wgmma.cu on an sm_90
- *           device, else the pipelined kernel)
+ *           device, else the pipelined kernel); q8_0 and q4_K on the ViT-L shapes (random codes
+ *           and scales; --kernel pipe: the codes on f16 tensor cores, x16 in f16)
  *   attn    2048 tokens, head_dim 64 x 16 heads (ViT-L) and head_dim 32 x 12 heads (the
  *           V-JEPA 2 predictor), full and block-causal (8 frames of 256 tokens)
  *
@@ -47,6 +48,17 @@ static float rnd(uint64_t *s) {   /* splitmix64 -> uniform in [-1, 1) */
     return (float)((double)(z >> 11) * 0x1.0p-52 - 1.0);
 }
 
+/* The host buffer h (malloc'd, freed here) copied to a new device buffer; NULL on failure. */
+static void *dev_take(struct jk_device *d, void *h, size_t bytes) {
+    void *p = d->alloc(d, bytes);
+    if (p && d->upload(d, p, h, bytes)) {
+        d->free(d, p);
+        p = NULL;
+    }
+    free(h);
+    return p;
+}
+
 /* Device buffer of n floats scaled random values (f32), or the same values as 16-bit. */
 static void *dev_random(struct jk_device *d, size_t n, enum jk_dtype t, float scale, uint64_t *seed) {
     size_t bytes = n * (t == JK_F32 ? 4 : 2);
@@ -58,13 +70,23 @@ static void *dev_random(struct jk_device *d, size_t n, enum jk_dtype t, float sc
         else if (t == JK_F16) ((uint16_t *)h)[i] = f32_to_f16(v);
         else ((uint16_t *)h)[i] = f32_to_bf16(v);
     }
-    void *p = d->alloc(d, bytes);
-    if (p && d->upload(d, p, h, bytes)) {
-        d->free(d, p);
-        p = NULL;
+    return dev_take(d, h, bytes);
+}
+
+/* Device buffer of N rows of K weights of block format t: random bytes (codes, K-quant
+ * sub-block scales) with the f16 scales set so the weights are about 0.05 (finite). */
+static void *dev_random_blocks(struct jk_device *d, int N, int K, enum jk_dtype t, uint64_t *seed) {
+    const size_t bytes = (size_t)N * jk_row_bytes(t, K), bb = jr_block_bytes((int)t);
+    unsigned char *h = malloc(bytes);
+    if (!h) return NULL;
+    for (size_t i = 0; i < bytes; i++) h[i] = (unsigned char)((rnd(seed) + 1.0f) * 127.5f);
+    const uint16_t dq = f32_to_f16(t == JK_Q8_0 ? 8e-4f : 2e-4f), dm = f32_to_f16(1e-4f);
+    for (size_t b = 0; b < bytes / bb; b++) {   /* q8_0: d; q4_K: d, dmin */
+        unsigned char *p = h + b * bb;
+        p[0] = (unsigned char)dq, p[1] = (unsigned char)(dq >> 8);
+        if (t == JK_Q4_K) p[2] = (unsigned char)dm, p[3] = (unsigned char)(dm >> 8);
     }
-    free(h);
-    return p;
+    return dev_take(d, h, bytes);
 }
 
 typedef void (*gpu_case_fn)(const struct jk_kernels *k, void *ctx);
@@ -114,23 +136,26 @@ static void report(const struct bench_opts *o, const char *op, const char *dtype
 static int bench_gpu_matmul(const struct bench_opts *o, struct jk_device *d, const struct jk_kernels *k) {
     /* pipe and wgmma: the tables that read x16 */
     const int pipe = o->kernel && (!strcmp(o->kernel, "pipe") || !strcmp(o->kernel, "wgmma"));
-    static const enum jk_dtype types[] = {JK_F16, JK_BF16, JK_F32};
+    static const enum jk_dtype types[] = {JK_F16, JK_BF16, JK_F32, JK_Q8_0, JK_Q4_K};
     const int Ms[] = {577, 2048, 8 * 2048};   /* 577: the pipelined kernel only */
     const int nshapes = o->quick ? 1 : (int)(sizeof gpu_mm_shapes / sizeof gpu_mm_shapes[0]);
     const int nm = o->quick ? 1 : 3;
     uint64_t seed = 11;
-    for (int ti = 0; ti < 3; ti++) {
+    for (int ti = 0; ti < (int)(sizeof types / sizeof *types); ti++) {
         const enum jk_dtype t = types[ti];
+        const int blk = jk_dtype_is_block(t), qk = jk_dtype_block(t);
         if (!k->gemm[t]) continue;
         for (int mi = pipe || o->quick ? 0 : 1; mi < nm; mi++) {
-            for (int si = 0; si < nshapes; si++) {
+            for (int si = 0; si < (blk && nshapes > 4 ? 4 : nshapes); si++) {   /* blocks: ViT-L */
                 const int M = o->quick ? 64 : Ms[mi], N = o->quick ? 96 : gpu_mm_shapes[si].N;
-                const int K = o->quick ? 80 : gpu_mm_shapes[si].K;
-                uint64_t xseed = seed;   /* x16: the same draws as x, rounded to t */
+                const int K = ((o->quick ? 80 : gpu_mm_shapes[si].K) + qk - 1) / qk * qk;
+                uint64_t xseed = seed;   /* x16: the same draws as x, rounded to t (blocks: f16) */
                 float *x = dev_random(d, (size_t)M * K, JK_F32, 1.0f, &seed);
-                uint16_t *x16 = pipe && t != JK_F32 ? dev_random(d, (size_t)M * K, t, 1.0f, &xseed)
-                                                    : NULL;
-                void *w = dev_random(d, (size_t)N * K, t, 0.05f, &seed);
+                uint16_t *x16 = pipe && t != JK_F32
+                                    ? dev_random(d, (size_t)M * K, blk ? JK_F16 : t, 1.0f, &xseed)
+                                    : NULL;
+                void *w = blk ? dev_random_blocks(d, N, K, t, &seed)
+                              : dev_random(d, (size_t)N * K, t, 0.05f, &seed);
                 float *bias = dev_random(d, (size_t)N, JK_F32, 0.1f, &seed);
                 float *y = d->alloc(d, sizeof(float) * (size_t)M * N);
                 /* the pipelined kernel: the workspace a forward plans (split-K) */

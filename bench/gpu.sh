@@ -75,8 +75,8 @@ step gpu_parity 180 "$build/tests/cuda/test_gpu_parity_gpu" tests/data
 if [ "$quick" = 1 ]; then bq=--quick; else bq=; fi
 step bench_gpu 240 "$jepa" bench gpu -g 0 --json $bq
 grep '^{' "$out/bench_gpu.log" >"$out/bench_gpu.jsonl" 2>/dev/null
-# the pipelined matmul (JEPA_CUDA_KERNELS=pipe, not the default yet): f16 / bf16 rows; at
-# M = 577 with the forward's workspace (split-K where its rule splits) and "no split-K"
+# the pipelined matmul (JEPA_CUDA_KERNELS=pipe, not the default yet): f16 / bf16, q8_0 / q4_K
+# rows; at M = 577 with the forward's workspace (split-K where its rule splits) and "no split-K"
 step bench_gpu_pipe 120 "$jepa" bench gpu -g 0 --json --op matmul --kernel pipe $bq
 grep '"kernel":"pipe"' "$out/bench_gpu_pipe.log" >>"$out/bench_gpu.jsonl" 2>/dev/null
 # the wgmma matmul (JEPA_CUDA_KERNELS=wgmma, sm_90 only, not the default yet): f16 / bf16 rows
@@ -125,6 +125,21 @@ echo "$cases" | while IFS='|' read -r name arch dtype pattern batch kern; do
     rm -f "$out/gpu-$tag.npy"
 done
 rm -f "$out"/cpu-*.npy
+
+# ---- block formats: a q8_0 encode with the default kernels (bf16x3) and with the pipelined
+# table (JEPA_CUDA_KERNELS=pipe: the integer codes on f16 tensor cores, never run on a GPU
+# before), then the two outputs against each other ----
+if [ "$quick" = 1 ]; then qn=tiny qa=vjepa2-tiny qp=4x64x64 qb=2; else
+    qn=vitl256-clip16 qa=vjepa2-vitl-256 qp=16x256x256 qb=8; fi
+gguf=$models/$qa-q8_0.gguf
+if [ -f "$gguf" ] || step "synth-$qa-q8_0" 120 "$jepa" synth --arch "$qa" --dtype q8_0 -o "$gguf"; then
+    for kern in mma pipe; do
+        step "e2e-$qn.$kern-q8_0-b$qb" 120 env JEPA_CUDA_KERNELS=$kern "$jepa" embed -m "$gguf" -g 0 \
+            --test-pattern "$qp" --batch "$qb" --repeat "$reps" --time -o "$out/gpu-q8_0-$kern.npy"
+    done
+    step parity-q8_0-pipe-vs-mma 60 "$cmp" "$out/gpu-q8_0-pipe.npy" "$out/gpu-q8_0-mma.npy" 0.9999 0.01
+    rm -f "$out/gpu-q8_0-mma.npy" "$out/gpu-q8_0-pipe.npy"
+fi
 
 # ---- PyTorch baselines on the same GPU ----
 if [ "$quick" = 1 ]; then

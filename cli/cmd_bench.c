@@ -52,10 +52,11 @@ static void usage(FILE *f) {
             "              kernels, encoder and world; `jepa cpu` shows what each tier runs here)\n"
             "  -g, --gpu N the CUDA kernels on GPU N instead of the CPU's\n"
             "  --kernel K  GPU matmul: mma (default) or pipe, the pipelined kernel (cp.async,\n"
-            "              ldmatrix; f16 / bf16 weights, X given as its 16-bit copy; never run on\n"
-            "              a GPU yet: JEPA_CUDA_KERNELS=pipe selects it in a forward), or\n"
-            "              wgmma: the same rows through the warpgroup-MMA kernel on an sm_90\n"
-            "              GPU (else pipe's; never run on a GPU yet: JEPA_CUDA_KERNELS=wgmma)\n"
+            "              ldmatrix; f16 / bf16 and q8_0 / q4_K weights, X given as its 16-bit\n"
+            "              copy; never run on a GPU yet: JEPA_CUDA_KERNELS=pipe selects it in\n"
+            "              a forward), or wgmma: the same rows through the warpgroup-MMA kernel\n"
+            "              on an sm_90 GPU for f16 / bf16 (else pipe's; never run on a GPU yet:\n"
+            "              JEPA_CUDA_KERNELS=wgmma)\n"
             "  -h, --help  this help\n");
 }
 

@@ -89,7 +89,8 @@ struct jk_gemm_args {
     const struct jk_gemm_tuning *tune;
     /* 16-bit operand copies, read and written only by a table whose x16 flag is set (the
      * GPU's pipelined kernels, kernels/cuda/); every other gemm ignores them. x16: X already
-     * rounded (nearest even) to the weight's type (f16 or bf16 weights only), row stride
+     * rounded (nearest even) to the weight's type (f16 or bf16 weights; f16 for the block
+     * formats, whose codes the GPU multiplies in f16), row stride
      * ldx16 elements, or NULL (the gemm reads x). y16: NULL, or where the gemm also writes
      * its result (after the epilogue) rounded to y16_type (JK_F16 or JK_BF16), row stride
      * ldy16 elements: the next matmul's x16. y is written in f32 either way. */

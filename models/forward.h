@@ -25,7 +25,8 @@ struct jm_x16 {
 };
 
 /* The type of the copy L's matmul reads on c: JK_F16 / JK_BF16 where c's table has the
- * x16 flag and L's weights are of that type; -1 where L reads f32 X. */
+ * x16 flag and L's weights are of that type, JK_F16 for block-format weights (the
+ * pipelined kernel runs their integer codes on f16 tensor cores); -1 where L reads f32 X. */
 int jm_x16_type(const struct jepa_ctx *c, const struct jm_linear *L);
 /* buf (row stride ld) as the copy L reads: p = NULL where L reads none (or buf is NULL). */
 struct jm_x16 jm_x16_for(const struct jepa_ctx *c, const struct jm_linear *L, uint16_t *buf,

@@ -14,7 +14,9 @@
 #include "runtime/dtype.h"
 
 int jm_x16_type(const struct jepa_ctx *c, const struct jm_linear *L) {
-    return c->k.x16 && (L->dt == JK_F16 || L->dt == JK_BF16) ? (int)L->dt : -1;
+    if (!c->k.x16) return -1;
+    if (L->dt == JK_F16 || L->dt == JK_BF16) return (int)L->dt;
+    return jk_dtype_is_block(L->dt) ? JK_F16 : -1;   /* the codes run on f16 tensor cores */
 }
 
 struct jm_x16 jm_x16_for(const struct jepa_ctx *c, const struct jm_linear *L, uint16_t *buf,

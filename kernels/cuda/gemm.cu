@@ -519,11 +519,11 @@ void gemm_today(const struct jk_gemm_args *a, const char *what) {
     }
 }
 
-/* With the pipelined kernels on (jkc_kernels_pipe), f16 / bf16 weights with x16 above the
- * GEMV's M go to gemm_pipe.cu (to gemm_wgmma.cu with the wgmma switch on a 9.0 device and
- * aligned operands), and so do f32 weights with their split copy (wsplit); every other
- * call runs the kernels above on x, and then
- * writes y16 from y when asked. With them off, x16 and y16 are ignored. */
+/* With the pipelined kernels on (jkc_kernels_pipe), f16 / bf16 and block-format weights
+ * with x16 above the GEMV's M go to gemm_pipe.cu (f16 / bf16 to gemm_wgmma.cu with the
+ * wgmma switch on a 9.0 device and aligned operands), and so do f32 weights with their
+ * split copy (wsplit); every other call runs the kernels above on x, and then writes y16
+ * from y when asked. With them off, x16, y16 and wsplit are ignored. */
 template <int DT>
 void gemm(const struct jk_gemm_args *a, const char *what) {
     if (a->M <= 0 || a->N <= 0 || a->K <= 0) return;
@@ -538,6 +538,12 @@ void gemm(const struct jk_gemm_args *a, const char *what) {
     if constexpr (DT == JK_F32) {
         if (pipe && a->wsplit && a->M > GEMV_MAX_M) {
             jkc_gemm_pipe_f32(a, forced_tile.load(std::memory_order_relaxed), what);
+            return;
+        }
+    }
+    if constexpr (DT >= JK_Q8_0) {   /* block formats: x16 is f16 (gemm_pipe.cu) */
+        if (pipe && a->x16 && a->M > GEMV_MAX_M) {
+            jkc_gemm_pipe_blk(a, DT, what);
             return;
         }
     }

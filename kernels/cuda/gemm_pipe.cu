@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cuda/dequant.cuh"
 #include "kernels/cuda/gemm_common.cuh"
 #include "kernels/cuda/internal.cuh"
 #include "kernels/cuda/math.cuh"
@@ -675,4 +676,232 @@ void jkc_gemm_pipe_f32(const struct jk_gemm_args *a, int tile, const char *what)
     const bool async = al16(a->x) && a->ldx % 4 == 0 && al16(a->wsplit) && a->ldwsplit % 16 == 0;
     if (async) run_pipe_f32<true>(p, tile, what);
     else run_pipe_f32<false>(p, tile, what);
+}
+
+/* ==== Block-format weights (q8_0 .. q6_K): the integer codes on f16 tensor cores ====
+ *
+ * jkc_gemm_pipe_blk: the same pipeline and epilogue as above, with the 64 x 64 tile only
+ * (run_pipe_blk says why), for ggml's block formats, X read from its f16 copy x16 (f16
+ * whatever the format: the codes are exact in f16, the scales are applied in f32). Per
+ * 32-deep K step:
+ *
+ *   - X: the f16 tile as above (cp.async when x16 allows it, else plain loads; the flag is
+ *     a kernel argument, not a template parameter, which halves what nvcc compiles).
+ *   - W: the block bytes are read with plain loads (a block is 18 to 210 bytes, and only
+ *     q4_K / q5_K blocks are 16-byte multiples, so cp.async cannot take them in general),
+ *     decoded by jkc_codes8 to the integer codes q (|q| <= 128), stored as f16 into the
+ *     swizzled W tile, where ldmatrix reads them as it reads f16 weights; the scale d of
+ *     each W row (q6_K: two, one per 16-deep half) and its offset m (q4_1, q5_1: the min;
+ *     q4_K, q5_K: -dmin * mn; jkc_scale_offset) go to a small f32 array after the tiles.
+ *     A step is one block (q8_0 .. q5_1) or one 32-weight sub-block (the K-quants), whole:
+ *     K is a multiple of the block. The W of step kt + STAGES - 1 is decoded after step
+ *     kt's mma are issued, into the stage step kt - 1 used (the barrier at the top of step
+ *     kt ordered its reads), so the tensor cores have work while the loads wait.
+ *   - Arithmetic, per output (r, n) and step: P = sum_k x16[r][k] * q[n][k] by mma
+ *     m16n8k16 (f16 x f16, exact products, f32 sums) into a zeroed fragment, then
+ *     acc = fmaf(d_n, P, acc); with an offset also S = sum_k x16[r][k] (the same mma
+ *     against a column of ones: exact products, f32 sums) and acc = fmaf(m_n, S, acc).
+ *     q6_K: P per 16-deep half, each with its own d. So one mma per 16 x 8 x 16 piece
+ *     (the bf16x3 path of gemm.cu takes three), plus one per 16 rows for S.
+ *   - Precision contract: X rounded to f16 (nearest even; overflow past 65504 is inf, as
+ *     for f16 weights), products of X and codes exact, the scale applied in f32 once per
+ *     32 (q6_K: 16) terms. Against the exact product of x16 and the decoded weights:
+ *         |y - y~| <= 68 u A + (F + 2) u A' + u |y~|
+ *     (u = 2^-24; A = the sum over slices of |d| sum|x q| + |m| sum|x|, A' = A + |b| +
+ *     |y_old|, F the fmas along K: 2u for each of the <= 34 truncating additions of a
+ *     slice's sums, u for each fma and the epilogue's add); tests/cuda/test_cuda_gemm.c
+ *     derives and checks it. Not the default kernel's bits (it splits X in bf16 hi + lo
+ *     and decodes the weights to f32 first).
+ *   - Epilogue, y16 and the M / N edges: as above (store_pipe, jkc_acc_store).
+ */
+#if defined(__CUDACC__)
+/* The W chunks of a thread decoded one after the other, not interleaved: the decoding's
+ * registers stay those of one chunk. */
+#define BLK_ONE_AT_A_TIME _Pragma("unroll 1")
+#else
+#define BLK_ONE_AT_A_TIME
+#endif
+
+namespace {
+
+template <int DT, int BM, int BN, int WM, int WN>
+struct BlkCfg : PipeCfg<BM, BN, WM, WN> {
+    /* an offset term: the formats whose weight is d q + m */
+    static constexpr bool OFFSET = DT == JK_Q4_1 || DT == JK_Q5_1 || DT == JK_Q4_K ||
+                                   DT == JK_Q5_K;
+    static constexpr int NSC = DT == JK_Q6_K ? 2 : 1;   /* scales per step and W row */
+    /* A stage: the X tile, the W tile (codes), then f32 d[NSC][BN] and m[BN]. */
+    static constexpr int SC_OFF = (BM + BN) * ROW_BYTES;
+    static constexpr int STAGE_BYTES = SC_OFF + (NSC + (OFFSET ? 1 : 0)) * BN * 4;
+    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;
+};
+
+/* The W tile of the step at k0 (codes, scales, offsets) into the stage at `st`; rows past
+ * N and steps past K get zero codes and scales. */
+template <int DT, class C>
+__device__ __forceinline__ void load_wblk(const PipeParams &p, unsigned char *st, int tid, int n0,
+                                          int k0) {
+    unsigned char *sw = st + C::BM_ROWS * ROW_BYTES;
+    float *sc = reinterpret_cast<float *>(st + C::SC_OFF);
+    static_assert(C::BN_ROWS * CHUNKS % C::NTHR == 0, "whole chunks per thread");
+    BLK_ONE_AT_A_TIME
+    for (int i = 0; i < C::BN_ROWS * CHUNKS / C::NTHR; i++) {
+        const int c = tid + i * C::NTHR, r = c / CHUNKS, kc = c % CHUNKS;
+        const bool in = n0 + r < p.N && k0 < p.K;
+        const unsigned char *row = p.w + (size_t)(in ? n0 + r : 0) * p.ldw;
+        int q[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        if (in) jkc_codes8<DT>(row, k0 + kc * 8, q);
+        U32x4p v;
+        JKC_UNROLL
+        for (int e = 0; e < 4; e++)
+            v.v[e] = jkc_pack2(jkc_f32_to_f16((float)q[2 * e]),
+                               jkc_f32_to_f16((float)q[2 * e + 1]));
+        *reinterpret_cast<U32x4p *>(sw + swz(r, kc)) = v;
+        if (kc % (CHUNKS / C::NSC) == 0) {   /* the first chunk of a scale's span */
+            float d = 0.0f, m = 0.0f;
+            if (in) jkc_scale_offset<DT>(row, k0 + kc * 8, d, m);
+            sc[kc / (CHUNKS / C::NSC) * C::BN_ROWS + r] = d;
+            if (C::OFFSET) sc[C::NSC * C::BN_ROWS + r] = m;
+        }
+    }
+}
+
+/* acc += this warp's part of the step in stage `st`, scaled per block (see above). */
+template <int DT, class C>
+__device__ __forceinline__ void mma_stage_blk(float (&acc)[C::MI][C::NJ][4],
+                                              const unsigned char *st, int wm, int wn, int lane) {
+    const unsigned char *sb = st + C::BM_ROWS * ROW_BYTES;
+    const float *sc = reinterpret_cast<const float *>(st + C::SC_OFF);
+    const int l8 = lane & 7, q = lane >> 3, t = lane & 3;
+    /* B fragments of both 16-deep halves: lane l points at row l % 8 of matrix l / 8 =
+     * (n-half q >> 1, k-half q & 1), as in mma_stage */
+    uint32_t b[2][C::NJ][2];
+    JKC_UNROLL
+    for (int ks = 0; ks < 2; ks++)
+        JKC_UNROLL
+        for (int jp = 0; jp < C::NJ / 2; jp++) {
+            uint32_t r[4];
+            jkc_ldmatrix_x4(r, sb + swz(wn + jp * 16 + (q >> 1) * 8 + l8, ks * 2 + (q & 1)));
+            b[ks][2 * jp][0] = r[0], b[ks][2 * jp][1] = r[1];
+            b[ks][2 * jp + 1][0] = r[2], b[ks][2 * jp + 1][1] = r[3];
+        }
+    JKC_UNROLL
+    for (int i = 0; i < C::MI; i++) {
+        uint32_t a[2][4];
+        JKC_UNROLL
+        for (int ks = 0; ks < 2; ks++)
+            jkc_ldmatrix_x4(a[ks], st + swz(wm + i * 16 + (q & 1) * 8 + l8, ks * 2 + (q >> 1)));
+        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};   /* row sums of x16: rows g, g, g+8, g+8 */
+        if constexpr (C::OFFSET) {
+            const uint32_t ones[2] = {0x3c003c00u, 0x3c003c00u};   /* f16 1.0 pairs */
+            jkc_mma_f16(s, a[0], ones);
+            jkc_mma_f16(s, a[1], ones);
+        }
+        JKC_UNROLL
+        for (int j = 0; j < C::NJ; j++) {
+            const int col = wn + j * 8 + 2 * t;
+            float *o = acc[i][j];
+            JKC_UNROLL
+            for (int h = 0; h < C::NSC; h++) {
+                float pp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                JKC_UNROLL
+                for (int ks = h; ks < (C::NSC == 2 ? h + 1 : 2); ks++)
+                    jkc_mma_f16(pp, a[ks], b[ks][j]);
+                const float d0 = sc[h * C::BN_ROWS + col], d1 = sc[h * C::BN_ROWS + col + 1];
+                o[0] = fmaf(d0, pp[0], o[0]), o[1] = fmaf(d1, pp[1], o[1]);
+                o[2] = fmaf(d0, pp[2], o[2]), o[3] = fmaf(d1, pp[3], o[3]);
+            }
+            if constexpr (C::OFFSET) {
+                const float *mv = sc + C::NSC * C::BN_ROWS;
+                const float m0 = mv[col], m1 = mv[col + 1];
+                o[0] = fmaf(m0, s[0], o[0]), o[1] = fmaf(m1, s[1], o[1]);
+                o[2] = fmaf(m0, s[2], o[2]), o[3] = fmaf(m1, s[3], o[3]);
+            }
+        }
+    }
+}
+
+/* One BM x BN tile of Y per block, as gemm_pipe; xasync: x16 may be copied by cp.async. */
+template <int DT, int BM, int BN, int WM, int WN>
+__global__ void PIPE_LAUNCH_BOUNDS(WM *WN * 32, (512 / (WM * WN * 32)))
+    gemm_pipe_blk(PipeParams p, int xasync) {
+    using C = BlkCfg<DT, BM, BN, WM, WN>;
+    JKC_DYN_SMEM(unsigned char, smem);
+
+    const int tid = (int)threadIdx.x, lane = tid & 31;
+    const int m0 = (int)blockIdx.y * BM, wm = (tid >> 5) / WN * C::TM;   /* block, warp */
+    const int n0 = (int)blockIdx.x * BN, wn = (tid >> 5) % WN * C::TN;
+    const unsigned char *xb = reinterpret_cast<const unsigned char *>(p.x16);
+    const size_t ldxb = p.ldx16 * 2;
+
+    float acc[C::MI][C::NJ][4];
+    jkc_acc_zero(acc);
+
+    const int nk = (p.K + PBK - 1) / PBK;
+    JKC_UNROLL
+    for (int s = 0; s < STAGES - 1; s++) {
+        unsigned char *st = smem + s * C::STAGE_BYTES;
+        if (s < nk) {
+            if (xasync) load_tile<BM, C::NTHR, true>(st, xb, ldxb, m0, p.M, s * PBK, p.K, tid);
+            else load_tile<BM, C::NTHR, false>(st, xb, ldxb, m0, p.M, s * PBK, p.K, tid);
+            load_wblk<DT, C>(p, st, tid, n0, s * PBK);
+        }
+        jkc_cp_async_commit();
+    }
+    for (int kt = 0; kt < nk; kt++) {
+        jkc_cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        const int next = kt + STAGES - 1;
+        unsigned char *sn = smem + (next % STAGES) * C::STAGE_BYTES;
+        if (next < nk) {
+            if (xasync) load_tile<BM, C::NTHR, true>(sn, xb, ldxb, m0, p.M, next * PBK, p.K, tid);
+            else load_tile<BM, C::NTHR, false>(sn, xb, ldxb, m0, p.M, next * PBK, p.K, tid);
+        }
+        jkc_cp_async_commit();
+        mma_stage_blk<DT, C>(acc, smem + (kt % STAGES) * C::STAGE_BYTES, wm, wn, lane);
+        if (next < nk) load_wblk<DT, C>(p, sn, tid, n0, next * PBK);
+    }
+    jkc_cp_async_wait_all();
+
+    jkc_acc_store(acc, m0 + wm, n0 + wn, lane >> 2, lane & 3, p.M, p.N, p.bias,
+                  [&](int row, int col, float v, float b) { store_pipe(p, row, col, v, b); });
+}
+
+template <int DT, int BM, int BN, int WM, int WN>
+void launch_pipe_blk(const PipeParams &p, int xasync, const char *what) {
+    constexpr int smem = BlkCfg<DT, BM, BN, WM, WN>::SMEM_BYTES;
+    static std::atomic<uint64_t> optin{0};
+    jkc_smem_optin(optin, gemm_pipe_blk<DT, BM, BN, WM, WN>, smem);
+    const dim3 grid((unsigned)((p.N + BN - 1) / BN), (unsigned)((p.M + BM - 1) / BM));
+    JKC_LAUNCH((gemm_pipe_blk<DT, BM, BN, WM, WN>), grid, dim3(WM * WN * 32), smem, jkc_stream(),
+               p, xasync);
+    jkc_check_launch(what);
+}
+
+/* The 64 x 64 tile only (4 warps of 32 x 32, four blocks per SM at <= 128 registers):
+ * the 128 x 128 one, with its 64 accumulators a thread next to the block decoding, spills
+ * (4 - 100 bytes on sm_80 at 128 registers, whichever way the step's loops were
+ * arranged). */
+template <int DT>
+void run_pipe_blk(const PipeParams &p, int xasync, const char *what) {
+    launch_pipe_blk<DT, 64, 64, 2, 2>(p, xasync, what);
+}
+
+} // namespace
+
+void jkc_gemm_pipe_blk(const struct jk_gemm_args *a, int dt, const char *what) {
+    if (a->M <= 0 || a->N <= 0 || a->K <= 0) return;
+    const PipeParams p = params(a);
+    const int xasync = al16(a->x16) && a->ldx16 % 8 == 0;
+    switch (dt) {
+    case JK_Q8_0: run_pipe_blk<JK_Q8_0>(p, xasync, what); break;
+    case JK_Q4_0: run_pipe_blk<JK_Q4_0>(p, xasync, what); break;
+    case JK_Q4_1: run_pipe_blk<JK_Q4_1>(p, xasync, what); break;
+    case JK_Q5_0: run_pipe_blk<JK_Q5_0>(p, xasync, what); break;
+    case JK_Q5_1: run_pipe_blk<JK_Q5_1>(p, xasync, what); break;
+    case JK_Q4_K: run_pipe_blk<JK_Q4_K>(p, xasync, what); break;
+    case JK_Q5_K: run_pipe_blk<JK_Q5_K>(p, xasync, what); break;
+    case JK_Q6_K: run_pipe_blk<JK_Q6_K>(p, xasync, what); break;
+    default: break;
+    }
 }

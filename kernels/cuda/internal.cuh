@@ -82,5 +82,8 @@ void jkc_gemm_wgmma(const struct jk_gemm_args *a, int dt, const char *what);
 /* gemm_pipe.cu: f32 weights from their bf16 hi / lo copy a->wsplit (bf16x3, gemm.cu's bits),
  * X f32 split in the kernel, y16 written when set. */
 void jkc_gemm_pipe_f32(const struct jk_gemm_args *a, int tile, const char *what);
+/* gemm_pipe.cu: the same for the block formats (dt JK_Q8_0 .. JK_Q6_K), x16 in f16: the
+ * integer codes on f16 tensor cores, each block's scale applied to its partial sum. */
+void jkc_gemm_pipe_blk(const struct jk_gemm_args *a, int dt, const char *what);
 
 #endif

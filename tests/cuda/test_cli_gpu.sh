@@ -51,11 +51,11 @@ done
 run "bench gpu --quick" jepa bench gpu -g 0 --quick --json
 [ "$(grep -c '"tflops"' "$WORK/out.txt")" -ge 4 ] && ok "bench gpu prints JSON rows" || bad "bench gpu prints JSON rows"
 run "bench gpu --kernel pipe" jepa bench gpu -g 0 --quick --json --op matmul --kernel pipe
-[ "$(grep -c '"kernel":"pipe"' "$WORK/out.txt")" -eq 2 ] && ok "bench gpu --kernel pipe: f16 and bf16 rows" ||
-    bad "bench gpu --kernel pipe: f16 and bf16 rows"
+w="bench gpu --kernel pipe: f16, bf16, q8_0, q4_K rows"
+[ "$(grep -c '"kernel":"pipe"' "$WORK/out.txt")" -eq 4 ] && ok "$w" || bad "$w"
 run "bench gpu --kernel wgmma" jepa bench gpu -g 0 --quick --json --op matmul --kernel wgmma
-[ "$(grep -c '"kernel":"wgmma"' "$WORK/out.txt")" -eq 2 ] && ok "bench gpu --kernel wgmma: f16 and bf16 rows" ||
-    bad "bench gpu --kernel wgmma: f16 and bf16 rows"
+w="bench gpu --kernel wgmma: f16, bf16, q8_0, q4_K rows"
+[ "$(grep -c '"kernel":"wgmma"' "$WORK/out.txt")" -eq 4 ] && ok "$w" || bad "$w"
 
 # a device that does not exist: one line, exit 1, no output file
 jepa embed -q -g 7 -m "$V2/model.gguf" --input-tensor "$V2/input.npy" -o "$WORK/none.npy" 2>"$WORK/err.txt"

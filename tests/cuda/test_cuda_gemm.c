@@ -45,6 +45,9 @@
  *  - f32 the same way with its pipelined kernel: W given as wsplit, split by the test
  *    (hi = bf16(w), lo = bf16(w - hi), NaN padding between and after the halves), aligned
  *    for cp.async or offset with odd strides; Y must be gemm.cu's bf16x3 bits.
+ *  - every block format with the pipelined kernel's own arithmetic (the codes on f16 mma,
+ *    the scales per 32; block_pipe_case has its model and bound): ragged shapes, x16 in
+ *    f16, x (f32) NaN so that reading it shows, y16 bit for bit.
  *
  * Which arithmetic a case gets is mirrored from gemm.cu: M <= 8 takes the GEMV kernel
  * (f32 products of the exact weights, f32 sums); larger M the tensor cores, where X is
@@ -445,6 +448,16 @@ static int pipe_call(const struct gcase *c, const struct jk_gemm_args *a0, const
     return bad;
 }
 
+/* Y [M, N] at stride ldy, NaN before the call: anything written outside it (the guards
+ * around the ny elements, the padding between N and ldy)? */
+static int wrote_outside(const float *yg, size_t ny, int M, int N, size_t ldy) {
+    int outside = !ca_guard_ok(yg, ny);
+    for (int m = 0; m < M; m++)
+        for (size_t n = (size_t)N; n < ldy; n++)
+            if (!isnan(yg[(size_t)m * ldy + n])) outside++;
+    return outside;
+}
+
 static int run_case(const struct gcase *c) {
     const int M = c->M, N = c->N, K = c->K;
     const enum jk_dtype t = c->t;
@@ -640,12 +653,7 @@ static int run_case(const struct gcase *c) {
                "(err/tol %.3g)\n", what, bad2, w2m, w2n, (double)yg[i], (double)yr[i], q2);
         bad = 1;
     }
-    /* nothing written outside the M x N window */
-    int outside = !ca_guard_ok(yg, ny);
-    for (int m = 0; m < M; m++)
-        for (size_t n = (size_t)N; n < ldy; n++)
-            if (!isnan(yg[(size_t)m * ldy + n])) outside++;
-    if (outside) {
+    if (wrote_outside(yg, ny, M, N, ldy)) {
         printf("FAIL %s: wrote outside Y[M, N]\n", what);
         bad = 1;
     }
@@ -795,6 +803,200 @@ static void check_y16_others(void) {
             ct_free(dx), ct_free(dya), ct_free(dyb), ct_free(dy16), ct_free(dw);
             free(x), free(w), free(ya), free(yb), free(y16);
         }
+}
+
+/* ---- the pipelined kernel on block-format weights (gemm_pipe.cu, jkc_gemm_pipe_blk) ----
+ * X from its f16 copy x16; per 32-deep slice s of K (one block, or one K-quant sub-block;
+ * q6_K: per 16) the kernel sums P_s = sum_k x16_k q_k (codes) and, for the formats with an
+ * offset, S_s = sum_k x16_k by mma (exact products, f32 sums), then acc = fma(d_s, P_s,
+ * acc) and acc = fma(m_s, S_s, acc). The model is that sum in exact arithmetic,
+ *     y~ = sum_k x16_k w~_k,  w~_k = d_s q_k + m_s  (the weight before any rounding),
+ * and its error bound (u = 2^-24):
+ *   - each P_s (S_s) is a chain of at most 33 additions into a zeroed f32 fragment, each
+ *     off by at most 2u (tensor cores truncate) of a partial sum <= sum |x16 q|: so
+ *     |d_s| |P^_s - P_s| + |m_s| |S^_s - S_s| <= 2u 34 A_s,
+ *     A_s = sum_k |x16_k| (|w~_k - m_s| + |m_s|);
+ *   - each fma rounds once, by at most u of a value <= A' = sum_s A_s + |b| + |y_old|;
+ *     F of them (slices, times two with an offset; q6_K two per slice), then the bias and
+ *     the residual add:
+ *         |y - y~| <= 68 u A + (F + 2) u A' + u |y~|    (GELU: as run_case's).
+ * A scale or an offset applied to the wrong row or slice, a lost slice or a lost S costs
+ * about A / (number of slices), far above this bound.
+ * Check 2, against the f64 product of x16 and the decoded weights w (kernels/ref's f32
+ * decoding, which rounds d q + m once: |w - w~| <= u |w~|): the bound above plus
+ * 2u sum |x16 w|.
+ * w~ from w: m_s from the block bytes, q = round((w - m_s) / d_s) (d_s from the bytes too),
+ * exact in double. */
+static double h16le(const uint8_t *p) { return f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+/* d and m of the slice of K-offset k (a multiple of 16) of a block row of type t. */
+static void slice_dm(enum jk_dtype t, const uint8_t *row, int k, double *d, double *m) {
+    const uint8_t *b = row + (size_t)(k / jk_dtype_block(t)) * jr_block_bytes((int)t);
+    *m = 0.0;
+    if (t == JK_Q4_K || t == JK_Q5_K) {
+        int sc, mn;
+        jr_scale_min_k4(b + 4, k % 256 / 32, &sc, &mn);
+        *d = h16le(b) * sc, *m = -h16le(b + 2) * mn;
+    } else if (t == JK_Q6_K) {
+        *d = h16le(b + 208) * (int8_t)b[192 + k % 256 / 16];
+    } else {
+        *d = h16le(b);
+        if (t == JK_Q4_1 || t == JK_Q5_1) *m = h16le(b + 2);
+    }
+}
+
+static double blk_q1_worst[JK_NDTYPES], blk_q2_worst[JK_NDTYPES];
+
+static int block_pipe_case(enum jk_dtype t, int M, int N, int K, int odd, enum jk_epilogue epi,
+                           int with_bias) {
+    const int offset = t == JK_Q4_1 || t == JK_Q5_1 || t == JK_Q4_K || t == JK_Q5_K;
+    const int sl = t == JK_Q6_K ? 16 : 32;   /* slice: the span of one scale */
+    const size_t ldx16 = odd ? (size_t)K + 2 * (size_t)ca_int(0, 4) + 1
+                             : (size_t)K + 8 * (size_t)ca_int(0, 1);
+    const size_t x16off = odd ? (size_t)ca_int(1, 7) : 0, woff = odd ? (size_t)ca_int(1, 15) : 0;
+    const size_t ldw = jk_row_bytes(t, K) + (size_t)ca_int(0, 1) * (size_t)ca_int(1, 40);
+    const size_t ldy = (size_t)N + (size_t)ca_int(0, 3), ny = (size_t)M * ldy;
+    const size_t nx16 = x16off + (size_t)M * ldx16;
+    uint16_t *x16 = (uint16_t *)xmalloc(nx16 * 2);
+    for (size_t i = 0; i < nx16; i++) x16[i] = 0xffff;   /* NaN padding */
+    for (int m = 0; m < M; m++)
+        for (int k = 0; k < K; k++) x16[x16off + (size_t)m * ldx16 + k] = f32_to_f16(rnd());
+    uint8_t *w = (uint8_t *)xmalloc(woff + (size_t)N * ldw);
+    memset(w, 0xff, woff + (size_t)N * ldw);
+    float *wf = (float *)xmalloc(sizeof(float) * (size_t)N * K);
+    for (int n = 0; n < N; n++) {
+        fill_block_row(t, w + woff + (size_t)n * ldw, K, 1.0 / sqrt((double)K));
+        jk_ref_weight_row(wf + (size_t)n * K, w + woff, ldw, t, n, K);
+    }
+    float *bias = (float *)xmalloc(sizeof(float) * (size_t)N);
+    for (int n = 0; n < N; n++) bias[n] = rnd();
+    float *yold = ca_alloc_guarded(ny), *yg = ca_alloc_guarded(ny);
+    for (size_t i = 0; i < ny; i++)
+        if (epi == JK_EPI_ADD && i % ldy < (size_t)N) yold[i] = 3.0f * rnd();
+    const enum jk_dtype y16t = ca_int(0, 1) ? JK_F16 : JK_BF16;
+    const size_t G = 16, ny16 = (size_t)M * ldy + 2 * G;
+    uint16_t *y16 = (uint16_t *)xmalloc(ny16 * 2);
+    for (size_t i = 0; i < ny16; i++) y16[i] = 0xfffe;
+
+    uint16_t *dx16 = (uint16_t *)ct_upload(x16, nx16 * 2);
+    uint16_t *dy16 = (uint16_t *)ct_upload(y16, ny16 * 2);
+    uint8_t *dw = (uint8_t *)ct_upload(w, woff + (size_t)N * ldw);
+    float *db = ct_upload_f(bias, (size_t)N), *dy = ct_upload_guarded(yold, ny);
+    /* x (f32) is required by the slot's contract; the pipelined kernel must not read it:
+     * NaN everywhere */
+    float *xnan = (float *)xmalloc(sizeof(float) * (size_t)M * K);
+    for (size_t i = 0; i < (size_t)M * K; i++) xnan[i] = NAN;
+    float *dx = ct_upload_f(xnan, (size_t)M * K);
+    struct jk_gemm_args a = {.y = dy, .ldy = ldy, .x = dx, .ldx = (size_t)K, .w = dw + woff,
+                             .ldw = ldw, .bias = with_bias ? db : NULL, .M = M, .N = N, .K = K,
+                             .epi = epi, .nthreads = 1, .x16 = dx16 + x16off, .ldx16 = ldx16,
+                             .y16 = dy16 + G, .ldy16 = ldy, .y16_type = y16t};
+    jkc_kernels_force_pipe(1);
+    kt.gemm[t](&a);
+    jkc_kernels_force_pipe(0);
+    ct_download_guarded(yg, dy, ny);
+    ct_download(y16, dy16, ny16 * 2);
+
+    char what[128];
+    snprintf(what, sizeof what, "%s M=%d N=%d K=%d %s%s pipe%s", jk_dtype_name(t), M, N, K,
+             epi_name(epi), with_bias ? " bias" : "", odd ? " (plain loads)" : "");
+    int bad = 0, bad1 = 0, bad2 = 0;
+    double q1 = 0.0, q2 = 0.0;
+    const int F = (K / sl) * (offset ? 2 : 1);
+    for (int m = 0; m < M; m++) {
+        const uint16_t *xr = x16 + x16off + (size_t)m * ldx16;
+        for (int n = 0; n < N; n++) {
+            const uint8_t *row = w + woff + (size_t)n * ldw;
+            const float *wr = wf + (size_t)n * K;
+            double tm = 0.0, A = 0.0, tr = 0.0, sxw = 0.0, d = 0.0, mo = 0.0;
+            for (int k = 0; k < K; k++) {
+                if (k % sl == 0) slice_dm(t, row, k, &d, &mo);
+                const double xv = f16_to_f32(xr[k]);
+                /* the code: exact, as the decoded weight is d q + m rounded once */
+                const double q = d != 0.0 ? nearbyint(((double)wr[k] - mo) / d) : 0.0;
+                const double wt = d * q + mo;
+                tm += xv * wt;
+                A += fabs(xv) * (fabs(wt - mo) + fabs(mo));
+                tr += xv * wr[k];
+                sxw += fabs(xv * wr[k]);
+            }
+            const size_t i = (size_t)m * ldy + (size_t)n;
+            const double b = with_bias ? bias[n] : 0.0, yo = epi == JK_EPI_ADD ? yold[i] : 0.0;
+            tm += b, tr += b;
+            double ym, yr;
+            switch (epi) {
+            case JK_EPI_GELU: ym = gelu(tm), yr = gelu(tr); break;
+            case JK_EPI_ADD: ym = yo + tm, yr = yo + tr; break;
+            default: ym = tm, yr = tr; break;
+            }
+            const double gf = epi == JK_EPI_GELU ? 1.13 : 1.0;
+            const double ev = epi == JK_EPI_GELU ? 1.5e-7 * fabs(tm) + 4 * U * fabs(ym) : 0.0;
+            const double A2 = A + fabs(b) + fabs(yo);
+            const double tol1 = gf * (68 * U * A + (F + 2) * U * A2) + U * fabs(ym) + ev + 1e-37;
+            const double tol2 = tol1 + gf * 2 * U * sxw;
+            const double g = yg[i], e1 = fabs(g - ym) / tol1, e2 = fabs(g - yr) / tol2;
+            if (!(e1 <= 1.0)) {
+                if (!bad1++)
+                    printf("FAIL %s: y[%d,%d] = %.9g, the model %.9g (err/tol %.3g)\n", what, m, n,
+                           g, ym, e1);
+            }
+            if (!(e2 <= 1.0)) {
+                if (!bad2++)
+                    printf("FAIL %s: y[%d,%d] = %.9g, x16 . decoded W %.9g (err/tol %.3g)\n", what,
+                           m, n, g, yr, e2);
+            }
+            if (e1 > q1) q1 = e1;
+            if (e2 > q2) q2 = e2;
+        }
+    }
+    bad = bad1 || bad2;
+    if (q1 > blk_q1_worst[t]) blk_q1_worst[t] = q1;
+    if (q2 > blk_q2_worst[t]) blk_q2_worst[t] = q2;
+    /* y16: Y rounded, nothing around it written; Y: nothing outside [M, N] */
+    for (size_t i = 0; i < ny16; i++) {
+        const size_t r = (i - G) / ldy, col = (i - G) % ldy;
+        const int inside = i >= G && i < G + (size_t)M * ldy && col < (size_t)N;
+        const float v = inside ? yg[r * ldy + col] : 0.0f;
+        const uint16_t want = !inside ? 0xfffe : y16t == JK_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+        if (y16[i] != want) {
+            printf("FAIL %s: y16 element %zu is 0x%04x, expected 0x%04x\n", what, i, y16[i], want);
+            bad = 1;
+            break;
+        }
+    }
+    if (wrote_outside(yg, ny, M, N, ldy)) {
+        printf("FAIL %s: wrote outside Y[M, N]\n", what);
+        bad = 1;
+    }
+    ct_free(dx16), ct_free(dy16), ct_free(dw), ct_free(db), ct_free_guarded(dy), ct_free(dx);
+    free(x16), free(w), free(wf), free(bias), free(y16), free(xnan);
+    ca_free_guarded(yold), ca_free_guarded(yg);
+    if (bad) check_failed++;
+    return bad;
+}
+
+/* Every block format through the pipelined kernel (its 64 x 64 tile): ragged M and N
+ * (not tile multiples), K of one block, K shorter than the pipeline's three stages in
+ * flight, K of a few steps not a multiple of the four stages, both X loads (cp.async /
+ * plain), every epilogue. */
+static void check_block_pipe(void) {
+    /* M, N, K in blocks of 32 (the K-quants: one 256 block up to 2, else two) */
+    static const int shapes[][3] = {
+        {9, 7, 1}, {70, 65, 2}, {130, 129, 5}, {33, 72, 3}, {17, 130, 1},
+    };
+    const int ns = (int)(sizeof shapes / sizeof *shapes);
+    for (int t = JK_Q8_0; t < JK_NDTYPES; t++) {
+        const int qk = jk_dtype_block((enum jk_dtype)t);
+        int tf = 0;
+        for (int i = 0; i < ns; i++) {
+            const int K = qk == 32 ? 32 * shapes[i][2] : 256 * (shapes[i][2] > 2 ? 2 : 1);
+            tf += block_pipe_case((enum jk_dtype)t, shapes[i][0], shapes[i][1], K, (i + t) % 2,
+                                  (enum jk_epilogue)((i + t) % 3), (i + t) % 3 != 1);
+        }
+        printf("  %s pipe (codes on f16 mma): %d shapes, %d failed; worst err/tol %.2g (model), "
+               "%.2g (x16 . decoded W)\n", jk_dtype_name((enum jk_dtype)t), ns, tf,
+               blk_q1_worst[t], blk_q2_worst[t]);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -956,6 +1158,7 @@ int main(int argc, char **argv) {
     CHECK(jkc_gemm_wgmma_count() == wg1, "the pipe table ran the wgmma kernel");
     jkc_kernels_force_pipe(-1);
 
+    check_block_pipe();
     check_y16_others();
     check_gelu_sweep();
     (void)cases, (void)fails;

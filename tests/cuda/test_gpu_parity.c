@@ -18,16 +18,18 @@
  * and the copies of its output and of attention's written from the f32 result, so the
  * forwards' plumbing of the copies is checked before any kernel reads them: the outputs
  * must be the default table's bits; the pipelined table (JEPA_CUDA_KERNELS=pipe) against
- * the references at the bars above; then every family with its weights rewritten in bf16
- * and in f16, the copies checked the same way (outputs: the default table's bits on the
- * same file), and the pipelined kernels, which read the copies, against the default
- * table on that file at the GPU-vs-CPU bars, and the wgmma table (JEPA_CUDA_KERNELS=wgmma:
- * gemm_wgmma.cu on an sm_90 device, the emulated one included) at the same bars, with the
- * count of matmuls it ran printed. Last, the arena with the copies: exactly their size
- * more. In every pipelined pass each f32 matmul is checked on the way: the weights' bf16
- * hi / lo copy made at upload against the test's own split of the same weights, and its
- * output against the default kernel's bits (split_gemm); and every GPU context's split
- * copy has the size docs/cuda.md gives (none without the pipelined table).
+ * the references at the bars above; then every family with its weights rewritten in bf16,
+ * in f16, in q8_0 and in q4_1 (block formats: f16 copies), the copies checked the same way
+ * (outputs: the default table's bits on the same file), and the pipelined kernels, which
+ * read the copies, against the default table on that file at the GPU-vs-CPU bars (or the
+ * output's own bar where looser: the AC rollout), and the wgmma table
+ * (JEPA_CUDA_KERNELS=wgmma: gemm_wgmma.cu on an sm_90 device, the emulated one included)
+ * at the same bars, with the count of matmuls it ran printed. Last, the arena with the
+ * copies: exactly their size more. In every pipelined pass each f32 matmul is checked on
+ * the way: the weights' bf16 hi / lo copy made at upload against the test's own split of
+ * the same weights, and its output against the default kernel's bits (split_gemm); and
+ * every GPU context's split copy has the size docs/cuda.md gives (none without the
+ * pipelined table).
  *
  * usage: test_gpu_parity DATA_DIR
  */
@@ -116,7 +118,9 @@ static void x16_write(uint16_t *d16, size_t ld16, enum jk_dtype t, const float *
     free(hy), free(h16);
 }
 
+/* t: the weight type; the copy is f16 for the block formats (models/vit.c jm_x16_type) */
 static void x16_gemm(const struct jk_gemm_args *a0, enum jk_dtype t) {
+    const enum jk_dtype ct = jk_dtype_is_block(t) ? JK_F16 : t;
     struct jk_gemm_args a = *a0;
     a.x16 = NULL, a.ldx16 = 0, a.y16 = NULL, a.ldy16 = 0;
     xs.gemm16++;
@@ -129,7 +133,7 @@ static void x16_gemm(const struct jk_gemm_args *a0, enum jk_dtype t) {
         x16_xfer(h16, a0->x16, n16 * sizeof *h16, 0);
         for (int i = 0; i < a0->M; i++)
             for (int j = 0; j < a0->K; j++) {
-                const uint16_t want = round16(hx[(size_t)i * a0->ldx + j], t);
+                const uint16_t want = round16(hx[(size_t)i * a0->ldx + j], ct);
                 if (h16[(size_t)i * a0->ldx16 + j] != want && xs.bad++ < 5)
                     printf("FAIL x16 of a %s matmul %dx%dx%d: row %d column %d is 0x%04x, x rounded 0x%04x\n",
                            jk_dtype_name(t), a0->M, a0->N, a0->K, i, j, h16[(size_t)i * a0->ldx16 + j], want);
@@ -146,8 +150,10 @@ static void x16_gemm(const struct jk_gemm_args *a0, enum jk_dtype t) {
         x16_write(a0->y16, a0->ldy16, a0->y16_type, a0->y, a0->ldy, a0->M, a0->N);
     }
 }
-static void x16_gemm_f16(const struct jk_gemm_args *a) { x16_gemm(a, JK_F16); }
-static void x16_gemm_bf16(const struct jk_gemm_args *a) { x16_gemm(a, JK_BF16); }
+#define X16_GEMM(a_, name, NAME, ...) \
+    static void x16_gemm_##name(const struct jk_gemm_args *a) { x16_gemm(a, JK_##NAME); }
+JR_WEIGHT_TYPES(X16_GEMM, )
+#undef X16_GEMM
 
 static void x16_attn(const struct jk_attn_args *a0) {
     struct jk_attn_args a = *a0;
@@ -185,8 +191,10 @@ static void x16_install(jepa_ctx *c) {
     k.gelu_tanh16 = x16_gelu16;
     k.silu16 = x16_silu16;
     k.round16 = x16_round16;
-    k.gemm[JK_F16] = x16_gemm_f16;
-    k.gemm[JK_BF16] = x16_gemm_bf16;
+#define X16_SET(a_, name, NAME, ...) \
+    if (JK_##NAME != JK_F32) k.gemm[JK_##NAME] = x16_gemm_##name;
+    JR_WEIGHT_TYPES(X16_SET, )
+#undef X16_SET
     k.attn = x16_attn;
     c->k = k;
     x16_dev = c->dev;
@@ -338,9 +346,10 @@ static jepa_model *load_model(const char *dir, const char *name) {
     return m;
 }
 
-/* The model's file rewritten with every matmul weight in `type` (GGUF_TYPE_BF16 / _F16),
- * those `jepa quantize` leaves alone too (the patch embedding, adaLN, the action and state
- * embeddings: a file converted in 16 bits has them so), loaded from memory. */
+/* The model's file rewritten with every matmul weight in `type` (GGUF_TYPE_BF16 / _F16 /
+ * _Q8_0 / _Q4_1), those `jepa quantize` leaves alone too (the patch embedding, adaLN, the
+ * action and state embeddings: a file converted in 16 bits has them so), loaded from
+ * memory. */
 static jepa_model *load_16(const char *dir, const char *name, uint32_t type, void **buf) {
     char path[1024], err[JEPA_ERR_LEN];
     snprintf(path, sizeof path, "%s/%s/%s", data_dir, dir, name);
@@ -407,7 +416,13 @@ static void check(const char *what, const float *got, const float *ref, int rows
         snprintf(w, sizeof w, "%s vs default table", what);
         if (irec < nrecs && recs[irec].n == n) {
             if (!memcmp(recs[irec].v, got, n * sizeof(float))) strcat(w, " (the same bits)");
-            failures += parity_check(w, got, recs[irec].v, rows, cols, GPU_VS_CPU_COS, REL_BAR);
+            /* the GPU-vs-CPU bars, or the output's own where looser: the AC rollout's K
+             * steps feed each step's rounding back (block formats, whose pipelined kernel
+             * reads f16 X where the default reads f32: q8_0 cos 0.99917 / rel 2.7e-2 after
+             * 4 steps, step 0 0.999995 / 2.6e-3) */
+            failures += parity_check(w, got, recs[irec].v, rows, cols,
+                                     cos_bar < GPU_VS_CPU_COS ? cos_bar : GPU_VS_CPU_COS,
+                                     rel_bar > REL_BAR ? rel_bar : REL_BAR);
         } else {
             printf("FAIL %s: no recorded output of %zu values\n", w, n);
             failures++;
@@ -460,7 +475,7 @@ static void encoder_case(const char *tag, const jepa_model *m, const char *dir, 
     const long plain0 = xs.plain;
     const int genc = encode(g, m, &x, ref_hier != NULL, &eg);
     if (tab_mode == TAB_X16_CHECKED && xs.plain != plain0) {   /* every matmul of > 8 rows */
-        printf("FAIL %s: %ld f16 / bf16 matmuls of more than 8 rows read no 16-bit copy\n", tag,
+        printf("FAIL %s: %ld 16-bit / block matmuls of more than 8 rows read no 16-bit copy\n", tag,
                xs.plain - plain0);
         failures++;
     }
@@ -741,7 +756,8 @@ static void run_fixtures(void);
 
 static void run_pass(const char *what, enum table_mode tab, uint32_t wt, enum rec_mode rec) {
     printf("---- pass: %s%s%s\n", what, wt ? ", weights " : "",
-           wt == GGUF_TYPE_BF16 ? "bf16" : wt == GGUF_TYPE_F16 ? "f16" : "");
+           wt == GGUF_TYPE_BF16 ? "bf16" : wt == GGUF_TYPE_F16 ? "f16"
+           : wt == GGUF_TYPE_Q8_0 ? "q8_0" : wt == GGUF_TYPE_Q4_1 ? "q4_1" : "");
     tab_mode = tab, wtype = wt, rec_mode = rec, bits_only = wt != 0, irec = 0;
     /* the kernels' choice for the whole pass: the tables made in it, and the kernels that
      * read the switch when they run, both follow it (the default unless asked) */
@@ -893,8 +909,11 @@ int main(int argc, char **argv) {
     run_pass("16-bit copies checked, default matmul and attention", TAB_X16_CHECKED, 0, REC_COMPARE);
     rec_clear();
     run_pass("the pipelined kernels (JEPA_CUDA_KERNELS=pipe)", TAB_PIPE, 0, REC_OFF);
-    static const uint32_t wts[] = {GGUF_TYPE_BF16, GGUF_TYPE_F16};
-    for (int i = 0; i < 2; i++) {
+    /* q8_0 and q4_1 (a block format with an offset; tensors whose K is not a multiple of
+     * 32 fall back to f16, models/quantize.c): the pipelined kernel runs their codes on
+     * f16 tensor cores, X from the f16 copy */
+    static const uint32_t wts[] = {GGUF_TYPE_BF16, GGUF_TYPE_F16, GGUF_TYPE_Q8_0, GGUF_TYPE_Q4_1};
+    for (int i = 0; i < 4; i++) {
         run_pass("weights rewritten: the default table (outputs recorded)", TAB_DEFAULT, wts[i], REC_RECORD);
         run_pass("weights rewritten: 16-bit copies checked", TAB_X16_CHECKED, wts[i], REC_COMPARE);
         run_pass("weights rewritten: the pipelined kernels", TAB_PIPE, wts[i], REC_NEAR);
@@ -904,7 +923,7 @@ int main(int argc, char **argv) {
                  REC_NEAR);
         rec_clear();
     }
-    printf("16-bit copies: %ld f16 / bf16 matmuls, %ld read a copy, %ld wrote one, %ld attention "
+    printf("16-bit copies: %ld 16-bit / block matmuls, %ld read a copy, %ld wrote one, %ld attention "
            "calls wrote one, %d wrong; %ld of more than 8 rows read none; written by %ld "
            "gelu_tanh16, %ld silu16, %ld round16 calls\n", xs.gemm16, xs.x16, xs.y16, xs.o16,
            xs.bad, xs.plain, xs.gelu16, xs.silu16, xs.round16);
