@@ -292,13 +292,14 @@ static void split_gemm(const struct jk_gemm_args *a0) {
     ss_dev->free(ss_dev, y2);
 }
 
-/* The split copy exists on the contexts of the pipelined table only, and its size is the
- * one docs/cuda.md gives: 4 N ceil8(K) bytes per distinct f32 matmul weight, each rounded
- * up to 256 (nothing for a file without f32 matmul weights). */
+/* The split copy exists on the contexts of the pipelined tables only (pipe, wgmma), and its
+ * size is the one docs/cuda.md gives: 4 N ceil8(K) bytes per distinct f32 matmul weight,
+ * each rounded up to 256 (nothing for a file without f32 matmul weights). */
 static void split_size_check(const jepa_ctx *c) {
     const struct jepa_model *m = c->m;
     size_t want = 0;
-    for (int i = 0; i < m->n_weights && tab_mode == TAB_PIPE; i++) {
+    const int piped = tab_mode == TAB_PIPE || tab_mode == TAB_WGMMA;
+    for (int i = 0; i < m->n_weights && piped; i++) {
         const struct jm_linear *L = m->weights[i].lin;
         int seen = L->dt != JK_F32;
         for (int j = 0; j < i && !seen; j++) seen = m->weights[j].lin->w == L->w;
@@ -362,7 +363,10 @@ static jepa_model *load_16(const char *dir, const char *name, uint32_t type, voi
         fprintf(stderr, "%s: 16-bit rewrite: %s\n", path, e.msg);
         exit(1);
     }
-    for (int i = 0; i < src->n_weights; i++) src->weights[i].quantizable = true;
+    /* 16 bits: every matmul weight (schema v1 allows f16 / bf16 anywhere); a block format:
+     * those `jepa quantize` would convert (schema v1 refuses q4_1 for the patch embedding) */
+    if (type == GGUF_TYPE_BF16 || type == GGUF_TYPE_F16)
+        for (int i = 0; i < src->n_weights; i++) src->weights[i].quantizable = true;
     if (jm_quantize(src, w, type, false, &e) ||
         jg_writer_write_mem(w, buf, &size, &e)) {
         fprintf(stderr, "%s: 16-bit rewrite: %s\n", path, e.msg);
@@ -417,12 +421,19 @@ static void check(const char *what, const float *got, const float *ref, int rows
         if (irec < nrecs && recs[irec].n == n) {
             if (!memcmp(recs[irec].v, got, n * sizeof(float))) strcat(w, " (the same bits)");
             /* the GPU-vs-CPU bars, or the output's own where looser: the AC rollout's K
-             * steps feed each step's rounding back (block formats, whose pipelined kernel
-             * reads f16 X where the default reads f32: q8_0 cos 0.99917 / rel 2.7e-2 after
-             * 4 steps, step 0 0.999995 / 2.6e-3) */
-            failures += parity_check(w, got, recs[irec].v, rows, cols,
-                                     cos_bar < GPU_VS_CPU_COS ? cos_bar : GPU_VS_CPU_COS,
-                                     rel_bar > REL_BAR ? rel_bar : REL_BAR);
+             * steps feed each step's rounding back. Block formats: their pipelined kernel
+             * reads f16 X (2^-12 relative rounding at every matmul input, the uploaded
+             * actions, states and tokens included) where the default reads f32 with
+             * bf16x3 (about 2^-17): the tiny random AC model amplifies that over the 4
+             * steps as it amplifies f32-vs-PyTorch differences of ~1e-7 to rel 1.4e-2.
+             * Measured under the emulator: q8_0 cos 0.99821 / rel 3.5e-2, q4_1 0.99733 /
+             * 5.9e-2 after 4 steps, while step 0 stays within the predictor's bars; so the
+             * trajectory of a block-format rewrite is held to cos 0.995, rel 0.1. */
+            const int blk = wtype == GGUF_TYPE_Q8_0 || wtype == GGUF_TYPE_Q4_1;
+            double cb = cos_bar < GPU_VS_CPU_COS ? cos_bar : GPU_VS_CPU_COS;
+            double rb = rel_bar > REL_BAR ? rel_bar : REL_BAR;
+            if (blk && cos_bar < GPU_VS_CPU_COS) cb = 0.995, rb = 0.1;
+            failures += parity_check(w, got, recs[irec].v, rows, cols, cb, rb);
         } else {
             printf("FAIL %s: no recorded output of %zu values\n", w, n);
             failures++;
