@@ -1119,8 +1119,8 @@ int main(int argc, char **argv) {
     /* The wgmma table (JEPA_CUDA_KERNELS=wgmma; the emulated device is sm_90): f16 and
      * bf16, shapes ragged in M, N and K around its 128 x 128 tile and 64-deep steps (K below
      * one step, one and a bit, more steps than its 4 stages), every epilogue, aligned
-     * operands (a third, by wg_offset, with x16 offset: the pipelined fallback). The same checks as the
-     * pipelined kernel's: the model, the reference, y16 = Y rounded and Y the default
+     * operands (a third, by wg_offset, with x16 offset: the pipelined fallback). The same
+     * checks as the pipelined kernel's: the model, the reference, y16 = Y rounded and Y the default
      * kernel's bits (so the pipelined kernel's too). */
     static const int wg_shapes[][3] = {
         {130, 200, 40}, {200, 72, 160}, {33, 130, 97}, {100, 100, 7}, {9, 17, 250},
