@@ -160,8 +160,9 @@ int main(void) {
                 free(y1), free(yn);
                 drop(&d);
             }
-            printf("  %s (%s tier) %s: %d sets x %d shapes x 1 thread and 2 or 3: %d failed, %d differ across threads\n",
-                   k.gemm_isa, jk_precision_name(tier), jk_dtype_name(t), ns, NSH, fails, bitdiff);
+            printf("  %s (%s tier) %s: %d sets x %d shapes x 1 thread and 2 or 3: %d failed, "
+                   "%d differ across threads\n", k.gemm_isa, jk_precision_name(tier),
+                   jk_dtype_name(t), ns, NSH, fails, bitdiff);
             CHECK(!fails, "%s %s: %d sets x %d shapes, 1 thread, against the reference: %d failed",
                   k.gemm_isa, jk_dtype_name(t), ns, NSH, fails);
             CHECK(!bitdiff, "%s %s: the same bits at 1 thread and at 2 or 3 (%d differ)", k.gemm_isa,
