@@ -84,13 +84,16 @@ step bench_gpu_wgmma 120 "$jepa" bench gpu -g 0 --json --op matmul --kernel wgmm
 grep '"kernel":"wgmma"' "$out/bench_gpu_wgmma.log" >>"$out/bench_gpu.jsonl" 2>/dev/null
 
 # ---- end to end: random-weight models at real sizes (jepa synth), GPU vs CPU ----
-# name | synth arch | dtype | test pattern | batch [| JEPA_CUDA_KERNELS: pipe, tagged dtype+pipe]
+# name | synth arch | dtype | test pattern | batch [| JEPA_CUDA_KERNELS: pipe or wgmma, tagged
+# dtype+pipe / dtype+wgmma: the rows that decide the default switch of issue 47]
 if [ "$quick" = 1 ]; then
     cases="
 tiny|vjepa2-tiny|f16|4x64x64|1
 tiny|vjepa2-tiny|bf16|4x64x64|2
 tiny|vjepa2-tiny|f32|4x64x64|1
 tiny|vjepa2-tiny|f32|4x64x64|1|pipe
+tiny|vjepa2-tiny|bf16|4x64x64|1|pipe
+tiny|vjepa2-tiny|bf16|4x64x64|2|wgmma
 "
 else
     cases="
@@ -100,9 +103,15 @@ vitl256-clip16|vjepa2-vitl-256|bf16|16x256x256|1
 vitl256-clip16|vjepa2-vitl-256|bf16|16x256x256|8
 vitl256-clip16|vjepa2-vitl-256|f32|16x256x256|1
 vitl256-clip16|vjepa2-vitl-256|f32|16x256x256|1|pipe
+vitl256-clip16|vjepa2-vitl-256|bf16|16x256x256|1|pipe
+vitl256-clip16|vjepa2-vitl-256|bf16|16x256x256|8|pipe
+vitl256-clip16|vjepa2-vitl-256|f16|16x256x256|8|pipe
+vitl256-clip16|vjepa2-vitl-256|bf16|16x256x256|1|wgmma
+vitl256-clip16|vjepa2-vitl-256|bf16|16x256x256|8|wgmma
 vitb384-image|vjepa2_1-vitb-384|f16|1x384x384|1
 vitb384-clip16|vjepa2_1-vitb-384|f16|16x384x384|1
 vitb384-clip16|vjepa2_1-vitb-384|bf16|16x384x384|1
+vitb384-clip16|vjepa2_1-vitb-384|bf16|16x384x384|1|pipe
 "
 fi
 reps=$([ "$quick" = 1 ] && echo 2 || echo 10)
