@@ -93,9 +93,9 @@ __device__ __forceinline__ void jkc_acc_store(const float (&acc)[MI][NJ][4], int
     }
 }
 
-/* The 16-bit-operand matmuls' store of one element (gemm_wgmma.cu): *y = epi(acc + b) as
- * gemm.cu's store_out (GELU, or the residual add of the old *y), and, when y16 is set, the
- * stored value rounded to nearest even to f16 (y16_f16) or bf16 there. */
+/* The 16-bit-operand matmuls' store of one element (gemm_pipe.cu, gemm_wgmma.cu): *y =
+ * epi(acc + b) as gemm.cu's store_out (GELU, or the residual add of the old *y), and, when
+ * y16 is set, the stored value rounded to nearest even to f16 (y16_f16) or bf16 there. */
 __device__ __forceinline__ void jkc_epi_store(float *y, uint16_t *y16, int y16_f16, int epi,
                                               float acc, float b) {
     float t = acc + b;

@@ -196,13 +196,8 @@ __device__ __forceinline__ void mma_stage(float (&acc)[C::MI][C::NJ][4], const u
 /* y = epi(acc + b) as gemm.cu's store_out; y16 (when set) the stored value rounded. */
 __device__ __forceinline__ void store_pipe(const PipeParams &p, int row, int col, float acc,
                                            float b) {
-    float *y = p.y + (size_t)row * p.ldy + col;
-    float t = acc + b;
-    if (p.epi == JK_EPI_GELU) t = gelu_erf(t);
-    else if (p.epi == JK_EPI_ADD) t = *y + t;
-    *y = t;
-    if (p.y16)
-        p.y16[(size_t)row * p.ldy16 + col] = p.y16_f16 ? jkc_f32_to_f16(t) : jkc_f32_to_bf16(t);
+    jkc_epi_store(p.y + (size_t)row * p.ldy + col,
+                  p.y16 ? p.y16 + (size_t)row * p.ldy16 + col : nullptr, p.y16_f16, p.epi, acc, b);
 }
 
 /* One BM x BN tile of Y per block; grid x over N tiles, y over M tiles. MODE: JK_F16 or
