@@ -888,11 +888,15 @@ static void x16_arena_case(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_gpu_parity DATA_DIR\n");
+    if (argc != 2 && !(argc == 3 && !strcmp(argv[2], "reduced"))) {
+        fprintf(stderr, "usage: test_gpu_parity DATA_DIR [reduced]\n");
         return 2;
     }
     data_dir = argv[1];
+    /* reduced (the sanitizer builds, where the emulator runs ~6x slower): the rewrites in
+     * bf16 and q4_1 only; f16 and q8_0 take the same kernels' other instantiations and run
+     * in the release build */
+    const int reduced = argc == 3;
     char err[256];
     struct jk_device *d = jk_device_open_cuda(0, err, sizeof err);
     if (!d) {
@@ -925,6 +929,11 @@ int main(int argc, char **argv) {
      * f16 tensor cores, X from the f16 copy */
     static const uint32_t wts[] = {GGUF_TYPE_BF16, GGUF_TYPE_F16, GGUF_TYPE_Q8_0, GGUF_TYPE_Q4_1};
     for (int i = 0; i < 4; i++) {
+        if (reduced && (wts[i] == GGUF_TYPE_F16 || wts[i] == GGUF_TYPE_Q8_0)) {
+            printf("---- not in this build (reduced): the rewrite in %s, run by the release build\n",
+                   wts[i] == GGUF_TYPE_F16 ? "f16" : "q8_0");
+            continue;
+        }
         run_pass("weights rewritten: the default table (outputs recorded)", TAB_DEFAULT, wts[i], REC_RECORD);
         run_pass("weights rewritten: 16-bit copies checked", TAB_X16_CHECKED, wts[i], REC_COMPARE);
         run_pass("weights rewritten: the pipelined kernels", TAB_PIPE, wts[i], REC_NEAR);
