@@ -14,6 +14,8 @@
  *  - with 1 thread, and with 2 threads for every other blocking and 3 for the rest: the
  *    same bits at every thread count for one blocking (each blocking runs twice, not three
  *    times: under qemu, in the aarch64 cross build, a third run cost CI about 2 minutes);
+ *    with the argument `reduced` (the cross build, under qemu) only every third blocking
+ *    runs the second time, at 2 and 3 threads in turn;
  *  - the workspace sized by jk_gemm_ws_tuned for that blocking, with guard bytes after it
  *    that must stay untouched.
  * Plus: with no blocking passed, the kernels compute the bits of the blocking in force.
@@ -99,7 +101,8 @@ static int call(jk_gemm_fn *fn, const struct shape *s, enum jk_dtype t, const st
     return tune_ws_free(ws, ws_bytes);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    const int reduced = argc > 1 && !strcmp(argv[1], "reduced");
     const unsigned have = jr_cpu_detect();
     int kinds_run = 0;
     unsigned done = 0;   /* the kinds run */
@@ -134,7 +137,8 @@ int main(void) {
                 float *y1 = malloc(mn * 4), *yn = malloc(mn * 4);
                 for (int c = 0; c < ns; c++) {
                     const struct jk_gemm_tuning *tu = &sets[c];
-                    for (int th = 1; th <= 3; th += th == 1 ? 1 + (c & 1) : 3) {
+                    const int again = !reduced || c % 3 == 0, more = reduced ? (c / 3) & 1 : c & 1;
+                    for (int th = 1; th <= 3; th += th == 1 && again ? 1 + more : 3) {
                         float *y = th == 1 ? y1 : yn;
                         guard += call(k.gemm[t], s, t, &d, tu, th, y, jk_gemm_ws_tuned(tu, th, s->K)) != 0;
                         cases++;
