@@ -200,6 +200,29 @@ __device__ __forceinline__ void store_pipe(const PipeParams &p, int row, int col
                   p.y16 ? p.y16 + (size_t)row * p.ldy16 + col : nullptr, p.y16_f16, p.epi, acc, b);
 }
 
+/* The ring of S stages over nk K steps (gemm_pipe's and gemm_pipe_f32's schedule): load(s, k0) queues the K
+ * step at k0 into stage s (one commit group a step, empty past K), mma(s) multiplies stage
+ * s once this thread's copies of it are done (at most S - 2 younger groups pending) and
+ * the barrier has made every thread's visible and retired every read of the stage that
+ * the next load overwrites. */
+template <int S, class Load, class Mma>
+__device__ __forceinline__ void pipe_ring(int nk, Load load, Mma mma) {
+    JKC_UNROLL
+    for (int s = 0; s < S - 1; s++) {
+        if (s < nk) load(s, s * PBK);
+        jkc_cp_async_commit();
+    }
+    for (int kt = 0; kt < nk; kt++) {
+        jkc_cp_async_wait<S - 2>();
+        __syncthreads();
+        const int next = kt + S - 1;
+        if (next < nk) load(next % S, next * PBK);
+        jkc_cp_async_commit();
+        mma(kt % S);
+    }
+    jkc_cp_async_wait_all();   /* only empty groups are left; retire them */
+}
+
 /* One BM x BN tile of Y per block; grid x over N tiles, y over M tiles. MODE: JK_F16 or
  * JK_BF16 (the weight type, and x16's). */
 template <int MODE, int BM, int BN, int WM, int WN, bool ASYNC>
@@ -207,48 +230,28 @@ __global__ void PIPE_LAUNCH_BOUNDS(WM *WN * 32, (512 / (WM * WN * 32)))
     gemm_pipe(PipeParams p) {
     using C = PipeCfg<BM, BN, WM, WN>;
     JKC_DYN_SMEM(unsigned char, smem);
-
-    const int tid = (int)threadIdx.x;
-    const int lane = tid & 31, warp = tid >> 5;
-    const int g = lane >> 2, t = lane & 3;
-    const int wm = (warp / WN) * C::TM, wn = (warp % WN) * C::TN;
-    const int m0 = (int)blockIdx.y * BM, n0 = (int)blockIdx.x * BN;
-
+    const JkcTilePos q = jkc_tile_pos<BM, BN, WN, C::TM, C::TN>();
     float acc[C::MI][C::NJ][4];
     jkc_acc_zero(acc);
 
     /* This block's K steps: kt0 .. kt0 + nk - 1 (split-K: blockIdx.z's range), from column
-     * kb on. Prologue: steps 0 .. STAGES - 2 in flight, one commit group each (empty past
-     * the range, so that the group count the waits below rely on is the same for every K). */
+     * kb on. */
     const int kt0 = (int)blockIdx.z * p.ksteps, left = (p.K + PBK - 1) / PBK - kt0;
     const int nk = left < p.ksteps ? left : p.ksteps, kb = kt0 * PBK;
-    JKC_UNROLL
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (s < nk) load_stage<C, ASYNC>(p, smem + s * C::STAGE_BYTES, tid, m0, n0, kb + s * PBK);
-        jkc_cp_async_commit();
-    }
-    for (int kt = 0; kt < nk; kt++) {
-        /* This thread's copies of step kt are done when at most STAGES - 2 younger groups
-         * are pending; the barrier makes every thread's copies visible, and orders every
-         * warp's reads of step kt - 1's stage before the copies issued into it below. */
-        jkc_cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        const int next = kt + STAGES - 1;
-        if (next < nk)
-            load_stage<C, ASYNC>(p, smem + (next % STAGES) * C::STAGE_BYTES, tid, m0, n0,
-                                 kb + next * PBK);
-        jkc_cp_async_commit();
-        mma_stage<MODE, C>(acc, smem + (kt % STAGES) * C::STAGE_BYTES, wm, wn, lane);
-    }
-    jkc_cp_async_wait_all();   /* only empty groups are left; retire them */
+    pipe_ring<STAGES>(
+        nk,
+        [&](int s, int k0) {
+            load_stage<C, ASYNC>(p, smem + s * C::STAGE_BYTES, q.tid, q.m0, q.n0, kb + k0);
+        },
+        [&](int s) { mma_stage<MODE, C>(acc, smem + s * C::STAGE_BYTES, q.wm, q.wn, q.lane); });
 
     if (p.part) {   /* split-K: the raw sums of this range, no bias or epilogue */
         float *part = p.part + (size_t)blockIdx.z * (size_t)p.M * (size_t)p.N;
-        jkc_acc_store(acc, m0 + wm, n0 + wn, g, t, p.M, p.N, nullptr,
+        jkc_acc_store(acc, q.m0 + q.wm, q.n0 + q.wn, q.g, q.t, p.M, p.N, nullptr,
                       [&](int row, int col, float v, float) { part[(size_t)row * p.N + col] = v; });
         return;
     }
-    jkc_acc_store(acc, m0 + wm, n0 + wn, g, t, p.M, p.N, p.bias,
+    jkc_acc_store(acc, q.m0 + q.wm, q.n0 + q.wn, q.g, q.t, p.M, p.N, p.bias,
                   [&](int row, int col, float v, float b) { store_pipe(p, row, col, v, b); });
 }
 
@@ -406,29 +409,6 @@ __device__ __forceinline__ void mma_stage_f32(float (&acc)[C::MI][C::NJ][4],
             }
         }
     }
-}
-
-/* The ring of S stages over nk K steps, gemm_pipe's schedule: load(s, k0) queues the K
- * step at k0 into stage s (one commit group a step, empty past K), mma(s) multiplies stage
- * s once this thread's copies of it are done (at most S - 2 younger groups pending) and
- * the barrier has made every thread's visible and retired every read of the stage that
- * the next load overwrites. */
-template <int S, class Load, class Mma>
-__device__ __forceinline__ void pipe_ring(int nk, Load load, Mma mma) {
-    JKC_UNROLL
-    for (int s = 0; s < S - 1; s++) {
-        if (s < nk) load(s, s * PBK);
-        jkc_cp_async_commit();
-    }
-    for (int kt = 0; kt < nk; kt++) {
-        jkc_cp_async_wait<S - 2>();
-        __syncthreads();
-        const int next = kt + S - 1;
-        if (next < nk) load(next % S, next * PBK);
-        jkc_cp_async_commit();
-        mma(kt % S);
-    }
-    jkc_cp_async_wait_all();   /* only empty groups are left; retire them */
 }
 
 /* One BM x BN tile of Y per block; grid x over N tiles, y over M tiles, through pipe_ring
